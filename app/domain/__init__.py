@@ -1,0 +1,1 @@
+"""Pure policy shared by the engine and the surfaces: plans, findings, verdicts, statuses."""

@@ -1,0 +1,1 @@
+"""Agent runtimes and adapters: turn a spawn request into one running agent (seed 000)."""
