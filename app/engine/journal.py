@@ -1,0 +1,197 @@
+"""The run journal: typed entries over the append-only JSONL file, and the one fold over them.
+
+Every fact the engine derives status from is an entry here: what agents reported (progress,
+blocker, needs-input, completion), what humans said (answer, feedback, approval, retry), what
+the engine concluded about each step (outcome), and proof-of-work verdicts with their
+append-only invalidation markers. `fold_journal` reads them once, in order, into the per-key
+facts that transition derivation and selection need, so status over a 100k-entry journal costs
+one pass.
+
+Keys: a change's entries use the change name; a decomposition uses the phase name; a PR step
+uses `pr:<batch>[:<group>]`; proof-of-work entries carry the phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from app.engine import jsonl
+
+EntryKind = Literal[
+    "progress",
+    "blocker",
+    "needs-input",
+    "completion",
+    "answer",
+    "feedback",
+    "approval",
+    "retry",
+    "step-started",
+    "outcome",
+    "proof-of-work",
+    "proof-of-work-invalidated",
+]
+REPORT_KINDS: tuple[EntryKind, ...] = ("progress", "blocker", "needs-input", "completion")
+ACCEPTED_STATES: frozenset[str] = frozenset({"advanced", "awaiting-approval"})
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journal line. Optional fields are omitted from the file when unset."""
+
+    kind: str
+    key: str
+    at: str
+    transition: str | None = None
+    message: str = ""
+    session: str | None = None
+    state: str | None = None
+    verdict: Mapping[str, Any] | None = None
+    findings: Mapping[str, Any] | None = None
+    proof: Mapping[str, Any] | None = None
+    usage: Mapping[str, Any] | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON object written to the file."""
+        record: dict[str, Any] = {"kind": self.kind, "key": self.key, "at": self.at}
+        for name in ("transition", "session", "state", "verdict", "findings", "proof", "usage"):
+            value = getattr(self, name)
+            if value is not None:
+                record[name] = value
+        if self.message:
+            record["message"] = self.message
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> JournalEntry:
+        """Build from a parsed line; unknown keys (from a newer pairbot) are ignored."""
+        return cls(
+            kind=str(record.get("kind", "")),
+            key=str(record.get("key", "")),
+            at=str(record.get("at", "")),
+            transition=_opt_str(record.get("transition")),
+            message=str(record.get("message", "")),
+            session=_opt_str(record.get("session")),
+            state=_opt_str(record.get("state")),
+            verdict=_opt_map(record.get("verdict")),
+            findings=_opt_map(record.get("findings")),
+            proof=_opt_map(record.get("proof")),
+            usage=_opt_map(record.get("usage")),
+        )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_map(value: Any) -> Mapping[str, Any] | None:
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
+
+
+def read_journal(path: Path) -> list[JournalEntry]:
+    """Every entry, in order (a torn last line dropped; mid-file corruption raises)."""
+    return [JournalEntry.from_record(record) for record in jsonl.read_records(path)]
+
+
+def append_entry(path: Path, entry: JournalEntry) -> int:
+    """Append one entry; returns its 0-based index."""
+    return jsonl.append_record(path, entry.to_record())
+
+
+# ---------------------------------------------------------------- the fold
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A transition the engine accepted (outcome advanced or awaiting-approval)."""
+
+    transition: str
+    index: int
+    converged: bool | None = None  # verify only
+    findings: Mapping[str, Any] | None = None  # verify only, when a findings file was given
+
+
+@dataclass
+class KeyHistory:
+    """What the journal says about one key (a change, a phase's decomposition, a PR group)."""
+
+    accepted: list[Accepted] = field(default_factory=list)
+    last_outcome: int = -1
+    last_outcome_state: str | None = None
+    feedback: tuple[str, str] | None = None  # (transition, text) recorded after the last outcome
+    answers: list[str] = field(default_factory=list)  # recorded after the last outcome
+    entries: int = 0
+
+    def accepted_count(self, transition: str) -> int:
+        """How many times `transition` was accepted for this key."""
+        return sum(1 for a in self.accepted if a.transition == transition)
+
+
+@dataclass(frozen=True)
+class JournalIndex:
+    """The single fold of a journal: per-key histories and per-phase proof records."""
+
+    keys: Mapping[str, KeyHistory]
+    proofs: Mapping[str, Mapping[str, Any]]
+    size: int
+
+    def history(self, key: str) -> KeyHistory:
+        """The key's history (empty if the journal never mentions it)."""
+        return self.keys.get(key) or KeyHistory()
+
+    def accepted_keys(self, transition: str) -> frozenset[str]:
+        """Keys with at least one accepted `transition` (e.g. the opened PR groups)."""
+        return frozenset(
+            key
+            for key, h in self.keys.items()
+            if any(a.transition == transition for a in h.accepted)
+        )
+
+
+def fold_journal(entries: Sequence[JournalEntry]) -> JournalIndex:
+    """One pass over the journal into the facts derivation and selection read."""
+    keys: dict[str, KeyHistory] = {}
+    proofs: dict[str, Mapping[str, Any]] = {}
+    for index, entry in enumerate(entries):
+        if entry.kind == "proof-of-work" and entry.proof is not None:
+            proofs[entry.key] = entry.proof
+            continue
+        if entry.kind == "proof-of-work-invalidated":
+            # Append-only: the record stays in the file for the audit trail; the marker only
+            # removes it from the fold, so the next apply re-runs the proof.
+            proofs.pop(entry.key, None)
+            continue
+        history = keys.get(entry.key)
+        if history is None:
+            history = keys[entry.key] = KeyHistory()
+        history.entries += 1
+        if entry.kind == "outcome":
+            history.last_outcome = index
+            history.last_outcome_state = entry.state
+            history.feedback = None
+            history.answers = []
+            if entry.state in ACCEPTED_STATES and entry.transition:
+                converged = entry.verdict.get("converged") if entry.verdict else None
+                history.accepted.append(
+                    Accepted(
+                        transition=entry.transition,
+                        index=index,
+                        converged=bool(converged) if converged is not None else None,
+                        findings=entry.findings,
+                    )
+                )
+        elif entry.kind == "feedback" and entry.transition:
+            history.feedback = (entry.transition, entry.message)
+        elif entry.kind == "answer":
+            history.answers.append(entry.message)
+    return JournalIndex(keys=keys, proofs=proofs, size=len(entries))
+
+
+def session_entries(entries: Iterable[JournalEntry], key: str, start: int) -> list[JournalEntry]:
+    """The agent reports for `key` written at or after index `start` (this session's delta)."""
+    return [
+        e for i, e in enumerate(entries) if i >= start and e.key == key and e.kind in REPORT_KINDS
+    ]

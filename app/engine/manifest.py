@@ -1,0 +1,347 @@
+"""The files a user writes: `.pair/config.yaml` and `.pair/batches/<name>/batch.yaml`.
+
+Both are validated on load with strict models (unknown keys refused). A validation error is a
+`ConfigError` whose lines each name the file, the key path, the offending value and what is
+allowed; it is raised before anything runs or any run-state is touched.
+
+YAML is read with YAML 1.2 booleans (only `true`/`false`), so `prGrouping: off` stays the
+string "off" instead of turning into `False` as YAML 1.1 would have it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from app.domain.autonomy import parse_gate_condition
+from app.engine.boundary import PrGrouping
+from app.engine.gates import Gate
+from app.engine.proof import ProofPolicy
+from app.errors import ConfigError, NotInitialisedError, UnknownBatchError
+from app.settings import BatchSettings, StrictModel
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+NAME_RULE = "lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+LLM_JUDGE_REFUSAL = (
+    "llm-judge proof-of-work is not yet supported by batch apply; use integration or blackbox."
+)
+PAIR_DIR = ".pair"
+_M = TypeVar("_M", bound=BaseModel)
+# Branch names pydantic puts in an error path for tagged unions; a user never wrote them.
+_UNION_TAGS = frozenset({"agent-name", "agent-with-model", "stage-map", "[key]"})
+
+HostName = Annotated[str, Field(min_length=1)]
+
+
+def _check_name(value: str) -> str:
+    if not NAME_PATTERN.match(value):
+        raise ValueError(f"{value!r} is not a valid name: use {NAME_RULE}")
+    return value
+
+
+def _check_gate(value: str) -> str:
+    parse_gate_condition(value)
+    return value
+
+
+# ---------------------------------------------------------------- .pair/config.yaml
+
+
+class HostsConfig(StrictModel):
+    """Which adapter holds the cards (pm) and which the pull requests (code)."""
+
+    pm: HostName = "local"
+    code: HostName = "local"
+
+
+class CycleConfig(StrictModel):
+    """The card cycle's stopping point and its human gates."""
+
+    until: Literal["ready-for-merge", "merged"] = "ready-for-merge"
+    merge: str = "always"
+    prepare: str = "always"
+    max_fix_rounds: Annotated[int, Field(strict=True, ge=0, le=20)] = 3
+
+    _gates = field_validator("merge", "prepare")(_check_gate)
+
+
+class TestsConfig(StrictModel):
+    """How the engine runs the project's tests around apply and fix."""
+
+    command: str | None = None
+    junit: str | None = None
+    may_modify_tests: list[str] = Field(default_factory=list)
+
+
+class ProjectConfig(StrictModel):
+    """`.pair/config.yaml`; every key is optional."""
+
+    hosts: HostsConfig = Field(default_factory=HostsConfig)
+    trigger: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")] = "pair"
+    maintainer: str | None = None
+    cycle: CycleConfig = Field(default_factory=CycleConfig)
+    tests: TestsConfig = Field(default_factory=TestsConfig)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+
+
+# ---------------------------------------------------------------- batch.yaml
+
+
+class ProofOfWork(StrictModel):
+    """A phase's proof-of-work: a command run in the project root and its pass condition."""
+
+    kind: Literal["integration", "blackbox", "llm-judge"] = "integration"
+    run: str = ""
+    pass_: str = Field(default="", alias="pass")
+    policy: ProofPolicy = "hard-gate"
+
+    @model_validator(mode="after")
+    def _supported(self) -> ProofOfWork:
+        if self.kind == "llm-judge":
+            raise ValueError(LLM_JUDGE_REFUSAL)
+        if not self.run.strip():
+            raise ValueError(f"a {self.kind} proof-of-work needs a non-empty `run` command")
+        return self
+
+
+class ChangeRef(StrictModel):
+    """A change with options; a bare string in `changes:` is a change with none."""
+
+    name: str
+    card: int | str | None = None
+    depends_on: list[str] = Field(default_factory=list)
+
+    _name = field_validator("name")(_check_name)
+
+
+class Phase(StrictModel):
+    """One phase: a goal, its changes in order, and the proof that closes it."""
+
+    name: str
+    goal: str = ""
+    success: str = ""
+    proof_of_work: ProofOfWork | None = None
+    changes: list[ChangeRef] = Field(default_factory=list)
+
+    _name = field_validator("name")(_check_name)
+
+    @field_validator("changes", mode="before")
+    @classmethod
+    def _bare_names(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @property
+    def change_names(self) -> tuple[str, ...]:
+        """The phase's change names, in order."""
+        return tuple(change.name for change in self.changes)
+
+
+class BatchManifest(StrictModel):
+    """`.pair/batches/<name>/batch.yaml`."""
+
+    gate: Gate = "voluntary"
+    pr_grouping: PrGrouping = "per-change"
+    base_branch: str | None = None
+    settings: BatchSettings = Field(default_factory=BatchSettings)
+    phases: Annotated[list[Phase], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BatchManifest:
+        seen_phases: set[str] = set()
+        seen: set[str] = set()
+        for phase in self.phases:
+            if phase.name in seen_phases:
+                raise ValueError(f"phase {phase.name!r} is declared twice; phase names are unique")
+            seen_phases.add(phase.name)
+            for change in phase.changes:
+                if change.name in seen:
+                    raise ValueError(
+                        f"change {change.name!r} is declared twice; change names are unique "
+                        "across the batch"
+                    )
+                seen.add(change.name)
+        order = {name: i for i, name in enumerate(self.change_names)}
+        for change in self.all_changes:
+            for dep in change.depends_on:
+                if dep not in order:
+                    raise ValueError(
+                        f"change {change.name!r} depends on {dep!r}, which is not in this batch; "
+                        f"known changes: {', '.join(order) or '(none)'}"
+                    )
+                if order[dep] >= order[change.name]:
+                    raise ValueError(
+                        f"change {change.name!r} depends on {dep!r}, which comes at or after it; "
+                        "a change may only depend on changes listed before it"
+                    )
+        return self
+
+    @property
+    def all_changes(self) -> list[ChangeRef]:
+        """Every change, in batch order."""
+        return [change for phase in self.phases for change in phase.changes]
+
+    @property
+    def change_names(self) -> list[str]:
+        """Every change name, in batch order."""
+        return [change.name for change in self.all_changes]
+
+    def phase_of(self, change: str) -> Phase | None:
+        """The phase that lists `change`, if any."""
+        for phase in self.phases:
+            if change in phase.change_names:
+                return phase
+        return None
+
+    def phase_named(self, name: str) -> Phase | None:
+        """The phase called `name`, if any."""
+        return next((phase for phase in self.phases if phase.name == name), None)
+
+
+# ---------------------------------------------------------------- loading
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans: only true/false, never on/off/yes/no."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from err
+    try:
+        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506  # a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from err
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model class that owns the key at `loc`, to list its allowed keys."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if current is None:
+            return None
+        if isinstance(part, int):
+            continue
+        field = next(
+            (f for n, f in current.model_fields.items() if part in (n, f.alias)),
+            None,
+        )
+        if field is None:
+            return current
+        current = _first_model(field.annotation)
+    return current
+
+
+def _first_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _first_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _format_errors(path: Path, root: type[BaseModel], err: ValidationError) -> ConfigError:
+    lines = []
+    for error in err.errors(include_url=False):
+        loc = [part for part in error["loc"] if str(part) not in _UNION_TAGS]
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            owner = _model_at(root, loc[:-1])
+            allowed = (
+                ", ".join(f.alias or n for n, f in owner.model_fields.items()) if owner else "?"
+            )
+            message = f"unknown key; allowed keys here: {allowed}"
+        got = error.get("input")
+        shown = "" if error["type"] in ("missing",) else f" (got {got!r})"
+        if isinstance(got, dict) and error["type"] != "extra_forbidden":
+            shown = ""
+        lines.append(f"{path}: {key}: {message}{shown}")
+    return ConfigError("\n".join(lines))
+
+
+def _validate(path: Path, model: type[_M], data: Any) -> _M:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: (top level): expected a mapping of keys, got {data!r}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise _format_errors(path, model, err) from None
+
+
+def pair_dir(root: Path) -> Path:
+    """`<root>/.pair`, or NotInitialisedError when the project has none."""
+    directory = root / PAIR_DIR
+    if not directory.is_dir():
+        raise NotInitialisedError(
+            f"{root} is not a pairbot project: no {PAIR_DIR}/ directory "
+            "(create .pair/config.yaml, or run pairbot from the project root)"
+        )
+    return directory
+
+
+def load_project_config(root: Path) -> ProjectConfig:
+    """Read and validate `.pair/config.yaml` (absent: every default)."""
+    path = pair_dir(root) / "config.yaml"
+    if not path.exists():
+        return ProjectConfig()
+    return _validate(path, ProjectConfig, _read_yaml(path))
+
+
+def batches_dir(root: Path) -> Path:
+    """Where batch manifests live."""
+    return root / PAIR_DIR / "batches"
+
+
+def list_batches(root: Path) -> list[str]:
+    """Names of the batches with a manifest, sorted."""
+    directory = batches_dir(root)
+    if not directory.is_dir():
+        return []
+    return sorted(p.parent.name for p in directory.glob("*/batch.yaml"))
+
+
+def manifest_path(root: Path, batch: str) -> Path:
+    """The manifest file of `batch` (validating the name first)."""
+    if not NAME_PATTERN.match(batch):
+        raise UnknownBatchError(f"{batch!r} is not a valid batch name: use {NAME_RULE}")
+    return batches_dir(root) / batch / "batch.yaml"
+
+
+def load_manifest(root: Path, batch: str) -> BatchManifest:
+    """Read and validate a batch manifest."""
+    pair_dir(root)
+    path = manifest_path(root, batch)
+    if not path.is_file():
+        known = list_batches(root)
+        raise UnknownBatchError(
+            f"no batch named {batch!r} (expected {path}); "
+            f"known batches: {', '.join(known) if known else '(none)'}"
+        )
+    return _validate(path, BatchManifest, _read_yaml(path))

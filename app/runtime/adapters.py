@@ -1,0 +1,103 @@
+"""Agent adapters: how to start each coding agent, from one registry of binaries (seed 000).
+
+Each adapter turns (agent choice, settings) into argv; instructions always go on stdin. The
+binary names live only in `AGENT_BINARIES`, which `pairbot doctor` will read too, so the two
+cannot drift. `command` runs any configured argv (`agentCommand`): the way to plug in an
+in-house agent, and what the tests use to drive a scripted agent.
+
+Permission flags per posture arrive with the runtime issue; this module builds the base argv.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.errors import UserError
+from app.settings import AgentChoice, ResolvedSettings
+
+AGENT_BINARIES: Mapping[str, str] = {
+    "claude": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "cursor": "cursor-agent",
+    "opencode": "opencode",
+}
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One agent's base argv and whether its stdout is stream-json."""
+
+    name: str
+    base_args: tuple[str, ...]
+    emits_stream_json: bool
+    model_flag: str | None = "--model"
+
+
+ADAPTERS: Mapping[str, Adapter] = {
+    "claude": Adapter(
+        "claude",
+        ("-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"),
+        emits_stream_json=True,
+    ),
+    "codex": Adapter("codex", ("exec", "-"), emits_stream_json=False),
+    "gemini": Adapter("gemini", ("-p",), emits_stream_json=False),
+    "cursor": Adapter("cursor", ("-p",), emits_stream_json=False),
+    "opencode": Adapter("opencode", ("run", "--format", "json"), emits_stream_json=True),
+    "command": Adapter("command", (), emits_stream_json=False, model_flag=None),
+}
+
+
+class UnknownAgentError(UserError):
+    """The configured agent has no adapter; raised before anything spawns."""
+
+
+@dataclass(frozen=True)
+class AgentArgv:
+    """The resolved command line for one spawn."""
+
+    command: str
+    args: tuple[str, ...]
+    adapter: Adapter
+
+
+def resolve_argv(choice: AgentChoice, settings: ResolvedSettings) -> AgentArgv:
+    """Build the argv for `choice`; UnknownAgentError names the adapters that exist."""
+    adapter = ADAPTERS.get(choice.name)
+    if adapter is None:
+        raise UnknownAgentError(
+            f"unknown agent {choice.name!r}; available agents: {', '.join(sorted(ADAPTERS))}"
+        )
+    if adapter.name == "command":
+        if not settings.agent_command:
+            raise UnknownAgentError(
+                "agent 'command' needs `agentCommand` (a list, e.g. [python, my_agent.py]) in "
+                ".pair/config.yaml `batch:` or the batch manifest's `settings:`"
+            )
+        command, *rest = settings.agent_command
+        return AgentArgv(command=command, args=tuple(rest), adapter=adapter)
+    args = list(adapter.base_args)
+    if choice.model and adapter.model_flag:
+        args += [adapter.model_flag, choice.model]
+    return AgentArgv(command=AGENT_BINARIES[adapter.name], args=tuple(args), adapter=adapter)
+
+
+# Forge and app credentials never reach an agent: the engine does every write to the forge.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PRIVATE_KEY|PASSWORD|(?:^|_)PAT$|^INPUT_")
+# Agents' own credentials are how they reach their model: they are passed through.
+_AGENT_CREDENTIAL = re.compile(
+    r"^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|CURSOR_|OPENCODE_|OPENROUTER_)"
+)
+
+
+def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment: `base` without forge/app secrets, plus pairbot's PAIR_* keys."""
+    env = {
+        name: value
+        for name, value in base.items()
+        if _AGENT_CREDENTIAL.match(name) or not _SECRET_NAME.search(name)
+    }
+    env.update(extra)
+    return env

@@ -1,0 +1,196 @@
+"""The plain local process locus: run one agent as a child process of pairbot.
+
+`ProcessRuntime` implements the `AgentRuntime` seam (app/engine/agent.py) without SWE-ReX: it
+starts the agent's argv directly, feeds the instructions on stdin, streams complete stdout lines
+as events, and applies the per-agent timeout (SIGTERM to the process group, then SIGKILL after a
+grace). The SWE-ReX loci (local, docker, remote) arrive later and share this contract: a start
+failure or a timeout is a result with the message in `stderr`, never an exception.
+
+`terminate_process_group` is the one implementation of "stop this child and everything it
+started"; the proof-of-work runner uses it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+
+from app.engine.agent import AgentEvent, AgentSpawnRequest, AgentSpawnResult, EventSink
+
+# Exit status a shell reports for "command not found"; a start failure reuses it so the engine
+# maps it like any other failed agent.
+START_FAILURE_EXIT_CODE = 127
+
+_CHUNK_BYTES = 64 * 1024
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # The group may already be gone (ESRCH); on some kernels a group of only zombies answers
+    # EPERM. Either way there is nothing left to signal.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def terminate_process_group(proc: asyncio.subprocess.Process, grace_s: float) -> str:
+    """SIGTERM `proc`'s process group, SIGKILL it after `grace_s`; return the signal that ended it.
+
+    `proc` must have been started with `start_new_session=True`, so its pid is its group id and
+    the signal reaches every process it started, not just the direct child.
+    """
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), grace_s)
+    except TimeoutError:
+        _signal_group(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return signal.SIGKILL.name
+    # The leader stopped on SIGTERM, but a grandchild that ignores it would outlive the run and
+    # keep our pipes open; the run is over either way, so sweep the group.
+    _signal_group(proc.pid, signal.SIGKILL)
+    return signal.SIGTERM.name
+
+
+def signal_name(returncode: int) -> str:
+    """Name the signal behind asyncio's negative return code (e.g. -15 → "SIGTERM")."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:  # a real-time signal has no enum member
+        return f"SIG{-returncode}"
+
+
+async def read_into(stream: asyncio.StreamReader, sink: bytearray) -> None:
+    """Append everything `stream` yields to `sink` until EOF.
+
+    Chunked rather than one `read()`, so a caller that has to give up early keeps what arrived.
+    """
+    while chunk := await stream.read(_CHUNK_BYTES):
+        sink.extend(chunk)
+
+
+async def _stream_lines(stream: asyncio.StreamReader, emit: Callable[[str], None]) -> None:
+    # StreamReader.readline() fails on lines over its 64 KiB limit and agents print long JSON
+    # lines, so split chunks ourselves. The incremental decoder keeps a multi-byte character that
+    # straddles two chunks intact.
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    partial: list[str] = []
+    while chunk := await stream.read(_CHUNK_BYTES):
+        *complete, tail = decoder.decode(chunk).split("\n")
+        if complete:
+            emit("".join([*partial, complete[0]]))
+            for line in complete[1:]:
+                emit(line)
+            partial = []
+        if tail:
+            partial.append(tail)
+    partial.append(decoder.decode(b"", final=True))
+    last = "".join(partial)
+    if last:
+        emit(last)
+
+
+async def _feed_stdin(stdin: asyncio.StreamWriter, text: str) -> None:
+    try:
+        stdin.write(text.encode("utf-8"))
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # The agent exited or closed stdin unread; its exit status tells the story.
+    finally:
+        stdin.close()
+
+
+class ProcessRuntime:
+    """Runs the agent as a local child process in its own session (process group)."""
+
+    def __init__(self, *, kill_grace_s: float = 2.0) -> None:
+        self._kill_grace_s = kill_grace_s
+
+    async def spawn(self, request: AgentSpawnRequest, on_event: EventSink) -> AgentSpawnResult:
+        """Start the agent, stream its stdout lines to `on_event`, and return how it ended."""
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                request.command,
+                *request.args,
+                cwd=request.cwd,
+                env=dict(request.env),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:  # missing binary, not executable, bad cwd, exec format error
+            message = (
+                f"pairbot: cannot start agent command {request.command!r} in {request.cwd!r}: "
+                f"{exc.strerror or exc}"
+            )
+            on_event(AgentEvent(kind="error", message=message))
+            on_event(AgentEvent(kind="exit", exit_code=START_FAILURE_EXIT_CODE))
+            return AgentSpawnResult(
+                exit_code=START_FAILURE_EXIT_CODE, signal=None, stdout="", stderr=message
+            )
+
+        stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+        if stdin is None or stdout is None or stderr is None:  # pragma: no cover - PIPE sets all
+            raise RuntimeError("asyncio returned a subprocess without the requested pipes")
+
+        lines: list[str] = []
+
+        def emit_line(line: str) -> None:
+            lines.append(line)
+            on_event(AgentEvent(kind="stdout", line=line))
+
+        stderr_bytes = bytearray()
+        writer = asyncio.create_task(_feed_stdin(stdin, request.instructions))
+        # stderr is drained concurrently with stdout: a chatty stderr would otherwise fill its
+        # pipe and block the agent while we wait for stdout.
+        watched = {
+            asyncio.create_task(_stream_lines(stdout, emit_line)),
+            asyncio.create_task(read_into(stderr, stderr_bytes)),
+            asyncio.create_task(proc.wait()),
+        }
+        sent: str | None = None
+        try:
+            done, pending = await asyncio.wait(
+                watched,
+                timeout=request.timeout_ms / 1000,
+                return_when=asyncio.FIRST_EXCEPTION,
+            )
+            for task in done:
+                if (failure := task.exception()) is not None:
+                    raise failure  # on_event raised; `finally` stops the agent
+            if pending:
+                sent = await terminate_process_group(proc, self._kill_grace_s)
+                # The dead group closes the pipes, so the readers finish; the bound covers a
+                # process that left the group (setsid) and still holds one open.
+                await asyncio.wait(watched, timeout=self._kill_grace_s)
+        finally:
+            if proc.returncode is None:
+                await terminate_process_group(proc, 0)
+            for task in (*watched, writer):
+                task.cancel()
+            await asyncio.gather(*watched, writer, return_exceptions=True)
+
+        stderr_text = stderr_bytes.decode("utf-8", errors="replace")
+        returncode = proc.returncode
+        exit_code: int | None
+        if sent is not None:
+            exit_code, ended_by = None, sent
+            note = f"pairbot: agent timed out after {request.timeout_ms} ms; sent SIGTERM"
+            if sent == signal.SIGKILL.name:
+                note += f", then SIGKILL after {self._kill_grace_s:g} s grace"
+            on_event(AgentEvent(kind="error", message=note))
+            if stderr_text and not stderr_text.endswith("\n"):
+                stderr_text += "\n"
+            stderr_text += note + "\n"
+        elif returncode is not None and returncode < 0:
+            exit_code, ended_by = None, signal_name(returncode)
+        else:
+            exit_code, ended_by = returncode, None
+
+        on_event(AgentEvent(kind="exit", exit_code=exit_code))
+        return AgentSpawnResult(
+            exit_code=exit_code, signal=ended_by, stdout="\n".join(lines), stderr=stderr_text
+        )
