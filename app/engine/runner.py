@@ -148,7 +148,7 @@ class PrOpener(Protocol):
 class EngineDeps:
     """Everything the shell touches, injected so tests supply fakes at the edge."""
 
-    runtime: AgentRuntime
+    runtime_for: Callable[[ResolvedSettings], AgentRuntime]
     env: Mapping[str, str] = field(default_factory=dict)
     clock: Clock = utc_now
     on_line: LineSink = lambda _line: None
@@ -319,7 +319,11 @@ async def _spawn(
         elif event.kind == "error" and event.message:
             deps.on_line(f"error: {event.message}")
 
-    result = await deps.runtime.spawn(request, on_event)
+    try:
+        runtime = deps.runtime_for(settings)
+    except UserError as err:
+        return _Session(exit_code=127, signal=None, stderr=str(err), entries=[], start=start)
+    result = await runtime.spawn(request, on_event)
     entries = session_entries(read_journal(locus.journal), key, start)
     return _Session(result.exit_code, result.signal, result.stderr, entries, start)
 

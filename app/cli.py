@@ -1,0 +1,208 @@
+"""The `pairbot` console script: argument parsing and rendering only; the engine decides.
+
+Every error pairbot raises on purpose is printed as one line (no traceback) and exits with
+the error's code: 2 for something the user wrote or typed, 3 when the batch is locked by
+another live step, 1 otherwise. `batch apply` exits 0 for advanced / awaiting-approval /
+nothing-ready and 1 for blocked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from app import __version__
+from app.engine.agent import AgentRuntime
+from app.errors import PairbotError, UserError
+from app.settings import ResolvedSettings
+
+REPORT_KINDS = {
+    "progress": "progress",
+    "blocker": "blocker",
+    "needs_input": "needs-input",
+    "complete": "completion",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line naming the problem and the usage."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"pairbot: {message}\nusage: {self.format_usage().removeprefix('usage: ')}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pairbot", description="Drive a coding agent one reviewed step at a time."
+    )
+    parser.add_argument("--version", action="version", version=f"pairbot {__version__}")
+    parser.add_argument("--root", type=Path, help="project root (default: $PAIR_ROOT or the cwd)")
+    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    validate = verbs.add_parser("validate", help="check .pair/ files without running anything")
+    validate.add_argument("batch", nargs="?")
+
+    demo = verbs.add_parser("demo", help="run the bundled example batch to completion")
+    demo.add_argument("--dir", type=Path, default=Path("pairbot-demo"))
+    demo.add_argument("--max-steps", type=int, default=20)
+
+    for name in ("propose", "apply", "verify"):
+        headless = verbs.add_parser(name, help=f"force one {name} on a change (no batch, no lock)")
+        headless.add_argument("change")
+        headless.add_argument("-m", "--message", help="guidance for the agent")
+        headless.add_argument("--json", action="store_true")
+
+    batch = verbs.add_parser("batch", help="batch commands").add_subparsers(
+        dest="batch_verb", required=True, parser_class=_Parser
+    )
+    status = batch.add_parser("status", help="derived status and the next step")
+    status.add_argument("name")
+    status.add_argument("--json", action="store_true")
+    apply = batch.add_parser("apply", help="run exactly one step")
+    apply.add_argument("name")
+    apply.add_argument("-m", "--message", help="guidance for the agent")
+    apply.add_argument("--json", action="store_true")
+
+    report = batch.add_parser("report", help="what agents call to report")
+    report.add_argument("name", nargs="?", help="batch (default: $PAIR_BATCH)")
+    report.add_argument(
+        "--change", help="change, or phase for a decomposition (default: $PAIR_CHANGE)"
+    )
+    kind = report.add_mutually_exclusive_group(required=True)
+    for flag in ("progress", "blocker", "needs-input", "complete"):
+        kind.add_argument(f"--{flag}", metavar="MESSAGE")
+    report.add_argument("--transition", help="default: $PAIR_TRANSITION")
+    report.add_argument("--findings", type=Path, help="verifier's findings JSON (with --complete)")
+
+    for name in ("approve", "answer", "feedback", "retry"):
+        human = batch.add_parser(name, help=f"{name} a parked step")
+        human.add_argument("name")
+        human.add_argument("--change", required=True)
+        human.add_argument("message", nargs="?", default="")
+    rerun = batch.add_parser("rerun-proof", help="invalidate a phase's recorded proof-of-work")
+    rerun.add_argument("name")
+    rerun.add_argument("--phase", required=True)
+    return parser
+
+
+def _runtime_for(settings: ResolvedSettings) -> AgentRuntime:
+    if settings.locus != "local":
+        raise UserError(
+            f"locus {settings.locus!r} is not available in this version of pairbot; "
+            "available: local"
+        )
+    from app.runtime.process import ProcessRuntime  # noqa: PLC0415  # only when an agent runs
+
+    return ProcessRuntime()
+
+
+def _deps(env: Mapping[str, str]) -> Any:
+    from app.engine.runner import EngineDeps  # noqa: PLC0415  # keep `--help` and `report` light
+
+    return EngineDeps(
+        runtime_for=_runtime_for,
+        env=dict(env),
+        on_line=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+
+
+def _print_result(result: Any, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(result.to_json()))
+    else:
+        what = f" {result.transition} {result.change}" if result.change else ""
+        print(f"{result.state}:{what} — {result.message or ''}".rstrip(" —"))
+    return 1 if result.state == "blocked" else 0
+
+
+def _now() -> Any:
+    from app.engine.runner import utc_now  # noqa: PLC0415
+
+    return utc_now()
+
+
+def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run one pairbot command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    root: Path = (args.root or Path(env.get("PAIR_ROOT") or ".")).resolve()
+    if args.verb == "validate":
+        from app.engine.manifest import list_batches, load_manifest, load_project_config  # noqa: PLC0415
+
+        load_project_config(root)
+        names = [args.batch] if args.batch else list_batches(root)
+        for name in names:
+            load_manifest(root, name)
+        print(f"ok: .pair/config.yaml and {len(names)} batch(es): {', '.join(names) or '-'}")
+        return 0
+    if args.verb == "demo":
+        from app.demo import run_demo  # noqa: PLC0415
+
+        return run_demo(args.dir.resolve(), _deps(env), max_steps=args.max_steps)
+    if args.verb in ("propose", "apply", "verify"):
+        from app.engine.runner import run_headless  # noqa: PLC0415
+
+        result = asyncio.run(
+            run_headless(root, args.change, args.verb, _deps(env), guidance=args.message)
+        )
+        return _print_result(result, args.json)
+    return _batch(args, root, env)
+
+
+def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
+    from app.engine import humans, render  # noqa: PLC0415
+    from app.engine.runner import apply_batch, batch_status  # noqa: PLC0415
+
+    verb = args.batch_verb
+    if verb == "status":
+        status = batch_status(root, args.name)
+        print(json.dumps(render.status_json(status)) if args.json else render.status_text(status))
+        return 0
+    if verb == "apply":
+        result = asyncio.run(apply_batch(root, args.name, _deps(env), guidance=args.message))
+        return _print_result(result, args.json)
+    if verb == "report":
+        kind_arg = next(k for k in REPORT_KINDS if getattr(args, k) is not None)
+        key = args.change or env.get("PAIR_CHANGE")
+        if not key:
+            raise UserError("batch report needs --change (or PAIR_CHANGE in the environment)")
+        findings = humans.load_findings(args.findings) if args.findings else None
+        index = humans.record_report(
+            root,
+            batch=args.name or env.get("PAIR_BATCH") or None,
+            key=key,
+            kind=REPORT_KINDS[kind_arg],  # type: ignore[arg-type]
+            message=getattr(args, kind_arg),
+            transition=args.transition or env.get("PAIR_TRANSITION") or None,
+            session=env.get("PAIR_SESSION") or None,
+            findings=findings,
+            now=_now(),
+        )
+        print(f"recorded {REPORT_KINDS[kind_arg]} for {key} (journal entry {index})")
+        return 0
+    if verb == "rerun-proof":
+        print(humans.rerun_proof(root, args.name, args.phase, now=_now()))
+        return 0
+    print(humans.record_human(root, args.name, args.change, verb, args.message, now=_now()))
+    return 0
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        code = run(sys.argv[1:], os.environ)
+    except PairbotError as err:
+        print(f"pairbot: {err}", file=sys.stderr)
+        code = err.exit_code
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

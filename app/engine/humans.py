@@ -1,0 +1,161 @@
+"""What humans record against a batch: approve, answer, feedback, retry, rerun-proof, and
+what agents record: reports. Each is one journal append (plus clearing a park), under the
+batch lock for human verbs; agent reports take no lock because the engine holds it while the
+agent runs.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from app.domain.verdict import FindingsReport
+from app.engine import lock
+from app.engine.journal import JournalEntry, append_entry, fold_journal, read_journal
+from app.engine.manifest import load_manifest, pair_dir
+from app.engine.runstate import RunLocus, read_parks, write_parks
+from app.errors import UnknownChangeError, UserError
+
+ReportKind = Literal["progress", "blocker", "needs-input", "completion"]
+HumanVerb = Literal["approve", "answer", "feedback", "retry"]
+
+
+def _known_keys(root: Path, batch: str) -> list[str]:
+    manifest = load_manifest(root, batch)
+    return [*manifest.change_names, *(phase.name for phase in manifest.phases)]
+
+
+def _check_key(root: Path, batch: str, key: str, parks: dict[str, Any]) -> None:
+    known = _known_keys(root, batch)
+    if key not in known and key not in parks and not key.startswith(f"pr:{batch}"):
+        raise UnknownChangeError(
+            f"batch {batch!r} has no change or phase {key!r}; known: {', '.join(known) or '(none)'}"
+        )
+
+
+def load_findings(path: Path) -> dict[str, Any]:
+    """Read and validate a verifier's findings file; errors name the file and the problem."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise UserError(f"{path}: findings file not found") from err
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: findings file is not valid JSON ({err})") from err
+    try:
+        report = FindingsReport.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UserError(
+            f"{path}: {where}: {first['msg'].removeprefix('Value error, ')} "
+            "(expected {acTests, findings, scopeChanges}; see docs/cli.md)"
+        ) from None
+    return report.model_dump(by_alias=True, exclude_none=True)
+
+
+def record_report(
+    root: Path,
+    *,
+    batch: str | None,
+    key: str,
+    kind: ReportKind,
+    message: str,
+    transition: str | None,
+    session: str | None,
+    findings: dict[str, Any] | None,
+    now: datetime,
+) -> int:
+    """Append an agent's report to the batch's (or the standalone change's) journal."""
+    pair_dir(root)
+    if findings is not None and kind != "completion":
+        raise UserError("--findings goes with --complete (a verifier's final verdict)")
+    if batch is not None:
+        locus = RunLocus.for_batch(root, batch)
+        _check_key(root, batch, key, {})
+    else:
+        locus = RunLocus.for_change(root, key)
+    entry = JournalEntry(
+        kind=kind,
+        key=key,
+        at=now.isoformat(timespec="milliseconds"),
+        transition=transition,
+        message=message,
+        session=session,
+        findings=findings,
+    )
+    return append_entry(locus.journal, entry)
+
+
+def record_human(
+    root: Path, batch: str, key: str, verb: HumanVerb, message: str, *, now: datetime
+) -> str:
+    """Clear a park with a human's decision; returns a one-line confirmation."""
+    locus = RunLocus.for_batch(root, batch)
+    with lock.held(locus.lock, now=now) as proof:
+        parks = read_parks(locus)
+        _check_key(root, batch, key, dict(parks))
+        park = parks.get(key)
+        state = park.state if park else "not parked"
+        transition: str | None = park.transition if park else None
+        if verb == "approve" and (park is None or park.state != "awaiting-approval"):
+            raise UserError(f"{key} is not awaiting approval ({state}); nothing to approve")
+        if verb in ("answer", "retry") and (park is None or park.state == "awaiting-approval"):
+            raise UserError(
+                f"{key} is not blocked ({state}); `{verb}` clears a blocked or needs-input step"
+            )
+        if verb in ("answer", "feedback") and not message.strip():
+            raise UserError(f"`{verb}` needs a MESSAGE")
+        if verb == "feedback" and transition is None:
+            history = fold_journal(read_journal(locus.journal)).history(key)
+            if not history.accepted:
+                raise UserError(f"{key} has no completed step to give feedback on")
+            transition = history.accepted[-1].transition
+        append_entry(
+            locus.journal,
+            JournalEntry(
+                kind="approval" if verb == "approve" else verb,
+                key=key,
+                at=now.isoformat(timespec="milliseconds"),
+                transition=transition,
+                message=message,
+            ),
+        )
+        parks.pop(key, None)
+        write_parks(locus, parks, proof)
+    done = {
+        "approve": "approved",
+        "answer": "answer recorded",
+        "feedback": "feedback recorded",
+        "retry": "retry recorded",
+    }[verb]
+    rerun = f"; the next apply re-runs {transition}" if verb == "feedback" else ""
+    return f"{key}: {done}{rerun}"
+
+
+def rerun_proof(root: Path, batch: str, phase: str, *, now: datetime) -> str:
+    """Append the invalidation marker for a phase's recorded proof (never edits the record)."""
+    manifest = load_manifest(root, batch)
+    target = manifest.phase_named(phase)
+    if target is None:
+        names = ", ".join(p.name for p in manifest.phases)
+        raise UnknownChangeError(f"batch {batch!r} has no phase {phase!r}; phases: {names}")
+    if target.proof_of_work is None:
+        raise UserError(f"phase {phase!r} has no proofOfWork to re-run")
+    locus = RunLocus.for_batch(root, batch)
+    with lock.held(locus.lock, now=now):
+        if phase not in fold_journal(read_journal(locus.journal)).proofs:
+            raise UserError(f"phase {phase!r} has no recorded proof-of-work to invalidate")
+        append_entry(
+            locus.journal,
+            JournalEntry(
+                kind="proof-of-work-invalidated",
+                key=phase,
+                at=now.isoformat(timespec="milliseconds"),
+                message="rerun-proof",
+            ),
+        )
+    return f"proof-of-work for phase {phase} invalidated; the next apply re-runs it"

@@ -1,0 +1,1 @@
+"""Bundled example projects (data files, read by `pairbot demo`)."""
