@@ -30,6 +30,9 @@ REPORT_KINDS = {
 }
 
 
+HUMAN_VERBS = ("approve", "answer", "feedback", "retry")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one line naming the problem and the usage."""
 
@@ -80,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--transition", help="default: $PAIR_TRANSITION")
     report.add_argument("--findings", type=Path, help="verifier's findings JSON (with --complete)")
 
-    for name in ("approve", "answer", "feedback", "retry"):
+    for name in HUMAN_VERBS:
         human = batch.add_parser(name, help=f"{name} a parked step")
         human.add_argument("name")
         human.add_argument("--change", required=True)
@@ -129,7 +132,15 @@ def _now() -> Any:
 
 def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
     """Run one pairbot command; returns the exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        # argparse cannot take an optional positional after `--change X`; the human verbs'
+        # MESSAGE is the only place free text may land there.
+        if getattr(args, "batch_verb", None) in HUMAN_VERBS and not args.message:
+            args.message = " ".join(extras)
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
     root: Path = (args.root or Path(env.get("PAIR_ROOT") or ".")).resolve()
     if args.verb == "validate":
         from app.engine.manifest import list_batches, load_manifest, load_project_config  # noqa: PLC0415

@@ -1,0 +1,1 @@
+"""pairbot test suite."""

@@ -1,0 +1,1 @@
+"""Scripted agents the tests drive through the real runtime."""

@@ -1,0 +1,173 @@
+"""A scripted coding agent for tests: reads its instructions, edits files, reports via the CLI.
+
+It is started by the real runtime through the `command` adapter, like any in-house agent.
+What it does on each call comes from `.pair/script.json` in the project:
+
+    {"default": "ok", "steps": {"<key>:<transition>": ["block", "ok"], "<transition>": [...]}}
+
+Each call consumes the next behaviour of the most specific list (counters persist in
+`.pair/script-state.json`); an exhausted list falls back to `default`. Behaviours:
+
+    ok                 do the transition properly and report --complete
+    block              report --blocker
+    needs-input        report --needs-input
+    crash              exit 3 without reporting
+    silent             exit 0 without reporting (touching the disk for propose/apply)
+    lie                report --complete without doing anything on disk
+    complete-then-crash  do the work, report --complete, exit 1
+    hang               sleep until killed
+    findings-blocking  (verify) report a blocking finding r<round>-1
+    drop-finding       (verify) report converged but drop the earlier finding ids
+    slow               sleep a little (PAIR_TEST_SLOW seconds), then ok
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(os.environ.get("PAIR_ROOT", "."))
+CHANGE = os.environ["PAIR_CHANGE"]
+TRANSITION = os.environ["PAIR_TRANSITION"]
+
+
+def report(*args: str) -> None:
+    subprocess.run(["pairbot", "batch", "report", *args], check=True, cwd=ROOT)
+
+
+def next_behaviour() -> str:
+    script_path = ROOT / ".pair" / "script.json"
+    script = json.loads(script_path.read_text()) if script_path.exists() else {}
+    state_path = ROOT / ".pair" / "script-state.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    steps = script.get("steps", {})
+    for key in (f"{CHANGE}:{TRANSITION}", TRANSITION):
+        if key in steps:
+            used = state.get(key, 0)
+            state[key] = used + 1
+            state_path.write_text(json.dumps(state))
+            queue = steps[key]
+            if used < len(queue):
+                return str(queue[used])
+            break
+    return str(script.get("default", "ok"))
+
+
+def plan_path() -> Path:
+    return ROOT / ".pair" / "changes" / CHANGE / "plan.md"
+
+
+def do_work() -> None:
+    if TRANSITION == "propose":
+        plan_path().parent.mkdir(parents=True, exist_ok=True)
+        plan_path().write_text(
+            f"# {CHANGE}\n\n## Acceptance criteria\nAC-1: it works\n\n"
+            "## Tasks\n- [ ] write the test\n- [ ] make it pass\n"
+        )
+    elif TRANSITION == "apply":
+        (ROOT / f"{CHANGE}.txt").write_text("implemented\n")
+        plan_path().write_text(plan_path().read_text().replace("- [ ]", "- [x]"))
+    elif TRANSITION == "decompose":
+        import yaml  # the venv's interpreter runs this agent
+
+        manifest = ROOT / ".pair" / "batches" / os.environ["PAIR_BATCH"] / "batch.yaml"
+        data = yaml.safe_load(manifest.read_text())
+        for phase in data["phases"]:
+            if phase["name"] == CHANGE and not phase.get("changes"):
+                phase["changes"] = [f"{CHANGE}-a", f"{CHANGE}-b"]
+        manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def verify_report(findings: list[dict[str, object]], verdict: str) -> None:
+    path = ROOT / ".pair" / f"findings-{CHANGE}.json"
+    path.write_text(
+        json.dumps({"acTests": {"AC-1": "tests/test_x.py::test_it"}, "findings": findings})
+    )
+    report("--complete", verdict, "--findings", str(path))
+
+
+def main() -> int:
+    instructions = sys.stdin.read()
+    log = ROOT / ".pair" / "agent-log.jsonl"
+    with log.open("a") as handle:
+        handle.write(
+            json.dumps(
+                {
+                    "change": CHANGE,
+                    "transition": TRANSITION,
+                    "instructions": instructions,
+                    "env": sorted(os.environ),
+                }
+            )
+            + "\n"
+        )
+    behaviour = next_behaviour()
+    print(f"scripted agent: {behaviour} {TRANSITION} {CHANGE}", flush=True)
+    if behaviour == "slow":
+        time.sleep(float(os.environ.get("PAIR_TEST_SLOW", "0.2")))
+        behaviour = "ok"
+    if behaviour == "block":
+        report("--blocker", "cannot find the module to change")
+        return 0
+    if behaviour == "needs-input":
+        report("--needs-input", "which database should this use?")
+        return 0
+    if behaviour == "crash":
+        print("boom", file=sys.stderr)
+        return 3
+    if behaviour == "hang":
+        time.sleep(3600)
+        return 0
+    if behaviour == "silent":
+        do_work()
+        return 0
+    if behaviour == "lie":
+        report("--complete", "all done (not really)")
+        return 0
+    if TRANSITION == "verify":
+        found = re.search(r"`r(\d+)-<n>`", instructions)
+        rnd = found.group(1) if found else "1"
+        if behaviour == "findings-blocking":
+            earlier = [{**f, "transition": "open"} for f in previous_findings()]
+            verify_report(
+                earlier
+                or [
+                    {
+                        "id": f"r{rnd}-1",
+                        "kind": "defect",
+                        "severity": "critical",
+                        "blocking": True,
+                        "summary": "off by one",
+                        "reproducer": "pytest -k edge",
+                    }
+                ],
+                f"{len(earlier) or 1} critical issue(s) found",
+            )
+            return 0
+        if behaviour == "drop-finding":
+            verify_report([], "Ready for archive")
+            return 0
+        verify_report(previous_findings_resolved(), "Ready for archive")
+        return 0
+    do_work()
+    report("--complete", f"{TRANSITION} done for {CHANGE}")
+    return 1 if behaviour == "complete-then-crash" else 0
+
+
+def previous_findings() -> list[dict[str, object]]:
+    path = ROOT / ".pair" / f"findings-{CHANGE}.json"
+    if not path.exists():
+        return []
+    return list(json.loads(path.read_text()).get("findings", []))
+
+
+def previous_findings_resolved() -> list[dict[str, object]]:
+    return [{**f, "transition": "resolved"} for f in previous_findings()]
+
+
+sys.exit(main())
