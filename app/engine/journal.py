@@ -91,9 +91,14 @@ def _opt_map(value: Any) -> Mapping[str, Any] | None:
     return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
 
 
-def read_journal(path: Path) -> list[JournalEntry]:
-    """Every entry, in order (a torn last line dropped; mid-file corruption raises)."""
-    return [JournalEntry.from_record(record) for record in jsonl.read_records(path)]
+def read_journal(path: Path, start: int = 0) -> list[JournalEntry]:
+    """Entries from index `start` on (a torn last line dropped; mid-file corruption raises)."""
+    return [JournalEntry.from_record(record) for record in jsonl.read_records(path, start)]
+
+
+def journal_length(path: Path) -> int:
+    """How many complete entries the journal holds (counted, not parsed)."""
+    return jsonl.count_records(path)
 
 
 def append_entry(path: Path, entry: JournalEntry) -> int:
@@ -190,8 +195,6 @@ def fold_journal(entries: Sequence[JournalEntry]) -> JournalIndex:
     return JournalIndex(keys=keys, proofs=proofs, size=len(entries))
 
 
-def session_entries(entries: Iterable[JournalEntry], key: str, start: int) -> list[JournalEntry]:
-    """The agent reports for `key` written at or after index `start` (this session's delta)."""
-    return [
-        e for i, e in enumerate(entries) if i >= start and e.key == key and e.kind in REPORT_KINDS
-    ]
+def session_entries(entries: Iterable[JournalEntry], key: str) -> list[JournalEntry]:
+    """The agent reports for `key` among `entries` (a session's delta of the journal)."""
+    return [e for e in entries if e.key == key and e.kind in REPORT_KINDS]

@@ -26,8 +26,10 @@ __all__ = ["append_record", "append_records", "count_records", "read_records"]
 _CHUNK = 1 << 20
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Every complete record in the journal, in order; a missing file is an empty journal.
+def read_records(path: Path, start: int = 0) -> list[dict[str, Any]]:
+    """Every complete record from index `start` on, in order; a missing file is empty.
+
+    Lines before `start` are skipped without parsing (a step reads only its session's delta).
 
     Raises `JournalCorruptError` naming the file, the 1-based line and the problem when a
     newline-terminated line is blank or is not a JSON object.
@@ -41,7 +43,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     del lines[-1]
     records: list[dict[str, Any]] = []
     loads = json.loads
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines[start:], start=start + 1):
         # Fast path first; the reason for a failure is only worked out when there is one.
         try:
             # Decode explicitly: json.loads(bytes) guesses UTF-16/32 from NUL bytes; we write UTF-8.

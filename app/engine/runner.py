@@ -48,6 +48,7 @@ from app.engine.journal import (
     KeyHistory,
     append_entry,
     fold_journal,
+    journal_length,
     read_journal,
     session_entries,
 )
@@ -80,7 +81,7 @@ from app.engine.selection import (
     pr_boundaries,
 )
 from app.engine.transition import Transition, derive_change, read_change_disk
-from app.errors import BatchLockedError, ConfigError, UserError
+from app.errors import ConfigError, UserError
 from app.runtime.adapters import agent_environment, resolve_argv
 from app.settings import AgentStage, ResolvedSettings, resolve_settings
 
@@ -204,7 +205,7 @@ def _record_outcome(
     verdict: Verdict | None = None,
     findings: Mapping[str, Any] | None = None,
 ) -> int:
-    """Journal the outcome, then persist (or clear) the park: 'done' after the effect."""
+    """Persist (or clear) the park, then journal the outcome: 'done' after the effect."""
     verdict_record = None
     if verdict is not None:
         verdict_record = {
@@ -213,18 +214,9 @@ def _record_outcome(
             "source": verdict.source,
             "pendingScope": verdict.pending_scope,
         }
-    ref = _journal(
-        locus,
-        deps.clock,
-        kind="outcome",
-        key=key,
-        transition=transition,
-        session=session,
-        state=outcome.state,
-        message=outcome.message,
-        verdict=verdict_record,
-        findings=findings,
-    )
+    # The park is written before the outcome is journaled: a crash between the two leaves a
+    # park with no accepted transition, which re-runs the step once cleared. The other order
+    # could journal an awaiting-approval completion with no park, and skip the human gate.
     parks = read_parks(locus)
     if outcome.state in ("blocked", "failed", "awaiting-approval"):
         state: Literal["blocked", "needs-input", "awaiting-approval"] = (
@@ -240,7 +232,18 @@ def _record_outcome(
     else:
         parks.pop(key, None)
     write_parks(locus, parks, proof)
-    return ref
+    return _journal(
+        locus,
+        deps.clock,
+        kind="outcome",
+        key=key,
+        transition=transition,
+        session=session,
+        state=outcome.state,
+        message=outcome.message,
+        verdict=verdict_record,
+        findings=findings,
+    )
 
 
 def _to_result(
@@ -286,7 +289,7 @@ async def _spawn(
     session: str,
 ) -> _Session:
     """Spawn exactly one agent for `key` and collect what it reported."""
-    start = len(read_journal(locus.journal))
+    start = journal_length(locus.journal)
     try:
         argv = resolve_argv(settings.agent_for(stage), settings)
     except UserError as err:
@@ -324,7 +327,7 @@ async def _spawn(
     except UserError as err:
         return _Session(exit_code=127, signal=None, stderr=str(err), entries=[], start=start)
     result = await runtime.spawn(request, on_event)
-    entries = session_entries(read_journal(locus.journal), key, start)
+    entries = session_entries(read_journal(locus.journal, start), key)
     return _Session(result.exit_code, result.signal, result.stderr, entries, start)
 
 
@@ -730,10 +733,7 @@ async def apply_batch(
     project = load_project_config(root)
     manifest = load_manifest(root, batch)
     locus = RunLocus.for_batch(root, batch)
-    held = lock.try_acquire(locus.lock, now=deps.clock())
-    if held is None:
-        lock.acquire(locus.lock, now=deps.clock())  # raises BatchLockedError naming the owner
-        raise BatchLockedError(f"batch {batch!r} is locked by another step")  # pragma: no cover
+    held = lock.acquire(locus.lock, now=deps.clock())  # skips: BatchLockedError if held
     try:
         status = compute_batch_status(gather_facts(root, batch, manifest, project))
         target = status.next
