@@ -30,8 +30,18 @@ def install(extra: str) -> None:
     if not (BIN / "python").exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
     target = f".[{extra}]" if extra else "."
-    _run(BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-c", "constraints.txt", "-e", target)
+    _run(
+        BIN / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-c",
+        "constraints.txt",
+        "-e",
+        target,
+    )
 
 
 def start(args: list[str]) -> None:

@@ -156,8 +156,12 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
 
         return run_demo(args.dir.resolve(), _deps(env), max_steps=args.max_steps)
     if args.verb in ("propose", "apply", "verify"):
+        from app.engine.manifest import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
         from app.engine.runner import run_headless  # noqa: PLC0415
 
+        if not NAME_PATTERN.match(args.change):
+            # The change name becomes a directory (.pair/changes/<change>/): never a path.
+            raise UserError(f"{args.change!r} is not a valid change name: use {NAME_RULE}")
         result = asyncio.run(
             run_headless(root, args.change, args.verb, _deps(env), guidance=args.message)
         )
@@ -210,6 +214,11 @@ def main() -> None:
     except PairbotError as err:
         print(f"pairbot: {err}", file=sys.stderr)
         code = err.exit_code
+    except OSError as err:
+        # The world refused (a directory where a file belongs, no permission, disk full):
+        # one line naming the path, never a traceback.
+        print(f"pairbot: {err}", file=sys.stderr)
+        code = 1
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from app.domain.verdict import FindingsReport
 from app.engine import lock
 from app.engine.journal import JournalEntry, append_entry, fold_journal, read_journal
-from app.engine.manifest import load_manifest, pair_dir
+from app.engine.manifest import NAME_PATTERN, NAME_RULE, load_manifest, pair_dir
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.errors import UnknownChangeError, UserError
 
@@ -29,8 +29,7 @@ def _known_keys(root: Path, batch: str) -> list[str]:
     return [*manifest.change_names, *(phase.name for phase in manifest.phases)]
 
 
-def _check_key(root: Path, batch: str, key: str, parks: dict[str, Any]) -> None:
-    known = _known_keys(root, batch)
+def _check_key(batch: str, key: str, known: list[str], parks: dict[str, Any]) -> None:
     if key not in known and key not in parks and not key.startswith(f"pr:{batch}"):
         raise UnknownChangeError(
             f"batch {batch!r} has no change or phase {key!r}; known: {', '.join(known) or '(none)'}"
@@ -43,6 +42,8 @@ def load_findings(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
         raise UserError(f"{path}: findings file not found") from err
+    except OSError as err:  # a directory, no permission: one line, not a traceback
+        raise UserError(f"{path}: cannot read the findings file ({err.strerror or err})") from err
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: findings file is not valid JSON ({err})") from err
     try:
@@ -75,8 +76,11 @@ def record_report(
         raise UserError("--findings goes with --complete (a verifier's final verdict)")
     if batch is not None:
         locus = RunLocus.for_batch(root, batch)
-        _check_key(root, batch, key, {})
+        _check_key(batch, key, _known_keys(root, batch), {})
     else:
+        # The key becomes a directory name (.pair/changes/<key>/.run/): never a path.
+        if not NAME_PATTERN.match(key):
+            raise UserError(f"{key!r} is not a valid change name: use {NAME_RULE}")
         locus = RunLocus.for_change(root, key)
     entry = JournalEntry(
         kind=kind,
@@ -94,10 +98,12 @@ def record_human(
     root: Path, batch: str, key: str, verb: HumanVerb, message: str, *, now: datetime
 ) -> str:
     """Clear a park with a human's decision; returns a one-line confirmation."""
+    # Validate the project, the batch name and its manifest before the lock creates run/.
+    known = _known_keys(root, batch)
     locus = RunLocus.for_batch(root, batch)
     with lock.held(locus.lock, now=now) as proof:
         parks = read_parks(locus)
-        _check_key(root, batch, key, dict(parks))
+        _check_key(batch, key, known, dict(parks))
         park = parks.get(key)
         state = park.state if park else "not parked"
         transition: str | None = park.transition if park else None
@@ -108,7 +114,9 @@ def record_human(
                 f"{key} is not blocked ({state}); `{verb}` clears a blocked or needs-input step"
             )
         if verb in ("answer", "feedback") and not message.strip():
-            raise UserError(f"`{verb}` needs a MESSAGE")
+            raise UserError(
+                f"`{verb}` needs a MESSAGE: pairbot batch {verb} {batch} --change {key} MESSAGE"
+            )
         if verb == "feedback" and transition is None:
             history = fold_journal(read_journal(locus.journal)).history(key)
             if not history.accepted:
