@@ -96,10 +96,6 @@ def read_journal(path: Path, start: int = 0) -> list[JournalEntry]:
     return [JournalEntry.from_record(record) for record in jsonl.read_records(path, start)]
 
 
-def journal_length(path: Path) -> int:
-    """How many complete entries the journal holds (counted, not parsed)."""
-    return jsonl.count_records(path)
-
 
 def append_entry(path: Path, entry: JournalEntry) -> int:
     """Append one entry; returns its 0-based index."""

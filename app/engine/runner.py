@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +48,6 @@ from app.engine.journal import (
     KeyHistory,
     append_entry,
     fold_journal,
-    journal_length,
     read_journal,
     session_entries,
 )
@@ -269,11 +268,12 @@ def _model_context(stage: str, settings: ResolvedSettings) -> ModelHintContext |
 
 @dataclass(frozen=True)
 class _Session:
-    exit_code: int | None
-    signal: str | None
-    stderr: str
-    entries: list[JournalEntry]
-    start: int
+    session: str
+    started: int  # the journal index of its `step-started` entry
+    exit_code: int | None = None
+    signal: str | None = None
+    stderr: str = ""
+    entries: tuple[JournalEntry, ...] = ()
 
 
 async def _spawn(
@@ -286,15 +286,19 @@ async def _spawn(
     key: str,
     batch: str | None,
     instructions: str,
-    session: str,
 ) -> _Session:
-    """Spawn exactly one agent for `key` and collect what it reported."""
-    start = journal_length(locus.journal)
+    """Journal `step-started`, spawn exactly one agent for `key`, collect what it reported."""
+    session = uuid.uuid4().hex[:12]
+    started = _journal(
+        locus, deps.clock, kind="step-started", key=key, transition=stage, session=session
+    )
+    start = started + 1
     try:
         argv = resolve_argv(settings.agent_for(stage), settings)
+        runtime = deps.runtime_for(settings)
     except UserError as err:
         # No agent can start: report it like a failed spawn so the step stays resumable.
-        return _Session(exit_code=127, signal=None, stderr=str(err), entries=[], start=start)
+        return _Session(session, started, exit_code=127, stderr=str(err))
     pair_env = {
         "PAIR_CHANGE": key,
         "PAIR_TRANSITION": stage,
@@ -322,17 +326,13 @@ async def _spawn(
         elif event.kind == "error" and event.message:
             deps.on_line(f"error: {event.message}")
 
-    try:
-        runtime = deps.runtime_for(settings)
-    except UserError as err:
-        return _Session(exit_code=127, signal=None, stderr=str(err), entries=[], start=start)
     result = await runtime.spawn(request, on_event)
-    entries = session_entries(read_journal(locus.journal, start), key)
-    return _Session(result.exit_code, result.signal, result.stderr, entries, start)
+    entries = tuple(session_entries(read_journal(locus.journal, start), key))
+    return _Session(session, started, result.exit_code, result.signal, result.stderr, entries)
 
 
 def _verify_verdict(
-    entries: list[JournalEntry], history: KeyHistory, review_round: int
+    entries: Sequence[JournalEntry], history: KeyHistory, review_round: int
 ) -> tuple[Verdict | None, list[str], Mapping[str, Any] | None]:
     """The verify verdict from the completion, and any finding-id problems (fail closed)."""
     completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
@@ -392,16 +392,7 @@ async def run_change_step(
     """The change-scoped core: exactly one agent for `ctx.transition`; never re-derives it."""
     history = fold_journal(read_journal(ctx.locus.journal)).history(ctx.change)
     derived = derive_change(read_change_disk(ctx.root, ctx.change), history, ctx.max_fix_rounds)
-    session = uuid.uuid4().hex[:12]
     before = read_change_disk(ctx.root, ctx.change)
-    started = _journal(
-        ctx.locus,
-        deps.clock,
-        kind="step-started",
-        key=ctx.change,
-        transition=ctx.transition,
-        session=session,
-    )
     instructions = build_instructions(
         InstructionContext(
             transition=ctx.transition,
@@ -424,7 +415,6 @@ async def run_change_step(
         key=ctx.change,
         batch=ctx.batch,
         instructions=instructions,
-        session=session,
     )
     after = read_change_disk(ctx.root, ctx.change)
     verdict: Verdict | None = None
@@ -454,13 +444,13 @@ async def run_change_step(
         deps,
         key=ctx.change,
         transition=ctx.transition,
-        session=session,
+        session=spawned.session,
         outcome=outcome,
         proof=proof,
         verdict=verdict if outcome.state in ("advanced", "awaiting-approval") else None,
         findings=findings,
     )
-    return _to_result(outcome, ctx.change, ctx.transition, (started, ref))
+    return _to_result(outcome, ctx.change, ctx.transition, (spawned.started, ref))
 
 
 async def run_step(
@@ -535,15 +525,6 @@ async def run_decomposition_step(
     if phase is None:  # pragma: no cover - selection only names phases of this manifest
         raise UserError(f"phase {target.phase!r} is not in batch {batch!r}")
     settings = resolve_settings(env=deps.env, manifest=manifest.settings, project=project.batch)
-    session = uuid.uuid4().hex[:12]
-    started = _journal(
-        locus,
-        deps.clock,
-        kind="step-started",
-        key=phase.name,
-        transition="decompose",
-        session=session,
-    )
     shipped = [
         (p.name, p.change_names) for p in manifest.phases if p.name != phase.name and p.changes
     ]
@@ -559,7 +540,6 @@ async def run_decomposition_step(
         key=phase.name,
         batch=batch,
         instructions=instructions,
-        session=session,
     )
     decomposed: bool | None
     extra = ""
@@ -589,11 +569,11 @@ async def run_decomposition_step(
         deps,
         key=phase.name,
         transition="decompose",
-        session=session,
+        session=spawned.session,
         outcome=outcome,
         proof=proof,
     )
-    return _to_result(outcome, phase.name, "decompose", (started, ref))
+    return _to_result(outcome, phase.name, "decompose", (spawned.started, ref))
 
 
 async def run_proof_of_work(
