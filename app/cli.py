@@ -136,8 +136,10 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
     args, extras = parser.parse_known_args(argv)
     if extras:
         # argparse cannot take an optional positional after `--change X`; the human verbs'
-        # MESSAGE is the only place free text may land there.
-        if getattr(args, "batch_verb", None) in HUMAN_VERBS and not args.message:
+        # MESSAGE is the only place free text may land there. A mistyped flag (`--mesage`)
+        # is refused, never recorded as the human's answer.
+        flags = [extra for extra in extras if extra.startswith("-")]
+        if getattr(args, "batch_verb", None) in HUMAN_VERBS and not args.message and not flags:
             args.message = " ".join(extras)
         else:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")

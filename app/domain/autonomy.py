@@ -40,7 +40,7 @@ def parse_gate_condition(text: str) -> GateCondition:
     value = text.strip()
     if value in ("always", "never"):
         return GateCondition(mode=value)  # type: ignore[arg-type]  # narrowed by the test above
-    if value.startswith("when"):
+    if re.match(r"when(?:[\s;]|$)", value):
         rest = value[len("when") :].strip().lstrip(";").strip()
         clauses = [c.strip() for c in re.split(r"[;\s]+(?=has|lacks)", rest) if c.strip()]
         has: list[str] = []

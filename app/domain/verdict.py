@@ -3,7 +3,9 @@
 The verifier reports either a findings file (DESIGN.md, "The card cycle") or only a verdict
 line. With a findings file, convergence is computed from the findings: zero active blocking
 findings. Without one, the verdict text decides (seed 001's pattern): "Ready for archive"
-converges, "N critical issue(s) found" converges only when N is 0.
+converges, "N critical issue(s) found" converges only when N is 0. Fail closed: a positive
+count anywhere in the message blocks even beside "Ready for archive", and "not ready for
+archive" is no verdict at all (the verify is then blocked for a readable verdict).
 
 Findings keep the id the verifier that first saw them assigned (`r<round>-<n>`, optionally
 `r<round>-<reviewer>-<n>`); later reviews must carry every earlier open id forward with a
@@ -23,7 +25,9 @@ from pydantic import Field, field_validator, model_validator
 from app.settings import StrictModel
 
 VERIFY_VERDICT_PATTERN = re.compile(
-    r"ready for archive|\b(?P<n>\d+)\s+critical\s+issues?(?:\(s\))?\s+found", re.IGNORECASE
+    r"(?<!not\s)(?<!not\syet\s)ready for archive"
+    r"|\b(?P<n>\d+)\s+critical\s+issues?(?:\(s\))?\s+found",
+    re.IGNORECASE,
 )
 FINDING_ID = re.compile(r"^r(?P<round>[1-9]\d*)-(?:[a-z0-9]+-)?(?P<n>[1-9]\d*)$")
 SCOPE_ID = re.compile(r"^sc-[1-9]\d*$")
@@ -113,11 +117,11 @@ def has_verdict(message: str) -> bool:
 
 def verdict_from_message(message: str) -> Verdict | None:
     """Read the verdict from the verifier's completion text; None when it carries none."""
-    match = VERIFY_VERDICT_PATTERN.search(message)
-    if match is None:
+    matches = list(VERIFY_VERDICT_PATTERN.finditer(message))
+    if not matches:
         return None
-    count = match.group("n")
-    blocking = int(count) if count is not None else 0
+    # Fail closed: the largest critical count anywhere wins over a "Ready for archive".
+    blocking = max(int(m.group("n")) if m.group("n") is not None else 0 for m in matches)
     return Verdict(converged=blocking == 0, blocking=blocking, source="message")
 
 
@@ -133,13 +137,16 @@ def verdict_from_findings(report: FindingsReport) -> Verdict:
 
 
 def finding_id_problems(
-    earlier_active: Iterable[str], report: FindingsReport, round_no: int
+    earlier_active: Iterable[str],
+    report: FindingsReport,
+    round_no: int,
+    earlier_known: Iterable[str] = (),
 ) -> list[str]:
     """Check ids across rounds; every problem fails the verification closed.
 
     - an id still active in an earlier round must be carried forward (not dropped);
-    - an id not seen before must belong to this round (`r<round_no>-…`), not be invented
-      for a past round.
+    - an id not seen in any earlier round (`earlier_known`, which includes the active ones)
+      must belong to this round (`r<round_no>-…`), not be invented for a past round.
     """
     earlier = list(dict.fromkeys(earlier_active))
     current = {f.id for f in report.findings}
@@ -149,7 +156,7 @@ def finding_id_problems(
         for fid in earlier
         if fid not in current
     ]
-    known = set(earlier)
+    known = set(earlier) | set(earlier_known)
     for finding in report.findings:
         if finding.id in known:
             continue

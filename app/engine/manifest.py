@@ -38,6 +38,19 @@ _UNION_TAGS = frozenset({"agent-name", "agent-with-model", "stage-map", "[key]"}
 HostName = Annotated[str, Field(min_length=1)]
 
 
+class _KeyedError(ValueError):
+    """A cross-key problem a model validator found, with the key path and value it is about.
+
+    A model validator's errors sit at the model's own location; this carries the exact key
+    path so the error line can name it (see `_format_errors`).
+    """
+
+    def __init__(self, loc: tuple[str | int, ...], value: Any, message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.value = value
+
+
 def _check_name(value: str) -> str:
     if not NAME_PATTERN.match(value):
         raise ValueError(f"{value!r} is not a valid name: use {NAME_RULE}")
@@ -156,30 +169,52 @@ class BatchManifest(StrictModel):
     def _consistent(self) -> BatchManifest:
         seen_phases: set[str] = set()
         seen: set[str] = set()
-        for phase in self.phases:
+        for p, phase in enumerate(self.phases):
             if phase.name in seen_phases:
-                raise ValueError(f"phase {phase.name!r} is declared twice; phase names are unique")
+                raise _KeyedError(
+                    ("phases", p, "name"),
+                    phase.name,
+                    f"phase {phase.name!r} is declared twice; phase names are unique",
+                )
             seen_phases.add(phase.name)
-            for change in phase.changes:
+            for c, change in enumerate(phase.changes):
                 if change.name in seen:
-                    raise ValueError(
+                    raise _KeyedError(
+                        ("phases", p, "changes", c, "name"),
+                        change.name,
                         f"change {change.name!r} is declared twice; change names are unique "
-                        "across the batch"
+                        "across the batch",
                     )
                 seen.add(change.name)
+        for p, phase in enumerate(self.phases):
+            if phase.name in seen:
+                # The journal and the parks key a decomposition by its phase name and a change
+                # step by its change name: the two must never collide.
+                raise _KeyedError(
+                    ("phases", p, "name"),
+                    phase.name,
+                    f"phase {phase.name!r} has the same name as a change; a phase and a change "
+                    "may not share a name",
+                )
         order = {name: i for i, name in enumerate(self.change_names)}
-        for change in self.all_changes:
-            for dep in change.depends_on:
-                if dep not in order:
-                    raise ValueError(
-                        f"change {change.name!r} depends on {dep!r}, which is not in this batch; "
-                        f"known changes: {', '.join(order) or '(none)'}"
-                    )
-                if order[dep] >= order[change.name]:
-                    raise ValueError(
-                        f"change {change.name!r} depends on {dep!r}, which comes at or after it; "
-                        "a change may only depend on changes listed before it"
-                    )
+        for p, phase in enumerate(self.phases):
+            for c, change in enumerate(phase.changes):
+                for d, dep in enumerate(change.depends_on):
+                    loc = ("phases", p, "changes", c, "dependsOn", d)
+                    if dep not in order:
+                        raise _KeyedError(
+                            loc,
+                            dep,
+                            f"change {change.name!r} depends on {dep!r}, which is not in this "
+                            f"batch; known changes: {', '.join(order) or '(none)'}",
+                        )
+                    if order[dep] >= order[change.name]:
+                        raise _KeyedError(
+                            loc,
+                            dep,
+                            f"change {change.name!r} depends on {dep!r}, which comes at or after "
+                            "it; a change may only depend on changes listed before it",
+                        )
         return self
 
     @property
@@ -268,6 +303,10 @@ def _format_errors(path: Path, root: type[BaseModel], err: ValidationError) -> C
     lines = []
     for error in err.errors(include_url=False):
         loc = [part for part in error["loc"] if str(part) not in _UNION_TAGS]
+        got = error.get("input")
+        keyed = (error.get("ctx") or {}).get("error")
+        if isinstance(keyed, _KeyedError):
+            loc, got = [*loc, *keyed.loc], keyed.value
         key = ".".join(str(p) for p in loc) or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
@@ -276,7 +315,6 @@ def _format_errors(path: Path, root: type[BaseModel], err: ValidationError) -> C
                 ", ".join(f.alias or n for n, f in owner.model_fields.items()) if owner else "?"
             )
             message = f"unknown key; allowed keys here: {allowed}"
-        got = error.get("input")
         shown = "" if error["type"] in ("missing",) else f" (got {got!r})"
         if isinstance(got, dict) and error["type"] != "extra_forbidden":
             shown = ""

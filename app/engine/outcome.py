@@ -3,7 +3,7 @@
 Pure. The branch order is the contract:
 
 1. a reported blocker or needs-input                       → blocked
-2. non-zero exit (or a signal) without a completion        → failed (model hint, see below)
+2. non-zero exit (or a signal) without a completion        → failed (stderr tail; model hint)
 3. a completion, corroborated against the disk:
    a. the disk (or the verdict) disagrees with the claim   → blocked "Reported complete but …"
    b. completion but a non-zero exit or a signal           → blocked (fail closed)
@@ -13,7 +13,9 @@ Pure. The branch order is the contract:
 
 The model-failure hint is added only when the stage's agent named an explicit model, the agent
 wrote zero journal entries, and it exited with a real non-zero code (not a signal): the
-signature of an agent CLI rejecting its argv. It never interprets stderr.
+signature of an agent CLI rejecting its argv. It never interprets stderr. A failure's message
+(and so its blocker, park reason and journal entry) ends with the last lines of stderr; `detail`
+holds the hint above the same tail for JSON consumers.
 """
 
 from __future__ import annotations
@@ -157,6 +159,9 @@ def map_session_to_outcome(ev: SessionEvidence) -> EngineStepOutcome:
         )
         if hint:
             message = f"{hint} {message}"
+        if tail:
+            # The public result carries only message/blocker: the tail must travel in them.
+            message = f"{message}; stderr (last lines):\n{tail}"
         detail = "\n".join(part for part in (hint, tail) if part) or None
         return EngineStepOutcome(state="failed", message=message, blocker=message, detail=detail)
     if completion is not None:

@@ -345,14 +345,17 @@ def _verify_verdict(
     except ValidationError as err:
         return None, [f"findings do not validate: {err.errors()[0]['msg']}"], None
     earlier: list[str] = []
+    known: set[str] = set()
     for accepted in history.accepted:
         if accepted.transition == "verify" and accepted.findings:
+            reported = accepted.findings.get("findings", [])
+            known.update(str(f.get("id")) for f in reported)
             earlier = [
                 str(f.get("id"))
-                for f in accepted.findings.get("findings", [])
+                for f in reported
                 if f.get("transition", "open") in ("open", "human")
             ]
-    problems = finding_id_problems(earlier, report, review_round)
+    problems = finding_id_problems(earlier, report, review_round, known)
     return verdict_from_findings(report), problems, completion.findings
 
 

@@ -1,0 +1,421 @@
+"""Loading `.pair/config.yaml` and batch manifests: every error line names the file, the key
+path, the offending value and what is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.engine.manifest import (
+    LLM_JUDGE_REFUSAL,
+    BatchManifest,
+    ProjectConfig,
+    list_batches,
+    load_manifest,
+    load_project_config,
+)
+from app.errors import ConfigError, NotInitialisedError, UnknownBatchError, UserError
+
+NAME_RULE = "use lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def write_manifest(root: Path, text: str | bytes, batch: str = "demo") -> Path:
+    path = root / ".pair" / "batches" / batch / "batch.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_config(root: Path, text: str) -> Path:
+    path = root / ".pair" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- batch.yaml errors
+
+MANIFEST_ERRORS = [
+    pytest.param(
+        "phases:\n  - name: a\n    foo: 1\n",
+        "phases.0.foo: unknown key; allowed keys here: name, goal, success, proofOfWork, changes"
+        " (got 1)",
+        id="unknown-phase-key",
+    ),
+    pytest.param(
+        "phasez: []\nphases: [{name: a}]\n",
+        "phasez: unknown key; allowed keys here: gate, prGrouping, baseBranch, settings, phases"
+        " (got [])",
+        id="unknown-top-level-key",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [{name: x, after: y}]}]\n",
+        "phases.0.changes.0.after: unknown key; allowed keys here: name, card, dependsOn (got 'y')",
+        id="unknown-change-key",
+    ),
+    pytest.param(
+        "phases: [{name: a, proofOfWork: {run: x, when: always}}]\n",
+        "phases.0.proofOfWork.when: unknown key; allowed keys here: kind, run, pass, policy"
+        " (got 'always')",
+        id="unknown-proof-key",
+    ),
+    pytest.param(
+        "settings: {agnt: x}\nphases: [{name: a}]\n",
+        "settings.agnt: unknown key; allowed keys here: agent, agentCommand, locus, image, remote,"
+        " agentTimeoutMs, permissions (got 'x')",
+        id="unknown-settings-key",
+    ),
+    pytest.param(
+        "settings: {agent: {name: claude, modle: x}}\nphases: [{name: a}]\n",
+        "settings.agent.modle: unknown key; allowed keys here: name, model (got 'x')",
+        id="unknown-agent-key",
+    ),
+    pytest.param(
+        "gate: sometimes\nphases: [{name: a}]\n",
+        "gate: Input should be 'voluntary', 'after-propose', 'every-phase' or 'autonomous'"
+        " (got 'sometimes')",
+        id="bad-gate",
+    ),
+    pytest.param(
+        "gate: on\nphases: [{name: a}]\n",
+        "gate: Input should be 'voluntary', 'after-propose', 'every-phase' or 'autonomous'"
+        " (got 'on')",
+        id="yaml-1.2-on-is-a-string",
+    ),
+    pytest.param(
+        "prGrouping: per-group\nphases: [{name: a}]\n",
+        "prGrouping: Input should be 'off', 'whole-batch', 'per-phase' or 'per-change'"
+        " (got 'per-group')",
+        id="bad-pr-grouping",
+    ),
+    pytest.param(
+        "prGrouping: no\nphases: [{name: a}]\n",
+        "prGrouping: Input should be 'off', 'whole-batch', 'per-phase' or 'per-change' (got 'no')",
+        id="yaml-1.2-no-is-a-string",
+    ),
+    pytest.param(
+        "phases: [{name: a, proofOfWork: {run: x, policy: maybe}}]\n",
+        "phases.0.proofOfWork.policy: Input should be 'hard-gate' or 'warn' (got 'maybe')",
+        id="bad-proof-policy",
+    ),
+    pytest.param(
+        "phases: [{name: a, proofOfWork: {kind: smoke, run: x}}]\n",
+        "phases.0.proofOfWork.kind: Input should be 'integration', 'blackbox' or 'llm-judge'"
+        " (got 'smoke')",
+        id="bad-proof-kind",
+    ),
+    pytest.param(
+        "phases: [{name: a, proofOfWork: {kind: llm-judge, run: judge}}]\n",
+        f"phases.0.proofOfWork: {LLM_JUDGE_REFUSAL}",
+        id="llm-judge-refused",
+    ),
+    pytest.param(
+        "phases: [{name: a, proofOfWork: {run: '  '}}]\n",
+        "phases.0.proofOfWork: a integration proof-of-work needs a non-empty `run` command",
+        id="proof-without-command",
+    ),
+    pytest.param(
+        "phases:\n  - name: a\n  - name: a\n",
+        "phases.1.name: phase 'a' is declared twice; phase names are unique (got 'a')",
+        id="duplicate-phase",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [x, x]}]\n",
+        "phases.0.changes.1.name: change 'x' is declared twice; change names are unique across"
+        " the batch (got 'x')",
+        id="duplicate-change",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [x]}, {name: b, changes: [y, x]}]\n",
+        "phases.1.changes.1.name: change 'x' is declared twice; change names are unique across"
+        " the batch (got 'x')",
+        id="duplicate-change-across-phases",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [x, {name: y, dependsOn: [x, zz]}]}]\n",
+        "phases.0.changes.1.dependsOn.1: change 'y' depends on 'zz', which is not in this batch;"
+        " known changes: x, y (got 'zz')",
+        id="unknown-depends-on",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [{name: x, dependsOn: [y]}, y]}]\n",
+        "phases.0.changes.0.dependsOn.0: change 'x' depends on 'y', which comes at or after it;"
+        " a change may only depend on changes listed before it (got 'y')",
+        id="forward-depends-on",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [x]}, {name: b, changes: [{name: y, dependsOn: [z]}, z]}]\n",
+        "phases.1.changes.0.dependsOn.0: change 'y' depends on 'z', which comes at or after it;"
+        " a change may only depend on changes listed before it (got 'z')",
+        id="forward-depends-on-in-a-later-phase",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [{name: x, dependsOn: [x]}]}]\n",
+        "phases.0.changes.0.dependsOn.0: change 'x' depends on 'x', which comes at or after it;"
+        " a change may only depend on changes listed before it (got 'x')",
+        id="self-dependency",
+    ),
+    pytest.param(
+        "phases: [{name: Build It}]\n",
+        f"phases.0.name: 'Build It' is not a valid name: {NAME_RULE} (got 'Build It')",
+        id="invalid-phase-name",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: ['-x']}]\n",
+        f"phases.0.changes.0.name: '-x' is not a valid name: {NAME_RULE} (got '-x')",
+        id="invalid-change-name",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: [{card: 3}]}]\n",
+        "phases.0.changes.0.name: Field required",
+        id="change-without-name",
+    ),
+    pytest.param(
+        "phases: [{name: a, changes: x}]\n",
+        "phases.0.changes: Input should be a valid list (got 'x')",
+        id="changes-not-a-list",
+    ),
+    pytest.param("gate: voluntary\n", "phases: Field required", id="no-phases"),
+    pytest.param(
+        "phases: []\n",
+        "phases: List should have at least 1 item after validation, not 0 (got [])",
+        id="empty-phases",
+    ),
+    pytest.param(
+        "settings: {agentTimeoutMs: true}\nphases: [{name: a}]\n",
+        "settings.agentTimeoutMs: Input should be a valid integer (got True)",
+        id="strict-timeout",
+    ),
+    pytest.param(
+        "- a\n- b\n", "(top level): expected a mapping of keys, got ['a', 'b']", id="a-list"
+    ),
+    pytest.param(
+        "just text\n", "(top level): expected a mapping of keys, got 'just text'", id="a-scalar"
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "line"), MANIFEST_ERRORS)
+def test_manifest_errors_name_file_key_value_and_what_is_allowed(
+    tmp_path: Path, text: str, line: str
+) -> None:
+    path = write_manifest(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(tmp_path, "demo")
+    assert str(err.value) == f"{path}: {line}"
+    assert err.value.exit_code == 2
+
+
+def test_several_errors_give_one_line_each(tmp_path: Path) -> None:
+    path = write_manifest(tmp_path, "gate: x\nprGrouping: y\nphases: [{name: a, foo: 1}]\n")
+    with pytest.raises(ConfigError) as err:
+        load_manifest(tmp_path, "demo")
+    lines = str(err.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["gate", "prGrouping", "phases.0.foo"]
+    assert all(line.startswith(f"{path}: ") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        pytest.param("phases:\n  - name: a\n   bad: [\n", "line 3, column 4", id="indentation"),
+        pytest.param("phases: [{name: a}\n", "line 2, column 1", id="unclosed-flow"),
+        pytest.param("gate: 'x\n", "line 2, column 1", id="unclosed-quote"),
+    ],
+)
+def test_invalid_yaml_names_line_and_column(tmp_path: Path, text: str, where: str) -> None:
+    path = write_manifest(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(tmp_path, "demo")
+    assert str(err.value).startswith(f"{path}: not valid YAML at {where}: ")
+
+
+def test_non_utf8_manifest(tmp_path: Path) -> None:
+    path = write_manifest(tmp_path, b"phases: \xff\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text") as err:
+        load_manifest(tmp_path, "demo")
+    assert str(err.value).startswith(f"{path}: ")
+
+
+# ---------------------------------------------------------------- valid manifests
+
+
+@pytest.mark.parametrize(
+    ("text", "grouping"),
+    [
+        pytest.param("prGrouping: off\n", "off", id="off-stays-a-string"),
+        pytest.param("prGrouping: 'off'\n", "off", id="quoted-off"),
+        pytest.param("prGrouping: whole-batch\n", "whole-batch", id="whole-batch"),
+        pytest.param("", "per-change", id="default"),
+    ],
+)
+def test_pr_grouping(tmp_path: Path, text: str, grouping: str) -> None:
+    write_manifest(tmp_path, text + "phases: [{name: a}]\n")
+    assert load_manifest(tmp_path, "demo").pr_grouping == grouping
+
+
+def test_a_full_manifest_loads(tmp_path: Path) -> None:
+    write_manifest(
+        tmp_path,
+        "gate: every-phase\n"
+        "prGrouping: per-phase\n"
+        "baseBranch: trunk\n"
+        "settings: {agent: {name: claude, model: opus}, agentTimeoutMs: 5000}\n"
+        "phases:\n"
+        "  - name: core\n"
+        "    goal: the core\n"
+        "    proofOfWork: {kind: blackbox, run: make e2e, pass: 'contains: ok', policy: warn}\n"
+        "    changes: [alpha, {name: beta, card: 12, dependsOn: [alpha]}]\n"
+        "  - name: later\n",
+    )
+    manifest = load_manifest(tmp_path, "demo")
+    assert manifest.gate == "every-phase"
+    assert manifest.base_branch == "trunk"
+    assert manifest.change_names == ["alpha", "beta"]
+    assert manifest.all_changes[1].depends_on == ["alpha"]
+    assert manifest.all_changes[1].card == 12
+    core = manifest.phase_named("core")
+    assert core is not None
+    assert core.proof_of_work is not None
+    assert (core.proof_of_work.kind, core.proof_of_work.pass_) == ("blackbox", "contains: ok")
+    assert core.proof_of_work.policy == "warn"
+    assert manifest.phase_of("beta") == core
+    assert manifest.phase_of("ghost") is None
+    assert manifest.phase_named("ghost") is None
+    later = manifest.phase_named("later")
+    assert later is not None
+    assert later.change_names == ()
+
+
+def test_model_validate_refuses_llm_judge_directly() -> None:
+    with pytest.raises(ValueError, match=LLM_JUDGE_REFUSAL.replace(".", r"\.")):
+        BatchManifest.model_validate(
+            {"phases": [{"name": "a", "proofOfWork": {"kind": "llm-judge", "run": "x"}}]}
+        )
+
+
+# ---------------------------------------------------------------- config.yaml
+
+CONFIG_ERRORS = [
+    pytest.param(
+        "hosts: {pm: local, issues: x}\n",
+        "hosts.issues: unknown key; allowed keys here: pm, code (got 'x')",
+        id="unknown-hosts-key",
+    ),
+    pytest.param(
+        "colour: blue\n",
+        "colour: unknown key; allowed keys here: hosts, trigger, maintainer, cycle, tests, batch"
+        " (got 'blue')",
+        id="unknown-top-level-key",
+    ),
+    pytest.param(
+        "cycle: {merge: sometimes}\n",
+        "cycle.merge: 'sometimes' is not a gate; allowed: always | never | when has:<labels>"
+        " lacks:<labels> (got 'sometimes')",
+        id="bad-merge-gate",
+    ),
+    pytest.param(
+        "cycle: {until: shipped}\n",
+        "cycle.until: Input should be 'ready-for-merge' or 'merged' (got 'shipped')",
+        id="bad-until",
+    ),
+    pytest.param(
+        "cycle: {maxFixRounds: 99}\n",
+        "cycle.maxFixRounds: Input should be less than or equal to 20 (got 99)",
+        id="fix-rounds-bound",
+    ),
+    pytest.param(
+        "trigger: 1x\n",
+        "trigger: String should match pattern '^[A-Za-z][A-Za-z0-9_-]*$' (got '1x')",
+        id="bad-trigger",
+    ),
+    pytest.param(
+        "batch: {locus: moon}\n",
+        "batch.locus: Input should be 'local', 'docker' or 'remote' (got 'moon')",
+        id="bad-locus",
+    ),
+    pytest.param("[1]\n", "(top level): expected a mapping of keys, got [1]", id="a-list"),
+]
+
+
+@pytest.mark.parametrize(("text", "line"), CONFIG_ERRORS)
+def test_config_errors_name_file_key_value_and_what_is_allowed(
+    tmp_path: Path, text: str, line: str
+) -> None:
+    path = write_config(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_project_config(tmp_path)
+    assert str(err.value) == f"{path}: {line}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [pytest.param(None, id="absent"), pytest.param("", id="empty"), pytest.param("{}\n", id="{}")],
+)
+def test_config_defaults(tmp_path: Path, text: str | None) -> None:
+    (tmp_path / ".pair").mkdir()
+    if text is not None:
+        write_config(tmp_path, text)
+    assert load_project_config(tmp_path) == ProjectConfig()
+
+
+def test_config_reads_camel_case(tmp_path: Path) -> None:
+    write_config(
+        tmp_path, "cycle: {maxFixRounds: 5, prepare: 'when has:risky'}\ntests: {command: make}\n"
+    )
+    config = load_project_config(tmp_path)
+    assert config.cycle.max_fix_rounds == 5
+    assert config.cycle.prepare == "when has:risky"
+    assert config.tests.command == "make"
+
+
+# ---------------------------------------------------------------- missing project / batch
+
+
+@pytest.mark.parametrize(
+    "load",
+    [
+        pytest.param(load_project_config, id="config"),
+        pytest.param(lambda root: load_manifest(root, "demo"), id="manifest"),
+    ],
+)
+def test_missing_pair_directory(tmp_path: Path, load: Callable[[Path], object]) -> None:
+    with pytest.raises(NotInitialisedError) as err:
+        load(tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path} is not a pairbot project: no .pair/ directory "
+        "(create .pair/config.yaml, or run pairbot from the project root)"
+    )
+    assert isinstance(err.value, UserError)
+
+
+@pytest.mark.parametrize(
+    ("batches", "known"),
+    [
+        pytest.param([], "(none)", id="no-batches"),
+        pytest.param(["zeta", "alpha"], "alpha, zeta", id="sorted"),
+    ],
+)
+def test_unknown_batch_lists_known_batches(tmp_path: Path, batches: list[str], known: str) -> None:
+    (tmp_path / ".pair").mkdir()
+    for name in batches:
+        write_manifest(tmp_path, "phases: [{name: a}]\n", batch=name)
+    (tmp_path / ".pair" / "batches" / "stray").mkdir(parents=True, exist_ok=True)
+    expected = tmp_path / ".pair" / "batches" / "ghost" / "batch.yaml"
+    with pytest.raises(UnknownBatchError) as err:
+        load_manifest(tmp_path, "ghost")
+    assert str(err.value) == f"no batch named 'ghost' (expected {expected}); known batches: {known}"
+    assert list_batches(tmp_path) == sorted(batches)
+
+
+@pytest.mark.parametrize("name", ["Demo", "../demo", "", "a b"])
+def test_invalid_batch_name(tmp_path: Path, name: str) -> None:
+    (tmp_path / ".pair").mkdir()
+    with pytest.raises(UnknownBatchError) as err:
+        load_manifest(tmp_path, name)
+    assert str(err.value) == f"{name!r} is not a valid batch name: {NAME_RULE}"
