@@ -277,3 +277,15 @@ def test_finding_id_problems(
 def test_carried_ids_may_change_transition() -> None:
     carried = report(finding("r1-1", transition="resolved"), finding("r1-2", transition="human"))
     assert finding_id_problems(iter(["r1-1", "r1-2"]), carried, 2) == []
+
+
+def test_a_resolved_finding_carried_again_rounds_later_is_not_invented() -> None:
+    report = FindingsReport.model_validate(
+        {
+            "findings": [
+                {"id": "r1-1", "kind": "defect", "blocking": False, "transition": "resolved"}
+            ]
+        }
+    )
+    assert finding_id_problems([], report, 3, earlier_known=["r1-1"]) == []
+    assert finding_id_problems([], report, 3) != []  # unknown and not of round 3: invented
