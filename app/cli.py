@@ -148,7 +148,7 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         from app.engine.manifest import list_batches, load_manifest, load_project_config  # noqa: PLC0415
 
         load_project_config(root)
-        names = [args.batch] if args.batch else list_batches(root)
+        names = [args.batch] if args.batch is not None else list_batches(root)
         for name in names:
             load_manifest(root, name)
         print(f"ok: .pair/config.yaml and {len(names)} batch(es): {', '.join(names) or '-'}")

@@ -241,3 +241,23 @@ def test_headless_verb_forces_one_transition_in_the_change_locus(
     assert (project.root / ".pair" / "changes" / "alpha" / ".run" / "journal.jsonl").exists()
     assert not (project.run_dir / "journal.jsonl").exists()
     assert "PAIR_BATCH" not in project.agent_calls()[0]["env"]
+
+
+def test_an_agent_that_cannot_start_gets_no_model_hint(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project(config={"batch": {"agent": {"name": "robot", "model": "m-1"}}})
+    result = apply_once(project)
+    assert result.state == "blocked"
+    assert "unknown agent 'robot'" in (result.blocker or "")
+    assert "model id" not in (result.blocker or "")
+
+
+def test_a_straggler_report_from_another_session_does_not_complete_the_step(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project(script={"propose": ["foreign"]})
+    result = apply_once(project)
+    assert result.state == "blocked"
+    assert "without reporting completion" in (result.blocker or "")
+    assert any(e.get("session") == "dead-session" for e in project.journal())

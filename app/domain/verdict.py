@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -44,7 +44,7 @@ class Finding(StrictModel):
     id: str
     kind: FindingKind
     severity: Severity | None = None
-    blocking: bool
+    blocking: Annotated[bool, Field(strict=True)]  # "yes" is a typo, not true
     transition: FindingTransition = "open"
     ac: str | None = None
     summary: str | None = None

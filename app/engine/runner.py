@@ -274,6 +274,7 @@ class _Session:
     signal: str | None = None
     stderr: str = ""
     entries: tuple[JournalEntry, ...] = ()
+    spawned: bool = True  # False when no agent could start (then no model hint applies)
 
 
 async def _spawn(
@@ -298,7 +299,7 @@ async def _spawn(
         runtime = deps.runtime_for(settings)
     except UserError as err:
         # No agent can start: report it like a failed spawn so the step stays resumable.
-        return _Session(session, started, exit_code=127, stderr=str(err))
+        return _Session(session, started, exit_code=127, stderr=str(err), spawned=False)
     pair_env = {
         "PAIR_CHANGE": key,
         "PAIR_TRANSITION": stage,
@@ -327,7 +328,13 @@ async def _spawn(
             deps.on_line(f"error: {event.message}")
 
     result = await runtime.spawn(request, on_event)
-    entries = tuple(session_entries(read_journal(locus.journal, start), key))
+    # Only this session's reports count: a straggler from an earlier, killed session carries
+    # its own PAIR_SESSION and must not complete this step.
+    entries = tuple(
+        e
+        for e in session_entries(read_journal(locus.journal, start), key)
+        if e.session in (None, session)
+    )
     return _Session(session, started, result.exit_code, result.signal, result.stderr, entries)
 
 
@@ -437,7 +444,7 @@ async def run_change_step(
             before=before,
             after=after,
             gate=ctx.gate,
-            model=_model_context(ctx.transition, ctx.settings),
+            model=_model_context(ctx.transition, ctx.settings) if spawned.spawned else None,
             verdict=verdict,
             verdict_problems=problems,
         )
@@ -559,7 +566,7 @@ async def run_decomposition_step(
             signal=spawned.signal,
             stderr=spawned.stderr,
             gate=manifest.gate,
-            model=_model_context("decompose", settings),
+            model=_model_context("decompose", settings) if spawned.spawned else None,
             decomposed=decomposed,
         )
     )

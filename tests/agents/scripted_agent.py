@@ -14,6 +14,7 @@ Each call consumes the next behaviour of the most specific list (counters persis
     crash              exit 3 without reporting
     silent             exit 0 without reporting (touching the disk for propose/apply)
     lie                report --complete without doing anything on disk
+    foreign            a --complete carrying another session's id, nothing of its own
     complete-then-crash  do the work, report --complete, exit 1
     hang               sleep until killed
     findings-blocking  (verify) report a blocking finding r<round>-1
@@ -125,6 +126,11 @@ def main() -> int:
         return 0
     if behaviour == "silent":
         do_work()
+        return 0
+    if behaviour == "foreign":
+        # A report carrying another (dead) session's id, as a straggler would.
+        env = {**os.environ, "PAIR_SESSION": "dead-session"}
+        subprocess.run(["pairbot", "batch", "report", "--complete", "late"], check=True, env=env)
         return 0
     if behaviour == "lie":
         report("--complete", "all done (not really)")
