@@ -1,0 +1,489 @@
+"""How `batch status` and step selection scale with the batch and its journal.
+
+    python benchmarks/engine_scale.py                 the full matrix (about a minute)
+    python benchmarks/engine_scale.py --profile       also cProfile the largest case
+
+For batches of 10 / 100 / 1,000 changes (in 10 phases) and journals of 1k / 10k / 100k entries,
+it builds a real project in a temp dir (`.pair/config.yaml`, the manifest, `plan.md` for the
+changes the journal has touched) and a journal with a realistic mix: per step a `step-started`,
+the agent's progress reports and completion, and the engine's `outcome` (verify outcomes carry
+a verdict and findings, some reviews block and go through red/fix), plus proof-of-work records
+for finished phases, and a last step still running (a `step-started` with no outcome yet).
+
+It then measures, side by side in one run (median of `--repeats`, `time.perf_counter`):
+
+    floor    `jsonl.read_records`: merely reading and parsing the journal file
+    status   `runner.batch_status(root, batch)` (config, manifest, disk, journal, fold, derive)
+             plus `selection.pick_next_step` on the same gathered facts
+
+The goal: status ≤ 2x the floor at 100k entries, and linear growth. Local files only; no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+if __package__ in (None, ""):
+    # `python benchmarks/engine_scale.py` puts benchmarks/ first on sys.path, not the project.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.engine import jsonl
+from app.engine.manifest import load_manifest, load_project_config
+from app.engine.runner import batch_status, gather_facts
+from app.engine.runstate import RunLocus
+from app.engine.selection import pick_next_step
+
+BATCH = "scale"
+PHASES = 10
+CHANGE_SIZES = (10, 100, 1_000)
+ENTRY_SIZES = (1_000, 10_000, 100_000)
+GOAL_RATIO = 2.0
+GOAL_ENTRIES = 100_000
+# The journal of a step: step-started, completion, outcome (progress reports come on top).
+STEP_FIXED = 3
+START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+
+
+# ---------------------------------------------------------------- building a project
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One benchmark case."""
+
+    changes: int
+    entries: int
+
+
+def change_names(count: int) -> list[str]:
+    """`c0000`, `c0001`, … in batch order."""
+    return [f"c{i:04d}" for i in range(count)]
+
+
+def phases_of(names: Sequence[str]) -> list[list[str]]:
+    """The changes split into (up to) `PHASES` consecutive phases."""
+    size = -(-len(names) // PHASES)
+    return [list(names[i : i + size]) for i in range(0, len(names), size)]
+
+
+def manifest(names: Sequence[str]) -> dict[str, Any]:
+    """The batch manifest: 10 phases, each with a proof-of-work, some changes depending."""
+    phases = []
+    for p, members in enumerate(phases_of(names)):
+        changes: list[Any] = []
+        for i, name in enumerate(members):
+            # Every fifth change waits for its predecessor in the phase.
+            changes.append({"name": name, "dependsOn": [members[i - 1]]} if i % 5 == 4 else name)
+        phases.append(
+            {
+                "name": f"phase-{p}",
+                "goal": f"phase {p} of the scale benchmark",
+                "proofOfWork": {"run": "echo ok", "pass": "exit 0"},
+                "changes": changes,
+            }
+        )
+    return {"gate": "voluntary", "phases": phases}
+
+
+@dataclass(frozen=True)
+class History:
+    """Which changes the journal has taken how far."""
+
+    done: list[str]  # proposed, applied and verified (some after a red/fix round)
+    proposed: list[str]  # proposed only: plan.md with unchecked tasks
+    running: str  # the change whose apply is running right now (no outcome yet)
+
+
+def plan_history(names: Sequence[str], entries: int) -> History:
+    """Touch as many changes as the entry budget affords, up to 60% of the batch."""
+    # A done change costs ~4 steps of ≥ 4 entries each; keep ≥ 1 progress report per step.
+    touched = max(2, min(int(len(names) * 0.6), entries // 24))
+    done = max(1, touched * 3 // 4)
+    return History(
+        done=list(names[:done]), proposed=list(names[done:touched]), running=names[touched - 1]
+    )
+
+
+def _verify_findings(rnd: int, blocking: bool) -> dict[str, Any]:
+    return {
+        "acTests": {"AC-1": "tests/test_it.py::test_ac_1", "AC-2": "tests/test_it.py::test_ac_2"},
+        "findings": [
+            {
+                "id": "r1-1",
+                "kind": "defect",
+                "severity": "major",
+                "blocking": True,
+                "transition": "open" if blocking else "resolved",
+                "ac": "AC-2",
+                "summary": "off by one at the page boundary",
+                "reproducer": "pytest tests/test_it.py -k boundary",
+            }
+        ]
+        if rnd > 1 or blocking
+        else [],
+    }
+
+
+class JournalWriter:
+    """Builds the journal's records in order, with realistic fields."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self._clock = 0
+
+    def _at(self) -> str:
+        self._clock += 1
+        return (START + timedelta(seconds=7 * self._clock)).isoformat(timespec="milliseconds")
+
+    def step(
+        self,
+        key: str,
+        transition: str,
+        progress: int,
+        *,
+        verdict: tuple[int, bool] | None = None,
+        finish: bool = True,
+    ) -> None:
+        """One step: started, progress reports, completion, outcome (unless still running)."""
+        session = f"{len(self.records):012x}"
+        self.records.append(
+            {
+                "kind": "step-started",
+                "key": key,
+                "at": self._at(),
+                "transition": transition,
+                "session": session,
+            }
+        )
+        for n in range(progress):
+            self.records.append(
+                {
+                    "kind": "progress",
+                    "key": key,
+                    "at": self._at(),
+                    "transition": transition,
+                    "session": session,
+                    "message": f"{transition} {key}: working on task {n % 7 + 1} "
+                    f"(edited src/{key}/module_{n % 13}.py, ran 42 tests)",
+                }
+            )
+        if not finish:
+            return
+        findings = None
+        verdict_record = None
+        message = f"{transition} done for {key}"
+        if verdict is not None:
+            rnd, blocking = verdict
+            findings = _verify_findings(rnd, blocking)
+            message = "1 critical issue(s) found" if blocking else "Ready for archive"
+            verdict_record = {
+                "converged": not blocking,
+                "blocking": 1 if blocking else 0,
+                "source": "findings",
+                "pendingScope": 0,
+            }
+        completion: dict[str, Any] = {
+            "kind": "completion",
+            "key": key,
+            "at": self._at(),
+            "transition": transition,
+            "session": session,
+            "message": message,
+        }
+        if findings is not None:
+            completion["findings"] = findings
+        self.records.append(completion)
+        outcome: dict[str, Any] = {
+            "kind": "outcome",
+            "key": key,
+            "at": self._at(),
+            "transition": transition,
+            "session": session,
+            "state": "advanced",
+            "message": message,
+        }
+        if verdict_record is not None:
+            outcome["verdict"] = verdict_record
+            outcome["findings"] = findings
+        self.records.append(outcome)
+
+    def proof(self, phase: str) -> None:
+        """A phase's proof-of-work: started, then its record."""
+        self.records.append(
+            {"kind": "step-started", "key": phase, "at": self._at(), "transition": "proof-of-work"}
+        )
+        at = self._at()
+        self.records.append(
+            {
+                "kind": "proof-of-work",
+                "key": phase,
+                "at": at,
+                "proof": {
+                    "phase": phase,
+                    "kind": "integration",
+                    "command": "echo ok",
+                    "passed": True,
+                    "gatePassed": True,
+                    "policy": "hard-gate",
+                    "exitCode": 0,
+                    "detail": "exit 0",
+                    "at": at,
+                },
+            }
+        )
+
+
+def _steps_of(index: int) -> list[tuple[str, tuple[int, bool] | None]]:
+    """A done change's steps; every third review blocks once and goes through red and fix."""
+    if index % 3 == 2:
+        return [
+            ("propose", None),
+            ("apply", None),
+            ("verify", (1, True)),
+            ("red", None),
+            ("fix", None),
+            ("verify", (2, False)),
+        ]
+    return [("propose", None), ("apply", None), ("verify", (1, False))]
+
+
+def build_journal(names: Sequence[str], history: History, entries: int) -> list[dict[str, Any]]:
+    """Exactly `entries` records telling `history`, in batch order, progress spread evenly."""
+    steps: list[tuple[str, str, tuple[int, bool] | None]] = []
+    for i, name in enumerate(history.done):
+        steps += [(name, t, v) for t, v in _steps_of(i)]
+    steps += [(name, "propose", None) for name in history.proposed]
+    done = set(history.done)
+    proven = [
+        f"phase-{p}"
+        for p, members in enumerate(phases_of(names))
+        if all(name in done for name in members)
+    ]
+    fixed = len(steps) * STEP_FIXED + 2 * len(proven) + 1  # +1: the running step's start
+    spare = entries - fixed
+    if spare < len(steps):
+        raise ValueError(f"{entries} entries cannot tell a history of {len(steps)} steps")
+    per_step, rest = divmod(spare, len(steps) + 1)
+    writer = JournalWriter()
+    phase_of = {name: p for p, members in enumerate(phases_of(names)) for name in members}
+    for n, (name, transition, verdict) in enumerate(steps):
+        writer.step(name, transition, per_step, verdict=verdict)
+        following = steps[n + 1][0] if n + 1 < len(steps) else history.running
+        # A phase's proof runs once its last change is done, before the next phase's first step.
+        phase = phase_of[name]
+        if f"phase-{phase}" in proven and phase_of[following] != phase:
+            writer.proof(f"phase-{phase}")
+    writer.step(history.running, "apply", per_step + rest, finish=False)
+    assert len(writer.records) == entries, (len(writer.records), entries)
+    return writer.records
+
+
+PLAN_OPEN = (
+    "# {name}\n\n## Acceptance criteria\nAC-1: it works\nAC-2: pages have no gaps\n\n"
+    "## Tasks\n- [ ] write the failing test\n- [ ] implement it\n- [ ] update the docs\n"
+)
+
+
+def build_project(root: Path, shape: Shape) -> Path:
+    """A project with the batch, plans on disk and a journal of `shape.entries`; its journal."""
+    names = change_names(shape.changes)
+    history = plan_history(names, shape.entries)
+    pair = root / ".pair"
+    (pair / "batches" / BATCH).mkdir(parents=True)
+    (pair / "config.yaml").write_text(
+        yaml.safe_dump({"batch": {"agent": "claude"}, "cycle": {"maxFixRounds": 3}})
+    )
+    (pair / "batches" / BATCH / "batch.yaml").write_text(
+        yaml.safe_dump(manifest(names), sort_keys=False)
+    )
+    for name in [*history.done, *history.proposed]:
+        plan = PLAN_OPEN.format(name=name)
+        if name in history.done:
+            plan = plan.replace("- [ ]", "- [x]")
+        (pair / "changes" / name).mkdir(parents=True)
+        (pair / "changes" / name / "plan.md").write_text(plan)
+    journal = RunLocus.for_batch(root, BATCH).journal
+    jsonl.append_records(journal, build_journal(names, history, shape.entries))
+    return journal
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def _timed(run: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def median_pair(
+    first: Callable[[], object], second: Callable[[], object], repeats: int
+) -> tuple[float, float]:
+    """Median wall times of two runs, alternated so that machine noise hits both alike."""
+    first()  # warm-up: the page cache, imports, regex compilation
+    second()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeats):
+        times[0].append(_timed(first))
+        times[1].append(_timed(second))
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def status_and_selection(root: Path) -> Callable[[], object]:
+    """`batch_status` plus `pick_next_step` on the facts it gathers; they must agree."""
+    facts = gather_facts(root, BATCH, load_manifest(root, BATCH), load_project_config(root))
+
+    def run() -> object:
+        status = batch_status(root, BATCH)
+        target = pick_next_step(facts)
+        assert target == status.next, (target, status.next)
+        return target
+
+    return run
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured case."""
+
+    changes: int
+    entries: int
+    floor_s: float
+    status_s: float
+    next_step: str
+
+    @property
+    def ratio(self) -> float:
+        """status / floor."""
+        return self.status_s / self.floor_s
+
+    @property
+    def per_entry_us(self) -> float:
+        """status time per journal entry, in µs."""
+        return self.status_s / self.entries * 1e6
+
+
+def measure(shape: Shape, repeats: int, workdir: Path) -> Row:
+    """Build the case's project and time floor and status side by side."""
+    root = workdir / f"c{shape.changes}-e{shape.entries}"
+    journal = build_project(root, shape)
+    run = status_and_selection(root)
+    floor, status = median_pair(lambda: jsonl.read_records(journal), run, repeats)
+    target = run()
+    return Row(shape.changes, shape.entries, floor, status, type(target).__name__)
+
+
+def shapes(changes: Sequence[int], entries: Sequence[int]) -> Iterator[Shape]:
+    """Every (changes, entries) case."""
+    for count in changes:
+        for size in entries:
+            yield Shape(count, size)
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    """The result table, a growth line per batch size, and the goal verdict."""
+    lines = [
+        f"{'changes':>7} {'entries':>8} {'floor ms':>9} {'status ms':>10} {'ratio':>6} "
+        f"{'µs/entry':>9}  next",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.changes:>7,} {r.entries:>8,} {r.floor_s * 1e3:>9.1f} {r.status_s * 1e3:>10.1f} "
+            f"{r.ratio:>5.2f}x {r.per_entry_us:>9.2f}  {r.next_step}"
+        )
+    by = {(r.changes, r.entries): r for r in rows}
+    for count in sorted({r.changes for r in rows}):
+        small, big = by.get((count, 10_000)), by.get((count, 100_000))
+        if small and big:
+            floor_growth = big.floor_s / small.floor_s
+            status_growth = big.status_s / small.status_s
+            verdict = "linear" if status_growth <= 10 * 1.3 else "SUPERLINEAR"
+            lines.append(
+                f"growth 10k→100k entries at {count:,} changes: floor x{floor_growth:.1f}, "
+                f"status x{status_growth:.1f} (x10 is linear; status {verdict}); "
+                f"ratio {small.ratio:.2f}x → {big.ratio:.2f}x"
+            )
+    goal_rows = [r for r in rows if r.entries == GOAL_ENTRIES]
+    lines.append(
+        f"goal: status + selection ≤ {GOAL_RATIO:g}x the floor at {GOAL_ENTRIES:,} entries"
+    )
+    for r in goal_rows:
+        met = "met" if r.ratio <= GOAL_RATIO else "MISSED"
+        lines.append(f"  {r.changes:>5,} changes: {r.ratio:.2f}x — {met}")
+    if not goal_rows:
+        lines.append(f"  (no case with {GOAL_ENTRIES:,} entries was run)")
+    return "\n".join(lines)
+
+
+def profile(shape: Shape, workdir: Path, top: int = 25) -> str:
+    """cProfile one status + selection of `shape`; the top functions by own time."""
+    root = workdir / f"profile-c{shape.changes}-e{shape.entries}"
+    build_project(root, shape)
+    run = status_and_selection(root)
+    run()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def main(
+    changes: Sequence[int] = CHANGE_SIZES,
+    entries: Sequence[int] = ENTRY_SIZES,
+    repeats: int = 5,
+    *,
+    with_profile: bool = False,
+    out: Callable[[str], None] = print,
+) -> list[Row]:
+    """Run the matrix, print the table; returns the rows."""
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="pairbot-scale-") as tmp:
+        workdir = Path(tmp)
+        out(
+            f"engine scale: {BATCH!r} batch in {PHASES} phases, median of {repeats} "
+            f"run(s), {sys.implementation.name} {sys.version.split()[0]}"
+        )
+        for shape in shapes(changes, entries):
+            rows.append(measure(shape, repeats, workdir))
+        out(format_table(rows))
+        if with_profile:
+            biggest = Shape(max(changes), max(entries))
+            out(
+                f"\ncProfile of status + selection, {biggest.changes:,} changes, "
+                f"{biggest.entries:,} entries:"
+            )
+            out(profile(biggest, workdir))
+    return rows
+
+
+def _cli(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--changes", type=int, nargs="+", default=list(CHANGE_SIZES))
+    parser.add_argument("--entries", type=int, nargs="+", default=list(ENTRY_SIZES))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="cProfile the largest case")
+    args = parser.parse_args(argv)
+    main(args.changes, args.entries, args.repeats, with_profile=args.profile)
+
+
+if __name__ == "__main__":
+    _cli(sys.argv[1:])

@@ -1,0 +1,27 @@
+"""The scale benchmark still runs: its smallest case, once, with no timing asserted."""
+
+from __future__ import annotations
+
+from benchmarks import engine_scale
+
+
+def test_benchmark_runs_at_its_smallest_size() -> None:
+    printed: list[str] = []
+    rows = engine_scale.main(changes=(10,), entries=(1_000,), repeats=1, out=printed.append)
+    assert [(r.changes, r.entries) for r in rows] == [(10, 1_000)]
+    assert rows[0].floor_s > 0
+    assert rows[0].status_s > 0
+    assert rows[0].next_step == "ChangeTarget"
+    table = "\n".join(printed)
+    assert "floor ms" in table
+    assert "status ms" in table
+    assert "goal: status + selection" in table
+
+
+def test_built_journal_has_exactly_the_requested_entries() -> None:
+    names = engine_scale.change_names(100)
+    history = engine_scale.plan_history(names, 1_000)
+    records = engine_scale.build_journal(names, history, 1_000)
+    assert len(records) == 1_000
+    kinds = {r["kind"] for r in records}
+    assert {"step-started", "progress", "completion", "outcome", "proof-of-work"} <= kinds
