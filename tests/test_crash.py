@@ -22,10 +22,8 @@ Legitimate leftovers a kill may produce, which the engine has to cope with on it
 `step-started` with no `outcome`, a park written just before its outcome, a `step.lock` naming
 the dead pairbot (reclaimed by the next apply), an empty `step.lock` if the kill fell between its
 create and its write (skipped, exit 3, until `EMPTY_GRACE_SECONDS` pass), an orphaned
-`.state.json.*.tmp`. A blocked park is cleared with `batch retry`, as a human would. The
-scripted agent's own scratch files (plan.md, its findings file) are not written atomically, so an
-agent killed mid-write can leave scrap the next agent chokes on; that scrap is removed, as the
-agent's operator would, and never any file of the engine's.
+`.state.json.*.tmp`. A blocked park is cleared with `batch retry`, as a human would. Nothing is
+ever repaired by hand.
 
 Then the batch is driven to the end without kills, and it must be `done` with every change having
 gone through propose, apply and verify, every phase proven before the next one started, and every
@@ -229,28 +227,6 @@ def _parks(project: Project) -> dict[str, Any]:
     return parks
 
 
-def _repair_agent_scratch(root: Path) -> list[str]:
-    """Undo what a kill can do to the *agent's* own files; the engine's files are never touched.
-
-    The scripted agent writes plan.md and its findings file with a plain truncate-then-write, so
-    an agent killed in between leaves a plan with no task (no apply can ever check one) or a
-    findings file that is not JSON (every later verify of that change crashes on it). Removing
-    the scrap is what the agent's operator would do; the engine then re-proposes or re-verifies.
-    """
-    removed = []
-    for plan in root.glob(".pair/changes/*/plan.md"):
-        if count_tasks(plan.read_text(encoding="utf-8", errors="replace")).total == 0:
-            plan.unlink()
-            removed.append(str(plan.relative_to(root)))
-    for findings in root.glob(".pair/findings-*.json"):
-        try:
-            json.loads(findings.read_bytes())
-        except ValueError:
-            findings.unlink()
-            removed.append(str(findings.relative_to(root)))
-    return removed
-
-
 def _clear_parks(project: Project) -> list[str]:
     """`batch retry` every blocked park, as the human on call would."""
     cleared = []
@@ -360,7 +336,7 @@ def _round(
 ) -> tuple[bytes, list[str]]:
     """Start one apply, SIGKILL it after `delay` (None: let it finish), clean up, check.
 
-    Returns the journal as it stands afterwards, and what had to be repaired or retried.
+    Returns the journal as it stands afterwards, and what had to be retried.
     """
     before = _journal_bytes(project)
     lock_before = _lock_state(project)
@@ -397,8 +373,7 @@ def _round(
     jsonl.read_records(_journal_path(project))  # every complete line parses
     _status(project)
     _parks(project)
-    notes = [f"repaired {p}" for p in _repair_agent_scratch(project.root)]
-    notes += [f"retried {p}" for p in _clear_parks(project)]
+    notes = [f"retried {p}" for p in _clear_parks(project)]
     return _journal_bytes(project), notes
 
 
@@ -431,7 +406,6 @@ def test_random_sigkills_lose_nothing_and_the_batch_still_finishes(
         # Drive to the end without kills: one step per apply until nothing is ready.
         blocked: Counter[str] = Counter()
         for _ in range(40):
-            notes += [f"repaired {p}" for p in _repair_agent_scratch(project.root)]
             notes += [f"retried {p}" for p in _clear_parks(project)]
             done = _pairbot_unlocked(project, "batch", "apply", project.batch, "--json")
             assert done.returncode in (0, 1), done.stdout + done.stderr

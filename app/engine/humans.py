@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from app.domain.verdict import FindingsReport
 from app.engine import lock
-from app.engine.journal import JournalEntry, append_entry, fold_journal, read_journal
+from app.engine.journal import JournalEntry, append_entry, read_index
 from app.engine.manifest import NAME_PATTERN, NAME_RULE, load_manifest, pair_dir
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.errors import UnknownChangeError, UserError
@@ -118,7 +118,7 @@ def record_human(
                 f"`{verb}` needs a MESSAGE: pairbot batch {verb} {batch} --change {key} MESSAGE"
             )
         if verb == "feedback" and transition is None:
-            history = fold_journal(read_journal(locus.journal)).history(key)
+            history = read_index(locus.journal).history(key)
             if not history.accepted:
                 raise UserError(f"{key} has no completed step to give feedback on")
             transition = history.accepted[-1].transition
@@ -155,7 +155,7 @@ def rerun_proof(root: Path, batch: str, phase: str, *, now: datetime) -> str:
         raise UserError(f"phase {phase!r} has no proofOfWork to re-run")
     locus = RunLocus.for_batch(root, batch)
     with lock.held(locus.lock, now=now):
-        if phase not in fold_journal(read_journal(locus.journal)).proofs:
+        if phase not in read_index(locus.journal).proofs:
             raise UserError(f"phase {phase!r} has no recorded proof-of-work to invalidate")
         append_entry(
             locus.journal,

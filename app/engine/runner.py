@@ -45,9 +45,11 @@ from app.engine.instructions import (
 )
 from app.engine.journal import (
     JournalEntry,
+    JournalIndex,
     KeyHistory,
     append_entry,
     fold_journal,
+    read_index,
     read_journal,
     session_entries,
 )
@@ -168,7 +170,7 @@ def gather_facts(
         name=batch,
         manifest=manifest,
         disks={name: read_change_disk(root, name) for name in manifest.change_names},
-        journal=fold_journal(read_journal(locus.journal)),
+        journal=read_index(locus.journal),
         parks=read_parks(locus),
         max_fix_rounds=project.cycle.max_fix_rounds,
     )
@@ -394,13 +396,18 @@ class ChangeStepContext:
     phase: Phase | None
     max_fix_rounds: int
     guidance: str | None = None
+    history: KeyHistory | None = None  # already folded under the lock; read when absent
 
 
 async def run_change_step(
     ctx: ChangeStepContext, deps: EngineDeps, proof: lock.LockProof | None
 ) -> StepResult:
     """The change-scoped core: exactly one agent for `ctx.transition`; never re-derives it."""
-    history = fold_journal(read_journal(ctx.locus.journal)).history(ctx.change)
+    history = (
+        ctx.history
+        if ctx.history is not None
+        else read_index(ctx.locus.journal).history(ctx.change)
+    )
     derived = derive_change(read_change_disk(ctx.root, ctx.change), history, ctx.max_fix_rounds)
     before = read_change_disk(ctx.root, ctx.change)
     instructions = build_instructions(
@@ -473,10 +480,15 @@ async def run_step(
     deps: EngineDeps,
     proof: lock.LockProof,
     guidance: str | None = None,
+    journal: JournalIndex | None = None,
 ) -> StepResult:
-    """The batch-facing change step: re-derive from disk under the lock, honour parks, run."""
+    """The batch-facing change step: re-derive from disk under the lock, honour parks, run.
+
+    `journal` is the fold the caller already read under this same lock (apply_batch's); it is
+    re-read from disk when absent.
+    """
     locus = RunLocus.for_batch(root, batch)
-    history = fold_journal(read_journal(locus.journal)).history(target.change)
+    history = (journal if journal is not None else read_index(locus.journal)).history(target.change)
     disk = read_change_disk(root, target.change)
     derived = derive_change(disk, history, project.cycle.max_fix_rounds)
     transition = derived.next or target.transition
@@ -494,6 +506,7 @@ async def run_step(
         phase=manifest.phase_of(target.change),
         max_fix_rounds=project.cycle.max_fix_rounds,
         guidance=guidance,
+        history=history,
     )
     return await run_change_step(ctx, deps, proof)
 
@@ -725,7 +738,8 @@ async def apply_batch(
     locus = RunLocus.for_batch(root, batch)
     held = lock.acquire(locus.lock, now=deps.clock())  # skips: BatchLockedError if held
     try:
-        status = compute_batch_status(gather_facts(root, batch, manifest, project))
+        facts = gather_facts(root, batch, manifest, project)
+        status = compute_batch_status(facts)
         target = status.next
         common: dict[str, Any] = {
             "root": root,
@@ -735,7 +749,9 @@ async def apply_batch(
             "proof": held,
         }
         if isinstance(target, ChangeTarget):
-            return await run_step(target, project=project, guidance=guidance, **common)
+            return await run_step(
+                target, project=project, guidance=guidance, journal=facts.journal, **common
+            )
         if isinstance(target, DecomposeTarget):
             return await run_decomposition_step(target, project=project, **common)
         if isinstance(target, ProofTarget):

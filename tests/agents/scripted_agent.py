@@ -51,12 +51,19 @@ def next_behaviour() -> str:
         if key in steps:
             used = state.get(key, 0)
             state[key] = used + 1
-            state_path.write_text(json.dumps(state))
+            write_atomic(state_path, json.dumps(state))
             queue = steps[key]
             if used < len(queue):
                 return str(queue[used])
             break
     return str(script.get("default", "ok"))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file and rename, so a kill mid-write never leaves half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def plan_path() -> Path:
@@ -66,13 +73,14 @@ def plan_path() -> Path:
 def do_work() -> None:
     if TRANSITION == "propose":
         plan_path().parent.mkdir(parents=True, exist_ok=True)
-        plan_path().write_text(
+        write_atomic(
+            plan_path(),
             f"# {CHANGE}\n\n## Acceptance criteria\nAC-1: it works\n\n"
-            "## Tasks\n- [ ] write the test\n- [ ] make it pass\n"
+            "## Tasks\n- [ ] write the test\n- [ ] make it pass\n",
         )
     elif TRANSITION == "apply":
         (ROOT / f"{CHANGE}.txt").write_text("implemented\n")
-        plan_path().write_text(plan_path().read_text().replace("- [ ]", "- [x]"))
+        write_atomic(plan_path(), plan_path().read_text().replace("- [ ]", "- [x]"))
     elif TRANSITION == "decompose":
         import yaml  # the venv's interpreter runs this agent
 
@@ -81,13 +89,13 @@ def do_work() -> None:
         for phase in data["phases"]:
             if phase["name"] == CHANGE and not phase.get("changes"):
                 phase["changes"] = [f"{CHANGE}-a", f"{CHANGE}-b"]
-        manifest.write_text(yaml.safe_dump(data, sort_keys=False))
+        write_atomic(manifest, yaml.safe_dump(data, sort_keys=False))
 
 
 def verify_report(findings: list[dict[str, object]], verdict: str) -> None:
     path = ROOT / ".pair" / f"findings-{CHANGE}.json"
-    path.write_text(
-        json.dumps({"acTests": {"AC-1": "tests/test_x.py::test_it"}, "findings": findings})
+    write_atomic(
+        path, json.dumps({"acTests": {"AC-1": "tests/test_x.py::test_it"}, "findings": findings})
     )
     report("--complete", verdict, "--findings", str(path))
 
