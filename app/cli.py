@@ -15,14 +15,17 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import __version__
 from app.engine.agent import AgentRuntime
 from app.errors import PairbotError, UserError
 from app.settings import ResolvedSettings
 
-REPORT_KINDS = {
+if TYPE_CHECKING:
+    from app.engine.humans import ReportKind
+
+REPORT_KINDS: dict[str, ReportKind] = {
     "progress": "progress",
     "blocker": "blocker",
     "needs_input": "needs-input",
@@ -106,7 +109,7 @@ def _runtime_for(settings: ResolvedSettings) -> AgentRuntime:
 
 
 def _deps(env: Mapping[str, str]) -> Any:
-    from app.engine.runner import EngineDeps  # noqa: PLC0415  # keep `--help` and `report` light
+    from app.engine.step import EngineDeps  # noqa: PLC0415  # keep `--help` and `report` light
 
     return EngineDeps(
         runtime_for=_runtime_for,
@@ -125,7 +128,7 @@ def _print_result(result: Any, as_json: bool) -> int:
 
 
 def _now() -> Any:
-    from app.engine.runner import utc_now  # noqa: PLC0415
+    from app.engine.step import utc_now  # noqa: PLC0415
 
     return utc_now()
 
@@ -193,7 +196,7 @@ def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
             root,
             batch=args.name or env.get("PAIR_BATCH") or None,
             key=key,
-            kind=REPORT_KINDS[kind_arg],  # type: ignore[arg-type]
+            kind=REPORT_KINDS[kind_arg],
             message=getattr(args, kind_arg),
             transition=args.transition or env.get("PAIR_TRANSITION") or None,
             session=env.get("PAIR_SESSION") or None,

@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 from app.engine.render import status_text
-from app.engine.runner import EngineDeps, apply_batch, batch_status
+from app.engine.runner import apply_batch, batch_status
+from app.engine.step import EngineDeps
 
 EXAMPLE = Path(__file__).parent / "examples" / "demo"
 BATCH = "hello"

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.engine.runner import EngineDeps, StepResult, apply_batch
+from app.engine.runner import apply_batch
+from app.engine.step import EngineDeps, StepResult
 from app.runtime.process import ProcessRuntime
 
 AGENT = Path(__file__).parent / "agents" / "scripted_agent.py"

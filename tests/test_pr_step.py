@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from app.engine.runner import EngineDeps, PrRequest, StepResult, apply_batch
+from app.engine.runner import apply_batch
+from app.engine.step import EngineDeps, PrRequest, StepResult
 from app.runtime.process import ProcessRuntime
 from tests.conftest import Project, agent_env, cli
 

@@ -238,9 +238,12 @@ def _phase_changes(phases: list[Phase]) -> list[tuple[str, tuple[str, ...]]]:
 
 def pr_boundaries(facts: BatchFacts) -> list[PrGroupBoundary]:
     """The batch's PR groups under its `prGrouping`, in order."""
-    return detect_pr_group_boundaries(
-        facts.name, _phase_changes(facts.manifest.phases), facts.manifest.pr_grouping
-    )
+    return manifest_boundaries(facts.name, facts.manifest)
+
+
+def manifest_boundaries(batch: str, manifest: BatchManifest) -> list[PrGroupBoundary]:
+    """The PR groups a manifest defines under its `prGrouping`, in order (plan only)."""
+    return detect_pr_group_boundaries(batch, _phase_changes(manifest.phases), manifest.pr_grouping)
 
 
 def pr_key(facts: BatchFacts, boundary: PrGroupBoundary) -> str:

@@ -1,0 +1,283 @@
+"""What every step is made of: the result, the injected dependencies, one agent spawn, and
+recording an outcome ("doing" before the effect, "done" after it).
+
+The step kinds (change steps in `runner`, the phase-scoped ones in `phase_steps`) all spawn
+through `spawn_agent`, which journals `step-started` and reads back only that session's
+reports, and all finish through `record_outcome`, which writes the park before the outcome.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from app.domain.verdict import Verdict
+from app.engine import lock
+from app.engine.agent import AgentEvent, AgentRuntime, AgentSpawnRequest
+from app.engine.boundary import PrGroupBoundary
+from app.engine.journal import JournalEntry, append_entry, read_journal, session_entries
+from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
+from app.engine.runstate import RunLocus, read_parks, write_parks
+from app.engine.selection import Park
+from app.errors import UserError
+from app.runtime.adapters import agent_environment, resolve_argv
+from app.settings import AgentStage, ResolvedSettings
+
+Clock = Callable[[], datetime]
+LineSink = Callable[[str], None]
+
+
+def utc_now() -> datetime:
+    """The real clock (injected everywhere else)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The public result of one step (`pairbot batch apply --json` prints it)."""
+
+    state: StepState
+    change: str
+    transition: str
+    blocker: str | None = None
+    approval_request: str | None = None
+    message: str | None = None
+    journal_refs: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented JSON shape (docs/cli.md)."""
+        data: dict[str, Any] = {
+            "state": self.state,
+            "change": self.change,
+            "transition": self.transition,
+        }
+        if self.blocker is not None:
+            data["blocker"] = self.blocker
+        if self.approval_request is not None:
+            data["approvalRequest"] = self.approval_request
+        if self.message is not None:
+            data["message"] = self.message
+        if self.journal_refs:
+            data["journalRefs"] = list(self.journal_refs)
+        return data
+
+
+@dataclass(frozen=True)
+class PrRequest:
+    """What the code host is asked to open for one PR group."""
+
+    batch: str
+    key: str
+    base_branch: str
+    head_branch: str
+    title: str
+    body: str
+    boundary: PrGroupBoundary | None
+
+
+class PrOpener(Protocol):
+    """Opens one pull request through a code host; returns its URL or number."""
+
+    async def open_pr(self, request: PrRequest) -> str:
+        """Open (or find the already-open) PR for `request` and return a reference to it."""
+        ...
+
+
+@dataclass
+class EngineDeps:
+    """Everything the shell touches, injected so tests supply fakes at the edge."""
+
+    runtime_for: Callable[[ResolvedSettings], AgentRuntime]
+    env: Mapping[str, str] = field(default_factory=dict)
+    clock: Clock = utc_now
+    on_line: LineSink = lambda _line: None
+    pr_opener: PrOpener | None = None
+    pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def iso_now(clock: Clock) -> str:
+    return clock().isoformat(timespec="milliseconds")
+
+
+def journal_event(locus: RunLocus, clock: Clock, **fields: Any) -> int:
+    return append_entry(locus.journal, JournalEntry(at=iso_now(clock), **fields))
+
+
+def begin_step(locus: RunLocus, clock: Clock, *, key: str, transition: str) -> tuple[str, int]:
+    """Journal `step-started` ("doing", before any effect); returns the session id and index."""
+    session = uuid.uuid4().hex[:12]
+    index = journal_event(
+        locus, clock, kind="step-started", key=key, transition=transition, session=session
+    )
+    return session, index
+
+
+def record_outcome(
+    locus: RunLocus,
+    deps: EngineDeps,
+    *,
+    key: str,
+    transition: str,
+    session: str,
+    outcome: EngineStepOutcome,
+    proof: lock.LockProof | None,
+    verdict: Verdict | None = None,
+    findings: Mapping[str, Any] | None = None,
+) -> int:
+    """Persist (or clear) the park, then journal the outcome: 'done' after the effect."""
+    verdict_record = None
+    if verdict is not None:
+        verdict_record = {
+            "converged": verdict.converged,
+            "blocking": verdict.blocking,
+            "source": verdict.source,
+            "pendingScope": verdict.pending_scope,
+        }
+    # The park is written before the outcome is journaled: a crash between the two leaves a
+    # park with no accepted transition, which re-runs the step once cleared. The other order
+    # could journal an awaiting-approval completion with no park, and skip the human gate.
+    parks = read_parks(locus)
+    if outcome.state in ("blocked", "failed", "awaiting-approval"):
+        state: Literal["blocked", "needs-input", "awaiting-approval"] = (
+            "awaiting-approval"
+            if outcome.state == "awaiting-approval"
+            else "needs-input"
+            if outcome.needs_input
+            else "blocked"
+        )
+        parks[key] = Park(
+            state=state, transition=transition, reason=outcome.message, at=iso_now(deps.clock)
+        )
+    else:
+        parks.pop(key, None)
+    write_parks(locus, parks, proof)
+    return journal_event(
+        locus,
+        deps.clock,
+        kind="outcome",
+        key=key,
+        transition=transition,
+        session=session,
+        state=outcome.state,
+        message=outcome.message,
+        verdict=verdict_record,
+        findings=findings,
+    )
+
+
+def to_result(
+    outcome: EngineStepOutcome, key: str, transition: str, refs: tuple[int, ...]
+) -> StepResult:
+    return StepResult(
+        state=outcome.public_state,
+        change=key,
+        transition=transition,
+        blocker=outcome.blocker if outcome.public_state == "blocked" else None,
+        approval_request=outcome.approval_request,
+        message=outcome.message,
+        journal_refs=refs,
+    )
+
+
+def model_context(stage: AgentStage, settings: ResolvedSettings) -> ModelHintContext | None:
+    """Which explicit model the stage's agent was given, for the model-failure hint."""
+    choice = settings.agent_for(stage)
+    if choice.model is None:
+        return None
+    return ModelHintContext(stage=stage, agent=choice.name, model=choice.model, scope=choice.scope)
+
+
+@dataclass(frozen=True)
+class Session:
+    session: str
+    started: int  # the journal index of its `step-started` entry
+    exit_code: int | None = None
+    signal: str | None = None
+    stderr: str = ""
+    entries: tuple[JournalEntry, ...] = ()
+    spawned: bool = True  # False when no agent could start (then no model hint applies)
+
+
+async def spawn_agent(
+    *,
+    root: Path,
+    locus: RunLocus,
+    deps: EngineDeps,
+    settings: ResolvedSettings,
+    stage: AgentStage,
+    key: str,
+    batch: str | None,
+    instructions: str,
+) -> Session:
+    """Journal `step-started`, spawn exactly one agent for `key`, collect what it reported."""
+    session, started = begin_step(locus, deps.clock, key=key, transition=stage)
+    start = started + 1
+    try:
+        argv = resolve_argv(settings.agent_for(stage), settings)
+        runtime = deps.runtime_for(settings)
+    except UserError as err:
+        # No agent can start: report it like a failed spawn so the step stays resumable.
+        return Session(session, started, exit_code=127, stderr=str(err), spawned=False)
+    pair_env = {
+        "PAIR_CHANGE": key,
+        "PAIR_TRANSITION": stage,
+        "PAIR_ROOT": str(root),
+        "PAIR_SESSION": session,
+        "PATH": os.pathsep.join(
+            [deps.pairbot_bin_dir, *([deps.env["PATH"]] if deps.env.get("PATH") else [])]
+        ),
+    }
+    if batch is not None:
+        pair_env["PAIR_BATCH"] = batch
+    base = {k: v for k, v in deps.env.items() if k != "PAIR_BATCH"}
+    request = AgentSpawnRequest(
+        command=argv.command,
+        args=argv.args,
+        instructions=instructions,
+        cwd=str(root),
+        env=agent_environment(base, pair_env),
+        timeout_ms=settings.agent_timeout_ms,
+    )
+
+    def on_event(event: AgentEvent) -> None:
+        if event.kind == "stdout" and event.line is not None:
+            deps.on_line(event.line)
+        elif event.kind == "error" and event.message:
+            deps.on_line(f"error: {event.message}")
+
+    result = await runtime.spawn(request, on_event)
+    # Only this session's reports count: a straggler from an earlier, killed session carries
+    # its own PAIR_SESSION and must not complete this step.
+    entries = tuple(
+        e
+        for e in session_entries(read_journal(locus.journal, start), key)
+        if e.session in (None, session)
+    )
+    return Session(session, started, result.exit_code, result.signal, result.stderr, entries)
+
+
+def parked_result(key: str, park: Park) -> StepResult:
+    if park.state == "awaiting-approval":
+        return StepResult(
+            state="awaiting-approval",
+            change=key,
+            transition=park.transition,
+            approval_request=park.reason,
+            message=park.reason,
+        )
+    return StepResult(
+        state="blocked",
+        change=key,
+        transition=park.transition,
+        blocker=park.reason,
+        message=park.reason,
+    )
