@@ -60,7 +60,11 @@ async def run_decomposition_step(
         (p.name, p.change_names) for p in manifest.phases if p.name != phase.name and p.changes
     ]
     instructions = build_decomposition_instructions(
-        batch, phase, shipped, str(manifest_path(root, batch).relative_to(root))
+        batch,
+        phase,
+        shipped,
+        str(manifest_path(root, batch).relative_to(root)),
+        agent=settings.agent_for("decompose").name,
     )
     spawned = await spawn_agent(
         root=root,

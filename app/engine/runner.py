@@ -164,6 +164,7 @@ async def run_change_step(
             key=ctx.change,
             batch=ctx.batch,
             phase=ctx.phase,
+            agent=ctx.settings.agent_for(ctx.transition).name,
             review_round=derived.review_round,
             guidance=ctx.guidance,
             answers=tuple(history.answers),

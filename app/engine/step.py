@@ -27,7 +27,18 @@ from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.engine.selection import Park
 from app.errors import UserError
 from app.runtime.adapters import agent_environment, resolve_argv
+from app.runtime.commands import CommandId, ensure_command_in_spawn_locus
 from app.settings import AgentStage, ResolvedSettings
+
+COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
+    "propose": "propose",
+    "apply": "apply",
+    "verify": "verify",
+    "red": "red",
+    "fix": "fix",
+    "decompose": "decompose-phase",
+    "pr": "open-pr",
+}
 
 Clock = Callable[[], datetime]
 LineSink = Callable[[str], None]
@@ -222,7 +233,12 @@ async def spawn_agent(
     session, started = begin_step(locus, deps.clock, key=key, transition=stage)
     start = started + 1
     try:
-        argv = resolve_argv(settings.agent_for(stage), settings)
+        choice = settings.agent_for(stage)
+        argv = resolve_argv(choice, settings)
+        # Render-or-fail: the command the prompt delegates to must exist where the agent runs.
+        ensure_command_in_spawn_locus(
+            COMMAND_FOR_STAGE[stage], choice.name, settings.locus, root, deps.env
+        )
         runtime = deps.runtime_for(settings)
     except UserError as err:
         # No agent can start: report it like a failed spawn so the step stays resumable.

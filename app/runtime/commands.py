@@ -1,0 +1,203 @@
+"""pairbot's lifecycle commands, and the guarantee that a command exists where the agent runs.
+
+One shared definition per command (`propose`, `apply`, `verify`, `red`, `fix`,
+`decompose-phase`, `open-pr`) is rendered into each agent's own command format and path, so an
+agent's prompt can delegate with one invocation (`/pair:apply alpha` for claude, `/pair-apply
+alpha` elsewhere) and the lifecycle text has one author. Before a spawn the engine calls
+`ensure_command_in_spawn_locus`:
+
+    absent                    render it from the shared definition, then spawn
+    present                   verify it and leave it untouched (a maintainer may have edited it)
+    remote locus              SkillLocusError: the engine does not control that disk
+    write failure             SkillLocusError naming the path and the cause
+
+The `command` adapter (an in-house agent) has no command files: its prompt carries the whole
+definition inline.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from app.errors import UserError
+
+CommandId = Literal["propose", "apply", "verify", "red", "fix", "decompose-phase", "open-pr"]
+Ensured = Literal["rendered", "verified", "inline"]
+
+
+@dataclass(frozen=True)
+class CommandDefinition:
+    """One lifecycle command: a one-line description and a body; `$ARGUMENTS` is the target
+    (a change or a phase) followed by the caller's guidance, answers and feedback."""
+
+    id: CommandId
+    description: str
+    body: str
+
+
+_REPORT = (
+    'Report exactly once when you stop, with `pairbot batch report --complete "<summary>"` '
+    '(or `--blocker "<why>"`, or `--needs-input "<question>"`); PAIR_BATCH, PAIR_CHANGE and '
+    "PAIR_TRANSITION are already set in your environment."
+)
+
+DEFINITIONS: Mapping[CommandId, CommandDefinition] = {
+    "propose": CommandDefinition(
+        "propose",
+        "Refine a change into acceptance criteria and a plan of test-first tasks",
+        "Refine the change named first in $ARGUMENTS into acceptance criteria and a plan. Write "
+        "`.pair/changes/<change>/plan.md` with a section `## Acceptance criteria` (one line per "
+        "criterion: `AC-1: …`) and a section `## Tasks` of `- [ ]` checkbox lines, tests first. "
+        "Do not implement anything yet. Done when plan.md exists with at least one unchecked "
+        "task.\n\n" + _REPORT,
+    ),
+    "apply": CommandDefinition(
+        "apply",
+        "Implement a change's unchecked tasks, test-first",
+        "Implement the unchecked tasks of `.pair/changes/<change>/plan.md` for the change named "
+        "first in $ARGUMENTS, test-first: write the failing test, make it pass, then check the "
+        "task off (`- [x]`). Work only on this change. Done when every task is checked and the "
+        "tests pass.\n\n" + _REPORT,
+    ),
+    "verify": CommandDefinition(
+        "verify",
+        "Review a change independently and report a typed verdict",
+        "Review the change named first in $ARGUMENTS independently, as someone who did not "
+        "write it. For every acceptance criterion in its plan.md name the test that proves it. "
+        "Record each problem as a finding with an id `r<round>-<n>` for the review round you are "
+        "told, and carry every earlier finding forward with a transition (open, resolved, "
+        "superseded, human). Something the card never asked for is a scope proposal "
+        "(`sc-<n>`), never a defect. Finish with the verdict 'Ready for archive' or "
+        "'N critical issue(s) found' and pass the findings with `--findings FILE` "
+        "(JSON: acTests, findings, scopeChanges).\n\n" + _REPORT,
+    ),
+    "red": CommandDefinition(
+        "red",
+        "Write failing tests for a review's blocking findings",
+        "Write failing tests that reproduce each blocking finding listed in $ARGUMENTS. Change "
+        "no production code. Done when every finding has a test that fails for the reason it "
+        "names.\n\n" + _REPORT,
+    ),
+    "fix": CommandDefinition(
+        "fix",
+        "Make the findings' failing tests pass",
+        "Make the failing tests for the findings listed in $ARGUMENTS pass without editing those "
+        "tests or the test runner's configuration. Done when the whole test suite passes.\n\n"
+        + _REPORT,
+    ),
+    "decompose-phase": CommandDefinition(
+        "decompose-phase",
+        "Author an empty phase's changes into the batch manifest",
+        "Add the concrete changes of the phase named first in $ARGUMENTS, in order, to that "
+        "phase's `changes:` in the batch manifest named in $ARGUMENTS (names: lowercase letters, "
+        "digits, '.', '_' or '-'), building on what earlier phases shipped. Change nothing else "
+        "in the file. Report with `--change <phase>`.\n\n" + _REPORT,
+    ),
+    "open-pr": CommandDefinition(
+        "open-pr",
+        "Describe a group of changes for its pull request",
+        "Summarise the changes named in $ARGUMENTS for their pull request: what changed and why, "
+        "per change, in the repository's own style. Do not push or open anything: pairbot does "
+        "every write to the forge.\n\n" + _REPORT,
+    ),
+}
+
+
+class SkillLocusError(UserError):
+    """A command could not be made present where the agent runs; nothing was spawned."""
+
+
+def _md(definition: CommandDefinition) -> str:
+    return f"---\ndescription: {definition.description}\n---\n\n{definition.body}\n"
+
+
+def _toml(definition: CommandDefinition) -> str:
+    # Gemini CLI reads custom commands as TOML; `{{args}}` is its argument placeholder.
+    body = definition.body.replace("$ARGUMENTS", "{{args}}").replace('"""', '\\"\\"\\"')
+    return f'description = "{definition.description}"\nprompt = """\n{body}\n"""\n'
+
+
+@dataclass(frozen=True)
+class CommandStyle:
+    """Where one agent reads its custom commands, how they are invoked, and their format."""
+
+    path: Callable[[Path, str, Mapping[str, str]], Path]
+    invocation: Callable[[str], str]
+    render: Callable[[CommandDefinition], str]
+
+
+def _codex_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("CODEX_HOME") or Path(env.get("HOME", "~")) / ".codex").expanduser()
+
+
+STYLES: Mapping[str, CommandStyle] = {
+    "claude": CommandStyle(
+        path=lambda root, cid, _env: root / ".claude" / "commands" / "pair" / f"{cid}.md",
+        invocation=lambda cid: f"/pair:{cid}",
+        render=_md,
+    ),
+    "cursor": CommandStyle(
+        path=lambda root, cid, _env: root / ".cursor" / "commands" / f"pair-{cid}.md",
+        invocation=lambda cid: f"/pair-{cid}",
+        render=_md,
+    ),
+    "gemini": CommandStyle(
+        path=lambda root, cid, _env: root / ".gemini" / "commands" / f"pair-{cid}.toml",
+        invocation=lambda cid: f"/pair-{cid}",
+        render=_toml,
+    ),
+    # Codex reads prompts from one global directory, not from the repository.
+    "codex": CommandStyle(
+        path=lambda _root, cid, env: _codex_home(env) / "prompts" / f"pair-{cid}.md",
+        invocation=lambda cid: f"/pair-{cid}",
+        render=_md,
+    ),
+    "opencode": CommandStyle(
+        path=lambda root, cid, _env: root / ".opencode" / "commands" / f"pair-{cid}.md",
+        invocation=lambda cid: f"/pair-{cid}",
+        render=_md,
+    ),
+}
+
+
+def invocation(agent: str, command_id: CommandId) -> str | None:
+    """The agent's token for the command (`/pair:apply`, `/pair-apply`); None if inline."""
+    style = STYLES.get(agent)
+    return style.invocation(command_id) if style else None
+
+
+def ensure_command_in_spawn_locus(
+    command_id: CommandId,
+    agent: str,
+    locus: str,
+    root: Path,
+    env: Mapping[str, str],
+) -> Ensured:
+    """Render-or-verify `command_id` for `agent` before it spawns; raise SkillLocusError."""
+    style = STYLES.get(agent)
+    if style is None:
+        return "inline"
+    path = style.path(root, command_id, env)
+    if locus == "remote":
+        raise SkillLocusError(
+            f"cannot place the /{command_id} command for agent {agent!r} in the remote locus: "
+            f"pairbot does not control the remote disk ({path}). Remedy: install pairbot's "
+            f"commands on the server's checkout, or use agent 'command' or locus local/docker"
+        )
+    if path.is_file():
+        return "verified"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(style.render(DEFINITIONS[command_id]), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as err:
+        raise SkillLocusError(
+            f"cannot render the /{command_id} command for agent {agent!r} at {path}: "
+            f"{err.strerror or err}. Remedy: make that directory writable"
+        ) from err
+    return "rendered"

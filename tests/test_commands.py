@@ -1,0 +1,88 @@
+"""Commands in the spawn locus: rendered once from one definition, verified untouched after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.runtime.commands import (
+    DEFINITIONS,
+    SkillLocusError,
+    ensure_command_in_spawn_locus,
+    invocation,
+)
+
+
+@pytest.mark.parametrize(
+    ("agent", "relative", "token"),
+    [
+        pytest.param("claude", ".claude/commands/pair/apply.md", "/pair:apply", id="claude"),
+        pytest.param("cursor", ".cursor/commands/pair-apply.md", "/pair-apply", id="cursor"),
+        pytest.param("gemini", ".gemini/commands/pair-apply.toml", "/pair-apply", id="gemini"),
+        pytest.param("opencode", ".opencode/commands/pair-apply.md", "/pair-apply", id="opencode"),
+    ],
+)
+def test_each_agent_gets_its_own_path_and_token(
+    tmp_path: Path, agent: str, relative: str, token: str
+) -> None:
+    assert ensure_command_in_spawn_locus("apply", agent, "local", tmp_path, {}) == "rendered"
+    path = tmp_path / relative
+    text = path.read_text()
+    assert "Implement the unchecked tasks" in text
+    assert invocation(agent, "apply") == token
+    assert ensure_command_in_spawn_locus("apply", agent, "docker", tmp_path, {}) == "verified"
+
+
+def test_gemini_commands_are_toml_with_its_argument_placeholder(tmp_path: Path) -> None:
+    ensure_command_in_spawn_locus("verify", "gemini", "local", tmp_path, {})
+    text = (tmp_path / ".gemini/commands/pair-verify.toml").read_text()
+    assert text.startswith('description = "')
+    assert "{{args}}" in text and "$ARGUMENTS" not in text
+
+
+def test_codex_prompts_live_in_codex_home(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    ensure_command_in_spawn_locus(
+        "fix", "codex", "local", tmp_path / "repo", {"CODEX_HOME": str(home)}
+    )
+    assert (home / "prompts" / "pair-fix.md").is_file()
+    assert not (tmp_path / "repo").exists()
+
+
+def test_an_existing_command_is_verified_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / ".claude/commands/pair/propose.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("the maintainer's own wording\n")
+    assert ensure_command_in_spawn_locus("propose", "claude", "local", tmp_path, {}) == "verified"
+    assert path.read_text() == "the maintainer's own wording\n"
+
+
+def test_the_remote_locus_refuses_with_the_command_locus_and_remedy(tmp_path: Path) -> None:
+    with pytest.raises(SkillLocusError) as err:
+        ensure_command_in_spawn_locus("verify", "claude", "remote", tmp_path, {})
+    message = str(err.value)
+    assert "/verify" in message and "remote" in message and "Remedy" in message
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_a_write_failure_names_the_command_and_path(tmp_path: Path) -> None:
+    # A regular file where a directory must go fails for every user.
+    (tmp_path / ".claude").write_text("not a directory")
+    with pytest.raises(
+        SkillLocusError,
+        match=r"cannot render the /apply command .* at .*\.claude/commands/pair/apply\.md",
+    ):
+        ensure_command_in_spawn_locus("apply", "claude", "local", tmp_path, {})
+
+
+def test_the_command_adapter_is_inline_and_touches_nothing(tmp_path: Path) -> None:
+    assert ensure_command_in_spawn_locus("apply", "command", "remote", tmp_path, {}) == "inline"
+    assert list(tmp_path.iterdir()) == []
+    assert invocation("command", "apply") is None
+
+
+def test_every_definition_speaks_of_its_arguments_and_how_to_report() -> None:
+    for definition in DEFINITIONS.values():
+        assert "$ARGUMENTS" in definition.body
+        assert "pairbot batch report" in definition.body
