@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from tests.conftest import Project, apply_once, cli
+from app.engine.runner import apply_batch
+from app.engine.step import EngineDeps
+from app.runtime.process import ProcessRuntime
+from tests.conftest import AGENT, Project, agent_env, apply_once, cli
 
 TWO_PHASES: dict[str, Any] = {
     "gate": "voluntary",
@@ -261,3 +268,37 @@ def test_a_straggler_report_from_another_session_does_not_complete_the_step(
     assert result.state == "blocked"
     assert "without reporting completion" in (result.blocker or "")
     assert any(e.get("session") == "dead-session" for e in project.journal())
+
+
+def test_a_stream_json_agent_is_rendered_and_its_usage_journaled(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    # The real `claude` adapter, with the scripted agent installed as the `claude` binary.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    fake.chmod(0o755)
+    project = make_project(config={"batch": {"agent": "claude"}})
+    lines: list[str] = []
+    deps = EngineDeps(
+        runtime_for=lambda _s: ProcessRuntime(),
+        env=agent_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}),
+        on_line=lines.append,
+    )
+    result = asyncio.run(apply_batch(project.root, project.batch, deps))
+    assert (result.state, result.transition) == ("advanced", "propose")
+    call = project.agent_calls()[0]
+    assert call["argv"][:5] == [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+    ]
+    assert call["instructions"].split("\n\n")[1].startswith("/pair:propose alpha")
+    assert (project.root / ".claude" / "commands" / "pair" / "propose.md").is_file()
+    assert "scripted agent: ok propose alpha" in lines
+    assert not any(line.startswith("{") for line in lines)  # rendered, not raw NDJSON
+    outcome = project.journal()[-1]
+    assert outcome["usage"] == {"inputTokens": 1200, "outputTokens": 345, "costUsd": 0.0123}

@@ -105,6 +105,7 @@ async def run_decomposition_step(
         key=phase.name,
         transition="decompose",
         session=spawned.session,
+        usage=spawned.usage,
         outcome=outcome,
         proof=proof,
     )

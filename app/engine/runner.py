@@ -211,6 +211,7 @@ async def run_change_step(
         key=ctx.change,
         transition=ctx.transition,
         session=spawned.session,
+        usage=spawned.usage,
         outcome=outcome,
         proof=proof,
         verdict=verdict if outcome.state in ("advanced", "awaiting-approval") else None,

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from app.domain.verdict import Verdict
 from app.engine import lock
-from app.engine.agent import AgentEvent, AgentRuntime, AgentSpawnRequest
+from app.engine.agent import AgentEvent, AgentRuntime, AgentSpawnRequest, AgentUsage
 from app.engine.boundary import PrGroupBoundary
 from app.engine.journal import JournalEntry, append_entry, read_journal, session_entries
 from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
@@ -28,6 +28,7 @@ from app.engine.selection import Park
 from app.errors import UserError
 from app.runtime.adapters import agent_environment, resolve_argv
 from app.runtime.commands import CommandId, ensure_command_in_spawn_locus
+from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import AgentStage, ResolvedSettings
 
 COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
@@ -123,6 +124,17 @@ def journal_event(locus: RunLocus, clock: Clock, **fields: Any) -> int:
     return append_entry(locus.journal, JournalEntry(at=iso_now(clock), **fields))
 
 
+def usage_record(usage: AgentUsage | None) -> dict[str, Any] | None:
+    """Tokens and cost for the journal; an unknown figure is recorded as null, never zero."""
+    if usage is None:
+        return None
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "costUsd": usage.cost_usd,
+    }
+
+
 def begin_step(locus: RunLocus, clock: Clock, *, key: str, transition: str) -> tuple[str, int]:
     """Journal `step-started` ("doing", before any effect); returns the session id and index."""
     session = uuid.uuid4().hex[:12]
@@ -143,6 +155,7 @@ def record_outcome(
     proof: lock.LockProof | None,
     verdict: Verdict | None = None,
     findings: Mapping[str, Any] | None = None,
+    usage: AgentUsage | None = None,
 ) -> int:
     """Persist (or clear) the park, then journal the outcome: 'done' after the effect."""
     verdict_record = None
@@ -182,6 +195,7 @@ def record_outcome(
         message=outcome.message,
         verdict=verdict_record,
         findings=findings,
+        usage=usage_record(usage),
     )
 
 
@@ -216,6 +230,7 @@ class Session:
     stderr: str = ""
     entries: tuple[JournalEntry, ...] = ()
     spawned: bool = True  # False when no agent could start (then no model hint applies)
+    usage: AgentUsage = field(default_factory=AgentUsage)
 
 
 async def spawn_agent(
@@ -264,13 +279,21 @@ async def spawn_agent(
         timeout_ms=settings.agent_timeout_ms,
     )
 
+    # Stream-json agents are rendered for people; the accumulated stdout stays the raw stream.
+    renderer = StreamJsonRenderer(deps.on_line) if argv.adapter.emits_stream_json else None
+    show = renderer.feed if renderer is not None else deps.on_line
+
     def on_event(event: AgentEvent) -> None:
         if event.kind == "stdout" and event.line is not None:
-            deps.on_line(event.line)
+            show(event.line)
         elif event.kind == "error" and event.message:
             deps.on_line(f"error: {event.message}")
 
     result = await runtime.spawn(request, on_event)
+    usage = result.usage
+    if renderer is not None:
+        renderer.close()
+        usage = renderer.usage
     # Only this session's reports count: a straggler from an earlier, killed session carries
     # its own PAIR_SESSION and must not complete this step.
     entries = tuple(
@@ -278,7 +301,15 @@ async def spawn_agent(
         for e in session_entries(read_journal(locus.journal, start), key)
         if e.session in (None, session)
     )
-    return Session(session, started, result.exit_code, result.signal, result.stderr, entries)
+    return Session(
+        session,
+        started,
+        result.exit_code,
+        result.signal,
+        result.stderr,
+        entries,
+        usage=usage,
+    )
 
 
 def parked_result(key: str, park: Park) -> StepResult:

@@ -100,6 +100,35 @@ def verify_report(findings: list[dict[str, object]], verdict: str) -> None:
     report("--complete", verdict, "--findings", str(path))
 
 
+def stream_json(text: str) -> None:
+    """Speak claude's stream-json when started with its argv (as the `claude` adapter does)."""
+    if "stream-json" not in sys.argv:
+        print(text, flush=True)
+        return
+    events = [
+        {"type": "system", "subtype": "init", "session_id": "s1"},
+        {"type": "stream_event", "event": {"type": "message_start", "message": {"id": "m1"}}},
+        {
+            "type": "stream_event",
+            "event": {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        },
+        {"type": "stream_event", "event": {"type": "content_block_stop", "index": 0}},
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "total_cost_usd": 0.0123,
+            "usage": {"input_tokens": 1200, "output_tokens": 345},
+        },
+    ]
+    for event in events:
+        print(json.dumps(event), flush=True)
+
+
 def main() -> int:
     instructions = sys.stdin.read()
     log = ROOT / ".pair" / "agent-log.jsonl"
@@ -109,6 +138,7 @@ def main() -> int:
                 {
                     "change": CHANGE,
                     "transition": TRANSITION,
+                    "argv": sys.argv[1:],
                     "instructions": instructions,
                     "env": sorted(os.environ),
                 }
@@ -116,7 +146,7 @@ def main() -> int:
             + "\n"
         )
     behaviour = next_behaviour()
-    print(f"scripted agent: {behaviour} {TRANSITION} {CHANGE}", flush=True)
+    stream_json(f"scripted agent: {behaviour} {TRANSITION} {CHANGE}")
     if behaviour == "slow":
         time.sleep(float(os.environ.get("PAIR_TEST_SLOW", "0.2")))
         behaviour = "ok"
