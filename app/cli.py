@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     validate = verbs.add_parser("validate", help="check .pair/ files without running anything")
     validate.add_argument("batch", nargs="?")
 
+    doctor = verbs.add_parser("doctor", help="check this machine against the project's settings")
+    doctor.add_argument("--json", action="store_true")
+
     demo = verbs.add_parser("demo", help="run the bundled example batch to completion")
     demo.add_argument("--dir", type=Path, default=Path("pairbot-demo"))
     demo.add_argument("--max-steps", type=int, default=20)
@@ -97,22 +100,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runtime_for(settings: ResolvedSettings) -> AgentRuntime:
-    if settings.locus != "local":
-        raise UserError(
-            f"locus {settings.locus!r} is not available in this version of pairbot; "
-            "available: local"
-        )
-    from app.runtime.process import ProcessRuntime  # noqa: PLC0415  # only when an agent runs
+def _deps(env: Mapping[str, str], root: Path) -> Any:
+    # Imported here: `--help`, `status` and `report` never load the runtime (swerex, aiohttp).
+    from app.engine.step import EngineDeps  # noqa: PLC0415
+    from app.runtime.select import select_runtime  # noqa: PLC0415
 
-    return ProcessRuntime()
-
-
-def _deps(env: Mapping[str, str]) -> Any:
-    from app.engine.step import EngineDeps  # noqa: PLC0415  # keep `--help` and `report` light
+    def runtime_for(settings: ResolvedSettings) -> AgentRuntime:
+        return select_runtime(settings, root)
 
     return EngineDeps(
-        runtime_for=_runtime_for,
+        runtime_for=runtime_for,
         env=dict(env),
         on_line=lambda line: print(line, file=sys.stderr, flush=True),
     )
@@ -156,10 +153,17 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
             load_manifest(root, name)
         print(f"ok: .pair/config.yaml and {len(names)} batch(es): {', '.join(names) or '-'}")
         return 0
+    if args.verb == "doctor":
+        from app.runtime.doctor import diagnose, render_text  # noqa: PLC0415
+
+        report = diagnose(root, env)
+        print(json.dumps(report.to_json()) if args.json else render_text(report))
+        return report.exit_code
     if args.verb == "demo":
         from app.demo import run_demo  # noqa: PLC0415
 
-        return run_demo(args.dir.resolve(), _deps(env), max_steps=args.max_steps)
+        directory = args.dir.resolve()
+        return run_demo(directory, _deps(env, directory), max_steps=args.max_steps)
     if args.verb in ("propose", "apply", "verify"):
         from app.engine.manifest import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
         from app.engine.runner import run_headless  # noqa: PLC0415
@@ -168,7 +172,7 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
             # The change name becomes a directory (.pair/changes/<change>/): never a path.
             raise UserError(f"{args.change!r} is not a valid change name: use {NAME_RULE}")
         result = asyncio.run(
-            run_headless(root, args.change, args.verb, _deps(env), guidance=args.message)
+            run_headless(root, args.change, args.verb, _deps(env, root), guidance=args.message)
         )
         return _print_result(result, args.json)
     return _batch(args, root, env)
@@ -184,7 +188,7 @@ def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
         print(json.dumps(render.status_json(status)) if args.json else render.status_text(status))
         return 0
     if verb == "apply":
-        result = asyncio.run(apply_batch(root, args.name, _deps(env), guidance=args.message))
+        result = asyncio.run(apply_batch(root, args.name, _deps(env, root), guidance=args.message))
         return _print_result(result, args.json)
     if verb == "report":
         kind_arg = next(k for k in REPORT_KINDS if getattr(args, k) is not None)

@@ -174,6 +174,8 @@ class RemoteSettings(StrictModel):
     port: Annotated[int, Field(strict=True, ge=1, le=65535)]
     auth_token: Annotated[SecretStr, AfterValidator(_non_empty_secret)] | None = None
     insecure: Annotated[bool, Field(strict=True)] = False
+    # The project root as the server sees it; None means the same path as on this machine.
+    workdir: NonEmptyStr | None = None
 
 
 class BatchSettings(StrictModel):

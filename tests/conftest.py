@@ -103,7 +103,9 @@ def make_project(tmp_path: Path) -> Callable[..., Project]:
                 "agentTimeoutMs": 60_000,
             }
         }
-        base_config.update(config or {})
+        extra = dict(config or {})
+        base_config["batch"].update(extra.pop("batch", {}))  # merged: keeps the scripted agent
+        base_config.update(extra)
         (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(base_config))
         (root / ".pair" / "batches" / batch / "batch.yaml").write_text(
             yaml.safe_dump(dict(manifest or ONE_PHASE), sort_keys=False)

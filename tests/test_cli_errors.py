@@ -743,7 +743,9 @@ def _assert_parked_without_agent(project: Project) -> None:
     [
         pytest.param({"batch": {"agent": "robot"}}, id="unknown-agent"),
         pytest.param({"batch": {"agent": {"name": "robot", "model": "m-1"}}}, id="with-model"),
-        pytest.param({"batch": {"agent": "command"}}, id="command-without-agentCommand"),
+        pytest.param(
+            {"batch": {"agent": "command", "agentCommand": None}}, id="command-without-agentCommand"
+        ),
     ],
 )
 def test_an_agent_that_cannot_start_blocks_the_step(
@@ -786,12 +788,12 @@ def test_an_unavailable_locus_blocks_the_step(
     _assert_parked_without_agent(project)
 
 
-def test_docker_locus_message_says_what_is_available(make_project: MakeProject) -> None:
+def test_docker_locus_message_says_what_is_wrong_and_what_to_do(make_project: MakeProject) -> None:
     base = {"agent": "command", "agentCommand": [sys.executable, "-c", "pass"]}
     project = make_project(config={"batch": {**base, "locus": "docker"}})
     shown = _blocked(cli("batch", "apply", "demo", cwd=project.root))
-    assert "locus 'docker' is not available" in shown
-    assert "available: local" in shown
+    assert "no Docker engine is reachable" in shown
+    assert "local" in shown and "remote" in shown  # the other loci, as the remedy
 
 
 # ---------------------------------------------------------------- the step lock

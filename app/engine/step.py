@@ -28,6 +28,7 @@ from app.engine.selection import Park
 from app.errors import UserError
 from app.runtime.adapters import agent_environment, resolve_argv
 from app.runtime.commands import CommandId, ensure_command_in_spawn_locus
+from app.runtime.permissions import WarnOnce
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import AgentStage, ResolvedSettings
 
@@ -40,6 +41,9 @@ COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
     "decompose": "decompose-phase",
     "pr": "open-pr",
 }
+
+# Where the docker locus bind-mounts the project root (seed 000).
+DOCKER_WORKDIR = "/workspace"
 
 Clock = Callable[[], datetime]
 LineSink = Callable[[str], None]
@@ -110,6 +114,7 @@ class EngineDeps:
     clock: Clock = utc_now
     on_line: LineSink = lambda _line: None
     pr_opener: PrOpener | None = None
+    warn_once: WarnOnce = field(default_factory=WarnOnce)
     pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
 
 
@@ -122,6 +127,15 @@ def iso_now(clock: Clock) -> str:
 
 def journal_event(locus: RunLocus, clock: Clock, **fields: Any) -> int:
     return append_entry(locus.journal, JournalEntry(at=iso_now(clock), **fields))
+
+
+def agent_root(root: Path, settings: ResolvedSettings) -> str:
+    """The project root as the agent sees it: /workspace in docker, the server's workdir remote."""
+    if settings.locus == "docker":
+        return DOCKER_WORKDIR
+    if settings.locus == "remote" and settings.remote is not None and settings.remote.workdir:
+        return settings.remote.workdir
+    return str(root)
 
 
 def usage_record(usage: AgentUsage | None) -> dict[str, Any] | None:
@@ -249,7 +263,10 @@ async def spawn_agent(
     start = started + 1
     try:
         choice = settings.agent_for(stage)
-        argv = resolve_argv(choice, settings)
+        argv = resolve_argv(choice, settings, repo_root=agent_root(root, settings))
+        warning = deps.warn_once(choice.name, settings.permissions.posture)
+        if warning:
+            deps.on_line(f"warning: {warning}")
         # Render-or-fail: the command the prompt delegates to must exist where the agent runs.
         ensure_command_in_spawn_locus(
             COMMAND_FOR_STAGE[stage], choice.name, settings.locus, root, deps.env
@@ -261,7 +278,7 @@ async def spawn_agent(
     pair_env = {
         "PAIR_CHANGE": key,
         "PAIR_TRANSITION": stage,
-        "PAIR_ROOT": str(root),
+        "PAIR_ROOT": agent_root(root, settings),
         "PAIR_SESSION": session,
         "PATH": os.pathsep.join(
             [deps.pairbot_bin_dir, *([deps.env["PATH"]] if deps.env.get("PATH") else [])]

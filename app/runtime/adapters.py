@@ -1,11 +1,19 @@
 """Agent adapters: how to start each coding agent, from one registry of binaries (seed 000).
 
-Each adapter turns (agent choice, settings) into argv; instructions always go on stdin. The
-binary names live only in `AGENT_BINARIES`, which `pairbot doctor` will read too, so the two
-cannot drift. `command` runs any configured argv (`agentCommand`): the way to plug in an
+Each adapter turns (agent choice, settings, repo root) into argv; instructions always go on
+stdin. The binary names live only in `AGENT_BINARIES`, which `pairbot doctor` reads too, so the
+two cannot drift. `command` runs any configured argv (`agentCommand`): the way to plug in an
 in-house agent, and what the tests use to drive a scripted agent.
 
-Permission flags per posture arrive with the runtime issue; this module builds the base argv.
+The argv is, in this order: the binary, the adapter's base args, `--model <id>` when the stage
+names a model (all five agents spell it `--model`), then the permission flags from
+`app.runtime.permissions.resolve_permission_flags` (posture flags, then the agent's `raw` entry).
+`command` is `agentCommand` as written plus its own `raw` entry; it takes no model flag.
+
+`cursor` runs `cursor-agent`. Cursor's docs now call the CLI `agent`
+(https://cursor.com/docs/cli/overview), but its installer links both `agent` and `cursor-agent`
+to the same executable (see https://github.com/get-bb/bb/pull/1232); the namespaced name cannot
+collide with another tool's generic `agent` earlier on PATH.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.errors import UserError
+from app.runtime.permissions import resolve_permission_flags
 from app.settings import AgentChoice, ResolvedSettings
 
 AGENT_BINARIES: Mapping[str, str] = {
@@ -63,13 +72,21 @@ class AgentArgv:
     adapter: Adapter
 
 
-def resolve_argv(choice: AgentChoice, settings: ResolvedSettings) -> AgentArgv:
-    """Build the argv for `choice`; UnknownAgentError names the adapters that exist."""
+def resolve_argv(
+    choice: AgentChoice, settings: ResolvedSettings, repo_root: str = "."
+) -> AgentArgv:
+    """Build the argv for `choice`; UnknownAgentError names the adapters that exist.
+
+    `repo_root` is the checkout the agent works in, as the agent sees it (claude's sandboxed
+    posture passes it to `--add-dir`). The default `.` is the agent's working directory, which
+    the engine sets to the repo root; callers should pass the root explicitly.
+    """
     adapter = ADAPTERS.get(choice.name)
     if adapter is None:
         raise UnknownAgentError(
             f"unknown agent {choice.name!r}; available agents: {', '.join(sorted(ADAPTERS))}"
         )
+    permission_flags = resolve_permission_flags(adapter.name, settings.permissions, repo_root)
     if adapter.name == "command":
         if not settings.agent_command:
             raise UnknownAgentError(
@@ -77,10 +94,11 @@ def resolve_argv(choice: AgentChoice, settings: ResolvedSettings) -> AgentArgv:
                 ".pair/config.yaml `batch:` or the batch manifest's `settings:`"
             )
         command, *rest = settings.agent_command
-        return AgentArgv(command=command, args=tuple(rest), adapter=adapter)
+        return AgentArgv(command=command, args=(*rest, *permission_flags), adapter=adapter)
     args = list(adapter.base_args)
     if choice.model and adapter.model_flag:
         args += [adapter.model_flag, choice.model]
+    args += permission_flags
     return AgentArgv(command=AGENT_BINARIES[adapter.name], args=tuple(args), adapter=adapter)
 
 

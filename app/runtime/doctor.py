@@ -1,0 +1,565 @@
+"""`pairbot doctor`: is this machine ready to run the agents the project is configured for?
+
+Three layers, so the decisions are testable without this machine having any agent installed:
+
+    plan(profiles)              pure: what the resolved settings need (agents per locus, the
+                                agentCommand binary, a Docker engine, remote servers)
+    gather(needs, probes)       the shell: PATH look-ups, `docker info`, `GET /is_alive`, each
+                                through an injected callable (`Probes`)
+    build_checks(needs, facts)  pure: one `Check` per item, ok / warn / fail with a remedy
+
+A check fails only when something the configured settings need is missing or unreachable, so
+`Report.exit_code` is 0 exactly when nothing the settings need fails. Everything else that is
+missing is a warning: an agent binary nobody configured, a Docker engine when no batch uses the
+docker locus, an agent that runs inside a docker or remote locus (this machine cannot see it).
+
+The settings checked are the standalone ones (env > project config > defaults) plus each batch
+manifest that changes them, resolved with the same cascade the engine uses. The agent binaries
+come from the one registry in `app.runtime.adapters`, so doctor and the spawn cannot drift.
+
+The remote token is sent as `X-API-Key` and never printed; the probe follows no redirect, so the
+header cannot be forwarded to another host.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from app.engine.manifest import PAIR_DIR, list_batches, load_manifest, load_project_config
+from app.errors import UserError
+from app.runtime.adapters import ADAPTERS, AGENT_BINARIES
+from app.runtime.remote_url import RemoteUrlError, remote_base_url
+from app.settings import (
+    AGENT_STAGES,
+    BatchSettings,
+    RemoteSettings,
+    ResolvedSettings,
+    resolve_settings,
+)
+
+__all__ = [
+    "MIN_PYTHON",
+    "PROBE_TIMEOUT_S",
+    "Check",
+    "CheckStatus",
+    "Facts",
+    "Needs",
+    "Outcome",
+    "Probes",
+    "Profile",
+    "RemoteTarget",
+    "Report",
+    "build_checks",
+    "diagnose",
+    "gather",
+    "http_get",
+    "load_profiles",
+    "plan",
+    "remote_target",
+    "render_text",
+    "run_command",
+]
+
+CheckStatus = Literal["ok", "warn", "fail"]
+
+MIN_PYTHON: Final = (3, 11)
+PROBE_TIMEOUT_S: Final = 5.0
+
+INSTALL_HINTS: Final[Mapping[str, str]] = {
+    "claude": "install Claude Code: npm install -g @anthropic-ai/claude-code",
+    "codex": "install Codex CLI: npm install -g @openai/codex",
+    "gemini": "install Gemini CLI: npm install -g @google/gemini-cli",
+    "cursor": "install Cursor CLI: curl https://cursor.com/install -fsS | bash",
+    "opencode": "install opencode: npm install -g opencode-ai",
+}
+
+Which = Callable[[str], str | None]
+RunResult = tuple[int, str]
+Run = Callable[[Sequence[str], float], RunResult]
+"""Run argv with a timeout: (exit code, stderr). Raises OSError or subprocess.TimeoutExpired."""
+HttpGet = Callable[[str, Mapping[str, str], float], int]
+"""GET a URL with headers and a timeout: the HTTP status. Raises OSError when nothing answers."""
+
+
+# ---------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what was checked, how it went, and what to do about it."""
+
+    name: str
+    status: CheckStatus
+    detail: str
+    remedy: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        """The check as a JSON object."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "remedy": self.remedy,
+        }
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One set of resolved settings doctor checks against, and who it belongs to."""
+
+    label: str
+    settings: ResolvedSettings
+
+
+@dataclass(frozen=True)
+class RemoteTarget:
+    """A swerex-remote server some settings run agents on; `problem` when it cannot be probed."""
+
+    who: str
+    url: str | None
+    token: SecretStr | None = field(repr=False)
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the configured settings need; each value lists who needs it."""
+
+    local_agents: Mapping[str, tuple[str, ...]]
+    elsewhere_agents: Mapping[str, tuple[str, ...]]
+    commands: Mapping[str, tuple[str, ...]]
+    missing_command: tuple[str, ...]
+    docker: tuple[str, ...]
+    remotes: tuple[RemoteTarget, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one probe."""
+
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the probes found on this machine."""
+
+    python: tuple[int, int, int]
+    on_path: Mapping[str, str | None]
+    docker: Outcome
+    remotes: Mapping[str, Outcome]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every check, in order."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when nothing the configured settings need failed, else 1."""
+        return 1 if any(check.status == "fail" for check in self.checks) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON object."""
+        return {"ok": self.exit_code == 0, "checks": [c.to_json() for c in self.checks]}
+
+
+# ---------------------------------------------------------------- pure: what is needed
+
+
+def remote_target(who: str, remote: RemoteSettings | None) -> RemoteTarget:
+    """Where to probe `remote`, or the reason it cannot be probed.
+
+    The scheme rules are the runtime's own (`app.runtime.remote_url`), so doctor refuses exactly
+    what a spawn would refuse, plain http to a non-loopback host without `insecure: true` first.
+    """
+    if remote is None:
+        return RemoteTarget(who, None, None, "locus remote needs `remote: {host, port, authToken}`")
+    if remote.auth_token is None:
+        return RemoteTarget(who, None, None, "remote has no `authToken`")
+    try:
+        base = remote_base_url(remote.host, insecure=remote.insecure)
+    except RemoteUrlError as err:
+        return RemoteTarget(who, None, None, str(err).removeprefix("remote locus: "))
+    return RemoteTarget(who, f"{base}:{remote.port}/is_alive", remote.auth_token)
+
+
+def _stages_by_agent(settings: ResolvedSettings) -> dict[str, list[str]]:
+    stages: dict[str, list[str]] = {}
+    for stage in AGENT_STAGES:
+        stages.setdefault(settings.agent_for(stage).name, []).append(stage)
+    return stages
+
+
+def plan(profiles: Sequence[Profile]) -> Needs:
+    """What `profiles` need, each item with the profiles (and stages) that need it."""
+    local: dict[str, list[str]] = {}
+    elsewhere: dict[str, list[str]] = {}
+    commands: dict[str, list[str]] = {}
+    missing_command: list[str] = []
+    docker: list[str] = []
+    remotes: list[RemoteTarget] = []
+    for profile in profiles:
+        settings = profile.settings
+        for agent, stages in _stages_by_agent(settings).items():
+            scope = "every stage" if len(stages) == len(AGENT_STAGES) else ", ".join(stages)
+            who = f"{profile.label} ({scope})"
+            target = local if settings.locus == "local" else elsewhere
+            target.setdefault(agent, []).append(who)
+            if agent == "command":
+                if not settings.agent_command:
+                    missing_command.append(who)
+                elif settings.locus == "local":
+                    commands.setdefault(settings.agent_command[0], []).append(who)
+        if settings.locus == "docker":
+            docker.append(profile.label)
+        if settings.locus == "remote":
+            remotes.append(remote_target(profile.label, settings.remote))
+
+    def frozen(table: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+        return {key: tuple(value) for key, value in table.items()}
+
+    return Needs(
+        local_agents=frozen(local),
+        elsewhere_agents=frozen(elsewhere),
+        commands=frozen(commands),
+        missing_command=tuple(missing_command),
+        docker=tuple(docker),
+        remotes=tuple(remotes),
+    )
+
+
+# ---------------------------------------------------------------- pure: the checks
+
+
+def _agent_check(agent: str, binary: str, needs: Needs, path: str | None) -> Check:
+    name = f"agent:{agent}"
+    local = needs.local_agents.get(agent, ())
+    elsewhere = needs.elsewhere_agents.get(agent, ())
+    if path is not None:
+        used = "; ".join(local) if local else "not used by the local settings"
+        return Check(name, "ok", f"{binary} at {path} — {used}")
+    remedy = INSTALL_HINTS[agent]
+    if local:
+        return Check(
+            name,
+            "fail",
+            f"{binary} is not on PATH; needed by {'; '.join(local)}",
+            f"{remedy}, or choose another agent (`agent:` in .pair/config.yaml `batch:`)",
+        )
+    if elsewhere:
+        return Check(
+            name,
+            "warn",
+            f"{binary} is not on this machine's PATH; {'; '.join(elsewhere)} run it in a "
+            "docker or remote locus, which doctor cannot see into",
+            f"make sure the image or remote server has {binary}",
+        )
+    return Check(name, "warn", f"{binary} is not on PATH (not configured)", remedy)
+
+
+def _remote_check(target: RemoteTarget, facts: Facts) -> Check:
+    name = f"remote:{target.who}"
+    if target.url is None:
+        return Check(
+            name,
+            "fail",
+            f"{target.who} uses locus remote: {target.problem}",
+            "set `remote: {host, port, authToken}` in .pair/config.yaml `batch:` "
+            "(host with http:// needs `insecure: true` unless it is loopback)",
+        )
+    outcome = facts.remotes.get(target.url, Outcome(ok=False, detail="not probed"))
+    if outcome.ok:
+        return Check(name, "ok", f"{target.url} is alive ({target.who})")
+    return Check(
+        name,
+        "fail",
+        f"{target.url}: {outcome.detail} ({target.who})",
+        "start swerex-remote there with the same token (`swerex-remote --auth-token …`) and "
+        "check `remote.host`, `remote.port` and `remote.authToken`",
+    )
+
+
+def build_checks(needs: Needs, facts: Facts) -> tuple[Check, ...]:
+    """Every check, from what the settings need and what the probes found."""
+    checks: list[Check] = []
+    version = ".".join(str(part) for part in facts.python)
+    if facts.python[:2] >= MIN_PYTHON:
+        checks.append(Check("python", "ok", f"Python {version}"))
+    else:
+        minimum = ".".join(str(part) for part in MIN_PYTHON)
+        checks.append(
+            Check(
+                "python",
+                "fail",
+                f"Python {version}; pairbot needs {minimum} or newer",
+                f"install Python {minimum}+ and reinstall pairbot with it",
+            )
+        )
+    git = facts.on_path.get("git")
+    checks.append(
+        Check("git", "ok", f"git at {git}")
+        if git is not None
+        else Check(
+            "git", "fail", "git is not on PATH; every step needs it", "install git (git-scm.com)"
+        )
+    )
+    for agent, binary in AGENT_BINARIES.items():
+        checks.append(_agent_check(agent, binary, needs, facts.on_path.get(binary)))
+    for who in needs.missing_command:
+        checks.append(
+            Check(
+                "agent:command",
+                "fail",
+                f"{who} uses agent 'command' without `agentCommand`",
+                "set `agentCommand: [program, arg, …]` in .pair/config.yaml `batch:` or the "
+                "batch's `settings:`",
+            )
+        )
+    for program, needed_by in needs.commands.items():
+        path = facts.on_path.get(program)
+        users = "; ".join(needed_by)
+        checks.append(
+            Check("agent:command", "ok", f"{program} at {path} — {users}")
+            if path is not None
+            else Check(
+                "agent:command",
+                "fail",
+                f"agentCommand program {program!r} is not on PATH; needed by {users}",
+                "fix `agentCommand` (an absolute path, or a program on PATH)",
+            )
+        )
+    known = set(ADAPTERS)
+    for agent in dict.fromkeys([*needs.local_agents, *needs.elsewhere_agents]):
+        if agent not in known:
+            users = "; ".join(
+                (*needs.local_agents.get(agent, ()), *needs.elsewhere_agents.get(agent, ()))
+            )
+            checks.append(
+                Check(
+                    f"agent:{agent}",
+                    "fail",
+                    f"unknown agent {agent!r} in {users}",
+                    f"use one of: {', '.join(sorted(known))}",
+                )
+            )
+    if facts.docker.ok:
+        checks.append(Check("docker", "ok", facts.docker.detail))
+    elif needs.docker:
+        checks.append(
+            Check(
+                "docker",
+                "fail",
+                f"{facts.docker.detail}; needed by {'; '.join(needs.docker)} (locus docker)",
+                "start the Docker engine (or install Docker) and check `docker info`",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "docker",
+                "warn",
+                f"{facts.docker.detail} (only locus docker needs it)",
+                "start the Docker engine (or install Docker) before using locus docker",
+            )
+        )
+    checks.extend(_remote_check(target, facts) for target in needs.remotes)
+    return tuple(checks)
+
+
+# ---------------------------------------------------------------- the shell: probes
+
+
+def _which(name: str) -> str | None:
+    return shutil.which(name)
+
+
+def run_command(argv: Sequence[str], timeout: float) -> RunResult:
+    """Run `argv` quietly; (exit code, stderr)."""
+    completed = subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    return completed.returncode, completed.stderr
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    # A redirect would carry X-API-Key to wherever it points; answer with the 3xx instead.
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def http_get(url: str, headers: Mapping[str, str], timeout: float) -> int:
+    """GET `url` (http or https only), following no redirect; the HTTP status."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ValueError(f"not an http(s) URL: {url}")
+    opener = urllib.request.build_opener(_NoRedirect)
+    request = urllib.request.Request(url, headers=dict(headers), method="GET")  # noqa: S310  # scheme checked above
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+@dataclass(frozen=True)
+class Probes:
+    """How doctor looks at the machine; tests pass fakes."""
+
+    which: Which = _which
+    run: Run = run_command
+    http_get: HttpGet = http_get
+    python: tuple[int, int, int] = (
+        sys.version_info.major,
+        sys.version_info.minor,
+        sys.version_info.micro,
+    )
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _probe_docker(run: Run) -> Outcome:
+    try:
+        code, stderr = run(["docker", "info", "--format", "{{.ServerVersion}}"], PROBE_TIMEOUT_S)
+    except FileNotFoundError:
+        return Outcome(ok=False, detail="docker is not on PATH")
+    except subprocess.TimeoutExpired:
+        return Outcome(ok=False, detail=f"`docker info` did not answer in {PROBE_TIMEOUT_S:g} s")
+    except OSError as err:
+        return Outcome(ok=False, detail=f"`docker info` could not start: {err}")
+    if code != 0:
+        reason = _last_line(stderr) or f"exit {code}"
+        return Outcome(ok=False, detail=f"no Docker engine reachable: {reason}")
+    return Outcome(ok=True, detail="Docker engine reachable")
+
+
+def _probe_remote(url: str, token: SecretStr, get: HttpGet) -> Outcome:
+    try:
+        status = get(url, {"X-API-Key": token.get_secret_value()}, PROBE_TIMEOUT_S)
+    except (OSError, ValueError) as err:
+        # URLError's reason names the host and the socket error, never the request headers.
+        reason = getattr(err, "reason", None) or err
+        return Outcome(ok=False, detail=f"no answer ({reason})")
+    if status == 200:
+        return Outcome(ok=True, detail="alive")
+    if status in (401, 403):
+        return Outcome(ok=False, detail=f"HTTP {status}: the server refused the token")
+    return Outcome(ok=False, detail=f"HTTP {status}")
+
+
+def gather(needs: Needs, probes: Probes) -> Facts:
+    """Probe everything `needs` may refer to, plus every registered agent binary and git."""
+    names = dict.fromkeys(["git", *AGENT_BINARIES.values(), *needs.commands])
+    remotes = {
+        target.url: _probe_remote(target.url, target.token, probes.http_get)
+        for target in needs.remotes
+        if target.url is not None and target.token is not None
+    }
+    return Facts(
+        python=probes.python,
+        on_path={name: probes.which(name) for name in names},
+        docker=_probe_docker(probes.run),
+        remotes=remotes,
+    )
+
+
+# ---------------------------------------------------------------- the shell: settings
+
+
+def load_profiles(root: Path, env: Mapping[str, str]) -> tuple[tuple[Profile, ...], Check]:
+    """The settings to check (standalone, then each batch that changes them) and a config check.
+
+    Broken files do not stop doctor: the config check fails naming them, and the rest is
+    checked against whatever resolved (at worst the built-in defaults).
+    """
+    problems: list[str] = []
+
+    def resolve(manifest: BatchSettings | None, project: BatchSettings | None) -> ResolvedSettings:
+        try:
+            return resolve_settings(env=env, manifest=manifest, project=project)
+        except UserError as err:  # a bad PAIR_LOCUS / PAIR_AGENT
+            problems.append(str(err))
+            return resolve_settings(env={}, manifest=manifest, project=project)
+
+    if not (root / PAIR_DIR).is_dir():
+        profile = Profile("built-in defaults", resolve(None, None))
+        note = Check(
+            "config",
+            "warn",
+            f"no {PAIR_DIR}/ in {root}: checked against the built-in defaults",
+            "run pairbot doctor in the project root, or pass --root",
+        )
+        return (profile,), _config_check(problems, 0) if problems else note
+
+    project: BatchSettings | None = None
+    try:
+        project = load_project_config(root).batch
+    except UserError as err:
+        problems.append(str(err))
+    standalone = Profile("project settings", resolve(None, project))
+    profiles = [standalone]
+    batches = list_batches(root)
+    for name in batches:
+        try:
+            manifest = load_manifest(root, name).settings
+        except UserError as err:
+            problems.append(str(err))
+            continue
+        settings = resolve(manifest, project)
+        if settings != standalone.settings:
+            profiles.append(Profile(f"batch {name}", settings))
+    return tuple(profiles), _config_check(problems, len(batches))
+
+
+def _config_check(problems: Sequence[str], batches: int) -> Check:
+    unique = list(dict.fromkeys(problems))
+    if unique:
+        return Check(
+            "config",
+            "fail",
+            "; ".join(unique),
+            "fix the file named above (`pairbot validate` checks them all)",
+        )
+    return Check("config", "ok", f"{PAIR_DIR}/config.yaml and {batches} batch(es) load")
+
+
+def diagnose(root: Path, env: Mapping[str, str], probes: Probes | None = None) -> Report:
+    """Check this machine against the settings of the project at `root`."""
+    profiles, config = load_profiles(root, env)
+    needs = plan(profiles)
+    facts = gather(needs, probes or Probes())
+    return Report((config, *build_checks(needs, facts)))
+
+
+def render_text(report: Report) -> str:
+    """The report for a terminal: one line per check, a remedy under each that is not ok."""
+    width = max(len(check.name) for check in report.checks)
+    lines: list[str] = []
+    for check in report.checks:
+        lines.append(f"{check.status:<4}  {check.name:<{width}}  {check.detail}")
+        if check.status != "ok" and check.remedy:
+            lines.append(f"{'':<4}  {'':<{width}}  → {check.remedy}")
+    counts = dict.fromkeys(("ok", "warn", "fail"), 0)
+    for check in report.checks:
+        counts[check.status] += 1
+    verdict = "ready" if report.exit_code == 0 else "not ready"
+    lines.append(
+        f"doctor: {verdict} ({counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail)"
+    )
+    return "\n".join(lines)

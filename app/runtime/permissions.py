@@ -1,0 +1,184 @@
+"""Agent permissions: translate the merged policy into each agent's argv flags (seed 000).
+
+`resolve_permission_flags` is pure: a posture, the allow/deny lists and the per-agent `raw`
+fragments go in, an argv fragment comes out. The adapters append it after their base args and
+model flag. The tables are the seed's, per agent and posture:
+
+    agent     repo-sandboxed-permissive          curated-allowlist              full-autonomy
+    claude    --permission-mode acceptEdits      --permission-mode default      --dangerously-
+              --add-dir <repoRoot>               [--allowedTools <allow>…]        skip-permissions
+              --allowedTools <allow, or Bash>…   [--disallowedTools <deny>…]
+              --disallowedTools <deny>…
+    gemini    --approval-mode auto_edit          --approval-mode default        --yolo
+    codex     --sandbox workspace-write          --sandbox workspace-write      --full-auto
+              --ask-for-approval never           --ask-for-approval on-request
+    cursor    (none: own gating; warning)        (none: own gating; warning)    --force
+    opencode  (none: own gating; warning)        (none: own gating; warning)    --dangerously-
+                                                                                  skip-permissions
+
+Choices the seed leaves open, decided here:
+
+- claude's list flags take one flag followed by one argv element per pattern
+  (`--disallowedTools 'Bash(rm -rf *)' 'Bash(sudo *)'`), the form Claude Code's CLI reference
+  shows (https://docs.anthropic.com/en/docs/claude-code/cli-reference). Repeated flags are not
+  documented, and a comma-joined single value would break patterns that contain a comma. Each
+  pattern is its own argv element, so the spaces inside `Bash(rm -rf *)` never reach a shell.
+  Because these flags are variadic, nothing positional may follow them: the instructions go on
+  stdin, and `raw` entries are expected to be flags.
+- claude's sandboxed `--allowedTools` is the operator's allow list, or `Bash` when it is empty
+  (the seed's prose: "defaults to ['Bash'] when the operator's allow list is empty"; its table's
+  `Bash [<allow>]` reads as that default). An operator who sets `allow` and still wants every
+  shell command unprompted lists `Bash` in it.
+- The effective deny list is `policy.deny` (nearest scope first) followed by the baseline
+  patterns it does not already name, for the sandboxed and curated postures. full-autonomy
+  bypasses every check, so no deny list is passed.
+
+Only claude can take allow/deny on its command line; for the other agents those lists live in
+the agent's own config files. cursor and opencode have no bounded argv mode at all, so under the
+sandboxed and curated postures their own per-action approval applies: `permission_warning` says
+so, and `WarnOnce` lets a process say it once per agent (the caller prints it).
+
+`raw` is the escape hatch: the entry for the spawned agent is appended after the posture flags;
+entries for other agents are ignored. An agent name with no table here (e.g. `command`) gets no
+posture flags but still its `raw` entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from app.settings import Posture, ResolvedPermissions
+
+__all__ = [
+    "BASELINE_DENY",
+    "GATED_AGENTS",
+    "WarnOnce",
+    "effective_deny",
+    "permission_warning",
+    "resolve_permission_flags",
+]
+
+BASELINE_DENY: Final[tuple[str, ...]] = (
+    "Bash(rm -rf *)",
+    "Bash(sudo *)",
+    "Bash(* > /*)",
+    "Bash(curl * | sh)",
+    "Bash(curl * | bash)",
+    "Bash(wget * | sh)",
+    "Bash(wget * | bash)",
+)
+"""Destructive or exfiltrating shell patterns denied under every posture but full-autonomy."""
+
+# Fixed flags for the agents whose translation ignores allow/deny and the repo root.
+_FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
+    # Known limitation (seed): gemini's auto_edit covers file edits only, so a headless shell
+    # step may stall; gemini has no argv-only bounded shell allowance.
+    "gemini": {
+        "repo-sandboxed-permissive": ("--approval-mode", "auto_edit"),
+        "curated-allowlist": ("--approval-mode", "default"),
+        "full-autonomy": ("--yolo",),
+    },
+    # The seed's flags, kept exact. Caution: recent Codex CLIs accept `--ask-for-approval` only
+    # before the `exec` subcommand (https://github.com/openai/codex/issues/13614), and newer
+    # ones dropped `exec --full-auto`; `-c approval_policy=...` is the exec-side spelling.
+    "codex": {
+        "repo-sandboxed-permissive": (
+            "--sandbox",
+            "workspace-write",
+            "--ask-for-approval",
+            "never",
+        ),
+        "curated-allowlist": ("--sandbox", "workspace-write", "--ask-for-approval", "on-request"),
+        "full-autonomy": ("--full-auto",),
+    },
+    "cursor": {
+        "repo-sandboxed-permissive": (),
+        "curated-allowlist": (),
+        "full-autonomy": ("--force",),
+    },
+    "opencode": {
+        "repo-sandboxed-permissive": (),
+        "curated-allowlist": (),
+        "full-autonomy": ("--dangerously-skip-permissions",),
+    },
+}
+
+GATED_AGENTS: Final[frozenset[str]] = frozenset({"cursor", "opencode"})
+"""Agents with no argv translation for the sandboxed and curated postures."""
+
+
+def effective_deny(policy: ResolvedPermissions) -> tuple[str, ...]:
+    """`policy.deny` then the baseline patterns it lacks; empty under full-autonomy."""
+    if policy.posture == "full-autonomy":
+        return ()
+    return tuple(dict.fromkeys((*policy.deny, *BASELINE_DENY)))
+
+
+def _claude(policy: ResolvedPermissions, repo_root: str) -> tuple[str, ...]:
+    deny = effective_deny(policy)
+    if policy.posture == "full-autonomy":
+        return ("--dangerously-skip-permissions",)
+    if policy.posture == "repo-sandboxed-permissive":
+        # acceptEdits covers file edits only; without an allowed Bash a headless shell call is
+        # denied, hence the default.
+        allow = policy.allow or ("Bash",)
+        return (
+            "--permission-mode",
+            "acceptEdits",
+            "--add-dir",
+            repo_root,
+            "--allowedTools",
+            *allow,
+            "--disallowedTools",
+            *deny,
+        )
+    flags: list[str] = ["--permission-mode", "default"]
+    if policy.allow:
+        flags += ["--allowedTools", *policy.allow]
+    if deny:
+        flags += ["--disallowedTools", *deny]
+    return tuple(flags)
+
+
+def resolve_permission_flags(
+    agent: str, policy: ResolvedPermissions, repo_root: str
+) -> tuple[str, ...]:
+    """The argv fragment for `agent` under `policy`: posture flags, then the agent's `raw` entry."""
+    if agent == "claude":
+        posture_flags = _claude(policy, repo_root)
+    else:
+        posture_flags = _FIXED.get(agent, {}).get(policy.posture, ())
+    return (*posture_flags, *policy.raw.get(agent, ()))
+
+
+def permission_warning(agent: str, posture: Posture) -> str | None:
+    """The warning for an agent whose own approval gating replaces the posture, else None."""
+    if agent not in GATED_AGENTS or posture == "full-autonomy":
+        return None
+    return (
+        f"warning: {agent} has no command-line permission mode for posture {posture!r}: "
+        f"{agent}'s own per-action approval applies (an action that needs approval may be "
+        "rejected or stall in headless mode), and the policy's allow/deny lists, baseline "
+        f"included, are not passed to it — set them in {agent}'s own permission config, or use "
+        "posture 'full-autonomy'"
+    )
+
+
+class WarnOnce:
+    """Hands out each agent's permission warning once; keep one per process (the caller prints).
+
+    Not thread-safe on purpose: the engine spawns one agent per step, from one thread.
+    """
+
+    def __init__(self) -> None:
+        self._warned: set[str] = set()
+
+    def __call__(self, agent: str, posture: Posture) -> str | None:
+        """The warning the first time `agent` needs one, then None."""
+        if agent in self._warned:
+            return None
+        text = permission_warning(agent, posture)
+        if text is not None:
+            self._warned.add(agent)
+        return text

@@ -1,0 +1,107 @@
+"""A real `swerex-remote` server for tests: loopback only, always with a non-empty token.
+
+`swerex_server()` starts the venv's `swerex-remote` console script as a subprocess on a free
+127.0.0.1 port with a random `--auth-token`, waits until `GET /is_alive` answers 200 with that
+token, yields where it listens, and kills the server (and anything it started) at the end.
+The server binds 0.0.0.0 and skips auth with an empty token by default (CONVENTIONS, traps),
+so both are always passed explicitly here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from app.settings import RemoteSettings
+
+SWEREX_REMOTE = Path(sys.executable).parent / "swerex-remote"
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class SwerexServer:
+    """Where a test server listens and the token it accepts."""
+
+    port: int
+    token: str
+    log: Path
+    pid: int  # the server's process, leader of its own process group
+
+    def kill(self) -> None:
+        """Kill the server now (a test of a server dying mid-run); idempotent."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+    def settings(self, *, token: str | None = None, **extra: object) -> RemoteSettings:
+        """`RemoteSettings` for this server (another `token` to test refusals)."""
+        return RemoteSettings.model_validate(
+            {
+                "host": HOST,
+                "port": self.port,
+                "auth_token": SecretStr(self.token if token is None else token),
+                **extra,
+            }
+        )
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (bound and released on loopback)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _alive(port: int, token: str) -> bool:
+    request = urllib.request.Request(  # a fixed http://127.0.0.1 URL
+        f"http://{HOST}:{port}/is_alive", headers={"X-API-Key": token}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=1) as response:  # noqa: S310
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+@contextlib.contextmanager
+def swerex_server(log_dir: Path, *, startup_timeout_s: float = 30.0) -> Iterator[SwerexServer]:
+    """Run `swerex-remote` on 127.0.0.1 with a random token for the `with` block."""
+    token = secrets.token_urlsafe(24)
+    port = free_port()
+    log = log_dir / f"swerex-remote-{port}.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [str(SWEREX_REMOTE), "--host", HOST, "--port", str(port), "--auth-token", token],
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group, so the kill below reaches its children
+            # The server side has pairbot installed (agents report with `pairbot batch report`).
+            env={**os.environ, "PATH": f"{SWEREX_REMOTE.parent}{os.pathsep}{os.environ['PATH']}"},
+        )
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while not _alive(port, token):
+            if proc.poll() is not None:
+                raise RuntimeError(f"swerex-remote exited ({proc.returncode}); see {log}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"swerex-remote did not answer within {startup_timeout_s} s")
+            time.sleep(0.05)
+        yield SwerexServer(port=port, token=token, log=log, pid=proc.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)

@@ -1,0 +1,444 @@
+"""`pairbot doctor`: every check state through injected probes, real probes on loopback, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import SecretStr
+
+from app.runtime.doctor import (
+    Check,
+    Probes,
+    Report,
+    diagnose,
+    http_get,
+    remote_target,
+    render_text,
+    run_command,
+)
+from app.settings import RemoteSettings
+from tests.conftest import Project, cli
+
+TOKEN = "s3cr3t-token-value"  # noqa: S105  # a fake, to prove it is never printed
+DOCKER_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
+EVERYTHING = {"git", "claude", "codex", "gemini", "cursor-agent", "opencode", sys.executable}
+
+
+@dataclass
+class FakeMachine:
+    """What the probes see; every call is recorded and anything unexpected raises."""
+
+    on_path: set[str] = field(default_factory=lambda: set(EVERYTHING))
+    docker: tuple[int, str] | BaseException = (0, "")
+    http: Mapping[str, int | BaseException] = field(default_factory=dict)
+    python: tuple[int, int, int] = (3, 11, 7)
+    http_calls: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
+    run_calls: list[list[str]] = field(default_factory=list)
+
+    def which(self, name: str) -> str | None:
+        return f"/bin/{name}" if name in self.on_path else None
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        self.run_calls.append(list(argv))
+        assert argv[:2] == ["docker", "info"]
+        assert timeout <= 10
+        if isinstance(self.docker, BaseException):
+            raise self.docker
+        return self.docker
+
+    def http_get(self, url: str, headers: Mapping[str, str], timeout: float) -> int:
+        self.http_calls.append((url, dict(headers), timeout))
+        answer = self.http[url]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def probes(self) -> Probes:
+        return Probes(which=self.which, run=self.run, http_get=self.http_get, python=self.python)
+
+
+def project(root: Path, batch: Mapping[str, Any] | None = None, **batches: Any) -> Path:
+    (root / ".pair").mkdir(parents=True)
+    (root / ".pair" / "config.yaml").write_text(yaml.safe_dump({"batch": dict(batch or {})}))
+    for name, settings in batches.items():
+        (root / ".pair" / "batches" / name).mkdir(parents=True)
+        manifest = {"phases": [{"name": "p", "changes": ["c"]}], "settings": settings}
+        (root / ".pair" / "batches" / name / "batch.yaml").write_text(yaml.safe_dump(manifest))
+    return root
+
+
+def run(root: Path, machine: FakeMachine, env: Mapping[str, str] | None = None) -> Report:
+    return diagnose(root, env or {}, machine.probes())
+
+
+def by_name(report: Report) -> dict[str, Check]:
+    return {check.name: check for check in report.checks}
+
+
+# ---------------------------------------------------------------- agents
+
+
+def test_everything_present_is_ready(tmp_path: Path) -> None:
+    report = run(project(tmp_path), FakeMachine())
+    checks = by_name(report)
+    assert report.exit_code == 0
+    assert {c.status for c in report.checks} == {"ok"}
+    assert checks["agent:claude"].detail == "claude at /bin/claude — project settings (every stage)"
+    assert checks["agent:cursor"].detail.startswith("cursor-agent at /bin/cursor-agent")
+
+
+def test_no_project_checks_the_defaults(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path=set(EVERYTHING) - {"claude"})
+    report = run(tmp_path, machine)
+    checks = by_name(report)
+    assert checks["config"].status == "warn"
+    assert checks["agent:claude"].status == "fail"
+    assert "needed by built-in defaults (every stage)" in checks["agent:claude"].detail
+    assert "npm install -g @anthropic-ai/claude-code" in checks["agent:claude"].remedy
+    assert report.exit_code == 1
+
+
+def test_unconfigured_missing_agents_only_warn(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path={"git", "codex"})
+    report = run(project(tmp_path, {"agent": "codex"}), machine)
+    checks = by_name(report)
+    assert checks["agent:codex"].status == "ok"
+    for agent in ("claude", "gemini", "cursor", "opencode"):
+        assert checks[f"agent:{agent}"].status == "warn"
+        assert checks[f"agent:{agent}"].remedy
+    assert report.exit_code == 0
+
+
+def test_stage_map_and_batch_override_name_who_needs_what(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {"agent": {"verify": "gemini"}},
+        fast={"agent": "opencode"},
+        same={},  # overrides nothing: adds no profile
+    )
+    machine = FakeMachine(on_path={"git", "claude"})
+    checks = by_name(run(root, machine))
+    assert checks["agent:gemini"].detail == (
+        "gemini is not on PATH; needed by project settings (verify)"
+    )
+    assert checks["agent:opencode"].detail == (
+        "opencode is not on PATH; needed by batch fast (every stage)"
+    )
+    assert checks["agent:claude"].detail.endswith(
+        "project settings (propose, apply, red, fix, pr, decompose)"
+    )
+    assert "batch same" not in json.dumps(run(root, machine).to_json())
+
+
+def test_agent_in_docker_locus_is_only_a_warning_here(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path={"git"})
+    checks = by_name(run(project(tmp_path, {"locus": "docker"}), machine))
+    assert checks["agent:claude"].status == "warn"
+    assert "docker or remote locus" in checks["agent:claude"].detail
+    assert checks["docker"].status == "ok"
+
+
+def test_env_agent_counts(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path={"git"})
+    checks = by_name(run(project(tmp_path), machine, {"PAIR_AGENT": "gemini"}))
+    assert checks["agent:gemini"].status == "fail"
+    assert checks["agent:claude"].status == "warn"
+
+
+def test_unknown_agent_fails_and_lists_the_adapters(tmp_path: Path) -> None:
+    report = run(project(tmp_path, {"agent": "aider"}), FakeMachine())
+    check = by_name(report)["agent:aider"]
+    assert check.status == "fail"
+    assert check.remedy == "use one of: claude, codex, command, cursor, gemini, opencode"
+    assert report.exit_code == 1
+
+
+def test_command_agent_checks_its_program(tmp_path: Path) -> None:
+    root = project(tmp_path, {"agent": "command", "agentCommand": ["my-agent", "--x"]})
+    present = run(root, FakeMachine(on_path={"git", "my-agent"}))
+    assert by_name(present)["agent:command"].status == "ok"
+    assert present.exit_code == 0
+    absent = by_name(run(root, FakeMachine(on_path={"git"})))["agent:command"]
+    assert absent.status == "fail"
+    assert "'my-agent' is not on PATH" in absent.detail
+
+
+def test_command_agent_without_agent_command_fails(tmp_path: Path) -> None:
+    check = by_name(run(project(tmp_path, {"agent": "command"}), FakeMachine()))["agent:command"]
+    assert check.status == "fail"
+    assert "agentCommand" in check.remedy
+
+
+# ---------------------------------------------------------------- python, git, config
+
+
+def test_old_python_fails(tmp_path: Path) -> None:
+    report = run(project(tmp_path), FakeMachine(python=(3, 10, 14)))
+    check = by_name(report)["python"]
+    assert (check.status, check.detail) == ("fail", "Python 3.10.14; pairbot needs 3.11 or newer")
+    assert report.exit_code == 1
+
+
+def test_missing_git_fails(tmp_path: Path) -> None:
+    report = run(project(tmp_path), FakeMachine(on_path=set(EVERYTHING) - {"git"}))
+    assert by_name(report)["git"].status == "fail"
+    assert report.exit_code == 1
+
+
+def test_broken_config_fails_but_the_rest_is_still_checked(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (root / ".pair" / "config.yaml").write_text("batch: {locus: moon}\n")
+    report = run(root, FakeMachine())
+    checks = by_name(report)
+    assert checks["config"].status == "fail"
+    assert "moon" in checks["config"].detail
+    assert checks["agent:claude"].status == "ok"
+    assert report.exit_code == 1
+
+
+def test_broken_manifest_fails_config_and_the_others_still_count(tmp_path: Path) -> None:
+    root = project(tmp_path, good={"agent": "gemini"}, bad={})
+    (root / ".pair" / "batches" / "bad" / "batch.yaml").write_text("gate: sometimes\n")
+    checks = by_name(run(root, FakeMachine(on_path={"git", "claude"})))
+    assert checks["config"].status == "fail"
+    assert "bad" in checks["config"].detail
+    assert checks["agent:gemini"].detail.endswith("needed by batch good (every stage)")
+
+
+def test_bad_env_locus_fails_config(tmp_path: Path) -> None:
+    checks = by_name(run(project(tmp_path), FakeMachine(), {"PAIR_LOCUS": "moon"}))
+    assert checks["config"].status == "fail"
+    assert "PAIR_LOCUS" in checks["config"].detail
+
+
+# ---------------------------------------------------------------- docker
+
+
+DOCKER_FAILURES = [
+    pytest.param(
+        (1, f"ERROR: {DOCKER_DOWN}\n"),
+        f"no Docker engine reachable: ERROR: {DOCKER_DOWN}",
+        id="down",
+    ),
+    pytest.param(FileNotFoundError("docker"), "docker is not on PATH", id="absent"),
+    pytest.param(
+        subprocess.TimeoutExpired(["docker"], 5), "`docker info` did not answer in 5 s", id="hung"
+    ),
+    pytest.param(
+        PermissionError("denied"), "`docker info` could not start: denied", id="unrunnable"
+    ),
+]
+
+
+@pytest.mark.parametrize(("answer", "detail"), DOCKER_FAILURES)
+@pytest.mark.parametrize(
+    "expect",
+    [
+        pytest.param(("local", "warn", 0), id="local"),
+        pytest.param(("docker", "fail", 1), id="docker"),
+    ],
+)
+def test_docker_unreachable(
+    tmp_path: Path,
+    answer: tuple[int, str] | BaseException,
+    detail: str,
+    expect: tuple[str, str, int],
+) -> None:
+    locus, status, code = expect
+    report = run(project(tmp_path, {"locus": locus}), FakeMachine(docker=answer))
+    check = by_name(report)["docker"]
+    assert check.status == status
+    assert check.detail.startswith(detail)
+    assert check.remedy
+    assert report.exit_code == code
+
+
+# ---------------------------------------------------------------- remote
+
+
+def remote_project(root: Path, **remote: Any) -> Path:
+    return project(
+        root, {"locus": "remote", "remote": {"port": 8000, "authToken": TOKEN, **remote}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "detail"),
+    [
+        pytest.param(200, "ok", "http://127.0.0.1:8000/is_alive is alive", id="alive"),
+        pytest.param(401, "fail", "HTTP 401: the server refused the token", id="bad-token"),
+        pytest.param(500, "fail", "HTTP 500", id="error"),
+        pytest.param(
+            ConnectionRefusedError(111, "Connection refused"), "fail", "no answer", id="down"
+        ),
+    ],
+)
+def test_remote_is_alive(
+    tmp_path: Path, answer: int | BaseException, status: str, detail: str
+) -> None:
+    url = "http://127.0.0.1:8000/is_alive"
+    machine = FakeMachine(http={url: answer})
+    report = run(remote_project(tmp_path, host="127.0.0.1"), machine)
+    check = by_name(report)["remote:project settings"]
+    assert check.status == status
+    assert detail in check.detail
+    assert machine.http_calls == [(url, {"X-API-Key": TOKEN}, 5.0)]
+    assert report.exit_code == (0 if status == "ok" else 1)
+    # The token never appears in what doctor prints.
+    assert TOKEN not in render_text(report)
+    assert TOKEN not in json.dumps(report.to_json())
+
+
+@pytest.mark.parametrize(
+    ("remote", "problem"),
+    [
+        pytest.param(
+            {"host": "http://agents.example.com"},
+            "refusing plain http:// to the non-local host",
+            id="plain-http",
+        ),
+        pytest.param(
+            {"host": "agents.example.com", "authToken": None}, "no `authToken`", id="no-token"
+        ),
+        pytest.param({"host": "ftp://agents.example.com"}, "has scheme 'ftp'", id="bad-scheme"),
+    ],
+)
+def test_remote_not_probed_when_settings_forbid_it(
+    tmp_path: Path, remote: dict[str, Any], problem: str
+) -> None:
+    if remote.get("authToken", "") is None:
+        remote.pop("authToken")
+        root = project(tmp_path, {"locus": "remote", "remote": {"port": 8000, **remote}})
+    else:
+        root = remote_project(tmp_path, **remote)
+    machine = FakeMachine()
+    check = by_name(run(root, machine))["remote:project settings"]
+    assert check.status == "fail"
+    assert problem in check.detail
+    assert machine.http_calls == []
+
+
+def test_locus_remote_without_remote_settings_fails(tmp_path: Path) -> None:
+    check = by_name(run(project(tmp_path, {"locus": "remote"}), FakeMachine()))
+    assert check["remote:project settings"].status == "fail"
+    assert "needs `remote:" in check["remote:project settings"].detail
+
+
+@pytest.mark.parametrize(
+    ("host", "insecure", "url"),
+    [
+        pytest.param("agents.example.com", False, "https://agents.example.com", id="https"),
+        # insecure allows an explicit http:// only; a bare host still gets https.
+        pytest.param("agents.example.com", True, "https://agents.example.com", id="insecure"),
+        pytest.param("localhost", False, "http://localhost", id="loopback"),
+        pytest.param("::1", False, "http://[::1]", id="ipv6-loopback"),
+        pytest.param(
+            "https://agents.example.com", False, "https://agents.example.com", id="explicit-https"
+        ),
+        pytest.param("http://10.0.0.5", True, "http://10.0.0.5", id="explicit-http-insecure"),
+    ],
+)
+def test_remote_url(host: str, insecure: bool, url: str) -> None:
+    remote = RemoteSettings(host=host, port=8000, auth_token=SecretStr(TOKEN), insecure=insecure)
+    target = remote_target("p", remote)
+    assert (target.url, target.problem) == (f"{url}:8000/is_alive", None)
+    assert TOKEN not in repr(target)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def test_render_text_puts_a_remedy_under_each_problem(tmp_path: Path) -> None:
+    report = run(project(tmp_path), FakeMachine(on_path={"git", "claude"}, docker=(1, "")))
+    text = render_text(report)
+    lines = text.splitlines()
+    docker = next(i for i, line in enumerate(lines) if line.startswith("warn  docker"))
+    assert "→ start the Docker engine" in lines[docker + 1]
+    assert lines[-1] == "doctor: ready (4 ok, 5 warn, 0 fail)"
+
+
+# ---------------------------------------------------------------- the real probes
+
+
+class _Handler(BaseHTTPRequestHandler):
+    seen: list[tuple[str, str | None]] = []  # noqa: RUF012  # reset by the `loopback` fixture
+
+    def do_GET(self) -> None:
+        type(self).seen.append((self.path, self.headers.get("X-API-Key")))
+        if self.path == "/is_alive":
+            self.send_response(200)
+        elif self.path == "/moved":
+            self.send_response(302)
+            self.send_header("Location", "/elsewhere")
+        else:
+            self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def loopback() -> Iterator[str]:
+    _Handler.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_get_sends_the_key_and_follows_no_redirect(loopback: str) -> None:
+    assert http_get(f"{loopback}/is_alive", {"X-API-Key": TOKEN}, 5) == 200
+    assert http_get(f"{loopback}/moved", {"X-API-Key": TOKEN}, 5) == 302
+    assert http_get(f"{loopback}/nope", {}, 5) == 404
+    assert _Handler.seen == [("/is_alive", TOKEN), ("/moved", TOKEN), ("/nope", None)]
+
+
+def test_http_get_refuses_other_schemes() -> None:
+    with pytest.raises(ValueError, match="not an http"):
+        http_get("file:///etc/passwd", {}, 5)
+
+
+def test_run_command_reports_exit_code_and_stderr() -> None:
+    code, stderr = run_command(
+        [sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"], 5
+    )
+    assert (code, stderr) == (3, "boom")
+
+
+def test_cli_doctor_json(make_project: Callable[..., Project]) -> None:
+    project_ = make_project()
+    done = cli("doctor", "--json", cwd=project_.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    checks = {check["name"]: check for check in report["checks"]}
+    assert report["ok"] is True
+    assert {"config", "python", "git", "agent:claude", "agent:command", "docker"} <= set(checks)
+    assert checks["agent:command"]["status"] == "ok"
+    assert checks["python"]["status"] == "ok"
+    assert checks["docker"]["status"] in ("ok", "warn")
+    assert all(set(check) == {"name", "status", "detail", "remedy"} for check in checks.values())
+
+
+def test_cli_doctor_text_fails_for_a_missing_configured_agent(
+    make_project: Callable[..., Project],
+) -> None:
+    project_ = make_project(config={"batch": {"agent": "command", "agentCommand": ["no-such-x"]}})
+    done = cli("doctor", cwd=project_.root)
+    assert done.returncode == 1
+    assert "fail  agent:command" in done.stdout
+    assert done.stdout.rstrip().endswith("fail)")

@@ -1,0 +1,302 @@
+"""The permissions translator: the seed's table for every agent and posture, deny union, raw."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.runtime.permissions import (
+    BASELINE_DENY,
+    WarnOnce,
+    effective_deny,
+    permission_warning,
+    resolve_permission_flags,
+)
+from app.settings import (
+    POSTURES,
+    PermissionsSettings,
+    Posture,
+    ResolvedPermissions,
+    merge_permissions,
+)
+
+ROOT = "/work/repo"
+
+# Spelled out, not imported, so a typo in the module cannot hide behind the test.
+BASELINE = (
+    "Bash(rm -rf *)",
+    "Bash(sudo *)",
+    "Bash(* > /*)",
+    "Bash(curl * | sh)",
+    "Bash(curl * | bash)",
+    "Bash(wget * | sh)",
+    "Bash(wget * | bash)",
+)
+
+
+def policy(
+    posture: Posture,
+    allow: Sequence[str] = (),
+    deny: Sequence[str] = (),
+    raw: Mapping[str, Sequence[str]] | None = None,
+) -> ResolvedPermissions:
+    return ResolvedPermissions(
+        posture=posture,
+        allow=tuple(allow),
+        deny=tuple(deny),
+        raw=MappingProxyType({agent: tuple(v) for agent, v in (raw or {}).items()}),
+    )
+
+
+def test_baseline_is_the_seeds_seven_patterns() -> None:
+    assert BASELINE_DENY == BASELINE
+
+
+SEED_TABLE = [
+    # claude
+    pytest.param(
+        "claude",
+        "repo-sandboxed-permissive",
+        (
+            "--permission-mode", "acceptEdits", "--add-dir", ROOT,
+            "--allowedTools", "Bash",
+            "--disallowedTools", *BASELINE,
+        ),
+        id="claude-sandboxed",
+    ),
+    pytest.param(
+        "claude",
+        "curated-allowlist",
+        ("--permission-mode", "default", "--disallowedTools", *BASELINE),
+        id="claude-curated",
+    ),
+    pytest.param(
+        "claude", "full-autonomy", ("--dangerously-skip-permissions",), id="claude-full"
+    ),
+    # gemini
+    pytest.param(
+        "gemini",
+        "repo-sandboxed-permissive",
+        ("--approval-mode", "auto_edit"),
+        id="gemini-sandboxed",
+    ),
+    pytest.param(
+        "gemini", "curated-allowlist", ("--approval-mode", "default"), id="gemini-curated"
+    ),
+    pytest.param("gemini", "full-autonomy", ("--yolo",), id="gemini-full"),
+    # codex
+    pytest.param(
+        "codex",
+        "repo-sandboxed-permissive",
+        ("--sandbox", "workspace-write", "--ask-for-approval", "never"),
+        id="codex-sandboxed",
+    ),
+    pytest.param(
+        "codex",
+        "curated-allowlist",
+        ("--sandbox", "workspace-write", "--ask-for-approval", "on-request"),
+        id="codex-curated",
+    ),
+    pytest.param("codex", "full-autonomy", ("--full-auto",), id="codex-full"),
+    # cursor
+    pytest.param("cursor", "repo-sandboxed-permissive", (), id="cursor-sandboxed"),
+    pytest.param("cursor", "curated-allowlist", (), id="cursor-curated"),
+    pytest.param("cursor", "full-autonomy", ("--force",), id="cursor-full"),
+    # opencode
+    pytest.param("opencode", "repo-sandboxed-permissive", (), id="opencode-sandboxed"),
+    pytest.param("opencode", "curated-allowlist", (), id="opencode-curated"),
+    pytest.param(
+        "opencode", "full-autonomy", ("--dangerously-skip-permissions",), id="opencode-full"
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("agent", "posture", "expected"), SEED_TABLE)
+def test_seed_table_with_an_empty_policy(
+    agent: str, posture: Posture, expected: tuple[str, ...]
+) -> None:
+    assert resolve_permission_flags(agent, policy(posture), ROOT) == expected
+
+
+ALLOW = ("Read", "Bash(npm test:*)")
+# One operator entry repeats a baseline pattern: it appears once, in the operator's position.
+DENY = ("WebFetch", "Bash(sudo *)")
+UNION = ("WebFetch", "Bash(sudo *)", *(p for p in BASELINE if p != "Bash(sudo *)"))
+
+
+@pytest.mark.parametrize(
+    ("posture", "expected"),
+    [
+        pytest.param(
+            "repo-sandboxed-permissive",
+            (
+                "--permission-mode", "acceptEdits", "--add-dir", ROOT,
+                "--allowedTools", *ALLOW,
+                "--disallowedTools", *UNION,
+            ),
+            id="sandboxed-allow-replaces-bash",
+        ),
+        pytest.param(
+            "curated-allowlist",
+            (
+                "--permission-mode", "default",
+                "--allowedTools", *ALLOW,
+                "--disallowedTools", *UNION,
+            ),
+            id="curated",
+        ),
+        pytest.param(
+            "full-autonomy", ("--dangerously-skip-permissions",), id="full-ignores-lists"
+        ),
+    ],
+)  # fmt: skip
+def test_claude_with_allow_and_deny(posture: Posture, expected: tuple[str, ...]) -> None:
+    assert resolve_permission_flags("claude", policy(posture, ALLOW, DENY), ROOT) == expected
+
+
+@pytest.mark.parametrize("agent", ["gemini", "codex", "cursor", "opencode"])
+@pytest.mark.parametrize("posture", POSTURES)
+def test_only_claude_takes_allow_and_deny_on_argv(agent: str, posture: Posture) -> None:
+    assert resolve_permission_flags(agent, policy(posture, ALLOW, DENY), ROOT) == (
+        resolve_permission_flags(agent, policy(posture), ROOT)
+    )
+
+
+@pytest.mark.parametrize(
+    ("posture", "expected"),
+    [
+        pytest.param("repo-sandboxed-permissive", UNION, id="sandboxed"),
+        pytest.param("curated-allowlist", UNION, id="curated"),
+        pytest.param("full-autonomy", (), id="full-autonomy"),
+    ],
+)
+def test_effective_deny_is_policy_union_baseline(
+    posture: Posture, expected: tuple[str, ...]
+) -> None:
+    assert effective_deny(policy(posture, deny=DENY)) == expected
+
+
+def test_deny_merged_across_scopes_keeps_every_scope_and_the_baseline() -> None:
+    merged = merge_permissions(
+        [
+            PermissionsSettings(deny=["Bash(git push *)"]),
+            None,
+            PermissionsSettings(posture="curated-allowlist", deny=["WebFetch"]),
+        ]
+    )
+    assert resolve_permission_flags("claude", merged, ROOT) == (
+        "--permission-mode",
+        "default",
+        "--disallowedTools",
+        "Bash(git push *)",
+        "WebFetch",
+        *BASELINE,
+    )
+
+
+RAW = {"claude": ["--max-turns", "5"], "codex": ["-c", "model_reasoning_effort=high"]}
+
+
+@pytest.mark.parametrize(
+    ("agent", "posture", "expected"),
+    [
+        pytest.param(
+            "claude",
+            "full-autonomy",
+            ("--dangerously-skip-permissions", "--max-turns", "5"),
+            id="claude-raw-after-posture",
+        ),
+        pytest.param(
+            "codex",
+            "repo-sandboxed-permissive",
+            (
+                "--sandbox",
+                "workspace-write",
+                "--ask-for-approval",
+                "never",
+                "-c",
+                "model_reasoning_effort=high",
+            ),
+            id="codex-raw-after-posture",
+        ),
+        pytest.param("gemini", "full-autonomy", ("--yolo",), id="others-raw-ignored"),
+        pytest.param("cursor", "curated-allowlist", (), id="cursor-no-raw"),
+    ],
+)
+def test_raw_is_appended_only_for_its_agent(
+    agent: str, posture: Posture, expected: tuple[str, ...]
+) -> None:
+    assert resolve_permission_flags(agent, policy(posture, raw=RAW), ROOT) == expected
+
+
+@pytest.mark.parametrize("posture", POSTURES)
+def test_unknown_agent_gets_only_its_raw_entry(posture: Posture) -> None:
+    raw = {**RAW, "command": ["--fast"]}
+    assert resolve_permission_flags("command", policy(posture, ALLOW, DENY, raw), ROOT) == (
+        "--fast",
+    )
+    assert resolve_permission_flags("aider", policy(posture, ALLOW, DENY, raw), ROOT) == ()
+
+
+patterns = st.lists(st.text(min_size=1, max_size=12), max_size=5)
+
+
+@given(
+    agent=st.sampled_from(["claude", "codex", "gemini", "cursor", "opencode", "command"]),
+    posture=st.sampled_from(POSTURES),
+    allow=patterns,
+    deny=patterns,
+    raw=patterns,
+)
+def test_property_raw_is_the_suffix_and_claude_denies_the_union(
+    agent: str, posture: Posture, allow: list[str], deny: list[str], raw: list[str]
+) -> None:
+    flags = resolve_permission_flags(agent, policy(posture, allow, deny, {agent: raw}), ROOT)
+    assert flags[len(flags) - len(raw) :] == tuple(raw)
+    if agent == "claude" and posture != "full-autonomy":
+        start = flags.index("--disallowedTools") + 1
+        assert set(flags[start : len(flags) - len(raw)]) == {*deny, *BASELINE}
+
+
+@pytest.mark.parametrize("agent", ["cursor", "opencode"])
+@pytest.mark.parametrize("posture", ["repo-sandboxed-permissive", "curated-allowlist"])
+def test_gated_agents_warn_under_bounded_postures(agent: str, posture: Posture) -> None:
+    text = permission_warning(agent, posture)
+    assert text is not None
+    assert agent in text
+    assert posture in text
+    assert "full-autonomy" in text
+
+
+@pytest.mark.parametrize(
+    ("agent", "posture"),
+    [
+        pytest.param("cursor", "full-autonomy", id="cursor-full"),
+        pytest.param("opencode", "full-autonomy", id="opencode-full"),
+        pytest.param("claude", "repo-sandboxed-permissive", id="claude"),
+        pytest.param("gemini", "curated-allowlist", id="gemini"),
+        pytest.param("codex", "repo-sandboxed-permissive", id="codex"),
+        pytest.param("command", "repo-sandboxed-permissive", id="command"),
+    ],
+)
+def test_no_warning_otherwise(agent: str, posture: Posture) -> None:
+    assert permission_warning(agent, posture) is None
+
+
+def test_warn_once_per_agent() -> None:
+    warn = WarnOnce()
+    # A posture that needs no warning does not use up the agent's one warning.
+    assert warn("cursor", "full-autonomy") is None
+    first = warn("cursor", "repo-sandboxed-permissive")
+    assert first == permission_warning("cursor", "repo-sandboxed-permissive")
+    assert warn("cursor", "repo-sandboxed-permissive") is None
+    assert warn("cursor", "curated-allowlist") is None
+    assert warn("opencode", "curated-allowlist") is not None
+    assert warn("opencode", "curated-allowlist") is None
+    assert warn("claude", "curated-allowlist") is None
+    # Another process (another registry) warns again.
+    assert WarnOnce()("cursor", "repo-sandboxed-permissive") == first
