@@ -1,0 +1,66 @@
+"""`pr-state:*` labels: one Enum whose values are the label names, and exclusivity. Pure.
+
+Exactly one `pr-state:*` label marks a card and its PR at a time; setting the current one is
+a no-op. The state diagram in docs/hosts.md changes in the same commit as this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+PREFIX = "pr-state:"
+
+
+class PrState(Enum):
+    """Every status a caller may see, as its label."""
+
+    READY = "pr-state:ready"
+    IN_PROGRESS = "pr-state:in-progress"
+    AWAITING_VERIFY = "pr-state:awaiting-verify"
+    AWAITING_APPROVAL = "pr-state:awaiting-approval"
+    BLOCKED = "pr-state:blocked"
+    NEEDS_INPUT = "pr-state:needs-input"
+    AWAITING_SCOPE_DECISION = "pr-state:awaiting-scope-decision"
+    AWAITING_HUMAN = "pr-state:awaiting-human"
+    READY_FOR_MERGE = "pr-state:ready-for-merge"
+    MERGED = "pr-state:merged"
+    ESCALATED = "pr-state:escalated"
+    FAILED_PREPARATION = "pr-state:failed-preparation"
+    FAILED_IMPLEMENT = "pr-state:failed-implement"
+    FAILED_FIX = "pr-state:failed-fix"
+    FAILED_VERIFY = "pr-state:failed-verify"
+    FAILED_PUBLICATION = "pr-state:failed-publication"
+    INTERRUPTED = "pr-state:interrupted"
+    ABANDONED = "pr-state:abandoned"
+
+    @classmethod
+    def of(cls, status: str) -> PrState:
+        """The label for a status name (`ready-for-merge` → PrState.READY_FOR_MERGE)."""
+        try:
+            return cls(PREFIX + status)
+        except ValueError:
+            names = ", ".join(s.value.removeprefix(PREFIX) for s in cls)
+            raise ValueError(f"{status!r} is not a pr-state; allowed: {names}") from None
+
+
+@dataclass(frozen=True)
+class LabelPlan:
+    """Labels to add and to remove; empty both ways means the label is already right."""
+
+    add: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+
+    @property
+    def noop(self) -> bool:
+        """Nothing to do."""
+        return not self.add and not self.remove
+
+
+def plan_state_labels(current: Iterable[str], state: PrState) -> LabelPlan:
+    """Make `state` the only `pr-state:*` label; other labels are never touched."""
+    labels = list(current)
+    remove = tuple(sorted({lb for lb in labels if lb.startswith(PREFIX) and lb != state.value}))
+    add = () if state.value in labels else (state.value,)
+    return LabelPlan(add=add, remove=remove)
