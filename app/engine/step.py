@@ -266,7 +266,7 @@ async def spawn_agent(
         argv = resolve_argv(choice, settings, repo_root=agent_root(root, settings))
         warning = deps.warn_once(choice.name, settings.permissions.posture)
         if warning:
-            deps.on_line(f"warning: {warning}")
+            deps.on_line(warning)
         # Render-or-fail: the command the prompt delegates to must exist where the agent runs.
         ensure_command_in_spawn_locus(
             COMMAND_FOR_STAGE[stage], choice.name, settings.locus, root, deps.env

@@ -185,8 +185,9 @@ def ensure_command_in_spawn_locus(
     if locus == "remote":
         raise SkillLocusError(
             f"cannot place the /{command_id} command for agent {agent!r} in the remote locus: "
-            f"pairbot does not control the remote disk ({path}). Remedy: install pairbot's "
-            f"commands on the server's checkout, or use agent 'command' or locus local/docker"
+            f"pairbot does not control the remote disk ({path}). Remedy: run this agent in "
+            "locus local or docker, or use agent 'command' (its prompt carries the command "
+            "inline) on the remote server"
         )
     if path.is_file():
         return "verified"
