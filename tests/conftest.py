@@ -80,6 +80,8 @@ def agent_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": os.environ.get("HOME", "/tmp"),
         "LANG": "C.UTF-8",
+        # Coverage measures the console script's subprocesses through these.
+        **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
     }
     env.update(extra or {})
     return env
