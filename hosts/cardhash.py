@@ -3,6 +3,10 @@
 It covers the title and the body, with pairbot's own markers and owned sections removed and
 whitespace normalised, so a label, an assignee, a comment, a line-ending change or pairbot's
 own edits never look like new work.
+
+An owned section runs from a `<!-- pair:… -->` marker to its `<!-- /pair -->`. A marker with no
+close removes only itself: text after a stray (or pasted) marker is still the work, so an edit
+there still changes the hash and still triggers a re-review.
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-_OWNED = re.compile(r"<!-- pair:[^>]*-->.*?(?:<!-- /pair -->|\Z)", re.DOTALL)
-_STRAY = re.compile(r"<!-- /?pair[^>]*-->")
+# A section never spans another opening marker: a stray one before it is not its start.
+_OWNED = re.compile(r"<!-- pair:[^>]*-->(?:(?!<!-- pair:).)*?<!-- /pair -->", re.DOTALL)
+_STRAY = re.compile(r"<!-- (?:pair:[^>]*|/pair )-->")
 _SPACE = re.compile(r"\s+")
 
 

@@ -59,8 +59,17 @@ class LabelPlan:
 
 
 def plan_state_labels(current: Iterable[str], state: PrState) -> LabelPlan:
-    """Make `state` the only `pr-state:*` label; other labels are never touched."""
+    """Make `state` the only `pr-state:*` label; other labels are never touched.
+
+    Compared case-insensitively: GitHub labels and Azure DevOps tags are, so a host that hands
+    back `PR-State:Merged` already carries `pr-state:merged` (and must not be written again).
+    """
     labels = list(current)
-    remove = tuple(sorted({lb for lb in labels if lb.startswith(PREFIX) and lb != state.value}))
-    add = () if state.value in labels else (state.value,)
+    wanted = state.value
+
+    def other_state(label: str) -> bool:
+        return label.casefold().startswith(PREFIX) and label.casefold() != wanted
+
+    remove = tuple(sorted({lb for lb in labels if other_state(lb)}))
+    add = () if any(lb.casefold() == wanted for lb in labels) else (wanted,)
     return LabelPlan(add=add, remove=remove)

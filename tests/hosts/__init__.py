@@ -1,0 +1,1 @@
+"""Host adapter tests: one behavioural contract, three adapters."""
