@@ -725,6 +725,10 @@ class LocalHost:
         store = self._store
         with store.locked():
             rec = store.pull(pull)
+            if rec["state"] == "merged" and rec.get("head_sha") == head_sha:
+                # Idempotent: a resumed merge of the same reviewed head gets the first result,
+                # as GitHub answers (a crash between merging and recording must not strand it).
+                return MergeResult(merged=True, sha=rec.get("merge_sha"))
             if rec["state"] != "open":
                 raise Conflict(f"pull request #{pull} is {rec['state']}, not open")
             head = store.live_head(rec)
