@@ -1,0 +1,141 @@
+"""Build the bound hosts from one typed settings object, read once from the environment.
+
+    HostSettings.from_env(env)        every credential as a SecretStr, nothing else reads env
+    build_hosts(binding, settings, root) -> BoundHosts(pm, code)
+
+The adapters are imported only for the hosts the binding names: a GitHub tick never imports the
+Azure DevOps SDK. When the PM tool and the code host are the same adapter, one instance serves
+both (one token cache, one rate-limit window). A missing credential is a `ConfigError` naming
+the variable to set; the binding itself (which names exist) is `app.domain.binding`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from app.domain.binding import Binding
+from app.errors import ConfigError
+from hosts.base import Host
+
+LOCAL_FORGE_DIR = Path(".pair") / "forge"
+
+
+class HostSettings(BaseModel):
+    """Credentials and addresses of every host; secrets never appear in repr or logs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    github_repository: str | None = None
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
+    github_app_id: str | None = None
+    github_private_key: SecretStr | None = None
+    github_installation_id: int | None = None
+    azure_organization_url: str | None = None
+    azure_project: str | None = None
+    azure_repository: str | None = None
+    azure_token: SecretStr | None = None
+    local_forge: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> HostSettings:
+        """Read the documented variables (docs/hosts.md); empty values count as unset."""
+
+        def get(*names: str) -> str | None:
+            return next((env[n] for n in names if env.get(n)), None)
+
+        installation = get("PAIR_GITHUB_INSTALLATION_ID")
+        if installation is not None and not installation.isdigit():
+            raise ConfigError(
+                f"PAIR_GITHUB_INSTALLATION_ID={installation!r} is not a number; "
+                "set it to the App installation's numeric id"
+            )
+        token = get("PAIR_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")
+        key = get("PAIR_GITHUB_PRIVATE_KEY")
+        azure_token = get("PAIR_AZURE_DEVOPS_TOKEN", "AZURE_DEVOPS_EXT_PAT", "SYSTEM_ACCESSTOKEN")
+        return cls(
+            github_repository=get("PAIR_GITHUB_REPOSITORY", "GITHUB_REPOSITORY"),
+            github_api_url=get("PAIR_GITHUB_API_URL", "GITHUB_API_URL") or cls().github_api_url,
+            github_token=SecretStr(token) if token else None,
+            github_app_id=get("PAIR_GITHUB_APP_ID"),
+            github_private_key=SecretStr(key) if key else None,
+            github_installation_id=int(installation) if installation else None,
+            azure_organization_url=get("PAIR_AZURE_DEVOPS_ORG_URL", "SYSTEM_COLLECTIONURI"),
+            azure_project=get("PAIR_AZURE_DEVOPS_PROJECT", "SYSTEM_TEAMPROJECT"),
+            azure_repository=get("PAIR_AZURE_DEVOPS_REPOSITORY", "BUILD_REPOSITORY_NAME"),
+            azure_token=SecretStr(azure_token) if azure_token else None,
+            local_forge=get("PAIR_LOCAL_FORGE"),
+        )
+
+
+@dataclass(frozen=True)
+class BoundHosts:
+    """The PM tool (cards) and the code host (pull requests) for this run."""
+
+    pm: Host
+    code: Host
+
+
+def _need(value: object, variable: str, host: str) -> None:
+    if value in (None, ""):
+        raise ConfigError(f"the {host} host needs {variable}; set it in the environment")
+
+
+def _secret(value: SecretStr | None, variable: str, host: str) -> str:
+    if value is None or not value.get_secret_value():
+        raise ConfigError(f"the {host} host needs {variable}; set it in the environment")
+    return value.get_secret_value()
+
+
+def build_host(name: str, settings: HostSettings, root: Path) -> Host:
+    """One adapter by binding name; imports only that adapter."""
+    if name == "local":
+        from hosts.local import LocalHost  # noqa: PLC0415  # lazy: one adapter per run
+
+        forge = Path(settings.local_forge) if settings.local_forge else root / LOCAL_FORGE_DIR
+        return LocalHost(forge)
+    if name == "github":
+        from hosts.github import GitHubHost  # noqa: PLC0415
+
+        _need(settings.github_repository, "GITHUB_REPOSITORY (owner/name)", name)
+        repo = str(settings.github_repository)
+        if settings.github_app_id:
+            key = _secret(settings.github_private_key, "PAIR_GITHUB_PRIVATE_KEY", name)
+            _need(settings.github_installation_id, "PAIR_GITHUB_INSTALLATION_ID", name)
+            return GitHubHost(
+                repo,
+                app_id=settings.github_app_id,
+                private_key=key,
+                installation_id=settings.github_installation_id,
+                base_url=settings.github_api_url,
+            )
+        token = _secret(settings.github_token, "GITHUB_TOKEN (or PAIR_GITHUB_APP_ID)", name)
+        return GitHubHost(repo, token=token, base_url=settings.github_api_url)
+    if name == "azure-devops":
+        from hosts.azure_devops import AzureDevOpsHost  # noqa: PLC0415  # the SDK only here
+
+        _need(settings.azure_organization_url, "PAIR_AZURE_DEVOPS_ORG_URL", name)
+        _need(settings.azure_project, "PAIR_AZURE_DEVOPS_PROJECT", name)
+        _need(settings.azure_repository, "PAIR_AZURE_DEVOPS_REPOSITORY", name)
+        token = _secret(
+            settings.azure_token, "PAIR_AZURE_DEVOPS_TOKEN (or AZURE_DEVOPS_EXT_PAT)", name
+        )
+        return AzureDevOpsHost(
+            organization_url=str(settings.azure_organization_url),
+            project=str(settings.azure_project),
+            repository=str(settings.azure_repository),
+            token=token,
+        )
+    # The binding has already refused unknown names; this guards direct callers.
+    raise ConfigError(f"no adapter named {name!r}")
+
+
+def build_hosts(binding: Binding, settings: HostSettings, root: Path) -> BoundHosts:
+    """Both hosts of a binding; one shared instance when they are the same adapter."""
+    code = build_host(binding.code, settings, root)
+    pm = code if binding.pm == binding.code else build_host(binding.pm, settings, root)
+    return BoundHosts(pm=pm, code=code)
