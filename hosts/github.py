@@ -51,6 +51,7 @@ from githubkit.exception import (
 from hosts import github_git
 from hosts.base import Reaction
 from hosts.cardhash import card_hash as compute_card_hash
+from hosts.decisions import scope_decision_in
 from hosts.errors import (
     Conflict,
     Forbidden,
@@ -70,7 +71,6 @@ from hosts.github_auth import (
 )
 from hosts.github_transport import EdgeTransport, RateGate, retry_after_seconds
 from hosts.labels import PrState, plan_state_labels
-from hosts.local import scope_decision_in
 from hosts.markers import owned_comments, plan_upsert, same_text
 from hosts.models import (
     REVIEW_CONTEXT,

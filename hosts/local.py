@@ -43,7 +43,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -54,9 +53,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
 from hosts.base import Reaction
 from hosts.cardhash import card_hash
+from hosts.decisions import scope_decision_in
 from hosts.errors import Conflict, HostUnavailable, NotFound
 from hosts.labels import PrState, plan_state_labels
-from hosts.markers import is_own, plan_upsert
+from hosts.markers import plan_upsert
 from hosts.models import (
     Author,
     Card,
@@ -81,8 +81,6 @@ __all__ = [
     "DEFAULT_IDENTITY",
     "LocalForge",
     "LocalHost",
-    "holds_scope_decision",
-    "scope_decision_in",
 ]
 
 DEFAULT_IDENTITY = Author(login="pairbot", id="local:pairbot", is_bot=True)
@@ -94,11 +92,6 @@ _PERMISSIONS: frozenset[str] = frozenset(get_args(Permission))
 _REVIEW_STATES: frozenset[str] = frozenset(get_args(ReviewState))
 _MERGE_METHODS: frozenset[str] = frozenset(get_args(MergeMethod))
 _REACTIONS: frozenset[str] = frozenset(get_args(Reaction))
-# A maintainer's scope decision: a fenced ```json block whose object names its schemaVersion.
-# Malformed JSON still counts as a decision here: app/domain refuses it as `malformed-json`.
-_DECISION = re.compile(
-    r"^[ \t]*```(?:json)?[ \t]*\r?\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE | re.IGNORECASE
-)
 
 
 class _AuthorRec(TypedDict):
@@ -152,37 +145,6 @@ class _ReactionRec(TypedDict):
     comment_id: str | None
     content: str
     user: _AuthorRec
-
-
-def scope_decision_in(
-    comments: Sequence[Comment], comment_ref: str | None, *, identity: Author | None = None
-) -> Comment | None:
-    """The referenced comment (by id or URL), or the newest holding a fenced scope decision.
-
-    Pure, and shared: any adapter can choose among the comments it listed with it. Discovery
-    looks for a fenced block (```json, or a bare ```) whose text names `"schemaVersion"`, and
-    skips pairbot's own comments when `identity` is given — the packet pairbot posts may show
-    the JSON to copy, and it is not the maintainer's answer. A reference that matches nothing is
-    NotFound: the caller named a decision that is not there. Who wrote the comment and whether
-    its JSON is valid are app/domain's to judge (`not-maintainer`, `malformed-json`, …).
-    """
-    if comment_ref is not None:
-        for comment in comments:
-            if comment_ref and comment_ref in (comment.id, comment.url):
-                return comment
-        raise NotFound(f"comment {comment_ref!r} is not on this pull request")
-    holding = [
-        c
-        for c in comments
-        if not (identity and is_own(c.author, identity)) and holds_scope_decision(c.body)
-    ]
-    # Newest by creation time; for equal times the later in host order (stable sort).
-    return sorted(holding, key=lambda c: c.created_at)[-1] if holding else None
-
-
-def holds_scope_decision(body: str) -> bool:
-    """A fenced block that names `"schemaVersion"`: a candidate decision, valid or not."""
-    return any('"schemaVersion"' in block for block in _DECISION.findall(body))
 
 
 def _now() -> str:

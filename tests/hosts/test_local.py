@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hosts.base import Host
+from hosts.decisions import holds_scope_decision, scope_decision_in
 from hosts.errors import Conflict, HostUnavailable, NotFound
 from hosts.labels import PrState
 from hosts.local import (
@@ -25,8 +26,6 @@ from hosts.local import (
     LocalForge,
     LocalHost,
     _Store,
-    holds_scope_decision,
-    scope_decision_in,
 )
 from hosts.markers import make_marker
 from hosts.models import Author, Comment, Target, Upserted
