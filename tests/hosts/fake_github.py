@@ -1,11 +1,11 @@
 """A stateful fake GitHub behind `httpx.MockTransport`: in-process, no sockets.
 
-It answers the REST calls the GitHub adapter makes with the real response shapes from
-`../shared/corpora/github-rest/` (each example loaded and only the fields that matter
-overwritten: ids, numbers, bodies, users, SHAs, labels), keeps the state those calls change,
-and checks what a real GitHub would check: credentials (a token, an installation token that
-has not expired, an RS256 App JWT with sane claims verified with the App's public key), pinned
-merge SHAs, the head of a pull, who may edit a comment.
+It answers the REST calls the GitHub adapter makes with the real response shapes of
+`shared/corpora/github-rest/`, copied to `tests/fixtures/github-rest/` (each example loaded
+and only the fields that matter overwritten: ids, numbers, bodies, users, SHAs, labels), keeps
+the state those calls change, and checks what a real GitHub would check: credentials (a token,
+an installation token that has not expired, an RS256 App JWT with sane claims verified with
+the App's public key), pinned merge SHAs, the head of a pull, who may edit a comment.
 
 Bookkeeping for the tests:
 
@@ -46,7 +46,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "github-rest"
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "github-rest"
 START = 1_700_000_000.0
 DOCS = "https://docs.github.com/rest"
 
