@@ -156,8 +156,8 @@ async def run_change_step(
         if ctx.history is not None
         else read_index(ctx.locus.journal).history(ctx.change)
     )
-    derived = derive_change(read_change_disk(ctx.root, ctx.change), history, ctx.max_fix_rounds)
     before = read_change_disk(ctx.root, ctx.change)
+    derived = derive_change(before, history, ctx.max_fix_rounds)
     instructions = build_instructions(
         InstructionContext(
             transition=ctx.transition,
