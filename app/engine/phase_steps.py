@@ -56,9 +56,8 @@ async def run_decomposition_step(
     if phase is None:  # pragma: no cover - selection only names phases of this manifest
         raise UserError(f"phase {target.phase!r} is not in batch {batch!r}")
     settings = resolve_settings(env=deps.env, manifest=manifest.settings, project=project.batch)
-    shipped = [
-        (p.name, p.change_names) for p in manifest.phases if p.name != phase.name and p.changes
-    ]
+    earlier = manifest.phases[: manifest.phases.index(phase)]
+    shipped = [(p.name, p.change_names) for p in earlier if p.changes]
     instructions = build_decomposition_instructions(
         batch,
         phase,
