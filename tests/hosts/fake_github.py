@@ -25,6 +25,14 @@ quota, a revoked installation token (401).
 
 Shapes the corpus has no example for (`GET /app`, `GET /user(s)`, GraphQL) are the smallest
 documented subset, noted where they are built.
+
+Branches live in `branches` (in memory) unless two optional hooks say otherwise — the end-to-end
+server (`tests/e2e/github_server.py`) backs them with a real bare repository:
+
+    branch_source  read before every request: the branch → SHA map replaces `branches`, and each
+                   open pull's head follows its branch (a `git push` moves the pull)
+    on_merge       performs an accepted merge for real: (pull, method, message) → the new base
+                   SHA, or None when the trees conflict (answered 405, as GitHub does)
 """
 
 from __future__ import annotations
@@ -201,6 +209,9 @@ class FakeGitHub:
     max_parallel_mutations: int = 0
     # Called with (method, path) before a request is routed: the world moving mid-call.
     before_route: Callable[[str, str], None] | None = None
+    # Where branches really live (see the module docstring); None: in `branches`, in memory.
+    branch_source: Callable[[], dict[str, str]] | None = None
+    on_merge: Callable[[PullState, str, str], str | None] | None = None
 
     def __post_init__(self) -> None:
         self.public_key = rsa_key()[1]
@@ -274,6 +285,31 @@ class FakeGitHub:
         pull = self.pulls[number]
         pull.head_sha = self.branches[pull.head_ref] = self._sha(pull.head_ref)
         return pull.head_sha
+
+    def sync_branches(self) -> None:
+        """Re-read `branches` from `branch_source`; open pulls' heads follow their branches.
+
+        A closed or merged pull keeps the head it had, as on GitHub. Without a source this does
+        nothing: the in-memory branches are the truth.
+        """
+        if self.branch_source is None:
+            return
+        self.branches = dict(self.branch_source())
+        for pull in self.pulls.values():
+            if pull.merged or self.issues[pull.number].state != "open":
+                continue
+            if pull.head_ref in self.branches:
+                pull.head_sha = self.branches[pull.head_ref]
+
+    def token_user(self, token: str) -> User | None:
+        """Whom a token authenticates: the PAT's user, the bot for a live installation token,
+        None for anything else. The REST edge and a git edge in front of this fake share it."""
+        if token == self.pat:
+            return self.pat_user
+        expires = self.tokens.get(token)
+        if expires is not None and self.clock() < expires:
+            return self.bot_user
+        return None
 
     def add_comment(self, number: int, body: str, login: str) -> int:
         comment_id = self._next_comment
@@ -415,6 +451,7 @@ class FakeGitHub:
 
     async def handle(self, request: httpx.Request) -> httpx.Response:
         self.requests += 1
+        self.sync_branches()
         path = unquote(request.url.path)
         prefix = httpx.URL(self.base_url).path.rstrip("/")
         if prefix and path.startswith(prefix):
@@ -595,14 +632,8 @@ class FakeGitHub:
             if claims.get("iss") != str(self.app_id) or not fresh:
                 return self._error(401, "'Expiration time' claim ('exp') is too far in the future")
             return None
-        if call.bearer == self.pat:
-            call.caller = self.pat_user
-            return None
-        expires = self.tokens.get(call.bearer)
-        if expires is not None and self.clock() < expires:
-            call.caller = self.bot_user
-            return None
-        return bad
+        call.caller = self.token_user(call.bearer)
+        return bad if call.caller is None else None
 
     # -- routes ----------------------------------------------------------------------------------
 
@@ -939,13 +970,36 @@ class FakeGitHub:
             return self._json(
                 405, example("pulls-merge.405.response-if-merge-cannot-be-performed.json")
             )
+        if self.on_merge is None:
+            merged_sha = self._sha("merge")
+        else:
+            method = str(body.get("merge_method") or "merge")
+            found = self.on_merge(pull, method, self._merge_message(pull, method, body))
+            if found is None:  # the trees conflict: nothing was merged
+                return self._json(
+                    405, example("pulls-merge.405.response-if-merge-cannot-be-performed.json")
+                )
+            merged_sha = found
         pull.merged = True
-        pull.merge_commit_sha = self._sha("merge")
+        pull.merge_commit_sha = merged_sha
         issue.state = "closed"
         self.branches[pull.base_ref] = pull.merge_commit_sha
         data: dict[str, Any] = example("pulls-merge.json")
         data.update(sha=pull.merge_commit_sha, merged=True)
         return self._json(200, data)
+
+    def _merge_message(self, pull: PullState, method: str, body: dict[str, Any]) -> str:
+        """GitHub's default commit message for a merge or squash, unless the request gave one
+        (`commit_title`, `commit_message`). A rebase keeps the pull's own messages."""
+        title = self.issues[pull.number].title
+        if method == "squash":
+            default_title, default_message = f"{title} (#{pull.number})", ""
+        else:
+            default_title = f"Merge pull request #{pull.number} from {self.owner}/{pull.head_ref}"
+            default_message = title
+        head = str(body.get("commit_title") or default_title)
+        rest = str(body.get("commit_message") or default_message)
+        return f"{head}\n\n{rest}" if rest else head
 
     def _create_status(self, call: _Request, sha: str) -> httpx.Response:
         body = call.body or {}
