@@ -67,6 +67,16 @@ def _parser() -> argparse.ArgumentParser:
         headless.add_argument("-m", "--message", help="guidance for the agent")
         headless.add_argument("--json", action="store_true")
 
+    card = verbs.add_parser(
+        "card", help="run a /pair command on a card, e.g. `pairbot card 42 implement until: merged`"
+    )
+    card.add_argument("number", help="the card (issue / work item) number")
+    card.add_argument("command", nargs=argparse.REMAINDER, help="the verb and its arguments")
+    card.add_argument("--json", action="store_true")
+    tick = verbs.add_parser("tick", help="one scheduled step: the oldest-waiting runnable batch")
+    tick.add_argument("batch", nargs="?", help="only this batch (card batches are card-<n>)")
+    tick.add_argument("--json", action="store_true")
+
     batch = verbs.add_parser("batch", help="batch commands").add_subparsers(
         dest="batch_verb", required=True, parser_class=_Parser
     )
@@ -175,7 +185,51 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
             run_headless(root, args.change, args.verb, _deps(env, root), guidance=args.message)
         )
         return _print_result(result, args.json)
+    if args.verb in ("card", "tick"):
+        return _cycle(args, root, env)
     return _batch(args, root, env)
+
+
+def _card_request(number: str, words: list[str], trigger: str) -> Any:
+    """`pairbot card 42 implement until: merged` → the request a `/pair` comment would make."""
+    from app.domain.commands import CommandError, parse_commands  # noqa: PLC0415
+    from app.domain.dispatch import PairRequest  # noqa: PLC0415
+
+    if not number.isdigit() or int(number) < 1:
+        raise UserError(f"card number {number!r} is not a positive integer")
+    if "--json" in words:  # REMAINDER swallows a trailing --json
+        words = [w for w in words if w != "--json"]
+    parsed = parse_commands(f"/{trigger} {' '.join(words)}", trigger=trigger)
+    first = parsed[0] if parsed else None
+    if isinstance(first, CommandError) or first is None:
+        message = first.message if first is not None else "no command given"
+        usage = first.usage if first is not None else ""
+        raise UserError(f"{message}\n{usage}".strip())
+    return PairRequest.from_command(int(number), first, comment=None, delivery="cli")
+
+
+def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
+    from app.engine.cycle import CycleEnv, handle_request, tick  # noqa: PLC0415
+    from app.engine.manifest import load_project_config  # noqa: PLC0415
+
+    project = load_project_config(root)
+    cycle_env = CycleEnv.from_environment(root, env, _deps(env, root))
+    if args.verb == "card":
+        as_json = args.json or "--json" in args.command
+        request = _card_request(args.number, list(args.command), project.trigger)
+        step: Any = asyncio.run(handle_request(cycle_env, request))
+    else:
+        as_json = args.json
+        step = asyncio.run(tick(cycle_env, args.batch))
+    result = getattr(step, "result", step)
+    if as_json:
+        print(json.dumps(step.to_json()))
+        return 1 if result.state == "blocked" else 0
+    code = _print_result(result, False)
+    explanation = getattr(step, "explanation", None)
+    if explanation is not None:
+        print(explanation.to_text())
+    return code
 
 
 def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
@@ -196,8 +250,10 @@ def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
         if not key:
             raise UserError("batch report needs --change (or PAIR_CHANGE in the environment)")
         findings = humans.load_findings(args.findings) if args.findings else None
+        # A card's agent works in its worktree; the engine says where the run-state is.
+        state_root = Path(env["PAIR_STATE_ROOT"]) if env.get("PAIR_STATE_ROOT") else root
         index = humans.record_report(
-            root,
+            state_root,
             batch=args.name or env.get("PAIR_BATCH") or None,
             key=key,
             kind=REPORT_KINDS[kind_arg],

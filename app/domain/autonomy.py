@@ -25,6 +25,15 @@ class GateCondition:
     has: tuple[str, ...] = ()
     lacks: tuple[str, ...] = ()
 
+    @property
+    def text(self) -> str:
+        """The canonical written form, which `parse_gate_condition` reads back to this value."""
+        if self.mode != "when":
+            return self.mode
+        clauses = [f"has:{','.join(self.has)}"] if self.has else []
+        clauses += [f"lacks:{','.join(self.lacks)}"] if self.lacks else []
+        return " ".join(["when", *clauses])
+
     def fires(self, labels: Collection[str]) -> bool:
         """Whether a human is needed: always, never, or a `when` condition that holds."""
         if self.mode != "when":

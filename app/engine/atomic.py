@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from app.errors import StateCorruptError
 
-__all__ = ["read_json", "write_json_atomic"]
+__all__ = ["read_json", "write_bytes_atomic", "write_json_atomic"]
 
 T = TypeVar("T")
 
@@ -25,7 +25,11 @@ T = TypeVar("T")
 def write_json_atomic(path: Path, data: Any) -> None:
     """Replace `path` with `data` as JSON, atomically and durably."""
     # Serialise before touching the disk so a TypeError leaves no temp file behind.
-    payload = (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    write_bytes_atomic(path, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode())
+
+
+def write_bytes_atomic(path: Path, payload: bytes) -> None:
+    """Replace `path` with `payload`, atomically and durably."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # Same directory as the target: os.replace is only atomic within one filesystem.
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

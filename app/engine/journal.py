@@ -33,6 +33,7 @@ EntryKind = Literal[
     "outcome",
     "proof-of-work",
     "proof-of-work-invalidated",
+    "cycle",
 ]
 REPORT_KINDS: tuple[EntryKind, ...] = ("progress", "blocker", "needs-input", "completion")
 ACCEPTED_STATES: frozenset[str] = frozenset({"advanced", "awaiting-approval"})
@@ -53,11 +54,21 @@ class JournalEntry:
     findings: Mapping[str, Any] | None = None
     proof: Mapping[str, Any] | None = None
     usage: Mapping[str, Any] | None = None
+    data: Mapping[str, Any] | None = None  # `cycle` entries: what the card cycle published
 
     def to_record(self) -> dict[str, Any]:
         """The JSON object written to the file."""
         record: dict[str, Any] = {"kind": self.kind, "key": self.key, "at": self.at}
-        for name in ("transition", "session", "state", "verdict", "findings", "proof", "usage"):
+        for name in (
+            "transition",
+            "session",
+            "state",
+            "verdict",
+            "findings",
+            "proof",
+            "usage",
+            "data",
+        ):
             value = getattr(self, name)
             if value is not None:
                 record[name] = value
@@ -80,6 +91,7 @@ class JournalEntry:
             findings=_opt_map(record.get("findings")),
             proof=_opt_map(record.get("proof")),
             usage=_opt_map(record.get("usage")),
+            data=_opt_map(record.get("data")),
         )
 
 

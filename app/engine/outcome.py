@@ -29,8 +29,10 @@ from app.engine.gates import Gate, StepKind, parks_for_approval
 from app.engine.journal import JournalEntry
 from app.engine.transition import ChangeDisk
 
-OutcomeState = Literal["advanced", "blocked", "awaiting-approval", "failed"]
-StepState = Literal["advanced", "blocked", "awaiting-approval", "nothing-ready"]
+# `sent-back`: the agent finished but the engine refused the result (new test failures, a
+# sealed test edited); nothing is parked and the next step runs the transition again.
+OutcomeState = Literal["advanced", "blocked", "awaiting-approval", "failed", "sent-back"]
+StepState = Literal["advanced", "blocked", "awaiting-approval", "nothing-ready", "sent-back"]
 STDERR_TAIL_LINES = 20
 
 

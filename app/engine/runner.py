@@ -16,7 +16,7 @@ validation error in any `.pair/` file is raised before any run-state is touched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from app.engine.manifest import (
     load_manifest,
     load_project_config,
 )
-from app.engine.outcome import SessionEvidence, map_session_to_outcome
+from app.engine.outcome import EngineStepOutcome, SessionEvidence, map_session_to_outcome
 from app.engine.phase_steps import run_decomposition_step, run_pr_step, run_proof_of_work
 from app.engine.runstate import RunLocus, read_parks
 from app.engine.selection import (
@@ -145,6 +145,10 @@ class ChangeStepContext:
     max_fix_rounds: int
     guidance: str | None = None
     history: KeyHistory | None = None  # already folded under the lock; read when absent
+    # The card cycle's check of an accepted result (tests, sealed files, push) before it is
+    # recorded; it may turn the outcome into `sent-back` or `failed`.
+    vet: Callable[[EngineStepOutcome], Awaitable[EngineStepOutcome]] | None = None
+    state_root: Path | None = None  # where run-state lives when the agent works elsewhere
 
 
 async def run_change_step(
@@ -181,6 +185,7 @@ async def run_change_step(
         key=ctx.change,
         batch=ctx.batch,
         instructions=instructions,
+        state_root=ctx.state_root,
     )
     after = read_change_disk(ctx.root, ctx.change)
     verdict: Verdict | None = None
@@ -205,6 +210,8 @@ async def run_change_step(
             verdict_problems=problems,
         )
     )
+    if ctx.vet is not None and outcome.state in ("advanced", "awaiting-approval"):
+        outcome = await ctx.vet(outcome)
     ref = record_outcome(
         ctx.locus,
         deps,

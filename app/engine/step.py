@@ -257,6 +257,7 @@ async def spawn_agent(
     key: str,
     batch: str | None,
     instructions: str,
+    state_root: Path | None = None,
 ) -> Session:
     """Journal `step-started`, spawn exactly one agent for `key`, collect what it reported."""
     session, started = begin_step(locus, deps.clock, key=key, transition=stage)
@@ -286,6 +287,9 @@ async def spawn_agent(
     }
     if batch is not None:
         pair_env["PAIR_BATCH"] = batch
+    if state_root is not None:
+        # The agent works in a card worktree; its reports belong to the run-state elsewhere.
+        pair_env["PAIR_STATE_ROOT"] = str(state_root)
     base = {k: v for k, v in deps.env.items() if k != "PAIR_BATCH"}
     request = AgentSpawnRequest(
         command=argv.command,

@@ -20,6 +20,14 @@ Each call consumes the next behaviour of the most specific list (counters persis
     findings-blocking  (verify) report a blocking finding r<round>-1
     drop-finding       (verify) report converged but drop the earlier finding ids
     slow               sleep a little (PAIR_TEST_SLOW seconds), then ok
+    scope-proposal     (verify) converge, proposing scope change sc-1
+    break-tests        do the work but add a check that fails (the engine sends it back)
+    edit-sealed        do the work and weaken the sealed red checks (refused)
+    red-passing        (red) write a check that already passes (refused: proves nothing)
+
+`red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
+into `<change>.txt`; tests/agents/checks.py runs the checks and writes JUnit XML.
+Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(os.environ.get("PAIR_ROOT", "."))
+# Where the script, its counters, the call log and the findings live. In a card cycle the agent
+# works in a worktree that is reset between steps, so tests point this outside of it.
+SCRATCH = Path(os.environ.get("PAIR_TEST_AGENT_DIR") or ROOT / ".pair")
 CHANGE = os.environ["PAIR_CHANGE"]
 TRANSITION = os.environ["PAIR_TRANSITION"]
 
@@ -42,9 +53,9 @@ def report(*args: str) -> None:
 
 
 def next_behaviour() -> str:
-    script_path = ROOT / ".pair" / "script.json"
+    script_path = SCRATCH / "script.json"
     script = json.loads(script_path.read_text()) if script_path.exists() else {}
-    state_path = ROOT / ".pair" / "script-state.json"
+    state_path = SCRATCH / "script-state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     steps = script.get("steps", {})
     for key in (f"{CHANGE}:{TRANSITION}", TRANSITION):
@@ -81,6 +92,15 @@ def do_work() -> None:
     elif TRANSITION == "apply":
         (ROOT / f"{CHANGE}.txt").write_text("implemented\n")
         write_atomic(plan_path(), plan_path().read_text().replace("- [ ]", "- [x]"))
+    elif TRANSITION == "red":
+        # A check (tests/checks.py runs them) that fails until fix writes "fixed".
+        checks = ROOT / "checks"
+        checks.mkdir(exist_ok=True)
+        for finding in previous_findings() or [{"id": "r1-1"}]:
+            (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains fixed\n")
+    elif TRANSITION == "fix":
+        target = ROOT / f"{CHANGE}.txt"
+        target.write_text(target.read_text() + "fixed\n" if target.exists() else "fixed\n")
     elif TRANSITION == "decompose":
         import yaml  # the venv's interpreter runs this agent
 
@@ -92,11 +112,17 @@ def do_work() -> None:
         write_atomic(manifest, yaml.safe_dump(data, sort_keys=False))
 
 
-def verify_report(findings: list[dict[str, object]], verdict: str) -> None:
-    path = ROOT / ".pair" / f"findings-{CHANGE}.json"
-    write_atomic(
-        path, json.dumps({"acTests": {"AC-1": "tests/test_x.py::test_it"}, "findings": findings})
-    )
+def verify_report(
+    findings: list[dict[str, object]], verdict: str, scope: list[dict[str, object]] | None = None
+) -> None:
+    path = SCRATCH / f"findings-{CHANGE}.json"
+    report_data: dict[str, object] = {
+        "acTests": {"AC-1": "tests/test_x.py::test_it"},
+        "findings": findings,
+    }
+    if scope:
+        report_data["scopeChanges"] = scope
+    write_atomic(path, json.dumps(report_data))
     report("--complete", verdict, "--findings", str(path))
 
 
@@ -131,7 +157,7 @@ def stream_json(text: str) -> None:
 
 def main() -> int:
     instructions = sys.stdin.read()
-    log = ROOT / ".pair" / "agent-log.jsonl"
+    log = SCRATCH / "agent-log.jsonl"
     with log.open("a") as handle:
         handle.write(
             json.dumps(
@@ -170,6 +196,26 @@ def main() -> int:
         env = {**os.environ, "PAIR_SESSION": "dead-session"}
         subprocess.run(["pairbot", "batch", "report", "--complete", "late"], check=True, env=env)
         return 0
+    if behaviour == "break-tests":
+        # Work that breaks an existing check: the engine must send it back.
+        do_work()
+        checks = ROOT / "checks"
+        checks.mkdir(exist_ok=True)
+        (checks / "broken.check").write_text("missing-file.txt contains anything\n")
+        report("--complete", f"{TRANSITION} done (tests broken)")
+        return 0
+    if behaviour == "edit-sealed":
+        do_work()
+        for sealed in (ROOT / "checks").glob("r*.check"):
+            sealed.write_text(f"{CHANGE}.txt contains implemented\n")
+        report("--complete", f"{TRANSITION} done (sealed test weakened)")
+        return 0
+    if behaviour == "red-passing":
+        checks = ROOT / "checks"
+        checks.mkdir(exist_ok=True)
+        (checks / "r1-1.check").write_text(f"{CHANGE}.txt contains implemented\n")
+        report("--complete", "red done (tests pass)")
+        return 0
     if behaviour == "lie":
         report("--complete", "all done (not really)")
         return 0
@@ -193,6 +239,20 @@ def main() -> int:
                 f"{len(earlier) or 1} critical issue(s) found",
             )
             return 0
+        if behaviour == "scope-proposal":
+            verify_report(
+                previous_findings_resolved(),
+                "Ready for archive",
+                scope=[
+                    {
+                        "id": "sc-1",
+                        "type": "new-requirement",
+                        "evidence": "users will also want a lockout notice",
+                        "affectedAc": "AC-1",
+                    }
+                ],
+            )
+            return 0
         if behaviour == "drop-finding":
             verify_report([], "Ready for archive")
             return 0
@@ -204,7 +264,7 @@ def main() -> int:
 
 
 def previous_findings() -> list[dict[str, object]]:
-    path = ROOT / ".pair" / f"findings-{CHANGE}.json"
+    path = SCRATCH / f"findings-{CHANGE}.json"
     if not path.exists():
         return []
     return list(json.loads(path.read_text()).get("findings", []))

@@ -1,0 +1,162 @@
+"""What the card cycle recorded about its host side, folded from the journal. Pure.
+
+The engine's own entries (`step-started`, `outcome`, reports) say what the agents did; the
+card cycle adds `cycle` entries (`data.event`) for what it did on the hosts, so a restarted or
+re-run tick knows what is already published and never does it twice:
+
+    bound            {card, run, mode: implement|refine, until?, merge?, prepare?, agent?}
+    pushed           {sha, transition}           the branch was pushed after an accepted step
+    pr               {number, url}               the card's (draft) pull request
+    sealed           {paths, ids}                red's failing tests, sealed for later steps
+    reviewed         {head, cardHash, converged, blocking, round}
+    review-published {head}                      review comment + `pair-review` status are set
+    scope-packet     {baseline}                  the scope-decision packet comment is up
+    scope-applied    {ref, dispositions, scopeEpoch} a maintainer's decision, applied once
+    scope-card       {proposal, number}          a card created for a `new-card` decision
+    synthesis        {head, confirmed}           the synthesis comment, read back
+    merge-approved   {head}                      `/pair approve` at the merge gate
+    merged           {head, sha}
+    abandoned        {}
+    label            {state}                     the `pr-state:*` label last set (card and PR)
+    tracking         {digest}                    the tracking comment's last body digest
+
+`fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CycleRecord:
+    """The host-side facts of one card's cycle."""
+
+    card: int | None = None
+    run_id: str | None = None  # the cycle's run id (markers carry it); set by the first bound
+    mode: str = "implement"
+    until: str | None = None
+    merge: str | None = None
+    prepare: str | None = None
+    agent: str | None = None
+    pushed: str | None = None  # last pushed head
+    pr: int | None = None
+    pr_url: str = ""
+    sealed_paths: tuple[str, ...] = ()
+    sealed_ids: tuple[str, ...] = ()
+    reviewed_head: str | None = None
+    reviewed_card_hash: str | None = None
+    review_converged: bool | None = None
+    review_blocking: int = 0
+    review_published: str | None = None  # head whose review comment + status are set
+    scope_baseline_posted: str | None = None
+    applied_refs: tuple[str, ...] = ()
+    dispositions: tuple[Mapping[str, Any], ...] = ()
+    split_cards: dict[str, int] = field(default_factory=dict)  # proposal id -> created card
+    scope_epoch: int = 0
+    synthesis_head: str | None = None
+    merge_approved_head: str | None = None
+    merged_sha: str | None = None
+    abandoned: bool = False
+    label: str | None = None
+    label_pr: int | None = None  # the PR the label was last set on too
+    tracking_digest: str | None = None
+    sendbacks: int = 0  # consecutive sent-back outcomes of the current step
+    last_sendback: str = ""
+    history: list[Mapping[str, Any]] = field(default_factory=list)  # outcomes, for tracking
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def fold_cycle(records: Sequence[Mapping[str, Any]], key: str) -> CycleRecord:
+    """One pass over a batch journal's records into `key`'s cycle record."""
+    rec = CycleRecord()
+    for record in records:
+        if record.get("key") != key:
+            continue
+        kind = record.get("kind")
+        if kind == "outcome":
+            state = record.get("state")
+            if state == "sent-back":
+                rec.sendbacks += 1
+                rec.last_sendback = str(record.get("message", ""))
+            else:
+                rec.sendbacks = 0
+            rec.history.append(record)
+            continue
+        if kind != "cycle":
+            continue
+        data = record.get("data")
+        if not isinstance(data, Mapping):
+            continue
+        _apply(rec, str(data.get("event", "")), data)
+    return rec
+
+
+def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
+    # One flat dispatch reads better than a table of lambdas for fourteen small cases.
+    if event == "bound":
+        card = data.get("card")
+        rec.card = card if isinstance(card, int) else rec.card
+        if rec.run_id is None and data.get("run"):
+            rec.run_id = str(data.get("run"))
+        rec.mode = str(data.get("mode", "implement"))
+        for name in ("until", "merge", "prepare", "agent"):
+            value = data.get(name)
+            if value is not None:
+                setattr(rec, name, str(value))
+        rec.abandoned = False
+    elif event == "pushed":
+        rec.pushed = str(data.get("sha"))
+    elif event == "pr":
+        number = data.get("number")
+        rec.pr = number if isinstance(number, int) else rec.pr
+        rec.pr_url = str(data.get("url", ""))
+    elif event == "sealed":
+        rec.sealed_paths = tuple(dict.fromkeys((*rec.sealed_paths, *_strs(data.get("paths")))))
+        rec.sealed_ids = tuple(dict.fromkeys((*rec.sealed_ids, *_strs(data.get("ids")))))
+    elif event == "reviewed":
+        rec.reviewed_head = str(data.get("head"))
+        card_hash = data.get("cardHash")
+        rec.reviewed_card_hash = str(card_hash) if card_hash else None
+        converged = data.get("converged")
+        rec.review_converged = converged if isinstance(converged, bool) else None
+        blocking = data.get("blocking")
+        rec.review_blocking = blocking if isinstance(blocking, int) else 0
+    elif event == "review-published":
+        rec.review_published = str(data.get("head"))
+    elif event == "scope-packet":
+        rec.scope_baseline_posted = str(data.get("baseline"))
+    elif event == "scope-applied":
+        ref = str(data.get("ref"))
+        if ref not in rec.applied_refs:
+            rec.applied_refs = (*rec.applied_refs, ref)
+            items = data.get("dispositions")
+            if isinstance(items, list):
+                rec.dispositions = (
+                    *rec.dispositions,
+                    *(i for i in items if isinstance(i, Mapping)),
+                )
+            epoch = data.get("scopeEpoch")
+            rec.scope_epoch = epoch if isinstance(epoch, int) else rec.scope_epoch
+    elif event == "scope-card":
+        number = data.get("number")
+        if isinstance(number, int):
+            rec.split_cards[str(data.get("proposal"))] = number
+    elif event == "synthesis":
+        rec.synthesis_head = str(data.get("head")) if data.get("confirmed") else None
+    elif event == "merge-approved":
+        rec.merge_approved_head = str(data.get("head"))
+    elif event == "merged":
+        rec.merged_sha = str(data.get("sha"))
+    elif event == "abandoned":
+        rec.abandoned = True
+    elif event == "label":
+        rec.label = str(data.get("state"))
+        rec.label_pr = data.get("pr") if isinstance(data.get("pr"), int) else None
+    elif event == "tracking":
+        rec.tracking_digest = str(data.get("digest"))

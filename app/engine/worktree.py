@@ -1,0 +1,164 @@
+"""A card's own git worktree on branch `pair/<card>`, made fresh for every step.
+
+Each agent step of a card runs in a worktree of the project's repository, checked out on the
+card's branch at its newest known tip: the branch on `origin` when the remote has it (on a fresh
+Actions runner that is the only copy), else the local branch, else the base branch. "Fresh"
+means reset hard and cleaned before the agent starts, so what one step left behind uncommitted
+never leaks into the next, and a step that was refused can be undone by resetting to its start.
+
+The worktree lives under the repository's common git directory (`.git/pair-worktrees/<card>`),
+so it never shows up as untracked files in the user's checkout; git's own `worktree add`
+registers it, and a stale registration left by a killed process is pruned before reuse.
+
+Git runs with a fixed identity (a fresh runner has no `user.name`) and never prompts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import OperatorError
+
+IDENTITY = ("-c", "user.name=pairbot", "-c", "user.email=pairbot@users.noreply.invalid")
+_TIMEOUT_S = 300.0
+
+
+class WorktreeError(OperatorError):
+    """Git refused an operation on the card's worktree; the message carries git's stderr."""
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A prepared worktree: where it is, its branch, and the commit the step starts from."""
+
+    path: Path
+    branch: str
+    start: str
+
+
+def git(cwd: Path, *args: str, check: bool = True, timeout: float = _TIMEOUT_S) -> str:
+    """Run git in `cwd`; stdout stripped. A failure names the command and git's stderr."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+    }
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    done = subprocess.run(
+        ["git", *IDENTITY, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise WorktreeError(f"git {' '.join(args[:3])} failed in {cwd}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def has_remote(root: Path, remote: str = "origin") -> bool:
+    """Whether the repository has `remote`."""
+    return remote in git(root, "remote").split()
+
+
+def current_branch(root: Path) -> str:
+    """The branch checked out in `root` (the default base for a card's PR)."""
+    name = git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    if name == "HEAD":
+        raise WorktreeError(
+            f"{root} is on a detached HEAD; set baseBranch in the batch or check out a branch"
+        )
+    return name
+
+
+def _resolve(root: Path, ref: str) -> str | None:
+    out = git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return out or None
+
+
+def branch_tip(root: Path, branch: str, base: str, remote: str = "origin") -> str:
+    """The commit a step of `branch` starts from: the remote's branch, the local one, or base."""
+    if has_remote(root, remote):
+        fetched = subprocess.run(
+            [
+                "git",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                remote,
+                f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT_S,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+        if fetched.returncode == 0:
+            tip = _resolve(root, f"refs/remotes/{remote}/{branch}")
+            if tip is not None:
+                return tip
+    local = _resolve(root, f"refs/heads/{branch}")
+    if local is not None:
+        return local
+    for ref in (f"refs/remotes/{remote}/{base}", f"refs/heads/{base}", base):
+        found = _resolve(root, ref)
+        if found is not None:
+            return found
+    raise WorktreeError(f"base branch {base!r} does not exist in {root}")
+
+
+def worktree_path(root: Path, card_key: str) -> Path:
+    """`<git common dir>/pair-worktrees/<card>`: inside .git, never an untracked file."""
+    common = Path(git(root, "rev-parse", "--git-common-dir"))
+    if not common.is_absolute():
+        common = (root / common).resolve()
+    return common / "pair-worktrees" / card_key
+
+
+def prepare(root: Path, card_key: str, branch: str, base: str) -> Worktree:
+    """A clean worktree of `branch` at its newest tip; created (or re-created) as needed."""
+    tip = branch_tip(root, branch, base)
+    path = worktree_path(root, card_key)
+    if not (path / ".git").exists():
+        # A killed run may leave a registration without its directory: prune it first.
+        git(root, "worktree", "prune")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git(root, "worktree", "add", "--force", "--detach", str(path), tip)
+    git(path, "checkout", "--quiet", "--force", "-B", branch, tip)
+    git(path, "reset", "--quiet", "--hard", tip)
+    git(path, "clean", "--quiet", "-ffdx")
+    return Worktree(path=path, branch=branch, start=tip)
+
+
+def head(path: Path) -> str:
+    """The worktree's HEAD commit."""
+    return git(path, "rev-parse", "HEAD")
+
+
+def commit_all(path: Path, message: str, exclude: Sequence[str] = ()) -> str:
+    """Commit everything the step changed (but `exclude`); returns HEAD (unchanged if clean)."""
+    pathspec = [".", *(f":(exclude){p}" for p in exclude)]
+    git(path, "add", "--all", "--", *pathspec)
+    if git(path, "diff", "--cached", "--name-only"):
+        git(path, "commit", "--quiet", "--no-verify", "-m", message)
+    return head(path)
+
+
+def changed_paths(path: Path, start: str, end: str = "HEAD") -> list[str]:
+    """Every path added, modified, deleted or renamed (both names) between two commits."""
+    out = git(path, "diff", "--name-status", "--no-renames", start, end)
+    return sorted({line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line})
+
+
+def reset(path: Path, commit: str) -> None:
+    """Throw away everything after `commit` (a refused step)."""
+    git(path, "reset", "--quiet", "--hard", commit)
+    git(path, "clean", "--quiet", "-ffdx")
