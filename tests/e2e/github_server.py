@@ -17,6 +17,9 @@ git smart-HTTP edge (`git http-backend`) over the bare repository, and it accept
 tokens the REST edge accepts (`FakeGitHub.token_user`), sent the way pairbot sends them
 (`AUTHORIZATION: basic base64(x-access-token:TOKEN)`); so the Action needs no remote override.
 A test in this process may instead give `GitHubHost(remote_url=str(bare))` and push by path.
+`checkout(fake, base_url, dest)` makes the workspace `actions/checkout` would: a clone of that
+remote with the token persisted as an `extraheader`, so plain `git fetch`/`git push origin`
+(the `pair-state` branch) authenticate as on a runner.
 
 With `bare_repo` the fake's branches are the bare repository's: before every request
 `branches` is re-read from `git for-each-ref refs/heads` and open pulls' heads follow their
@@ -59,6 +62,7 @@ import httpx
 from aiohttp import web
 from multidict import CIMultiDict
 
+from hosts.github_auth import basic_credential
 from tests.hosts.fake_github import FakeClock, FakeGitHub, PullState
 
 HOST = "127.0.0.1"
@@ -117,6 +121,25 @@ def github_env(fake: FakeGitHub, base_url: str, token: str | None = None) -> dic
         "GITHUB_REPOSITORY": f"{fake.owner}/{fake.repo}",
         "GITHUB_TOKEN": fake.pat if token is None else token,
     }
+
+
+def checkout(fake: FakeGitHub, base_url: str, dest: Path, *, token: str | None = None) -> Path:
+    """A workspace as `actions/checkout` leaves it: cloned from the served remote, `origin` set
+    to it, and the token persisted in the clone's config as
+    `http.<server>/.extraheader = AUTHORIZATION: basic ...` (so later fetches and pushes by the
+    Action, e.g. of the `pair-state` branch, authenticate the way they do on a runner)."""
+    server = base_url.removesuffix(API_PREFIX) + "/"
+    header = f"AUTHORIZATION: basic {basic_credential(fake.pat if token is None else token)}"
+    remote = f"{server}{fake.owner}/{fake.repo}"  # the URL form actions/checkout uses
+    env = {k: v for k, v in os.environ.items() if k[:4] != "GIT_"}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    key = f"http.{server}.extraheader"
+    for argv in (
+        ["git", "-c", f"{key}={header}", "clone", "-q", remote, str(dest)],
+        ["git", "-C", str(dest), "config", "--local", key, header],
+    ):
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+    return dest
 
 
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

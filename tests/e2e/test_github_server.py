@@ -13,12 +13,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from app.engine.statebranch import LOCK_FILE, StateBranch
 from hosts.errors import Conflict, Forbidden
 from hosts.github import ACTIONS_BOT, GitHubHost
 from hosts.models import REVIEW_CONTEXT, ReviewStatus
@@ -26,6 +28,7 @@ from tests.e2e.github_server import (
     ACTIONS_TOKEN,
     WallClock,
     accept_actions_token,
+    checkout,
     github_env,
     serve_fake_github,
 )
@@ -236,6 +239,30 @@ def test_the_git_edge_takes_pushes_with_the_token(fake: FakeGitHub, bare: Path, 
         asyncio.run(scenario(base_url))
     assert git(bare, "rev-parse", "refs/heads/pair/card-2") == head
     assert fake.mutations == 1  # the pull; git traffic is not REST
+
+
+def test_a_checkout_fetches_and_pushes_the_state_branch(
+    fake: FakeGitHub, bare: Path, work: Path, tmp_path: Path
+) -> None:
+    # What the Action does with its workspace: fetch, ls-remote and a compare-and-swap push of
+    # `pair-state` through `origin`, authenticated by the persisted header alone.
+    def tick(host_id: str) -> StateBranch:
+        return StateBranch(workspace, clock=lambda: datetime.now(UTC), host_id=host_id)
+
+    with serve_fake_github(fake, bare_repo=bare) as base_url:
+        workspace = checkout(fake, base_url, tmp_path / "workspace")
+        assert git(workspace, "rev-parse", "HEAD") == git(bare, "rev-parse", "refs/heads/main")
+        lease = tick("runner-1").try_lock("run-1")
+        assert lease is not None
+        assert tick("runner-2").try_lock("run-2") is None  # the lock is on the remote: skip
+        assert fake.requests == 0  # git traffic is not REST
+
+        headers = {"authorization": f"Bearer {fake.pat}"}
+        with httpx.Client(trust_env=False, headers=headers) as client:
+            status = client.get(f"{base_url}/repos/{REPO}/commits/pair-state/status")
+        assert status.json()["sha"] == lease.commit  # the pushed branch, read before routing
+    lock = git(bare, "show", f"refs/heads/pair-state:{LOCK_FILE}")
+    assert '"runId":"run-1"' in lock
 
 
 def test_a_subprocess_reaches_the_fake(fake: FakeGitHub) -> None:
