@@ -114,12 +114,17 @@ def accept_actions_token(fake: FakeGitHub, token: str = ACTIONS_TOKEN) -> str:
 
 
 def github_env(fake: FakeGitHub, base_url: str, token: str | None = None) -> dict[str, str]:
-    """The variables the Action reads to reach this fake (`app.hosting.HostSettings`)."""
+    """The variables that point the Action at this fake: the API and server URLs, the
+    repository, and the token both as the `github-token` input (`action.context`) and as
+    `GITHUB_TOKEN` (`app.hosting.HostSettings`). The run's own variables (event, workspace,
+    outputs) are the caller's."""
+    secret = fake.pat if token is None else token
     return {
         "GITHUB_API_URL": base_url,
         "GITHUB_SERVER_URL": base_url.removesuffix(API_PREFIX),
         "GITHUB_REPOSITORY": f"{fake.owner}/{fake.repo}",
-        "GITHUB_TOKEN": fake.pat if token is None else token,
+        "INPUT_GITHUB_TOKEN": secret,
+        "GITHUB_TOKEN": secret,
     }
 
 
