@@ -325,8 +325,11 @@ def _agent(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...] | None]:
             f"input agent-command={raw_command!r} is not a command line ({err}); allowed: "
             "words separated by spaces, quoted as in a POSIX shell"
         ) from None
-    if not argv:
-        raise UserError("input agent-command is empty after parsing; give the command to run")
+    if not argv or not argv[0]:
+        raise UserError(
+            f"input agent-command={raw_command!r} names no program; allowed: the command line "
+            "that runs your agent, e.g. 'python tools/agent.py'"
+        )
     return "command", argv
 
 

@@ -1,1 +1,1 @@
-"""Tests of the composite Action: its environment, event classification, workflow I/O, action.yml."""
+"""Tests of the composite Action: environment, event classification, workflow I/O, action.yml."""

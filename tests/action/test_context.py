@@ -129,7 +129,7 @@ def test_the_runners_hyphenated_spelling_is_accepted_and_the_underscore_one_wins
     assert ctx.github_token.get_secret_value() == "ghs_hyphenated"
     assert ctx.agent == "command"
     assert ctx.agent_command == ("python", "agent.py")
-    env["INPUT_GITHUB_TOKEN"] = "ghs_underscored"
+    env["INPUT_GITHUB_TOKEN"] = "ghs_underscored"  # noqa: S105  # a fake token
     ctx = ActionContext.from_env(env)
     assert ctx.github_token is not None
     assert ctx.github_token.get_secret_value() == "ghs_underscored"
@@ -235,6 +235,18 @@ def test_every_input_has_an_env_spelling_the_context_reads(tmp_path: Path) -> No
             id="actor-id",
         ),
         pytest.param(
+            "INPUT_AGENT_COMMAND",
+            "''",
+            r"input agent-command=\"''\" names no program",
+            id="agent-command-empty",
+        ),
+        pytest.param(
+            "PAIR_APP_SLUG",
+            "Octo Pair",
+            r"PAIR_APP_SLUG='Octo Pair' is not a GitHub App slug",
+            id="app-slug",
+        ),
+        pytest.param(
             "PAIR_GITHUB_INSTALLATION_ID",
             "abc",
             r"PAIR_GITHUB_INSTALLATION_ID='abc' is not a numeric id",
@@ -247,6 +259,24 @@ def test_an_invalid_value_names_the_input_the_value_and_what_is_allowed(
 ) -> None:
     with pytest.raises(UserError, match=message):
         ActionContext.from_env(base_env(tmp_path, **{variable: value}))
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "attribute", "expected"),
+    [
+        pytest.param("INPUT_UNTIL", "ready-for-merge", "until", "ready-for-merge", id="until"),
+        pytest.param("INPUT_MERGE", "never", "merge", GateCondition("never"), id="merge"),
+        pytest.param(
+            "INPUT_ALLOWLIST", ", 42,,\t7 ,", "allowlist", frozenset({42, 7}), id="allowlist"
+        ),
+        pytest.param("INPUT_LOCUS", "remote", "locus", "remote", id="locus"),
+    ],
+)
+def test_valid_values(
+    tmp_path: Path, variable: str, value: str, attribute: str, expected: object
+) -> None:
+    ctx = ActionContext.from_env(base_env(tmp_path, **{variable: value}))
+    assert getattr(ctx, attribute) == expected
 
 
 def test_agent_command_with_another_agent_is_refused(tmp_path: Path) -> None:
@@ -292,7 +322,8 @@ def test_a_missing_runner_variable_says_where_the_action_runs(
 ) -> None:
     env = base_env(tmp_path)
     del env[variable]
-    with pytest.raises(UserError, match=f"{variable} is not set: `python -m action` runs as a step"):
+    message = f"{variable} is not set: `python -m action` runs as a step"
+    with pytest.raises(UserError, match=message):
         ActionContext.from_env(env)
 
 
