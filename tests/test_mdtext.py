@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.mdtext import EMPTY, cell, clean, code, fenced, inline, one_line
+from app.domain.mdtext import EMPTY, cell, clean, code, fenced, inline, link, one_line, safe_url
 
 # Text built from the pieces an attacker would combine.
 PIECES = st.lists(
@@ -123,3 +123,34 @@ def test_fenced_block_outlasts_any_fence_inside() -> None:
     assert block.endswith("\n`````")
     assert "<!--" not in block
     assert fenced("a\r\nb\rc") == "```\na\nb\nc\n```"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        pytest.param(
+            "https://github.com/o/r/pull/12#issuecomment-1",
+            "https://github.com/o/r/pull/12#issuecomment-1",
+            id="github",
+        ),
+        pytest.param(
+            " http://127.0.0.1:8080/x?a=1&b=2 ", "http://127.0.0.1:8080/x?a=1&b=2", id="port"
+        ),
+        pytest.param("https://example.com", "https://example.com", id="bare-host"),
+        pytest.param("javascript:alert(1)", None, id="javascript"),
+        pytest.param("https://e.com/a)(b", None, id="parenthesis"),
+        pytest.param("https://e.com/a b", None, id="space"),
+        pytest.param("https://e.com/a|b", None, id="pipe"),
+        pytest.param("https://e.com/<x>", None, id="angle"),
+        pytest.param("ftp://e.com/x", None, id="other-scheme"),
+        pytest.param("", None, id="empty"),
+        pytest.param(None, None, id="none"),
+    ],
+)
+def test_safe_url(url: str | None, expected: str | None) -> None:
+    assert safe_url(url) == expected
+
+
+def test_link() -> None:
+    assert link("PR #1", "https://e.com/p/1") == "[PR \\#1](https://e.com/p/1)"
+    assert link("[x]", "javascript:alert(1)") == "\\[x\\]"

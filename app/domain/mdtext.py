@@ -31,6 +31,11 @@ _MARKUP = re.compile(r"([\\`*_\[\]<>|~&#!])")
 # (the way GitHub's own Dependabot quotes release notes).
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _BACKTICKS = re.compile(r"`+")
+# A link target pairbot will write: http(s), a host, then only characters that cannot end the
+# link, split a table cell or open markup (no spaces, parentheses, brackets, quotes, `<>|\`).
+_SAFE_URL = re.compile(
+    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~!$&*+,;=:@%/?#-]*)?"
+)
 
 
 def clean(text: str) -> str:
@@ -88,3 +93,18 @@ def fenced(text: str, info: str = "") -> str:
     longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{body.rstrip()}\n{fence}"
+
+
+def safe_url(url: str | None) -> str | None:
+    """`url` if it is an http(s) URL that is safe as a Markdown link target, else None."""
+    if url is None:
+        return None
+    url = url.strip()
+    return url if _SAFE_URL.fullmatch(url) else None
+
+
+def link(text: str, url: str | None) -> str:
+    """`[text](url)` with the text escaped; just the escaped text when the URL is not safe."""
+    target = safe_url(url)
+    label = inline(text)
+    return f"[{label}]({target})" if target is not None else label
