@@ -94,7 +94,7 @@ _PEM = re.compile(
 class ActionContext(BaseModel):
     """The run (standard Actions variables) and the Action's inputs, validated."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     # -- the run ---------------------------------------------------------------------------
     event_name: str
