@@ -2,7 +2,8 @@
 
 A setting can be given in four scopes, nearest first:
 
-    env       PAIR_AGENT, PAIR_LOCUS, PAIR_IMAGE, PAIR_AGENT_TIMEOUT_MS (passed in, never read here)
+    env       PAIR_AGENT, PAIR_AGENT_COMMAND, PAIR_LOCUS, PAIR_IMAGE, PAIR_AGENT_TIMEOUT_MS
+              (passed in, never read here)
     manifest  `settings:` in `.pair/batches/<name>/batch.yaml` (absent for standalone steps)
     project   `batch:` in `.pair/config.yaml`
     default   the built-in values below
@@ -20,6 +21,7 @@ files and pass the environment in as a mapping.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_LOCUS",
     "DEFAULT_POSTURE",
     "ENV_AGENT",
+    "ENV_AGENT_COMMAND",
     "ENV_AGENT_TIMEOUT_MS",
     "ENV_IMAGE",
     "ENV_LOCUS",
@@ -88,6 +91,7 @@ DEFAULT_AGENT_TIMEOUT_MS: Final = 600_000
 DEFAULT_POSTURE: Final[Posture] = "repo-sandboxed-permissive"
 
 ENV_AGENT: Final = "PAIR_AGENT"
+ENV_AGENT_COMMAND: Final = "PAIR_AGENT_COMMAND"  # shell words, for the `command` agent
 ENV_LOCUS: Final = "PAIR_LOCUS"
 ENV_IMAGE: Final = "PAIR_IMAGE"
 ENV_AGENT_TIMEOUT_MS: Final = "PAIR_AGENT_TIMEOUT_MS"
@@ -303,6 +307,20 @@ def _env_agent(env: Mapping[str, str]) -> str | None:
     return value
 
 
+def _env_agent_command(env: Mapping[str, str]) -> list[str] | None:
+    value = _env(env, ENV_AGENT_COMMAND)
+    if value is None:
+        return None
+    try:
+        words = shlex.split(value)
+    except ValueError as err:
+        raise ConfigError(
+            f"{ENV_AGENT_COMMAND}={value!r} is not a command line ({err}); allowed: shell words, "
+            "e.g. `python agent.py --fast`"
+        ) from None
+    return words or None
+
+
 _T = TypeVar("_T")
 
 
@@ -344,7 +362,7 @@ def resolve_settings(
         manifest.agent_timeout_ms if manifest is not None else None,
         project.agent_timeout_ms if project is not None else None,
     )
-    agent_command = nearest(lambda layer: layer.agent_command)
+    agent_command = _env_agent_command(env) or nearest(lambda layer: layer.agent_command)
     return ResolvedSettings(
         agents=MappingProxyType(agents),
         agent_command=tuple(agent_command) if agent_command is not None else None,

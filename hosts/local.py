@@ -437,6 +437,11 @@ class LocalHost:
         self._store.ensure()
         self.write_count = 0  # mutations this instance made (tests: "unchanged means no write")
 
+    @property
+    def repo(self) -> Path:
+        """The forge's bare repository: where card branches are pushed and fetched from."""
+        return self._store.repo
+
     def _wrote(self) -> None:
         self.write_count += 1
 

@@ -83,17 +83,16 @@ def _resolve(root: Path, ref: str) -> str | None:
 
 
 def branch_tip(root: Path, branch: str, base: str, remote: str = "origin") -> str:
-    """The commit a step of `branch` starts from: the remote's branch, the local one, or base."""
-    if has_remote(root, remote):
+    """The commit a step of `branch` starts from: the remote's branch, the local one, or base.
+
+    `remote` is a remote's name or a repository path (the local forge's bare repository); it
+    is fetched into a private ref, so the user's remote-tracking refs are left alone.
+    """
+    named = not ("/" in remote or remote.startswith("."))
+    if not named or has_remote(root, remote):
+        private = f"refs/pairbot/tips/{branch}"
         fetched = subprocess.run(
-            [
-                "git",
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                remote,
-                f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
-            ],
+            ["git", "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{private}"],
             cwd=root,
             capture_output=True,
             text=True,
@@ -101,10 +100,9 @@ def branch_tip(root: Path, branch: str, base: str, remote: str = "origin") -> st
             check=False,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
-        if fetched.returncode == 0:
-            tip = _resolve(root, f"refs/remotes/{remote}/{branch}")
-            if tip is not None:
-                return tip
+        tip = _resolve(root, private) if fetched.returncode == 0 else None
+        if tip is not None:
+            return tip
     local = _resolve(root, f"refs/heads/{branch}")
     if local is not None:
         return local
@@ -123,9 +121,9 @@ def worktree_path(root: Path, card_key: str) -> Path:
     return common / "pair-worktrees" / card_key
 
 
-def prepare(root: Path, card_key: str, branch: str, base: str) -> Worktree:
+def prepare(root: Path, card_key: str, branch: str, base: str, remote: str = "origin") -> Worktree:
     """A clean worktree of `branch` at its newest tip; created (or re-created) as needed."""
-    tip = branch_tip(root, branch, base)
+    tip = branch_tip(root, branch, base, remote)
     path = worktree_path(root, card_key)
     if not (path / ".git").exists():
         # A killed run may leave a registration without its directory: prune it first.

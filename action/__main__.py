@@ -1,0 +1,201 @@
+"""`python -m action`: one invocation of the composite Action, one step of one card or batch.
+
+    read the Actions environment and the event      action.context, action.event
+    mask every secret before anything is printed    action.workflow.mask
+    take the `pair-state` lock (a pushed commit)    app.engine.statebranch — held elsewhere:
+                                                    exit cleanly as nothing-ready
+    pull the run-state, act on the intent           app.engine.cycle (one step at most)
+    push the run-state, release the lock            even when the step failed
+    write outputs and the job summary               status, card, transition, pr
+
+The agent's streamed output goes into a collapsible log group with workflow commands stopped,
+so nothing an agent prints can set an output, add a mask or end the group. Exit codes: 0 for a
+step taken or nothing to do, 1 for a blocked step or an operator error, 2 for a user error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from action.context import ActionContext
+from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
+from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
+from app.errors import PairbotError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What this invocation did, for the outputs and the job summary."""
+
+    status: str
+    card: int | None = None
+    transition: str = ""
+    pr: int | None = None
+    message: str = ""
+    explanation: str = ""
+    code: int = 0
+
+
+def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> int:
+    """Run one invocation; returns the process exit code."""
+    env = dict(os.environ if env is None else env)
+    out = stream or sys.stdout
+    try:
+        ctx = ActionContext.from_env(env)
+    except PairbotError as err:
+        out.write(f"::error::{escape_data(str(err))}\n")
+        return err.exit_code
+    for secret in ctx.secrets():
+        mask(secret, out)
+    try:
+        intent = classify(
+            ctx.event_name,
+            ctx.read_event(),
+            trigger=ctx.trigger,
+            app_slug=ctx.app_slug,
+            batch=ctx.batch,
+        )
+        if isinstance(intent, Ignore):
+            outcome = Outcome(status="ignored", message=intent.reason)
+        else:
+            outcome = asyncio.run(_locked(ctx, intent, env, out))
+    except PairbotError as err:
+        out.write(f"::error::{escape_data(str(err))}\n")
+        outcome = Outcome(status="error", message=str(err), code=err.exit_code)
+    _finish(ctx, outcome, out)
+    return outcome.code
+
+
+async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: TextIO) -> Outcome:
+    from app.engine.statebranch import StateBranch  # noqa: PLC0415
+    from app.engine.step import utc_now  # noqa: PLC0415
+
+    root = ctx.workspace
+    run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
+    branch = StateBranch(root, clock=utc_now, host_id=f"actions:{ctx.run_id or 'local'}")
+    lease = branch.try_lock(run_id)
+    if lease is None:
+        return Outcome(
+            status="nothing-ready",
+            message="another pairbot run holds the pair-state lock; this one exits",
+        )
+    try:
+        branch.pull(root)
+        with agent_log("pairbot: agent output", out) as log:
+            outcome = await _act(ctx, intent, env, log)
+        from app.engine.cardbatch import card_batches, card_key  # noqa: PLC0415
+
+        cards = [card_key(n) for n in card_batches(root)]
+        branch.push(root, f"pairbot: run {run_id} ({outcome.status})", lease, card_batches=cards)
+    finally:
+        branch.release(lease)
+    return outcome
+
+
+def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:
+    from app.engine.step import EngineDeps  # noqa: PLC0415
+    from app.runtime.select import select_runtime  # noqa: PLC0415
+
+    agent_env = {**env, **ctx.settings_env(), **ctx.agent_env()}
+    if ctx.agent_command:
+        import shlex  # noqa: PLC0415
+
+        agent_env["PAIR_AGENT_COMMAND"] = shlex.join(ctx.agent_command)
+    return EngineDeps(
+        runtime_for=lambda settings: select_runtime(settings, ctx.workspace),
+        env=agent_env,
+        on_line=log.line,
+    )
+
+
+async def _act(ctx: ActionContext, intent: Intent, env: dict[str, str], log: AgentLog) -> Outcome:
+    from app.engine import cycle  # noqa: PLC0415
+
+    host_env = {**env, **_host_variables(ctx)}
+    cycle_env = cycle.CycleEnv.from_environment(ctx.workspace, host_env, _deps(ctx, env, log))
+    if isinstance(intent, Tick):
+        return _outcome(await cycle.tick(cycle_env, intent.batch))
+    if isinstance(intent, Run):
+        return _outcome(await cycle.handle_request(cycle_env, intent.request))
+    if isinstance(intent, HeadMoved):
+        return _outcome(await cycle.handle_head_moved(cycle_env, intent.pull, intent.head_sha))
+    if isinstance(intent, ScopeDecision):
+        return _outcome(await cycle.handle_scope_decision(cycle_env, intent.pull))
+    if isinstance(intent, Comment):
+        from action.comments import handle_comment  # noqa: PLC0415
+
+        return _outcome(await handle_comment(ctx, cycle_env, intent))
+    return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")
+
+
+def _host_variables(ctx: ActionContext) -> dict[str, str]:
+    """The Action's inputs as the variables `app.hosting.HostSettings.from_env` reads."""
+    settings = ctx.host_settings()
+    variables = {
+        "PAIR_GITHUB_REPOSITORY": settings.github_repository or "",
+        "PAIR_GITHUB_API_URL": settings.github_api_url,
+    }
+    if settings.github_token is not None:
+        variables["PAIR_GITHUB_TOKEN"] = settings.github_token.get_secret_value()
+    if settings.github_app_id and settings.github_private_key is not None:
+        variables["PAIR_GITHUB_APP_ID"] = settings.github_app_id
+        variables["PAIR_GITHUB_PRIVATE_KEY"] = settings.github_private_key.get_secret_value()
+        variables["PAIR_GITHUB_INSTALLATION_ID"] = str(settings.github_installation_id)
+    return variables
+
+
+def _outcome(step: Any) -> Outcome:
+    result = getattr(step, "result", step)
+    explanation = getattr(step, "explanation", None)
+    return Outcome(
+        status=getattr(step, "status", None) or result.state,
+        card=getattr(step, "card", None),
+        transition=result.transition,
+        pr=getattr(step, "pr", None),
+        message=result.message or "",
+        explanation=explanation.to_markdown() if explanation is not None else "",
+        code=1 if result.state == "blocked" else 0,
+    )
+
+
+def _finish(ctx: ActionContext, outcome: Outcome, out: TextIO) -> None:
+    set_outputs(
+        ctx.output_path,
+        {
+            "status": outcome.status,
+            "card": str(outcome.card or ""),
+            "transition": outcome.transition,
+            "pr": str(outcome.pr or ""),
+        },
+    )
+    lines = [
+        "## pairbot",
+        "",
+        f"**{outcome.status}**"
+        + (f" — card #{outcome.card}" if outcome.card else "")
+        + (f", `{outcome.transition}`" if outcome.transition else ""),
+        "",
+    ]
+    if outcome.message:
+        lines += [escape_summary(outcome.message), ""]
+    if outcome.explanation:
+        lines += [outcome.explanation, ""]
+    append_summary(ctx.summary_path, "\n".join(lines))
+    out.write(f"pairbot: {outcome.status} {outcome.transition} {outcome.message}".rstrip() + "\n")
+
+
+def escape_summary(text: str) -> str:
+    """A one-paragraph message for the Markdown summary (no HTML, no pings)."""
+    from app.domain import mdtext  # noqa: PLC0415
+
+    return mdtext.inline(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""A `/pair` comment the Action received directly (a repository without the App).
+
+The same decisions as the App, from the same modules: `app.domain.commands.may_act` on the
+author's permission level (from the code host, never `author_association`) and the numeric-id
+allowlist; a malformed command gets its usage and runs nothing; a refused author gets one
+polite reply (edited in place on a repeat, never a second comment); an accepted command is
+acknowledged with 👀 and then handled by the card cycle like a command the App forwarded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from action.context import ActionContext
+from action.event import Comment
+from app.domain.commands import CommandError, may_act
+from app.domain.dispatch import PairRequest
+from app.engine import cycle
+from app.engine.step import StepResult
+from hosts.markers import make_marker
+from hosts.models import Target
+
+
+async def handle_comment(
+    ctx: ActionContext, env: cycle.CycleEnv, intent: Comment
+) -> cycle.CardStep | StepResult:
+    """Authorize, acknowledge and run one comment's command."""
+    code = env.hosts.code
+    target = Target("pull" if intent.is_pull else "card", intent.card)
+    permission = None if intent.author_is_bot else await code.permission(intent.author_login)
+    decision = may_act(
+        author_id=intent.author_id,
+        author_login=intent.author_login,
+        author_is_bot=intent.author_is_bot,
+        permission=permission,
+        allowlist=ctx.allowlist,
+        own_bot_id=None,
+    )
+    if not decision.allowed:
+        if not decision.silent:
+            await _reply(env, target, "refusal", decision.reason)
+        return StepResult("nothing-ready", "", "", message=f"refused: {decision.reason}")
+    command = intent.command
+    if isinstance(command, CommandError):
+        await _reply(env, target, "usage", f"{command.message}\n\n```text\n{command.usage}\n```")
+        return StepResult("nothing-ready", "", "", message=command.message)
+    card = intent.card
+    if intent.is_pull:
+        found = cycle.card_for_pull(env.root, intent.card)
+        if found is None and command.verb != "implement":
+            await _reply(
+                env, target, "usage", f"PR #{intent.card} is not a pairbot card's pull request"
+            )
+            return StepResult("nothing-ready", "", "", message="not a card's pull request")
+        card = found or card
+    await code.react(target, intent.comment.id, "eyes")
+    request = PairRequest.from_command(
+        card, command, comment=intent.comment, delivery=ctx.run_id or ""
+    )
+    return await cycle.handle_request(env, request)
+
+
+async def _reply(env: cycle.CycleEnv, target: Target, kind: str, body: str) -> Any:
+    host = env.hosts.code if target.kind == "pull" else env.hosts.pm
+    pr = target.number if target.kind == "pull" else None
+    return await host.upsert_comment(target, make_marker(kind, target.number, pr), body)

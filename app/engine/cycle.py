@@ -1,0 +1,504 @@
+"""The card cycle: one card advanced by exactly one step, and the commands that drive it.
+
+    handle_request(env, request)   a `/pair <verb>` accepted by the App or the Action
+    advance_card(env, card)        lock the card batch, derive, run ONE step, publish, release
+    tick(env, batch=None)          the schedule: the oldest-waiting runnable batch, one step
+
+A step of a card (`card-<n>`, see `app.engine.cardbatch`), in order:
+
+1. read the journal (agents' reports, the engine's outcomes, the cycle's host records);
+2. a park (awaiting approval, blocked, needs input) or an abandoned card runs nothing;
+3. the card's worktree is made fresh on `pair/card-<n>` at its newest tip
+   (`app.engine.worktree`), and `derive_change` names the transition from its plan;
+4. an agent transition runs through the engine's `run_change_step` with a vet
+   (`app.engine.cycle_vet`): tests before and after, sealed files, commit and push — a result
+   that breaks tests or touches sealed files is sent back, never recorded as advanced;
+5. its publication follows in the same step: the draft PR after the first push, the review
+   comment and `pair-review` status on the reviewed head after a verify;
+6. a converged card goes through `app.domain.cycle_end.decide_cycle_end`: delta re-review,
+   scope decision, the synthesis (published and read back), ready-for-merge, the merge gate;
+7. the `pr-state:*` label and the tracking comment tell what the step left behind.
+
+The agent never holds a forge credential: every host write happens here, after the agent ran.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.domain import cycle_end as ce
+from app.domain.autonomy import GateCondition, parse_gate_condition
+from app.domain.commands import help_text
+from app.domain.dispatch import PairRequest
+from app.domain.explain import Explanation
+from app.domain.sanitize import strip_hidden
+from app.domain.verdict import ScopeChange
+from app.engine import jsonl, lock
+from app.engine import worktree as wt
+from app.engine.cardbatch import card_batches, card_branch, card_key, write_manifest
+from app.engine.cycle_publish import Publisher
+from app.engine.cycle_vet import Vetter
+from app.engine.cyclelog import CycleRecord, fold_cycle
+from app.engine.journal import KeyHistory, fold_records
+from app.engine.manifest import ProjectConfig, load_manifest, load_project_config
+from app.engine.runner import ChangeStepContext, run_change_step
+from app.engine.runstate import RunLocus, read_parks
+from app.engine.selection import Park
+from app.engine.step import EngineDeps, StepResult, journal_event, parked_result
+from app.engine.transition import Derivation, Transition, derive_change, read_change_disk
+from app.errors import BatchLockedError, UserError
+from app.hosting import BoundHosts
+from app.settings import resolve_settings
+from hosts.cardhash import card_hash
+from hosts.labels import PrState
+from hosts.models import Card, Pull, Target
+
+# A card whose label is one of these waits for a person or is finished: a scheduled tick
+# leaves it alone (no API call); a command or a head-moved event wakes it explicitly.
+PASSIVE: frozenset[str] = frozenset(
+    s.value
+    for s in (
+        PrState.AWAITING_APPROVAL,
+        PrState.BLOCKED,
+        PrState.NEEDS_INPUT,
+        PrState.AWAITING_SCOPE_DECISION,
+        PrState.AWAITING_HUMAN,
+        PrState.ESCALATED,
+        PrState.READY_FOR_MERGE,
+        PrState.MERGED,
+        PrState.FAILED_FIX,
+        PrState.INTERRUPTED,
+        PrState.ABANDONED,
+    )
+)
+MERGE_METHOD = "squash"
+
+
+@dataclass(frozen=True)
+class CycleEnv:
+    """What a cycle step needs from the world: the checkout, the hosts, the engine's deps."""
+
+    root: Path  # the project checkout; run-state lives under its .pair/
+    hosts: BoundHosts
+    deps: EngineDeps
+    base_branch: str | None = None
+    remote: str = "origin"  # where the card branches are fetched from (a name or a path)
+
+    @classmethod
+    def from_environment(
+        cls, root: Path, env: Mapping[str, str], deps: EngineDeps, base_branch: str | None = None
+    ) -> CycleEnv:
+        """The hosts the project binds (`.pair/config.yaml` hosts), built from `env`."""
+        from app.domain.binding import resolve_binding  # noqa: PLC0415
+        from app.hosting import HostSettings, build_hosts  # noqa: PLC0415
+
+        project = load_project_config(root)
+        hosts = build_hosts(resolve_binding(project.hosts), HostSettings.from_env(env), root)
+        repo = getattr(hosts.code, "repo", None)  # the local forge pushes to its own repository
+        remote = str(repo) if isinstance(repo, Path) else "origin"
+        return cls(root=root, hosts=hosts, deps=deps, base_branch=base_branch, remote=remote)
+
+
+@dataclass(frozen=True)
+class CardStep:
+    """What one invocation did to one card."""
+
+    result: StepResult
+    card: int
+    status: str  # the pr-state status, e.g. "awaiting-verify"
+    pr: int | None = None
+    explanation: Explanation | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """For `--json` and the Action's outputs."""
+        data = {**self.result.to_json(), "card": self.card, "status": self.status, "pr": self.pr}
+        if self.explanation is not None:
+            data["explanation"] = self.explanation.to_json()
+        return data
+
+
+@dataclass
+class _Card:
+    """One card's state as read under its lock."""
+
+    env: CycleEnv
+    card: int
+    project: ProjectConfig
+    locus: RunLocus
+    records: list[dict[str, Any]]
+    history: KeyHistory
+    rec: CycleRecord
+    parks: dict[str, Park]
+    pub: Publisher
+
+    @property
+    def key(self) -> str:
+        return card_key(self.card)
+
+    def until(self) -> ce.Until:
+        value = self.rec.until or self.project.cycle.until
+        return "merged" if value == "merged" else "ready-for-merge"
+
+    def gate(self, name: str) -> GateCondition:
+        written = self.rec.merge if name == "merge" else self.rec.prepare
+        configured = self.project.cycle.merge if name == "merge" else self.project.cycle.prepare
+        return parse_gate_condition(written or configured)
+
+
+# ---------------------------------------------------------------- commands
+
+
+async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
+    """Apply one accepted command to its card; at most one step runs."""
+    card, key = request.card, card_key(request.card)
+    locus = RunLocus.for_batch(env.root, key)
+    if request.verb in ("implement", "refine"):
+        rec = _read(locus, key)[2]
+        write_manifest(env.root, card, request.args.get("agent"))
+        data: dict[str, Any] = {"event": "bound", "card": card, "mode": request.verb}
+        data["run"] = rec.run_id or uuid.uuid4().hex[:12]
+        data.update({k: v for k, v in request.args.items() if k in _BOUND_KEYS})
+        journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
+        return await advance_card(env, card)
+    if not (env.root / ".pair" / "batches" / key / "batch.yaml").is_file():
+        raise UserError(
+            f"card #{card} has no pairbot cycle yet; comment `/pair implement` on it first"
+        )
+    if request.verb == "help":
+        step = await advance_card(env, card, run=False)
+        publisher = _publisher(env, card, locus)
+        await publisher.reply(Target("card", card), "help", help_text(_trigger(env)))
+        return step
+    if request.verb == "status":
+        return await advance_card(env, card, run=False)
+    if request.verb == "abandon":
+        journal_event(locus, env.deps.clock, kind="cycle", key=key, data={"event": "abandoned"})
+        return await advance_card(env, card, run=False)
+    if request.verb == "rerun-proof":
+        raise UserError(
+            f"card #{card} is a one-card batch without proof-of-work; `rerun-proof` applies to "
+            "batches with phases (pairbot batch rerun-proof <batch> <phase>)"
+        )
+    _, _, rec = _read(locus, key)
+    parked = read_parks(locus).get(key)
+    if request.verb == "approve" and parked is None:
+        if rec.label not in (PrState.AWAITING_HUMAN.value, PrState.ESCALATED.value):
+            raise UserError(
+                f"card #{card} is not waiting for an approval (status "
+                f"{(rec.label or 'unknown').removeprefix('pr-state:')}); nothing to approve"
+            )
+        journal_event(
+            locus,
+            env.deps.clock,
+            kind="cycle",
+            key=key,
+            data={"event": "merge-approved", "head": rec.reviewed_head},
+        )
+        return await advance_card(env, card)
+    from app.engine import humans  # noqa: PLC0415  # only the human verbs need it
+
+    verb = request.verb
+    if verb not in ("approve", "answer", "feedback", "retry"):  # pragma: no cover - exhaustive
+        raise UserError(f"unknown verb {verb!r}")
+    humans.record_human(env.root, key, key, verb, request.text or "", now=env.deps.clock())
+    return await advance_card(env, card)
+
+
+_BOUND_KEYS = ("until", "merge", "prepare", "agent")
+
+
+def _trigger(env: CycleEnv) -> str:
+    try:
+        return load_project_config(env.root).trigger
+    except UserError:
+        return "pair"
+
+
+def _read(locus: RunLocus, key: str) -> tuple[list[dict[str, Any]], KeyHistory, CycleRecord]:
+    records = [dict(r) for r in jsonl.read_records(locus.journal)]
+    return records, fold_records(records).history(key), fold_cycle(records, key)
+
+
+def _publisher(env: CycleEnv, card: int, locus: RunLocus) -> Publisher:
+    return Publisher(
+        pm=env.hosts.pm,
+        code=env.hosts.code,
+        locus=locus,
+        clock=env.deps.clock,
+        card=card,
+        key=card_key(card),
+        root=env.root,
+    )
+
+
+# ---------------------------------------------------------------- one step
+
+
+async def advance_card(env: CycleEnv, card: int, *, run: bool = True) -> CardStep:
+    """Run one step of `card` (or, with `run=False`, only bring its publications up to date)."""
+    key = card_key(card)
+    project = load_project_config(env.root)
+    load_manifest(env.root, key)  # validates; an unknown card batch is a clear error
+    locus = RunLocus.for_batch(env.root, key)
+    held = lock.acquire(locus.lock, now=env.deps.clock())
+    try:
+        records, history, rec = _read(locus, key)
+        state = _Card(
+            env=env,
+            card=card,
+            project=project,
+            locus=locus,
+            records=records,
+            history=history,
+            rec=rec,
+            parks=read_parks(locus),
+            pub=_publisher(env, card, locus),
+        )
+        return await _step(state, held, run=run)
+    finally:
+        lock.release(held)
+
+
+async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
+    from app.engine.cycle_report import publish_status  # noqa: PLC0415  # avoids an import cycle
+
+    rec, key = state.rec, state.key
+    if rec.abandoned:
+        result = StepResult("nothing-ready", key, "", message=f"card #{state.card} is abandoned")
+        return await publish_status(state, result, PrState.ABANDONED, None)
+    park = state.parks.get(key)
+    if park is not None:
+        result = parked_result(key, park)
+        return await publish_status(state, result, PrState.of(park.state), None)
+    env = state.env
+    base = env.base_branch or wt.current_branch(env.root)
+    tree = wt.prepare(env.root, key, card_branch(state.card), base, env.remote)
+    derived = derive_change(
+        read_change_disk(tree.path, key), state.history, state.project.cycle.max_fix_rounds
+    )
+    await _catch_up(state, tree, base)
+    if not run:
+        result = StepResult("nothing-ready", key, "", message="status refreshed")
+        return await publish_status(state, result, _status_of(derived, rec), derived)
+    if rec.mode == "refine" and derived.next not in (None, "propose"):
+        result = StepResult(
+            "nothing-ready",
+            key,
+            "",
+            message="refined: the plan is ready; comment `/pair implement` to build it",
+        )
+        return await publish_status(state, result, PrState.READY, derived)
+    if derived.next is not None:
+        return await _transition(state, held, tree, base, derived.next)
+    if derived.status == "failed-fix":
+        result = StepResult(
+            "nothing-ready",
+            key,
+            "",
+            message=f"the fix loop spent maxFixRounds ({state.project.cycle.max_fix_rounds})",
+        )
+        return await publish_status(state, result, PrState.FAILED_FIX, derived)
+    return await _cycle_end(state, held, tree, base, derived)
+
+
+def _status_of(derived: Derivation, rec: CycleRecord) -> PrState:
+    if derived.status == "failed-fix":
+        return PrState.FAILED_FIX
+    if derived.status == "awaiting-verify":
+        return PrState.AWAITING_VERIFY
+    if derived.status == "done" and rec.label is not None:
+        return PrState(rec.label)
+    if derived.status == "ready":
+        return PrState.READY
+    return PrState.IN_PROGRESS
+
+
+async def _catch_up(state: _Card, tree: wt.Worktree, base: str) -> None:
+    """Finish the publications an earlier, interrupted step recorded as due."""
+    rec = state.rec
+    applied = any(a.transition in ("apply", "fix") for a in state.history.accepted)
+    if rec.pushed is not None and applied and rec.pr is None:
+        card = await state.env.hosts.pm.get_card(state.card)
+        await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
+    if rec.reviewed_head is not None and rec.review_published != rec.reviewed_head:
+        from app.engine.cycle_report import publish_review  # noqa: PLC0415
+
+        await publish_review(state)
+
+
+def _pull_text(card: Card) -> tuple[str, str]:
+    title = strip_hidden(card.title).strip() or f"card #{card.number}"
+    body = (
+        f"Closes #{card.number}.\n\nImplemented by pairbot, test-first, on this branch; an "
+        "independent reviewer checks each pushed head (`pair-review`)."
+    )
+    return f"pair: {title}"[:240], body
+
+
+def card_prompt(card: Card) -> str:
+    """The card as quoted data for an agent: its title and body, hidden content stripped."""
+    return f"Card #{card.number}: {strip_hidden(card.title)}\n\n{strip_hidden(card.body)}"
+
+
+async def _transition(
+    state: _Card,
+    held: lock.LockProof,
+    tree: wt.Worktree,
+    base: str,
+    transition: Transition,
+    *,
+    delta: str | None = None,
+) -> CardStep:
+    from app.engine.cycle_report import after_transition  # noqa: PLC0415
+
+    env, rec = state.env, state.rec
+    card = await env.hosts.pm.get_card(state.card)
+    guidance = [card_prompt(card)]
+    if rec.sendbacks and rec.last_sendback:
+        guidance.append(f"Your previous attempt was sent back by the engine: {rec.last_sendback}")
+    if delta is not None:
+        guidance.append(
+            f"Delta re-review: {delta}. Re-check the earlier findings and what changed since the "
+            f"reviewed head {rec.reviewed_head or '(none)'}; do not start a fresh full pass."
+        )
+    manifest = load_manifest(env.root, state.key)
+    settings = resolve_settings(
+        env=env.deps.env, manifest=manifest.settings, project=state.project.batch
+    )
+    prepare_parks = transition == "propose" and state.gate("prepare").fires(card.labels)
+    vetter = Vetter(
+        state=state, tree=tree, transition=transition, card=card, base=base, settings=settings
+    )
+    vetter.measure_before()
+    ctx = ChangeStepContext(
+        root=tree.path,
+        locus=state.locus,
+        change=state.key,
+        transition=transition,
+        settings=settings,
+        gate="after-propose" if prepare_parks else "voluntary",
+        batch=state.key,
+        phase=manifest.phase_of(state.key),
+        max_fix_rounds=state.project.cycle.max_fix_rounds,
+        guidance="\n\n".join(guidance),
+        history=state.history,
+        vet=vetter.vet,
+        state_root=env.root,
+    )
+    result = await run_change_step(ctx, env.deps, held)
+    return await after_transition(state, result, tree, base, card)
+
+
+async def _cycle_end(
+    state: _Card, held: lock.LockProof, tree: wt.Worktree, base: str, derived: Derivation
+) -> CardStep:
+    from app.engine.cycle_report import act_on_decision  # noqa: PLC0415
+
+    rec, hosts = state.rec, state.env.hosts
+    pull: Pull | None = await hosts.code.get_pull(rec.pr) if rec.pr is not None else None
+    card = await hosts.pm.get_card(state.card)
+    labels = frozenset(card.labels) | frozenset(pull.labels if pull else ())
+    facts = ce.CycleEndFacts(
+        converged=True,
+        pending_scope=len(pending_scope(state)),
+        synthesis_confirmed=rec.synthesis_head is not None
+        and rec.synthesis_head == rec.reviewed_head,
+        until=state.until(),
+        merge_gate=state.gate("merge"),
+        labels=labels,
+        reviewed_head=rec.reviewed_head,
+        current_head=pull.head_sha if pull is not None else None,
+        card_hash_reviewed=rec.reviewed_card_hash,
+        card_hash_now=card_hash(card.title, card.body),
+        pull_state=pull.state if pull is not None else "open",
+        approved=rec.merge_approved_head is not None
+        and rec.merge_approved_head == rec.reviewed_head,
+    )
+    decision = ce.decide_cycle_end(facts)
+    if isinstance(decision, ce.ReReview | ce.Unreviewed):
+        return await _transition(state, held, tree, base, "verify", delta=decision.reason)
+    return await act_on_decision(state, decision, pull, card, derived)
+
+
+def pending_scope(state: _Card) -> list[ScopeChange]:
+    """Scope proposals of the last accepted review that no applied decision has settled."""
+    decided = {str(d.get("id")) for d in state.rec.dispositions}
+    for accepted in reversed(state.history.accepted):
+        if accepted.transition == "verify":
+            raw = (accepted.findings or {}).get("scopeChanges", [])
+            proposals = [ScopeChange.model_validate(p) for p in raw if isinstance(p, dict)]
+            return [p for p in proposals if p.id not in decided]
+    return []
+
+
+# ---------------------------------------------------------------- the schedule
+
+
+async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult:
+    """One scheduled step: the named batch, or the oldest-waiting runnable one."""
+    from app.engine.cardbatch import card_of  # noqa: PLC0415
+    from app.engine.runner import apply_batch  # noqa: PLC0415
+
+    if batch is not None:
+        number = card_of(batch)
+        if number is not None:
+            return await advance_card(env, number)
+        return await apply_batch(env.root, batch, env.deps)
+    waiting: list[tuple[str, int]] = []
+    for number in card_batches(env.root):
+        locus = RunLocus.for_batch(env.root, card_key(number))
+        records, _, rec = _read(locus, card_key(number))
+        if rec.abandoned or rec.label in PASSIVE or read_parks(locus):
+            continue
+        last = str(records[-1].get("at", "")) if records else ""
+        waiting.append((last, number))
+    for _, number in sorted(waiting):
+        try:
+            return await advance_card(env, number)
+        except BatchLockedError:
+            continue
+    return StepResult(
+        "nothing-ready", "", "", message="nothing to do: every card waits for a person or is done"
+    )
+
+
+# ---------------------------------------------------------------- pull request events
+
+
+def card_for_pull(root: Path, pull: int) -> int | None:
+    """The card whose cycle opened `pull`, from the recorded card batches."""
+    for number in card_batches(root):
+        key = card_key(number)
+        if _read(RunLocus.for_batch(root, key), key)[2].pr == pull:
+            return number
+    return None
+
+
+async def handle_head_moved(env: CycleEnv, pull: int, head: str) -> CardStep | StepResult:
+    """A push to the card's PR branch: a reviewed head that moved is re-reviewed (delta).
+
+    pairbot's own push (the head it recorded) is not news: acting on it would make every push
+    trigger the next step, a bot triggering itself.
+    """
+    card = card_for_pull(env.root, pull)
+    if card is None:
+        return StepResult("nothing-ready", "", "", message=f"PR #{pull} is not a pairbot card's")
+    key = card_key(card)
+    rec = _read(RunLocus.for_batch(env.root, key), key)[2]
+    if head in (rec.pushed, rec.reviewed_head):
+        return StepResult(
+            "nothing-ready", key, "", message=f"head {head[:12]} is pairbot's own push"
+        )
+    return await advance_card(env, card)
+
+
+async def handle_scope_decision(env: CycleEnv, pull: int) -> CardStep | StepResult:
+    """A scope-decision comment on the card's PR: the cycle end reads and applies it."""
+    card = card_for_pull(env.root, pull)
+    if card is None:
+        return StepResult("nothing-ready", "", "", message=f"PR #{pull} is not a pairbot card's")
+    return await advance_card(env, card)

@@ -1,0 +1,399 @@
+"""What a card step leaves on the hosts: the review, the PR, the cycle's end, label and tracking.
+
+The card cycle (`app.engine.cycle`) decides; this module renders and publishes through
+`app.engine.cycle_publish.Publisher`, after the step's outcome is recorded:
+
+    after_transition   push → draft PR; verify → review comment + `pair-review` on its head
+    act_on_decision    the cycle end: scope packet or decision, synthesis read back,
+                       ready-for-merge, the merge gate, a merge pinned to the reviewed head
+    publish_status     the one `pr-state:*` label and the tracking comment (with `/pair status`)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app import __version__
+from app.domain import cycle_end as ce
+from app.domain.explain import CardFacts, Explanation, explain
+from app.domain.metrics import reduce_metrics
+from app.domain.review_comment import render_review, review_status_description
+from app.domain.scope import (
+    ExtendCard,
+    NewCard,
+    OpenRemediationRound,
+    Refusal,
+    ScopeDecision,
+    ScopeState,
+    apply_decisions,
+    rewrite_card,
+    validate_decision,
+)
+from app.domain.synthesis import render_synthesis, synthesis_marker
+from app.domain.tracking import TrackingStep, render_tracking
+from app.domain.verdict import FindingsReport
+from app.engine.step import StepResult, iso_now, journal_event
+from app.engine.transition import Derivation
+from app.engine.worktree import Worktree
+from hosts.labels import PrState
+from hosts.markers import make_marker, render
+from hosts.models import Card, Pull, Target, Upserted
+
+if TYPE_CHECKING:
+    from app.engine.cycle import CardStep, _Card
+
+
+async def after_transition(
+    state: _Card, result: StepResult, tree: Worktree, base: str, card: Card
+) -> CardStep:
+    """Publish what an agent transition produced, then the status."""
+    from app.engine.cycle import _pull_text, _read  # noqa: PLC0415
+
+    # Re-read: the step appended its outcome (and the vet its records) to the journal.
+    state.records, state.history, state.rec = _read(state.locus, state.key)
+    rec = state.rec
+    accepted = result.state in ("advanced", "awaiting-approval")
+    if accepted and result.transition in ("apply", "fix", "red") and rec.pushed is not None:
+        await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
+    if accepted and result.transition == "verify":
+        data = {
+            "event": "reviewed",
+            "head": tree.start,
+            "cardHash": _hash(card),
+            "converged": _last_converged(state),
+            "blocking": _blocking(state),
+            "round": state.history.accepted_count("verify"),
+        }
+        journal_event(state.locus, state.env.deps.clock, kind="cycle", key=state.key, data=data)
+        state.records, state.history, state.rec = _read(state.locus, state.key)
+        await publish_review(state)
+    from app.engine.cycle import _status_of  # noqa: PLC0415
+    from app.engine.transition import derive_change, read_change_disk  # noqa: PLC0415
+
+    derived = derive_change(
+        read_change_disk(tree.path, state.key),
+        state.history,
+        state.project.cycle.max_fix_rounds,
+    )
+    status = _status_of(derived, state.rec)
+    if result.state == "awaiting-approval":
+        status = PrState.AWAITING_APPROVAL
+    elif result.state == "blocked":
+        park = state.parks.get(state.key)
+        status = PrState.NEEDS_INPUT if park and park.state == "needs-input" else PrState.BLOCKED
+        from app.engine.runstate import read_parks  # noqa: PLC0415
+
+        parked = read_parks(state.locus).get(state.key)
+        if parked is not None and parked.state == "needs-input":
+            status = PrState.NEEDS_INPUT
+    elif derived.status == "done":
+        status = PrState.IN_PROGRESS  # converged: the cycle end runs on the next step
+    plan = _plan_text(tree, state.key) if result.transition == "propose" else None
+    return await publish_status(state, result, status, derived, plan=plan)
+
+
+def _hash(card: Card) -> str:
+    from hosts.cardhash import card_hash  # noqa: PLC0415
+
+    return card_hash(card.title, card.body)
+
+
+def _last_verify_findings(state: _Card) -> dict[str, Any] | None:
+    for accepted in reversed(state.history.accepted):
+        if accepted.transition == "verify":
+            return dict(accepted.findings) if accepted.findings else None
+    return None
+
+
+def _last_converged(state: _Card) -> bool | None:
+    for accepted in reversed(state.history.accepted):
+        if accepted.transition == "verify":
+            return accepted.converged
+    return None
+
+
+def _blocking(state: _Card) -> int:
+    findings = _last_verify_findings(state) or {}
+    return sum(
+        1
+        for f in findings.get("findings", [])
+        if isinstance(f, dict) and f.get("blocking") and f.get("transition", "open") == "open"
+    )
+
+
+def _plan_text(tree: Worktree, key: str) -> str | None:
+    plan = tree.path / ".pair" / "changes" / key / "plan.md"
+    return plan.read_text(encoding="utf-8", errors="replace") if plan.is_file() else None
+
+
+async def publish_review(state: _Card) -> None:
+    """The review comment and `pair-review` status of the last recorded review."""
+    rec = state.rec
+    head = rec.reviewed_head
+    if head is None or rec.pr is None:
+        return
+    raw = _last_verify_findings(state)
+    report = FindingsReport.model_validate(raw) if raw else FindingsReport()
+    converged = bool(rec.review_converged)
+    round_ = state.history.accepted_count("verify")
+    body = render_review(report, head=head, review_round=round_, converged=converged)
+    description = review_status_description(converged=converged, blocking=rec.review_blocking)
+    await state.pub.review(rec, head, body, "success" if converged else "failure", description)
+
+
+# ---------------------------------------------------------------- the cycle's end
+
+
+async def act_on_decision(
+    state: _Card, decision: ce.Decision, pull: Pull | None, card: Card, derived: Derivation
+) -> CardStep:
+    """Carry out the cycle-end decision (never ReReview: the caller runs that verify)."""
+    key, rec, pub = state.key, state.rec, state.pub
+    if isinstance(decision, ce.AwaitingScopeDecision) and pull is not None:
+        return await _scope(state, pull, card, derived)
+    if isinstance(decision, ce.Publish | ce.FailedPublication) and pull is not None:
+        confirmed = await _publish_synthesis(state, pull)
+        status = PrState.READY_FOR_MERGE if confirmed else PrState.FAILED_PUBLICATION
+        if confirmed and state.until() == "merged":
+            status = PrState.IN_PROGRESS  # the merge gate decides on the next step
+        message = (
+            "synthesis published and read back"
+            if confirmed
+            else "the synthesis comment could not be confirmed"
+        )
+        result = StepResult("advanced" if confirmed else "blocked", key, "publish", message=message)
+        return await publish_status(state, result, status, derived)
+    if isinstance(decision, ce.Merge) and pull is not None:
+        merged = await state.env.hosts.code.merge(pull.number, decision.head, "squash")
+        pub.record("merged", head=decision.head, sha=merged.sha)
+        rec.merged_sha = merged.sha
+        result = StepResult(
+            "advanced", key, "merge", message=f"merged {decision.head[:12]}: {decision.reason}"
+        )
+        return await publish_status(state, result, PrState.MERGED, derived)
+    result = StepResult("nothing-ready", key, "", message=decision.reason)
+    return await publish_status(state, result, decision.pr_state, derived)
+
+
+async def _publish_synthesis(state: _Card, pull: Pull) -> bool:
+    rec = state.rec
+    run_id = rec.run_id or "run"
+    metrics = reduce_metrics(
+        [r for r in state.records if r.get("key") == state.key],
+        as_of=iso_now(state.env.deps.clock),
+        decisions={str(d.get("id")): str(d.get("action")) for d in rec.dispositions},
+    )
+    body = render_synthesis(
+        state.card,
+        pull.number,
+        run_id,
+        status="ready-for-merge",
+        reviewed_head=rec.reviewed_head,
+        versions={"pairbot": __version__},
+        models={},
+        metrics=metrics,
+        metrics_revision=1,
+    )
+    marker = synthesis_marker(state.card, pull.number, run_id)
+    done = await state.env.hosts.code.upsert_comment(Target("pull", pull.number), marker, body)
+    # Read back: the upsert re-reads the comment; it must carry exactly what was rendered.
+    confirmed = done.outcome in (
+        Upserted.CREATED,
+        Upserted.UPDATED,
+        Upserted.UNCHANGED,
+    ) and done.comment.body.startswith(render(marker, body)[: len(marker)])
+    state.pub.record("synthesis", head=rec.reviewed_head, confirmed=confirmed)
+    rec.synthesis_head = rec.reviewed_head if confirmed else None
+    return confirmed
+
+
+async def _scope(state: _Card, pull: Pull, card: Card, derived: Derivation) -> CardStep:
+    from app.engine.cycle import pending_scope  # noqa: PLC0415
+
+    key, rec, pub, hosts = state.key, state.rec, state.pub, state.env.hosts
+    pending = pending_scope(state)
+    comment = await hosts.code.read_scope_decision(pull.number)
+    if comment is not None and comment.id not in rec.applied_refs:
+        checked = validate_decision(
+            comment,
+            maintainer=state.project.maintainer,
+            assignees=pull.assignees or card.assignees,
+            pending=pending,
+        )
+        if isinstance(checked, Refusal):
+            await pub.reply(
+                Target("pull", pull.number),
+                "scope-refusal",
+                f"pairbot did not apply the scope decision ({checked.code}): {checked.message}",
+            )
+        else:
+            rewritten = rewrite_card(card.body, checked)
+            if isinstance(rewritten, Refusal):
+                await pub.reply(
+                    Target("pull", pull.number),
+                    "scope-refusal",
+                    f"pairbot did not apply the scope decision ({rewritten.code}): "
+                    f"{rewritten.message}",
+                )
+            else:
+                return await _apply_scope(
+                    state, card, decision=checked, body=rewritten, derived=derived
+                )
+    await pub.scope_packet(rec, pending)
+    result = StepResult(
+        "nothing-ready",
+        key,
+        "",
+        message=f"{len(pending)} scope proposal(s) await the maintainer's decision",
+    )
+    return await publish_status(state, result, PrState.AWAITING_SCOPE_DECISION, derived)
+
+
+async def _apply_scope(
+    state: _Card, card: Card, *, decision: ScopeDecision, body: str, derived: Derivation
+) -> CardStep:
+    from app.engine.cycle import pending_scope  # noqa: PLC0415
+
+    key, rec, pub, hosts = state.key, state.rec, state.pub, state.env.hosts
+    ledger = ScopeState(
+        pending=tuple(pending_scope(state)),
+        applied_refs=rec.applied_refs,
+        scope_epoch=rec.scope_epoch,
+    )
+    new_state, effects = apply_decisions(ledger, decision)
+    for effect in effects:
+        if isinstance(effect, NewCard) and effect.proposal_id not in rec.split_cards:
+            created = await hosts.pm.create_card(effect.title, effect.body)
+            pub.record("scope-card", proposal=effect.proposal_id, number=created.number)
+        elif isinstance(effect, ExtendCard) and body != card.body:
+            await hosts.pm.update_card(state.card, body=body)
+    remediation = next((e for e in effects if isinstance(e, OpenRemediationRound)), None)
+    dispositions = [
+        {"id": d.id, "type": d.type, "action": d.action, "ref": d.decision_ref, "ac": d.ac}
+        for d in new_state.dispositions
+        if d.decision_ref == decision.ref
+    ]
+    pub.record(
+        "scope-applied",
+        ref=decision.ref,
+        dispositions=dispositions,
+        scopeEpoch=new_state.scope_epoch,
+    )
+    if remediation is not None:
+        # One remediation round through the ordinary pipeline: apply again for the extended
+        # ACs, then the delta re-review the changed card hash asks for.
+        journal_event(
+            state.locus,
+            state.env.deps.clock,
+            kind="feedback",
+            key=key,
+            transition="apply",
+            message="The maintainer extended the card's scope: implement the rewritten "
+            f"acceptance criteria {', '.join(remediation.acs)} (see the card).",
+        )
+    result = StepResult(
+        "advanced",
+        key,
+        "scope-decision",
+        message=f"applied scope decision {decision.ref}: "
+        + ", ".join(f"{d['id']} → {d['action']}" for d in dispositions),
+    )
+    status = PrState.IN_PROGRESS
+    return await publish_status(state, result, status, derived)
+
+
+# ---------------------------------------------------------------- label + tracking
+
+
+def card_facts(state: _Card, status: PrState, derived: Derivation | None) -> CardFacts:
+    """The `/pair status` facts of a card, from what its journal says."""
+    from app.engine.cycle import pending_scope  # noqa: PLC0415
+
+    rec = state.rec
+    park = state.parks.get(state.key)
+    return CardFacts(
+        card=state.card,
+        status=status.value.removeprefix("pr-state:"),
+        next_step=_next_step(status, derived),
+        park_reason=park.reason if park else None,
+        fix_rounds_used=derived.fix_rounds if derived else 0,
+        max_fix_rounds=state.project.cycle.max_fix_rounds,
+        review_round=state.history.accepted_count("verify"),
+        open_blocking=rec.review_blocking,
+        pending_scope=len(pending_scope(state)),
+        pr=rec.pr,
+        pr_url=rec.pr_url,
+        reviewed_head=rec.reviewed_head,
+        until=state.until(),
+        merge_gate=(rec.merge or state.project.cycle.merge),
+        prepare_gate=(rec.prepare or state.project.cycle.prepare),
+        records=tuple(r for r in state.records if r.get("key") == state.key),
+    )
+
+
+def _next_step(status: PrState, derived: Derivation | None) -> str | None:
+    if status in (PrState.READY_FOR_MERGE, PrState.MERGED, PrState.ABANDONED):
+        return None
+    if derived is not None and derived.next is not None:
+        return derived.next
+    return None
+
+
+async def publish_status(
+    state: _Card,
+    result: StepResult,
+    status: PrState,
+    derived: Derivation | None,
+    *,
+    plan: str | None = None,
+) -> CardStep:
+    """Set the one `pr-state:*` label and upsert the tracking comment; the step's summary."""
+    from app.engine.cycle import CardStep  # noqa: PLC0415
+
+    await state.pub.label(state.rec, status)
+    facts = card_facts(state, status, derived)
+    explanation = explain(facts)
+    steps = tuple(
+        TrackingStep(
+            at=str(r.get("at", "")),
+            transition=str(r.get("transition", "")),
+            outcome=str(r.get("state", "")),
+            message=str(r.get("message", "")),
+            tokens=_tokens(r.get("usage")),
+        )
+        for r in state.rec.history
+    )
+    body = render_tracking(facts, explanation, steps, plan=plan)
+    await state.pub.tracking(state.rec, body)
+    return CardStep(
+        result=result,
+        card=state.card,
+        status=facts.status,
+        pr=state.rec.pr,
+        explanation=explanation,
+    )
+
+
+def _tokens(usage: Any) -> int | None:
+    if not isinstance(usage, dict):
+        return None
+    total = usage.get("totalTokens")
+    if isinstance(total, int):
+        return total
+    parts = [usage.get("inputTokens"), usage.get("outputTokens")]
+    return sum(parts) if all(isinstance(p, int) for p in parts) else None  # type: ignore[arg-type]
+
+
+def marker_for_tracking(card: int) -> str:
+    """The tracking comment's marker (the App acknowledges into the same comment)."""
+    return make_marker("tracking", card)
+
+
+__all__ = [
+    "Explanation",
+    "act_on_decision",
+    "after_transition",
+    "marker_for_tracking",
+    "publish_review",
+    "publish_status",
+]

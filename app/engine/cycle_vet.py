@@ -1,0 +1,124 @@
+"""The engine's check of an agent's result before it is recorded, and the push that follows.
+
+`Vetter.measure_before()` runs the tests on the tree the step starts from; `Vetter.vet` is the
+hook `run_change_step` calls with an accepted outcome, before the outcome is journaled:
+
+    propose        commit the plan and push the branch (no PR yet: nothing to review)
+    apply / fix    commit; refuse edits to sealed tests or the test runner's configuration
+                   (unless `tests.mayModifyTests` allows the path); run the tests and refuse
+                   new failures (fix: every sealed red test must pass); then push
+    red            commit; the tests red wrote must fail — their ids and files are sealed; push
+    verify         the reviewer changes nothing: its edits are discarded; the reviewed head is
+                   the pushed head the step started from
+
+A refused result is reset away (the branch stays at the step's start, nothing is pushed) and
+the outcome becomes `sent-back`, naming each file or test, so the next step runs the transition
+again with the reason in its prompt; after `MAX_SENDBACKS` in a row it is `failed` (a blocked
+park a maintainer clears with `/pair retry`). The push happens before the outcome is recorded:
+a run killed in between re-runs the step on the pushed tip, and nothing of an accepted result
+lives only on a runner that is gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from app.domain.guarded import guarded_violations
+from app.domain.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
+from app.engine import worktree as wt
+from app.engine.outcome import EngineStepOutcome
+from app.engine.testrun import run_tests
+from app.engine.transition import Transition
+from app.settings import ResolvedSettings
+from hosts.models import Card
+
+if TYPE_CHECKING:
+    from app.engine.cycle import _Card
+
+MAX_SENDBACKS = 3
+_CHECKED: frozenset[str] = frozenset({"apply", "red", "fix"})
+
+
+@dataclass
+class Vetter:
+    """One step's vetting: what the tests said before, and what the vet decided."""
+
+    state: _Card
+    tree: wt.Worktree
+    transition: Transition
+    card: Card
+    base: str
+    settings: ResolvedSettings
+    before: TestRun = field(default_factory=NoTestCommand)
+    verdict: IterationVerdict | None = None
+    pushed: str | None = None
+    refused: str | None = None
+
+    def _tests(self) -> TestRun:
+        tests = self.state.project.tests
+        return run_tests(self.tree.path, tests.command, tests.junit, self.state.env.deps.env)
+
+    def measure_before(self) -> None:
+        """The failing set of the starting tree (apply, red and fix only)."""
+        if self.transition in _CHECKED:
+            self.before = self._tests()
+
+    async def vet(self, outcome: EngineStepOutcome) -> EngineStepOutcome:
+        """Check, commit and push an accepted result; or send it back, naming why."""
+        path, start = self.tree.path, self.tree.start
+        if self.transition == "verify":
+            wt.reset(path, start)  # a reviewer's edits are not part of the PR
+            return outcome
+        junit = self.state.project.tests.junit
+        end = wt.commit_all(
+            path,
+            f"pair: {self.transition} for card #{self.card.number}",
+            exclude=[junit] if junit else [],
+        )
+        problems: list[str] = []
+        if self.transition in _CHECKED:
+            rec = self.state.rec
+            for violation in guarded_violations(
+                wt.changed_paths(path, start, end),
+                sealed_paths=rec.sealed_paths,
+                may_modify=self.state.project.tests.may_modify_tests,
+                junit=junit,
+            ):
+                problems.append(violation.reason)
+            if not problems:
+                self.verdict = iteration_verdict(
+                    self.transition,  # type: ignore[arg-type]  # narrowed by _CHECKED
+                    self.before,
+                    self._tests(),
+                    rec.sealed_ids,
+                )
+                if not self.verdict.accepted:
+                    problems.append(self.verdict.reason)
+        if problems:
+            wt.reset(path, start)
+            return self._send_back(outcome, problems)
+        if end != start or self.state.rec.pushed != end:
+            self.pushed = await self.state.env.hosts.code.push_branch(path, self.tree.branch)
+            self.state.pub.record("pushed", sha=self.pushed, transition=self.transition)
+            self.state.rec.pushed = self.pushed
+        if self.transition == "red" and self.verdict is not None:
+            sealed = wt.changed_paths(path, start, end)
+            self.state.pub.record("sealed", paths=sealed, ids=sorted(self.verdict.seal))
+        return outcome
+
+    def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:
+        reason = "; ".join(problems)
+        self.refused = reason
+        if self.state.rec.sendbacks + 1 >= MAX_SENDBACKS:
+            message = (
+                f"{self.transition} was refused {MAX_SENDBACKS} times in a row; last: {reason}. "
+                "Comment `/pair retry` (or `/pair feedback <text>`) to try again."
+            )
+            return replace(outcome, state="failed", message=message, blocker=message)
+        return replace(
+            outcome,
+            state="sent-back",
+            message=f"{self.transition} sent back: {reason}",
+            approval_request=None,
+        )

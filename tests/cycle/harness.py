@@ -1,0 +1,191 @@
+"""A card project for end-to-end cycle tests: a real git repo, a local forge, a scripted agent.
+
+`CardProject` is a project whose `.pair/config.yaml` binds the `local` host (a forge kept in a
+directory beside it), runs the scripted agent through the real process runtime, and tests with
+`tests/agents/checks.py` writing real JUnit XML. Commands go through the same grammar as a
+`/pair` comment (`command("implement until: merged")`), and every step through the real
+`handle_request` / `advance_card` — nothing in the engine is replaced.
+
+Invariants a test can assert after every step: `comments_with(marker)` (one each), `labels()`
+(exactly one `pr-state:*` on the card and its PR), `review_statuses()` (on the reviewed head).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.domain.commands import Command, parse_commands
+from app.domain.dispatch import PairRequest
+from app.engine.cycle import CardStep, CycleEnv, advance_card, handle_request
+from app.engine.step import EngineDeps
+from app.hosting import BoundHosts
+from app.runtime.process import ProcessRuntime
+from hosts.local import LocalForge
+from hosts.models import Author, Target
+from tests.conftest import AGENT, agent_env
+
+CHECKS = Path(__file__).resolve().parents[1] / "agents" / "checks.py"
+MAINTAINER = Author(login="octocat", id="583231")
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+@dataclass
+class CardProject:
+    """A project, its local forge and the scripted agent's scratch directory."""
+
+    root: Path
+    forge: LocalForge
+    scratch: Path
+    card: int
+
+    # ------------------------------------------------------------ set-up
+
+    @classmethod
+    def create(
+        cls,
+        tmp: Path,
+        *,
+        cycle: dict[str, Any] | None = None,
+        body: str = "AC-1: it works\n",
+        labels: tuple[str, ...] = (),
+    ) -> CardProject:
+        root = tmp / "repo"
+        (root / ".pair").mkdir(parents=True)
+        config = {
+            "hosts": {"pm": "local", "code": "local"},
+            "maintainer": MAINTAINER.login,
+            "cycle": {"prepare": "never", **(cycle or {})},
+            "tests": {
+                "command": f"{sys.executable} {CHECKS} .pair/junit.xml",
+                "junit": ".pair/junit.xml",
+            },
+            "batch": {
+                "agent": "command",
+                "agentCommand": [sys.executable, str(AGENT)],
+                "agentTimeoutMs": 60_000,
+            },
+        }
+        (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
+        (root / "README.md").write_text("# project\n")
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "init")
+        forge = LocalForge(tmp / "forge")
+        git(root, "push", "-q", str(forge.repo), "main")
+        card = forge.seed_card("Add the widget", body, labels=labels, author=MAINTAINER)
+        scratch = tmp / "agent"
+        scratch.mkdir()
+        return cls(root=root, forge=forge, scratch=scratch, card=card)
+
+    def script(self, steps: dict[str, list[str]], default: str = "ok") -> None:
+        (self.scratch / "script.json").write_text(json.dumps({"default": default, "steps": steps}))
+
+    # ------------------------------------------------------------ driving
+
+    def env(self) -> CycleEnv:
+        host = self.forge.host()
+        deps = EngineDeps(
+            runtime_for=lambda _settings: ProcessRuntime(kill_grace_s=0.2),
+            env=agent_env({"PAIR_TEST_AGENT_DIR": str(self.scratch)}),
+        )
+        return CycleEnv(
+            root=self.root,
+            hosts=BoundHosts(pm=host, code=host),
+            deps=deps,
+            remote=str(self.forge.repo),
+        )
+
+    def command(self, text: str) -> CardStep:
+        parsed = parse_commands(f"/pair {text}")
+        assert parsed and isinstance(parsed[0], Command), parsed
+        request = PairRequest.from_command(self.card, parsed[0], comment=None)
+        return asyncio.run(handle_request(self.env(), request))
+
+    def step(self) -> CardStep:
+        return asyncio.run(advance_card(self.env(), self.card))
+
+    def until_quiet(self, limit: int = 20) -> list[CardStep]:
+        """Advance until a step runs nothing (a park, or the end); every step is checked."""
+        steps: list[CardStep] = []
+        for _ in range(limit):
+            step = self.step()
+            steps.append(step)
+            self.assert_invariants()
+            if step.result.state in ("nothing-ready", "blocked", "awaiting-approval"):
+                return steps
+        raise AssertionError(f"no quiet state after {limit} steps: {[s.status for s in steps]}")
+
+    # ------------------------------------------------------------ observing
+
+    @property
+    def host(self) -> Any:
+        return self.forge.host()
+
+    def pull(self) -> int | None:
+        pulls = sorted((self.forge.root / "pulls").glob("*.json"))
+        return int(pulls[0].stem) if pulls else None
+
+    def comments(self, number: int) -> list[dict[str, Any]]:
+        path = self.forge.root / "comments" / f"{number}.json"
+        return json.loads(path.read_text()) if path.exists() else []
+
+    def labels(self, number: int) -> list[str]:
+        kind = "pulls" if number == self.pull() else "cards"
+        data = json.loads((self.forge.root / kind / f"{number}.json").read_text())
+        return [label for label in data["labels"] if label.startswith("pr-state:")]
+
+    def statuses(self, pull: int) -> dict[str, Any]:
+        path = self.forge.root / "statuses" / f"{pull}.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def journal(self) -> list[dict[str, Any]]:
+        path = self.root / ".pair" / "batches" / f"card-{self.card}" / "run" / "journal.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+    def cycle_events(self, event: str) -> list[dict[str, Any]]:
+        return [
+            r["data"]
+            for r in self.journal()
+            if r.get("kind") == "cycle" and r.get("data", {}).get("event") == event
+        ]
+
+    def marker_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        targets = [self.card] + ([self.pull()] if self.pull() else [])
+        for number in targets:
+            for comment in self.comments(int(number)):  # type: ignore[arg-type]
+                first = comment["body"].splitlines()[0] if comment["body"] else ""
+                if first.startswith("<!-- pair:"):
+                    counts[first] = counts.get(first, 0) + 1
+        return counts
+
+    def assert_invariants(self) -> None:
+        """Every comment once; exactly one pr-state label on card and PR once labelled."""
+        duplicated = {m: n for m, n in self.marker_counts().items() if n > 1}
+        assert not duplicated, duplicated
+        card_labels = self.labels(self.card)
+        assert len(card_labels) <= 1, card_labels
+        pull = self.pull()
+        if pull is not None and card_labels:
+            assert self.labels(pull) == card_labels, (self.labels(pull), card_labels)
+
+    def comment_as_maintainer(self, target: Target, body: str) -> str:
+        return self.forge.comment_as(MAINTAINER, target, body)
