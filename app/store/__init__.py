@@ -1,0 +1,27 @@
+"""The App's persistence: the `Store` interface and its embedded SQLite implementation."""
+
+from app.store.base import (
+    CommandRecord,
+    DeliveryRecord,
+    InstallationChange,
+    InstallationRecord,
+    JobKind,
+    JobRecord,
+    JobState,
+    NewJob,
+    Store,
+)
+from app.store.sqlite import SqliteStore
+
+__all__ = [
+    "CommandRecord",
+    "DeliveryRecord",
+    "InstallationChange",
+    "InstallationRecord",
+    "JobKind",
+    "JobRecord",
+    "JobState",
+    "NewJob",
+    "SqliteStore",
+    "Store",
+]

@@ -1,0 +1,481 @@
+"""`SqliteStore`: the App's store in one SQLite file, the embedded default (docs/app.md, The store).
+
+- WAL mode (the status page reads while the edge writes), a busy timeout (a second connection
+  waits for the write lock instead of failing), `synchronous=FULL` (a delivery answered 2xx
+  survives a power cut, not only a process crash) and foreign keys on.
+- The schema is migrated forward on `open()`: `PRAGMA user_version` counts the migrations
+  applied; each runs in its own transaction, so a crash mid-migration leaves the old schema.
+  A store written by a newer pairbot is refused (an operator error), never downgraded.
+- The stdlib `sqlite3` is blocking: every call runs in a worker thread (`asyncio.to_thread`)
+  on one connection guarded by a lock. Writes are serialised anyway (SQLite has one writer),
+  and each transaction is a handful of statements, so one connection is not the bottleneck.
+- Writes use `BEGIN IMMEDIATE`: the write lock is taken up front, so two processes cannot
+  both read "not seen" for one delivery id and then both insert it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+from app.errors import OperatorError
+from app.store.base import (
+    DeliveryRecord,
+    InstallationChange,
+    InstallationRecord,
+    JobKind,
+    JobRecord,
+    JobState,
+    NewJob,
+    TargetKind,
+)
+
+T = TypeVar("T")
+
+# Each entry is one migration; its index + 1 is the `user_version` it leaves behind.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE deliveries (
+        source      TEXT NOT NULL,
+        id          TEXT NOT NULL,
+        event       TEXT NOT NULL,
+        action      TEXT,
+        status      TEXT NOT NULL,
+        note        TEXT NOT NULL DEFAULT '',
+        jobs        INTEGER NOT NULL DEFAULT 0,
+        received_at REAL NOT NULL,
+        PRIMARY KEY (source, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX deliveries_received ON deliveries (received_at);
+
+    CREATE TABLE jobs (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        delivery_id  TEXT NOT NULL,
+        kind         TEXT NOT NULL CHECK (kind IN ('command', 'scope-decision', 'head-moved')),
+        source       TEXT NOT NULL,
+        repo         TEXT NOT NULL,
+        installation INTEGER,
+        target       TEXT NOT NULL CHECK (target IN ('card', 'pull')),
+        number       INTEGER NOT NULL,
+        dedupe_key   TEXT NOT NULL UNIQUE,
+        serial_key   TEXT NOT NULL,
+        request      TEXT NOT NULL,
+        state        TEXT NOT NULL DEFAULT 'queued'
+                     CHECK (state IN ('queued', 'running', 'done', 'failed')),
+        stage        TEXT NOT NULL DEFAULT '',
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        not_before   REAL NOT NULL DEFAULT 0,
+        result       TEXT NOT NULL DEFAULT '',
+        created_at   REAL NOT NULL,
+        updated_at   REAL NOT NULL
+    );
+    CREATE INDEX jobs_queue ON jobs (state, serial_key, id);
+
+    CREATE TABLE commands (
+        job_id       INTEGER PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+        repo         TEXT NOT NULL,
+        number       INTEGER NOT NULL,
+        verb         TEXT NOT NULL,
+        args         TEXT NOT NULL,
+        author_id    TEXT NOT NULL,
+        author_login TEXT NOT NULL,
+        comment_id   TEXT NOT NULL,
+        comment_url  TEXT NOT NULL
+    );
+
+    CREATE TABLE installations (
+        id         INTEGER PRIMARY KEY,
+        account    TEXT NOT NULL,
+        repos      TEXT NOT NULL DEFAULT '[]',
+        suspended  INTEGER NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL
+    );
+    """,
+)
+
+# The oldest queued job of each serial key, if it is due and nothing of its key is running.
+_CLAIM = """
+    SELECT j.id FROM jobs AS j
+    JOIN (SELECT serial_key, MIN(id) AS id FROM jobs WHERE state = 'queued' GROUP BY serial_key)
+        AS head ON j.id = head.id
+    WHERE j.not_before <= ?
+      AND j.serial_key NOT IN (SELECT serial_key FROM jobs WHERE state = 'running')
+    ORDER BY j.id
+    LIMIT ?
+"""
+_JOB_COLUMNS = """
+    j.id, j.delivery_id, j.kind, j.source, j.repo, j.installation, j.target, j.number,
+    j.request, j.state, j.stage, j.attempts, j.not_before, j.result, j.created_at,
+    j.updated_at, c.verb
+"""
+_SELECT_JOBS = f"SELECT {_JOB_COLUMNS} FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
+
+
+class SqliteStore:
+    """`Store` in one SQLite file (created with its directory on `open()`)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        busy_timeout_ms: int = 5_000,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._busy_timeout_ms = busy_timeout_ms
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.to_thread(self._locked, fn)
+
+    def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._conn is None:
+                raise RuntimeError("SqliteStore.open() was not called (or close() was)")
+            return fn(self._conn)
+
+    @staticmethod
+    @contextmanager
+    def _write(conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    async def open(self) -> None:
+        await asyncio.to_thread(self._open)
+
+    def _open(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path),
+                timeout=self._busy_timeout_ms / 1000,
+                isolation_level=None,  # transactions are explicit (BEGIN IMMEDIATE … COMMIT)
+                check_same_thread=False,  # used from worker threads, one at a time (the lock)
+            )
+            try:
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise OperatorError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
+                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                _migrate(conn, self.path)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- the edge -----------------------------------------------------------------------------
+
+    async def enqueue_delivery(
+        self,
+        delivery_id: str,
+        event: str,
+        action: str | None,
+        jobs: Sequence[NewJob],
+        *,
+        source: str = "github",
+        status: str | None = None,
+        installation: InstallationChange | None = None,
+    ) -> bool:
+        now = self._clock()
+
+        def enqueue(conn: sqlite3.Connection) -> bool:
+            with self._write(conn):
+                inserted = conn.execute(
+                    "INSERT INTO deliveries (source, id, event, action, status, received_at) "
+                    "VALUES (?, ?, ?, ?, 'received', ?) ON CONFLICT DO NOTHING",
+                    (source, delivery_id, event, action, now),
+                ).rowcount
+                if not inserted:
+                    return False  # seen before: the transaction writes nothing
+                queued = sum(_insert_job(conn, delivery_id, job, now) for job in jobs)
+                state = "queued" if queued else "already-queued" if jobs else "ignored"
+                conn.execute(
+                    "UPDATE deliveries SET status = ?, note = ?, jobs = ? "
+                    "WHERE source = ? AND id = ?",
+                    (state, status or "", queued, source, delivery_id),
+                )
+                if installation is not None:
+                    _apply_installation(conn, installation, now)
+                return True
+
+        return await self._run(enqueue)
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    async def claim(self, limit: int, now: float) -> list[JobRecord]:
+        if limit <= 0:
+            return []
+        stamp = self._clock()
+
+        def claim(conn: sqlite3.Connection) -> list[JobRecord]:
+            with self._write(conn):
+                ids = [row[0] for row in conn.execute(_CLAIM, (now, limit))]
+                conn.executemany(
+                    "UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = ? "
+                    "WHERE id = ?",
+                    [(stamp, job_id) for job_id in ids],
+                )
+                return _select(conn, ids)
+
+        return await self._run(claim)
+
+    async def advance(self, job_id: int, stage: str) -> None:
+        await self._update(job_id, "stage = ?", (stage,))
+
+    async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:
+        await self._update(job_id, "state = ?, result = ?", (state, result))
+
+    async def retry_later(self, job_id: int, not_before: float, result: str) -> None:
+        await self._update(
+            job_id, "state = 'queued', not_before = ?, result = ?", (not_before, result)
+        )
+
+    async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
+        stamp = self._clock()
+
+        def update(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                conn.execute(
+                    f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
+                    (*values, stamp, job_id),
+                )
+
+        await self._run(update)
+
+    async def recover(self) -> int:
+        stamp = self._clock()
+
+        def recover(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                return conn.execute(
+                    "UPDATE jobs SET state = 'queued', not_before = 0, updated_at = ? "
+                    "WHERE state = 'running'",
+                    (stamp,),
+                ).rowcount
+
+        return await self._run(recover)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def job(self, job_id: int) -> JobRecord | None:
+        found = await self._run(lambda conn: _select(conn, [job_id]))
+        return found[0] if found else None
+
+    async def jobs(self, limit: int = 100) -> list[JobRecord]:
+        def jobs(conn: sqlite3.Connection) -> list[JobRecord]:
+            rows = conn.execute(f"{_SELECT_JOBS} ORDER BY j.id DESC LIMIT ?", (limit,))
+            return [_job(row) for row in rows]
+
+        return await self._run(jobs)
+
+    async def counts(self) -> dict[str, int]:
+        def counts(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state")
+            found = {str(state): int(count) for state, count in rows}
+            return {state: found.get(state, 0) for state in ("queued", "running", "done", "failed")}
+
+        return await self._run(counts)
+
+    async def deliveries(self, limit: int = 50) -> list[DeliveryRecord]:
+        def deliveries(conn: sqlite3.Connection) -> list[DeliveryRecord]:
+            rows = conn.execute(
+                "SELECT source, id, event, action, status, note, received_at, jobs "
+                "FROM deliveries ORDER BY received_at DESC, id LIMIT ?",
+                (limit,),
+            )
+            return [
+                DeliveryRecord(
+                    source=row["source"],
+                    id=row["id"],
+                    event=row["event"],
+                    action=row["action"],
+                    status=row["status"] + (f": {row['note']}" if row["note"] else ""),
+                    received_at=row["received_at"],
+                    jobs=row["jobs"],
+                )
+                for row in rows
+            ]
+
+        return await self._run(deliveries)
+
+    async def installations(self) -> list[InstallationRecord]:
+        def installations(conn: sqlite3.Connection) -> list[InstallationRecord]:
+            rows = conn.execute(
+                "SELECT id, account, repos, suspended, updated_at FROM installations ORDER BY id"
+            )
+            return [
+                InstallationRecord(
+                    id=row["id"],
+                    account=row["account"],
+                    repos=tuple(json.loads(row["repos"])),
+                    suspended=bool(row["suspended"]),
+                    updated_at=row["updated_at"],
+                )
+                for row in rows
+            ]
+
+        return await self._run(installations)
+
+    async def prune_deliveries(self, before: float) -> int:
+        def prune(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                return conn.execute(
+                    "DELETE FROM deliveries WHERE received_at < ?", (before,)
+                ).rowcount
+
+        return await self._run(prune)
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Apply the migrations this store has not seen, each in its own transaction."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > len(MIGRATIONS):
+        raise OperatorError(
+            f"{path}: the store's schema version is {version}, newer than this pairbot knows "
+            f"({len(MIGRATIONS)}); run the pairbot that wrote it, or point PAIR_STORE elsewhere"
+        )
+    for number in range(version + 1, len(MIGRATIONS) + 1):
+        try:
+            # executescript would COMMIT an open transaction first: the script carries its own.
+            conn.executescript(
+                f"BEGIN IMMEDIATE;\n{MIGRATIONS[number - 1]}\nPRAGMA user_version = {number};\n"
+                "COMMIT;"
+            )
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _insert_job(conn: sqlite3.Connection, delivery_id: str, job: NewJob, now: float) -> int:
+    """Insert one job unless its dedupe key exists; 1 if inserted."""
+    cursor = conn.execute(
+        "INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, number, "
+        "dedupe_key, serial_key, request, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING",
+        (
+            delivery_id,
+            job.kind,
+            job.source,
+            job.repo,
+            job.installation,
+            job.target,
+            job.number,
+            job.dedupe_key,
+            job.serial_key,
+            json.dumps(job.request, sort_keys=True),
+            now,
+            now,
+        ),
+    )
+    if not cursor.rowcount:
+        return 0
+    if job.command is not None:
+        command = job.command
+        conn.execute(
+            "INSERT INTO commands (job_id, repo, number, verb, args, author_id, author_login, "
+            "comment_id, comment_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                cursor.lastrowid,
+                job.repo,
+                job.number,
+                command.verb,
+                json.dumps(dict(command.args), sort_keys=True),
+                command.author_id,
+                command.author_login,
+                command.comment_id,
+                command.comment_url,
+            ),
+        )
+    return 1
+
+
+def _apply_installation(conn: sqlite3.Connection, change: InstallationChange, now: float) -> None:
+    if change.deleted:
+        conn.execute("DELETE FROM installations WHERE id = ?", (change.id,))
+        return
+    row = conn.execute(
+        "SELECT account, repos, suspended FROM installations WHERE id = ?", (change.id,)
+    ).fetchone()
+    old_repos: list[str] = json.loads(row["repos"]) if row is not None else []
+    repos = list(change.repos) if change.repos is not None else old_repos
+    repos += [repo for repo in change.added if repo not in repos]
+    repos = [repo for repo in repos if repo not in change.removed]
+    account = change.account or (row["account"] if row is not None else "")
+    suspended = (
+        change.suspended
+        if change.suspended is not None
+        else bool(row["suspended"])
+        if row is not None
+        else False
+    )
+    conn.execute(
+        "INSERT INTO installations (id, account, repos, suspended, updated_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET account = excluded.account, "
+        "repos = excluded.repos, suspended = excluded.suspended, updated_at = excluded.updated_at",
+        (change.id, account, json.dumps(sorted(repos)), int(suspended), now),
+    )
+
+
+def _select(conn: sqlite3.Connection, ids: Sequence[int]) -> list[JobRecord]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"{_SELECT_JOBS} WHERE j.id IN ({marks}) ORDER BY j.id", tuple(ids))
+    return [_job(row) for row in rows]
+
+
+def _job(row: sqlite3.Row) -> JobRecord:
+    request: Mapping[str, Any] = json.loads(row["request"])
+    return JobRecord(
+        id=row["id"],
+        delivery_id=row["delivery_id"],
+        kind=cast(JobKind, row["kind"]),
+        source=row["source"],
+        repo=row["repo"],
+        installation=row["installation"],
+        target=cast(TargetKind, row["target"]),
+        number=row["number"],
+        request=request,
+        state=cast(JobState, row["state"]),
+        stage=row["stage"],
+        attempts=row["attempts"],
+        not_before=row["not_before"],
+        result=row["result"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        verb=row["verb"],
+    )
