@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, get_args
 
 from app.domain import mdtext
@@ -379,9 +379,16 @@ def _actions(facts: CardFacts, gate: GateKind | None) -> tuple[str, ...]:
 
 def explain(facts: CardFacts) -> Explanation:
     """The card's status, next step, blocking gate and why, budget and the commands to use."""
+    # Agent or human text that is empty once hidden content and blank space are gone says
+    # nothing: treat it as absent, so the built-in explanation shows instead of a blank.
+    facts = replace(
+        facts,
+        park_reason=mdtext.one_line(facts.park_reason or "") or None,
+        gate_why=mdtext.one_line(facts.gate_why or "") or None,
+    )
     gate = facts.gate if facts.gate is not None else _default_gate(facts.status)
     if gate is not None:
-        why = mdtext.clean(facts.gate_why) if facts.gate_why else _gate_why(facts, gate)
+        why = facts.gate_why or _gate_why(facts, gate)
         if facts.park_reason and gate != "scope-decision":
             why += f" — {facts.park_reason}"
     else:
