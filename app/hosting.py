@@ -40,6 +40,8 @@ class HostSettings(BaseModel):
     azure_repository: str | None = None
     azure_token: SecretStr | None = None
     local_forge: str | None = None
+    # GitHub asks for a pause between mutations (secondary rate limits); tests set 0.
+    github_write_spacing_s: float = 1.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HostSettings:
@@ -57,7 +59,17 @@ class HostSettings(BaseModel):
         token = get("PAIR_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")
         key = get("PAIR_GITHUB_PRIVATE_KEY")
         azure_token = get("PAIR_AZURE_DEVOPS_TOKEN", "AZURE_DEVOPS_EXT_PAT", "SYSTEM_ACCESSTOKEN")
+        spacing = get("PAIR_GITHUB_WRITE_SPACING_S")
+        try:
+            spacing_s = float(spacing) if spacing is not None else 1.0
+        except ValueError:
+            spacing_s = -1.0
+        if not 0 <= spacing_s <= 60:  # a minute between writes is already absurd
+            raise ConfigError(
+                f"PAIR_GITHUB_WRITE_SPACING_S={spacing!r} is not a number of seconds from 0 to 60"
+            )
         return cls(
+            github_write_spacing_s=spacing_s,
             github_repository=get("PAIR_GITHUB_REPOSITORY", "GITHUB_REPOSITORY"),
             github_api_url=get("PAIR_GITHUB_API_URL", "GITHUB_API_URL") or cls().github_api_url,
             github_token=SecretStr(token) if token else None,
@@ -112,9 +124,15 @@ def build_host(name: str, settings: HostSettings, root: Path) -> Host:
                 private_key=key,
                 installation_id=settings.github_installation_id,
                 base_url=settings.github_api_url,
+                write_spacing_s=settings.github_write_spacing_s,
             )
         token = _secret(settings.github_token, "GITHUB_TOKEN (or PAIR_GITHUB_APP_ID)", name)
-        return GitHubHost(repo, token=token, base_url=settings.github_api_url)
+        return GitHubHost(
+            repo,
+            token=token,
+            base_url=settings.github_api_url,
+            write_spacing_s=settings.github_write_spacing_s,
+        )
     if name == "azure-devops":
         from hosts.azure_devops import AzureDevOpsHost  # noqa: PLC0415  # the SDK only here
 

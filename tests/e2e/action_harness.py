@@ -1,0 +1,252 @@
+"""Run the Action entry (`python -m action`) as a subprocess against a fake GitHub on loopback.
+
+Every invocation is a fresh runner: a new checkout of the bare repository (as actions/checkout
+leaves it), a real event file built from `tests/fixtures/github-webhooks/`, its own
+GITHUB_OUTPUT and GITHUB_STEP_SUMMARY. Run-state survives only on the `pair-state` branch of
+the bare repository, and card branches only as pushed — exactly what a real runner keeps.
+The scripted agent runs through the real runtime with the `command` adapter.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import AGENT, PAIRBOT
+from tests.e2e.github_server import (
+    accept_actions_token,
+    checkout,
+    git_env,
+    github_env,
+    serve_fake_github,
+    WallClock,
+)
+from tests.hosts.fake_github import FakeGitHub
+
+WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
+CHECKS = Path(__file__).resolve().parents[1] / "agents" / "checks.py"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MAINTAINER = "octocat"
+
+
+def webhook(name: str) -> dict[str, Any]:
+    return json.loads((WEBHOOKS / name).read_text())
+
+
+@dataclass
+class Invocation:
+    """One finished run of the Action."""
+
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+
+
+@dataclass
+class ActionRepo:
+    """A bare repository served by a fake GitHub, and how to run the Action on it."""
+
+    tmp: Path
+    fake: FakeGitHub
+    bare: Path
+    base_url: str
+    card: int
+    scratch: Path
+    runs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    # ------------------------------------------------------------ events
+
+    def comment_event(self, body: str, *, login: str = MAINTAINER, number: int | None = None):
+        number = number or self.card
+        comment_id = self.fake.add_comment(number, body, login)
+        user = self.fake.user(login)
+        event = copy.deepcopy(webhook("issue_comment/created.json"))
+        event["issue"]["number"] = number
+        event["issue"].pop("pull_request", None)
+        event["comment"].update(id=comment_id, body=body)
+        event["comment"]["user"].update(login=login, id=user.id, type=user.type)
+        event["sender"].update(login=login, id=user.id, type=user.type)
+        event["repository"]["full_name"] = f"{self.fake.owner}/{self.fake.repo}"
+        return "issue_comment", event
+
+    @staticmethod
+    def schedule_event() -> tuple[str, dict[str, Any]]:
+        return "schedule", {"schedule": "*/5 * * * *"}
+
+    def synchronize_event(self, pull: int, head: str) -> tuple[str, dict[str, Any]]:
+        event = copy.deepcopy(webhook("pull_request/synchronize.json"))
+        event["number"] = pull
+        event["pull_request"]["number"] = pull
+        event["pull_request"]["head"]["sha"] = head
+        return "pull_request", event
+
+    # ------------------------------------------------------------ running
+
+    def popen(self, event: tuple[str, dict[str, Any]]) -> tuple[subprocess.Popen[str], Path]:
+        run = next(self.runs)
+        home = self.tmp / f"run-{run}"
+        home.mkdir()
+        workspace = checkout(self.fake, self.base_url, home / "ws")
+        name, payload = event
+        (home / "event.json").write_text(json.dumps(payload))
+        env = {
+            **git_env(),
+            **github_env(self.fake, self.base_url),
+            "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": str(home),
+            "GITHUB_EVENT_NAME": name,
+            "GITHUB_EVENT_PATH": str(home / "event.json"),
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_RUN_ID": str(1000 + run),
+            "GITHUB_OUTPUT": str(home / "output"),
+            "GITHUB_STEP_SUMMARY": str(home / "summary.md"),
+            "PAIR_TEST_AGENT_DIR": str(self.scratch),
+            "PAIR_GITHUB_WRITE_SPACING_S": "0",
+            **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
+        }
+        process = subprocess.Popen(
+            [sys.executable, "-m", "action"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return process, home
+
+    def run(self, event: tuple[str, dict[str, Any]], timeout: float = 240) -> Invocation:
+        process, home = self.popen(event)
+        stdout, stderr = process.communicate(timeout=timeout)
+        return Invocation(
+            code=process.returncode,
+            stdout=stdout,
+            stderr=stderr,
+            outputs=read_outputs(home / "output"),
+            summary=(home / "summary.md").read_text() if (home / "summary.md").exists() else "",
+        )
+
+    def until_quiet(self, limit: int = 15) -> list[Invocation]:
+        runs: list[Invocation] = []
+        for _ in range(limit):
+            done = self.run(self.schedule_event())
+            assert done.code in (0, 1), done.stderr + done.stdout
+            runs.append(done)
+            self.assert_invariants()
+            if done.outputs.get("status") in ("nothing-ready", "ignored") or not done.outputs.get(
+                "transition"
+            ):
+                return runs
+        raise AssertionError([r.outputs for r in runs])
+
+    # ------------------------------------------------------------ observing
+
+    def pull(self) -> int | None:
+        return min(self.fake.pulls) if self.fake.pulls else None
+
+    def markers(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for comment in self.fake.comments.values():
+            first = comment.body.splitlines()[0] if comment.body else ""
+            if first.startswith("<!-- pair:"):
+                counts[first] = counts.get(first, 0) + 1
+        return counts
+
+    def state_labels(self, number: int) -> list[str]:
+        return [lb for lb in self.fake.issues[number].labels if lb.startswith("pr-state:")]
+
+    def assert_invariants(self) -> None:
+        duplicated = {m: n for m, n in self.markers().items() if n > 1}
+        assert not duplicated, duplicated
+        assert len(self.state_labels(self.card)) <= 1, self.state_labels(self.card)
+        pull = self.pull()
+        if pull is not None and self.state_labels(self.card):
+            assert self.state_labels(pull) == self.state_labels(self.card)
+        assert self.fake.unexpected == [], self.fake.unexpected
+
+    def state_journal(self) -> list[dict[str, Any]]:
+        show = subprocess.run(
+            ["git", "show", f"pair-state:.pair/batches/card-{self.card}/run/journal.jsonl"],
+            cwd=self.bare,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return [json.loads(line) for line in show.stdout.splitlines() if line]
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """GITHUB_OUTPUT's heredoc blocks as a mapping."""
+    if not path.exists():
+        return {}
+    outputs: dict[str, str] = {}
+    lines = iter(path.read_text().splitlines())
+    for line in lines:
+        name, _, delimiter = line.partition("<<")
+        value: list[str] = []
+        for inner in lines:
+            if inner == delimiter:
+                break
+            value.append(inner)
+        outputs[name] = "\n".join(value)
+    return outputs
+
+
+def project_files(cycle: Mapping[str, Any] | None = None) -> dict[str, str]:
+    config = {
+        "hosts": {"pm": "github", "code": "github"},
+        "maintainer": MAINTAINER,
+        "cycle": {"prepare": "never", **(cycle or {})},
+        "tests": {
+            "command": f"{sys.executable} {CHECKS} .pair/junit.xml",
+            "junit": ".pair/junit.xml",
+        },
+        "batch": {
+            "agent": "command",
+            "agentCommand": [sys.executable, str(AGENT)],
+            "agentTimeoutMs": 120_000,
+        },
+    }
+    return {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello-World\n"}
+
+
+@contextmanager
+def action_repo(tmp: Path, *, cycle: Mapping[str, Any] | None = None) -> Iterator[ActionRepo]:
+    """A served fake GitHub with one card, a bare repository holding the project on `main`."""
+    bare = tmp / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    seed = tmp / "seed"
+    seed.mkdir()
+    for name, text in project_files(cycle).items():
+        (seed / name).parent.mkdir(parents=True, exist_ok=True)
+        (seed / name).write_text(text)
+    env = git_env()
+    for argv in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-qm", "init"],
+        ["git", "push", "-q", str(bare), "main"],
+    ):
+        subprocess.run(argv, cwd=seed, env=env, check=True, capture_output=True)
+    fake = FakeGitHub(clock=WallClock())
+    accept_actions_token(fake)
+    fake.user(MAINTAINER)
+    card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
+    scratch = tmp / "agent"
+    scratch.mkdir()
+    with serve_fake_github(fake, bare_repo=bare) as base_url:
+        yield ActionRepo(
+            tmp=tmp, fake=fake, bare=bare, base_url=base_url, card=card, scratch=scratch
+        )

@@ -1,0 +1,78 @@
+"""End to end on GitHub: the Action entry as a subprocess, one fresh runner per invocation.
+
+A card goes from a `/pair implement` comment to `ready-for-merge` through scheduled ticks; the
+run-state lives only on the `pair-state` branch of the bare repository the fake GitHub serves;
+every pairbot comment exists once, the `pair-review` status sits on the reviewed head and the
+card and its PR carry exactly one, the same, `pr-state:*` label after every invocation.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.action_harness import action_repo
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_card_goes_from_a_comment_to_ready_for_merge(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        first = repo.run(repo.comment_event("/pair implement"))
+        assert first.code == 0, first.stderr + first.stdout
+        assert first.outputs["card"] == str(repo.card)
+        assert first.outputs["transition"] == "propose"
+        assert [r for r in repo.fake.reactions if r[2] == "eyes"]  # acknowledged
+        runs = repo.until_quiet()
+        transitions = [r.outputs["transition"] for r in runs if r.outputs.get("transition")]
+        assert transitions == ["apply", "verify", "publish"]
+        published, idle = runs[-2], runs[-1]
+        assert published.outputs["status"] == "ready-for-merge"
+        assert idle.outputs["status"] == "nothing-ready"  # a waiting card costs the tick nothing
+        pull = repo.pull()
+        assert pull is not None and published.outputs["pr"] == str(pull)
+        reviewed = [
+            r["data"]["head"]
+            for r in repo.state_journal()
+            if r.get("kind") == "cycle" and r["data"].get("event") == "reviewed"
+        ]
+        assert reviewed and repo.fake.pulls[pull].head_sha == reviewed[-1]
+        statuses = repo.fake.statuses.get(reviewed[-1], [])
+        assert statuses and statuses[-1]["state"] == "success"
+        assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
+        assert "ready-for-merge" in published.summary
+        # The token was masked first and never reached the log otherwise, nor the summary.
+        token = repo.fake.pat
+        for run in [first, *runs]:
+            assert run.stdout.startswith(f"::add-mask::{token}\n")
+            shown = run.stdout.removeprefix(f"::add-mask::{token}\n")
+            assert token not in shown + run.stderr + run.summary
+
+
+def test_until_merged_merge_never_merges_the_reviewed_head(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        repo.run(repo.comment_event("/pair implement until: merged merge: never"))
+        runs = repo.until_quiet()
+        assert runs[-2].outputs["status"] == "merged"
+        pull = repo.pull()
+        assert pull is not None and repo.fake.pulls[pull].merged
+        main = subprocess.run(
+            ["git", "rev-parse", "main"], cwd=repo.bare, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert repo.fake.pulls[pull].merge_commit_sha == main
+
+
+def test_a_read_only_commenter_is_refused_once_and_nothing_runs(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        repo.fake.user("mallory")
+        repo.fake.collaborators["mallory"] = "read"
+        for _ in range(2):
+            done = repo.run(repo.comment_event("/pair implement", login="mallory"))
+            assert done.code == 0
+            assert done.outputs["transition"] == ""
+        refusals = [m for m in repo.markers() if "pair:refusal" in m]
+        assert len(refusals) == 1
+        assert not repo.fake.pulls
+        assert repo.state_journal() == []
