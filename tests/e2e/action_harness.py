@@ -25,12 +25,12 @@ import yaml
 
 from tests.conftest import AGENT, PAIRBOT
 from tests.e2e.github_server import (
+    WallClock,
     accept_actions_token,
     checkout,
     git_env,
     github_env,
     serve_fake_github,
-    WallClock,
 )
 from tests.hosts.fake_github import FakeGitHub
 
