@@ -154,3 +154,11 @@ def test_safe_url(url: str | None, expected: str | None) -> None:
 def test_link() -> None:
     assert link("PR #1", "https://e.com/p/1") == "[PR \\#1](https://e.com/p/1)"
     assert link("[x]", "javascript:alert(1)") == "\\[x\\]"
+
+
+def test_strip_hidden_reaches_a_fixpoint() -> None:
+    from app.domain.sanitize import strip_hidden
+
+    assert strip_hidden("a<!\u200b-- pair:tracking #1 -->b") == "ab"
+    assert strip_hidden("a<!-<!-- x -->- pair:review #1 -->b") == "ab"
+    assert strip_hidden("plain text") == "plain text"

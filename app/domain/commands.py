@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
-from app.domain.sanitize import strip_hidden
+from app.domain.sanitize import strip_invisible
 
 Verb = Literal[
     "implement",
@@ -328,10 +328,10 @@ def _visible_lines(body: str) -> list[str]:
     text = _LINE_END.sub("\n", body)
     while True:
         kept = _HTML_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
-        # Removing invisible characters can join a new `<!--`; per line, strip_hidden can then
-        # drop at most the rest of that line, so the line count never changes. Repeat until
-        # nothing changes (every round shortens the text).
-        kept = "\n".join(strip_hidden(line) for line in kept.split("\n"))
+        # Removing invisible characters can join a new `<!--`, which the next round removes
+        # across lines with its line breaks kept. Repeat until nothing changes (every round
+        # shortens the text).
+        kept = "\n".join(strip_invisible(line) for line in kept.split("\n"))
         if kept == text:
             return text.split("\n")
         text = kept

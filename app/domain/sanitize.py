@@ -17,6 +17,20 @@ _INVISIBLE = re.compile(
 )
 
 
+def strip_invisible(text: str) -> str:
+    """Remove only the invisible and bidi characters (HTML comments stay)."""
+    return _INVISIBLE.sub("", text)
+
+
 def strip_hidden(text: str) -> str:
-    """Remove HTML comments (an unterminated one runs to the end), invisible and bidi chars."""
-    return _INVISIBLE.sub("", _HTML_COMMENT.sub("", text))
+    """Remove HTML comments (an unterminated one runs to the end), invisible and bidi chars.
+
+    Repeated until nothing changes: removing one layer can assemble another
+    (`<!\u200b-- … -->` becomes a comment once the zero-width space is gone, and
+    `<!-<!-- -->- … -->` once the inner comment is).
+    """
+    while True:
+        stripped = _HTML_COMMENT.sub("", _INVISIBLE.sub("", text))
+        if stripped == text:
+            return stripped
+        text = stripped
