@@ -103,8 +103,13 @@ class Vetter:
             self.state.pub.record("pushed", sha=self.pushed, transition=self.transition)
             self.state.rec.pushed = self.pushed
         if self.transition == "red" and self.verdict is not None:
-            sealed = wt.changed_paths(path, start, end)
-            self.state.pub.record("sealed", paths=sealed, ids=sorted(self.verdict.seal))
+            sealed = [c.path for c in wt.changed_paths(path, start, end) if c.kind != "deleted"]
+            self.state.pub.record(
+                "sealed",
+                paths=sealed,
+                ids=sorted(self.verdict.seal),
+                round=self.state.history.accepted_count("red") + 1,
+            )
         return outcome
 
     def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:

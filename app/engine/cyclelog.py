@@ -7,7 +7,7 @@ re-run tick knows what is already published and never does it twice:
     bound            {card, run, mode: implement|refine, until?, merge?, prepare?, agent?}
     pushed           {sha, transition}           the branch was pushed after an accepted step
     pr               {number, url}               the card's (draft) pull request
-    sealed           {paths, ids}                red's failing tests, sealed for later steps
+    sealed           {paths, ids, round}         red's failing tests, sealed for later steps
     reviewed         {head, cardHash, converged, blocking, round}
     review-published {head}                      review comment + `pair-review` status are set
     scope-packet     {baseline}                  the scope-decision packet comment is up
@@ -44,7 +44,7 @@ class CycleRecord:
     pushed: str | None = None  # last pushed head
     pr: int | None = None
     pr_url: str = ""
-    sealed_paths: tuple[str, ...] = ()
+    sealed_paths: dict[str, int] = field(default_factory=dict)  # test file -> fix round
     sealed_ids: tuple[str, ...] = ()
     reviewed_head: str | None = None
     reviewed_card_hash: str | None = None
@@ -117,7 +117,9 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         rec.pr = number if isinstance(number, int) else rec.pr
         rec.pr_url = str(data.get("url", ""))
     elif event == "sealed":
-        rec.sealed_paths = tuple(dict.fromkeys((*rec.sealed_paths, *_strs(data.get("paths")))))
+        round_ = data.get("round")
+        for sealed in _strs(data.get("paths")):
+            rec.sealed_paths.setdefault(sealed, round_ if isinstance(round_, int) else 0)
         rec.sealed_ids = tuple(dict.fromkeys((*rec.sealed_ids, *_strs(data.get("ids")))))
     elif event == "reviewed":
         rec.reviewed_head = str(data.get("head"))

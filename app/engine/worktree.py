@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.domain.guarded import ChangedPath, parse_name_status
 from app.errors import OperatorError
 
 IDENTITY = ("-c", "user.name=pairbot", "-c", "user.email=pairbot@users.noreply.invalid")
@@ -40,8 +41,10 @@ class Worktree:
     start: str
 
 
-def git(cwd: Path, *args: str, check: bool = True, timeout: float = _TIMEOUT_S) -> str:
-    """Run git in `cwd`; stdout stripped. A failure names the command and git's stderr."""
+def git(
+    cwd: Path, *args: str, check: bool = True, timeout: float = _TIMEOUT_S, strip: bool = True
+) -> str:
+    """Run git in `cwd`; stdout (stripped). A failure names the command and git's stderr."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -59,7 +62,7 @@ def git(cwd: Path, *args: str, check: bool = True, timeout: float = _TIMEOUT_S) 
     )
     if check and done.returncode != 0:
         raise WorktreeError(f"git {' '.join(args[:3])} failed in {cwd}: {done.stderr.strip()}")
-    return done.stdout.strip()
+    return done.stdout.strip() if strip else done.stdout
 
 
 def has_remote(root: Path, remote: str = "origin") -> bool:
@@ -150,10 +153,13 @@ def commit_all(path: Path, message: str, exclude: Sequence[str] = ()) -> str:
     return head(path)
 
 
-def changed_paths(path: Path, start: str, end: str = "HEAD") -> list[str]:
-    """Every path added, modified, deleted or renamed (both names) between two commits."""
-    out = git(path, "diff", "--name-status", "--no-renames", start, end)
-    return sorted({line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line})
+def changed_paths(path: Path, start: str, end: str = "HEAD") -> list[ChangedPath]:
+    """Every path added, modified, deleted, renamed or copied between two commits.
+
+    `-z` keeps unusual file names exactly as they are (no C-quoting to undo).
+    """
+    out = git(path, "diff", "--name-status", "-z", "-M", start, end, strip=False)
+    return parse_name_status(out)
 
 
 def reset(path: Path, commit: str) -> None:
