@@ -57,6 +57,21 @@ def _parser() -> argparse.ArgumentParser:
     doctor = verbs.add_parser("doctor", help="check this machine against the project's settings")
     doctor.add_argument("--json", action="store_true")
 
+    serve = verbs.add_parser(
+        "serve",
+        help="serve the GitHub App: webhooks, the worker and the status page",
+        description="Serve pairbot's webhook service (docs/app.md), configured by the PAIR_* "
+        "variables. The store is PAIR_STORE (default: .pair/app/pairbot.sqlite3 under --root).",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port to bind (default: 8080)")
+    serve.add_argument(
+        "--dev",
+        action="store_true",
+        help="embedded defaults on loopback: the local forge, steps in this process, and a "
+        "generated webhook secret in .pair/app/webhook-secret",
+    )
+
     demo = verbs.add_parser("demo", help="run the bundled example batch to completion")
     demo.add_argument("--dir", type=Path, default=Path("pairbot-demo"))
     demo.add_argument("--max-steps", type=int, default=20)
@@ -169,6 +184,12 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         report = diagnose(root, env)
         print(json.dumps(report.to_json()) if args.json else render_text(report))
         return report.exit_code
+    if args.verb == "serve":
+        from app.web.serve import serve  # noqa: PLC0415  # uvicorn and Starlette load only here
+
+        return serve(
+            root, env, host=args.host, port=args.port, dev=args.dev, deps=lambda: _deps(env, root)
+        )
     if args.verb == "demo":
         from app.demo import run_demo  # noqa: PLC0415
 

@@ -1,0 +1,13 @@
+"""pairbot's GitHub App: the webhook service that turns comments into steps (docs/app.md).
+
+settings.py     AppSettings: every PAIR_* variable, read once, secrets as SecretStr
+signature.py    X-Hub-Signature-256 and Azure DevOps Basic auth, in constant time (pure)
+events.py       a verified delivery → the jobs it asks for, routed on (event, action) (pure)
+jobs.py         the job kinds and the dispatch payloads the Action and the worker receive
+forge.py        what the service does to a code host (react, comment, permission, dispatch)
+handling.py     one queued job: authorize, acknowledge, dispatch or execute
+worker.py       the background worker that drains the store's queue; the cycle adapter
+dashboard.py    the read-only status page (pure rendering)
+app.py          create_app(): the Starlette app, its routes and its lifespan
+serve.py        `pairbot serve`: uvicorn on create_app, and the --dev defaults
+"""

@@ -1,0 +1,212 @@
+"""The read-only status page at `GET /`: installations, batches, cards, recent deliveries.
+
+`render(snapshot)` is pure: every value from the store or a payload is HTML-escaped, and the
+snapshot holds no secret (the store keeps none). `local_batches(root)` reads the batches whose
+run-state lives under the served project (`pairbot serve --dev`, or a worker's checkout); a
+GitHub App whose steps run in Actions keeps its run-state on the repositories' `pair-state`
+branches, so there its cards come from the job queue instead.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from app.store.base import DeliveryRecord, InstallationRecord, JobRecord
+
+REFRESH_S = 10
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    """One change of a local batch: its status and what runs next."""
+
+    name: str
+    status: str
+    next: str
+
+
+@dataclass(frozen=True)
+class BatchView:
+    """A batch under the served project, or the error that kept it from loading."""
+
+    name: str
+    done: bool = False
+    next: str = ""
+    why: str = ""
+    changes: tuple[ChangeView, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the page shows, read at one moment."""
+
+    now: float
+    execution: str
+    worker_healthy: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    installations: Sequence[InstallationRecord] = ()
+    batches: Sequence[BatchView] = ()
+    jobs: Sequence[JobRecord] = ()
+    deliveries: Sequence[DeliveryRecord] = ()
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _when(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def next_step(job: JobRecord, now: float) -> str:
+    """What happens next to a card, as far as the App knows."""
+    if job.state == "queued":
+        if job.not_before > now:
+            return f"retry at {_when(job.not_before)}"
+        return "waiting for the worker"
+    if job.state == "running":
+        return f"running ({job.stage or 'starting'})"
+    if job.state == "failed":
+        return f"failed: {job.result}"
+    return job.result or "done"
+
+
+def cards(jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    """The newest job of each card or pull, newest first."""
+    seen: set[tuple[str, str, int]] = set()
+    latest: list[JobRecord] = []
+    for job in sorted(jobs, key=lambda j: j.id, reverse=True):
+        key = (job.source, job.repo, job.number)
+        if key not in seen:
+            seen.add(key)
+            latest.append(job)
+    return latest
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str) -> str:
+    if not rows:
+        return f"<p class=empty>{_e(empty)}</p>"
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render(snapshot: Snapshot) -> str:
+    """The whole page."""
+    counts = snapshot.counts
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("queued", "running", "done", "failed"))
+    worker = "running" if snapshot.worker_healthy else "STOPPED"
+    installations = _table(
+        ("installation", "account", "repositories", "state"),
+        [
+            (
+                i.id,
+                i.account,
+                ", ".join(i.repos) or "(all or none listed)",
+                "suspended" if i.suspended else "active",
+            )
+            for i in snapshot.installations
+        ],
+        "No installation events received yet.",
+    )
+    batch_rows: list[tuple[object, ...]] = []
+    for batch in snapshot.batches:
+        if batch.error:
+            batch_rows.append((batch.name, "", "error", batch.error))
+            continue
+        state = "done" if batch.done else batch.why or "in progress"
+        batch_rows.append((batch.name, "", state, batch.next))
+        batch_rows += [("", c.name, c.status, c.next) for c in batch.changes]
+    batches = _table(
+        ("batch", "change", "status", "next step"), batch_rows, "No batches under this project."
+    )
+    card_rows = [
+        (
+            job.repo,
+            f"{'PR ' if job.target == 'pull' else ''}#{job.number}",
+            job.verb or job.kind,
+            job.state,
+            next_step(job, snapshot.now),
+            _when(job.updated_at),
+        )
+        for job in cards(snapshot.jobs)
+    ]
+    card_table = _table(
+        ("repository", "card", "last command", "state", "next step", "updated"),
+        card_rows,
+        "No commands received yet.",
+    )
+    deliveries = _table(
+        ("received", "source", "event", "delivery", "outcome"),
+        [
+            (
+                _when(d.received_at),
+                d.source,
+                d.event + (f".{d.action}" if d.action else ""),
+                d.id,
+                d.status,
+            )
+            for d in snapshot.deliveries
+        ],
+        "No deliveries received yet.",
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="{REFRESH_S}">
+<title>pairbot</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2rem; color: #1f2328; }}
+table {{ border-collapse: collapse; margin-bottom: 1.5rem; }}
+th, td {{ text-align: left; padding: .25rem .75rem; border-bottom: 1px solid #d0d7de; }}
+th {{ background: #f6f8fa; }} .empty {{ color: #59636e; }}
+</style></head>
+<body>
+<h1>pairbot</h1>
+<p>Execution: {_e(snapshot.execution)} · worker {_e(worker)} · jobs: {_e(summary)} ·
+as of {_e(_when(snapshot.now))}</p>
+<h2>Installations</h2>
+{installations}
+<h2>Batches</h2>
+{batches}
+<h2>Cards</h2>
+{card_table}
+<h2>Recent deliveries</h2>
+{deliveries}
+</body></html>
+"""
+
+
+def local_batches(root: Path) -> list[BatchView]:
+    """Every batch under `root/.pair/batches` with its derived status (blocking file reads)."""
+    from app.engine.manifest import list_batches  # noqa: PLC0415  # the engine loads only here
+    from app.engine.render import describe_target  # noqa: PLC0415
+    from app.engine.runner import batch_status  # noqa: PLC0415
+
+    if not (root / ".pair" / "batches").is_dir():
+        return []
+    views: list[BatchView] = []
+    for name in list_batches(root):
+        try:
+            status = batch_status(root, name)
+        except Exception as err:  # one broken manifest must not take the page down
+            views.append(BatchView(name, error=str(err) or type(err).__name__))
+            continue
+        views.append(
+            BatchView(
+                name=name,
+                done=status.done,
+                next=describe_target(status.next),
+                why=status.why or "",
+                changes=tuple(
+                    ChangeView(c.name, c.status, c.next or "") for c in status.changes.values()
+                ),
+            )
+        )
+    return views

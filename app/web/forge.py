@@ -1,0 +1,364 @@
+"""What the service does to a code host, and where it gets a client for one repository.
+
+    Forge      permission · react · upsert_comment (the `Host` operations the App uses)
+               + dispatch (a `repository_dispatch` of type `pair`: GitHub only)
+    Forges     a factory: `forges(repo, installation) -> Forge`, cached, closed with the app
+
+    GitHubForges   the App: one `GitHubHost` per (repository, installation), authenticated as
+                   that installation; `repository_dispatch` is sent here (the Host protocol
+                   has no such operation: the engine never dispatches, only the App does)
+    LocalForges    `pairbot serve --dev`: the local forge under the project (no account)
+    AzureForges    Azure DevOps, from the host credentials of docs/hosts.md (worker only)
+
+`repository_dispatch` goes through its own small client with the App's installation token
+(`hosts.github_auth.AppInstallation`: minted once, shared, refreshed early). It is never retried
+here — a POST that failed may have been stored — the worker's retry re-sends it, and the
+Action de-duplicates on the delivery id it carries.
+https://docs.github.com/en/rest/repos/repos#create-a-repository-dispatch-event
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from app.domain.dispatch import DISPATCH_EVENT_TYPE
+from app.errors import ConfigError
+from app.hosting import LOCAL_FORGE_DIR, HostSettings, build_host
+from hosts.base import Host, Reaction
+from hosts.errors import (
+    Forbidden,
+    HostError,
+    HostUnavailable,
+    NotFound,
+    RateLimited,
+    Unsupported,
+)
+from hosts.github_auth import AppInstallation, MintedToken, Secrets, parse_expiry
+from hosts.github_transport import retry_after_seconds
+from hosts.models import Permission, Target, UpsertResult
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "2022-11-28"
+
+
+class _BadCredentials(Forbidden):
+    """A 401: GitHub refused the token (revoked or expired early)."""
+
+
+class Forge(Protocol):
+    """One repository on one code host, as the App uses it."""
+
+    async def permission(self, user: str) -> Permission:
+        """The user's permission level on the repository."""
+        ...
+
+    async def react(self, target: Target, comment_id: str | None, reaction: Reaction) -> None:
+        """React to a comment (Unsupported where the host has no such reaction)."""
+        ...
+
+    async def upsert_comment(self, target: Target, marker: str, body: str) -> UpsertResult:
+        """Create, update or leave the comment keyed by `marker`."""
+        ...
+
+    async def dispatch(self, client_payload: Mapping[str, Any]) -> None:
+        """Send a `repository_dispatch` of type `pair` (Unsupported off GitHub)."""
+        ...
+
+
+class Forges(Protocol):
+    """Forges by repository and installation; one instance per app, closed on shutdown."""
+
+    def __call__(self, repo: str, installation: int | None) -> Forge: ...
+
+    async def aclose(self) -> None: ...
+
+
+Dispatch = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+class HostForge:
+    """A `Forge` over a `Host`, with dispatch from elsewhere (or Unsupported)."""
+
+    def __init__(self, host: Host, dispatch: Dispatch | None = None) -> None:
+        self.host = host
+        self._dispatch = dispatch
+
+    async def permission(self, user: str) -> Permission:
+        return await self.host.permission(user)
+
+    async def react(self, target: Target, comment_id: str | None, reaction: Reaction) -> None:
+        await self.host.react(target, comment_id, reaction)
+
+    async def upsert_comment(self, target: Target, marker: str, body: str) -> UpsertResult:
+        return await self.host.upsert_comment(target, marker, body)
+
+    async def dispatch(self, client_payload: Mapping[str, Any]) -> None:
+        if self._dispatch is None:
+            raise Unsupported("dispatch", f"the {self.host.name} host has no repository_dispatch")
+        await self._dispatch(client_payload)
+
+    async def aclose(self) -> None:
+        close = getattr(self.host, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class GitHubForges:
+    """The App on GitHub: per (repo, installation) a `GitHubHost`; dispatch via the REST API.
+
+    `transport`, `clock` and `sleep` are seams for tests (an `httpx.MockTransport`, a fake
+    clock); `host_options` go to every `GitHubHost` (e.g. `write_spacing_s`).
+    """
+
+    def __init__(
+        self,
+        *,
+        app_id: int | None,
+        private_key: str | None,
+        base_url: str,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        timeout_s: float = 30.0,
+        host_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._app_id = app_id
+        self._key = private_key
+        self.base_url = base_url.rstrip("/")
+        self._transport = transport
+        self._clock = clock
+        self._sleep = sleep
+        self._timeout_s = timeout_s
+        self._host_options = dict(host_options or {})
+        self._forges: dict[tuple[str, int], HostForge] = {}
+        self._installations: dict[int, AppInstallation] = {}
+        self._secrets = Secrets()
+        self._client: httpx.AsyncClient | None = None
+
+    def __repr__(self) -> str:
+        return f"GitHubForges(app_id={self._app_id}, base_url={self.base_url!r})"
+
+    def _credentials(self) -> tuple[int, str]:
+        if self._app_id is None or not self._key:
+            raise ConfigError(
+                "GitHub commands need the App's credentials: set PAIR_APP_ID and "
+                "PAIR_PRIVATE_KEY (or PAIR_PRIVATE_KEY_FILE)"
+            )
+        return self._app_id, self._key
+
+    def __call__(self, repo: str, installation: int | None) -> Forge:
+        if installation is None:
+            raise ConfigError(
+                f"the delivery for {repo} names no App installation: pairbot acts on GitHub as "
+                "an installed App (install it on the repository; a plain repository webhook "
+                "cannot be answered)"
+            )
+        key = (repo, installation)
+        if key not in self._forges:
+            from hosts.github import GitHubHost  # noqa: PLC0415  # githubkit loads on first use
+
+            app_id, private_key = self._credentials()
+            host = GitHubHost(
+                repo,
+                app_id=app_id,
+                private_key=private_key,
+                installation_id=installation,
+                base_url=self.base_url,
+                transport=self._transport,
+                clock=self._clock,
+                sleep=self._sleep,
+                timeout_s=self._timeout_s,
+                **self._host_options,
+            )
+            self._forges[key] = HostForge(
+                host, lambda payload: self._dispatch(repo, installation, payload)
+            )
+        return self._forges[key]
+
+    async def aclose(self) -> None:
+        for forge in self._forges.values():
+            await forge.aclose()
+        self._forges.clear()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- the App's own REST calls ------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                transport=self._transport or httpx.AsyncHTTPTransport(retries=0),
+                timeout=httpx.Timeout(self._timeout_s),
+                trust_env=False,  # no proxy from the environment: requests go where configured
+                headers={
+                    "Accept": "application/vnd.github+json",
+                    "User-Agent": "pairbot",
+                    "X-GitHub-Api-Version": API_VERSION,
+                },
+            )
+        return self._client
+
+    def _installation(self, installation: int) -> AppInstallation:
+        if installation not in self._installations:
+            app_id, private_key = self._credentials()
+            creds = AppInstallation(
+                app_id, private_key, installation, secrets=self._secrets, clock=self._clock
+            )
+
+            async def mint() -> MintedToken:
+                response = await self._send(
+                    "POST",
+                    f"/app/installations/{installation}/access_tokens",
+                    creds.jwt(),
+                    op=f"mint a token for installation {installation}",
+                )
+                data = response.json()
+                return MintedToken(str(data["token"]), parse_expiry(str(data["expires_at"])))
+
+            creds.bind(mint)
+            self._installations[installation] = creds
+        return self._installations[installation]
+
+    async def app_slug(self) -> str | None:
+        """The App's slug (`GET /app` with its JWT); None without credentials."""
+        if self._app_id is None or not self._key:
+            return None
+        app_id, private_key = self._credentials()
+        creds = AppInstallation(app_id, private_key, 0, secrets=self._secrets, clock=self._clock)
+        response = await self._send("GET", "/app", creds.jwt(), op="read the App")
+        slug = response.json().get("slug")
+        return slug if isinstance(slug, str) and slug else None
+
+    async def _dispatch(self, repo: str, installation: int, payload: Mapping[str, Any]) -> None:
+        creds = self._installation(installation)
+        body = {"event_type": DISPATCH_EVENT_TYPE, "client_payload": dict(payload)}
+        op = f"repository_dispatch to {repo}"
+        token = await creds.token()
+        try:
+            await self._send("POST", f"/repos/{repo}/dispatches", token, op=op, json=body)
+        except _BadCredentials:
+            if not creds.invalidate(token):
+                raise
+            # A 401: the token was revoked early. Mint once more and send once more.
+            await self._send(
+                "POST", f"/repos/{repo}/dispatches", await creds.token(), op=op, json=body
+            )
+
+    async def _send(
+        self, method: str, path: str, bearer: str, *, op: str, json: Any = None
+    ) -> httpx.Response:
+        """One request; a failure becomes a `hosts.errors` error with no secret in it."""
+        try:
+            response = await self._http().request(
+                method, path, json=json, headers={"Authorization": f"Bearer {bearer}"}
+            )
+        except httpx.TimeoutException:
+            raise HostUnavailable(f"{op}: GitHub did not answer in time") from None
+        except httpx.TransportError as err:
+            raise HostUnavailable(
+                self._secrets.scrub(f"{op}: could not reach GitHub ({type(err).__name__})")
+            ) from None
+        status = response.status_code
+        if status < 300:
+            return response
+        message = self._secrets.scrub(_message(response))
+        said = f"{op}: GitHub answered {status}" + (f": {message}" if message else "")
+        wait = _rate_limit_wait(status, response.headers, message, self._clock())
+        if wait is not None:
+            raise RateLimited(f"{said} (retry after {wait:.0f}s)", retry_after=wait)
+        if status == 401:
+            raise _BadCredentials(said)
+        if status == 403:
+            raise Forbidden(said)
+        if status == 404:
+            raise NotFound(said)
+        if status >= 500:
+            raise HostUnavailable(said)
+        raise HostError(said)
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return ""
+    return str(data.get("message") or "")[:300] if isinstance(data, dict) else ""
+
+
+def _rate_limit_wait(status: int, headers: httpx.Headers, message: str, now: float) -> float | None:
+    """Seconds a 403/429 asks to wait (GitHub's documented order), None if not a rate limit."""
+    if status not in (403, 429):
+        return None
+    if "retry-after" in headers:
+        seconds = retry_after_seconds(headers["retry-after"], now)
+        if seconds is not None:
+            return seconds
+    if headers.get("x-ratelimit-remaining") == "0":
+        try:
+            return max(0.0, float(headers.get("x-ratelimit-reset", "")) - now)
+        except ValueError:
+            return 60.0
+    if status == 429 or "rate limit" in message.lower():
+        return 60.0
+    return None
+
+
+class LocalForges:
+    """`pairbot serve --dev`: every repository is the project's local forge; no dispatch."""
+
+    def __init__(self, forge_dir: Path) -> None:
+        self.forge_dir = forge_dir
+        self._forge: HostForge | None = None
+
+    def __call__(self, repo: str, installation: int | None) -> Forge:
+        if self._forge is None:
+            from hosts.local import LocalHost  # noqa: PLC0415
+
+            self._forge = HostForge(LocalHost(self.forge_dir))
+        return self._forge
+
+    async def aclose(self) -> None:
+        self._forge = None
+
+    @classmethod
+    def for_root(cls, root: Path, settings: HostSettings) -> LocalForges:
+        forge = Path(settings.local_forge) if settings.local_forge else root / LOCAL_FORGE_DIR
+        return cls(forge)
+
+
+class AzureForges:
+    """Azure DevOps: one adapter per `project/repository` (a work item names only its project:
+    the repository then comes from PAIR_AZURE_DEVOPS_REPOSITORY). Acknowledgements only: Azure
+    DevOps has no repository_dispatch, so its jobs run in the worker."""
+
+    def __init__(self, settings: HostSettings, root: Path) -> None:
+        self._settings = settings
+        self._root = root
+        self._forges: dict[str, HostForge] = {}
+
+    def __call__(self, repo: str, installation: int | None) -> Forge:
+        if repo not in self._forges:
+            project, _, repository = repo.partition("/")
+            settings = self._settings.model_copy(
+                update={
+                    "azure_project": project or self._settings.azure_project,
+                    "azure_repository": repository or self._settings.azure_repository,
+                }
+            )
+            self._forges[repo] = HostForge(build_host("azure-devops", settings, self._root))
+        return self._forges[repo]
+
+    async def aclose(self) -> None:
+        for forge in self._forges.values():
+            await forge.aclose()
+        self._forges.clear()

@@ -1,0 +1,307 @@
+"""One queued job, start to end: authorize, acknowledge, then dispatch or execute. The shell.
+
+A `command` job goes through these stages, each recorded before the next effect, so a job that
+a crash interrupted resumes after the last one it finished (CONVENTIONS 2):
+
+    ""              authorize the author (app.domain.commands.may_act; the permission comes from
+                    the collaborator-permission API, cached briefly) — a refused human gets ONE
+                    polite reply; a malformed command or `help` gets its usage reply; done
+    "authorized"    acknowledge: 👀 on the comment and the card's tracking comment
+                    (marker `tracking #<card>`), "queued `/pair <verb>`…"
+    "acknowledged"  → "dispatching": the `repository_dispatch` (execution: actions) or the
+                    executor (execution: worker, and always for Azure DevOps) → done
+
+Replies are upserted under a marker of their own comment (`reply #<card> run:<comment id>`),
+so a retried job edits its reply instead of posting a second one. A `scope-decision` job is
+authorized the same way, then dispatched; a `head-moved` job is dispatched directly.
+
+What a failure does is decided by `on_failure` (pure): rate limits, an unavailable host and a
+busy batch lock are retried later with backoff; anything else fails the job, logged for the
+operator (no traceback ever reaches a comment or an HTTP answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
+
+from app.domain.commands import Decision, help_text, may_act
+from app.domain.dispatch import PairRequest
+from app.errors import BatchLockedError, PairbotError
+from app.store.base import JobRecord, Store
+from app.web.events import GITHUB, Policy
+from app.web.forge import Forge, Forges
+from app.web.jobs import (
+    CommandJob,
+    CommandProblem,
+    Commenter,
+    Job,
+    ScopeDecisionJob,
+    dispatch_payload,
+    job_from_payload,
+)
+from app.web.settings import Execution
+from hosts.errors import HostError, HostUnavailable, RateLimited, Unsupported
+from hosts.markers import make_marker
+from hosts.models import Permission, Target
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS: Final = 6
+STAGES: Final = ("", "authorized", "acknowledged", "dispatching")
+
+
+class Executor(Protocol):
+    """Runs one job in this process (`execution: worker`); see `app.web.worker.cycle_executor`."""
+
+    async def __call__(self, job: Job, repo: str, installation_id: int | None) -> None: ...
+
+
+# -- pure decisions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What to do after a job raised: retry after `delay_s`, or fail with `message`."""
+
+    action: Literal["retry", "fail"]
+    message: str
+    delay_s: float = 0.0
+    expected: bool = True  # False: a bug or an unknown error, logged with its traceback
+
+
+def on_failure(error: BaseException, attempts: int, max_attempts: int = MAX_ATTEMPTS) -> Failure:
+    """Retry what time can fix (rate limits, an unavailable host, a busy lock), fail the rest."""
+    message = str(error) or type(error).__name__
+    transient = isinstance(error, RateLimited | HostUnavailable | BatchLockedError)
+    if transient and attempts < max_attempts:
+        backoff = min(300.0, 5.0 * 2 ** max(0, attempts - 1))
+        if isinstance(error, RateLimited) and error.retry_after is not None:
+            backoff = max(1.0, error.retry_after)
+        return Failure("retry", message, backoff)
+    if isinstance(error, HostError | PairbotError):
+        return Failure("fail", message)
+    return Failure("fail", f"{type(error).__name__}: {message}", expected=False)
+
+
+def _inline_code(text: str) -> str:
+    """`text` as Markdown inline code, whatever backticks it holds (an echo never formats)."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{fence}{padded.replace(chr(10), ' ')}{fence}"
+
+
+def usage_reply(problem: CommandProblem) -> str:
+    """The reply to a line that runs nothing: what was wrong, then the correct usage."""
+    usage = problem.usage
+    shown = usage if "\n" in usage else f"Usage: {_inline_code(usage)}"
+    return f"pairbot did not run this: {_inline_code(problem.message)}.\n\n{shown}"
+
+
+def tracking_body(request: PairRequest, trigger: str, where: str) -> str:
+    """The card's tracking comment right after a command was accepted (the cycle rewrites it)."""
+    line = f"/{trigger} {request.verb}"
+    author = request.comment.author_login if request.comment is not None else ""
+    by = f" (requested by **{author}**)" if author else ""
+    return f"queued {_inline_code(line)}{by}; it runs next in {where}."
+
+
+def reply_marker(number: int, job: JobRecord, comment_id: str) -> str:
+    """The marker of the one reply a comment can get."""
+    run = "".join(
+        ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in comment_id
+    )
+    return make_marker("reply", number, run=run or f"job{job.id}")
+
+
+# -- the shell ------------------------------------------------------------------------------------
+
+
+@dataclass
+class PermissionCache:
+    """Permission levels by (source, repo, login), kept `ttl_s` (a revoked collaborator stops
+    being able to act within that time). Concurrent lookups of one key share one request."""
+
+    ttl_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    lookups: int = 0
+    _entries: dict[tuple[str, str, str], tuple[float, Permission]] = field(default_factory=dict)
+    _locks: dict[tuple[str, str, str], asyncio.Lock] = field(default_factory=dict)
+
+    def _fresh(self, key: tuple[str, str, str]) -> Permission | None:
+        cached = self._entries.get(key)
+        return cached[1] if cached is not None and self.clock() < cached[0] else None
+
+    async def get(
+        self, key: tuple[str, str, str], fetch: Callable[[], Awaitable[Permission]]
+    ) -> Permission:
+        if (level := self._fresh(key)) is not None:
+            return level
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if (level := self._fresh(key)) is not None:
+                return level  # another job looked it up while this one waited
+            self.lookups += 1
+            level = await fetch()
+            self._entries[key] = (self.clock() + self.ttl_s, level)
+            return level
+
+
+@dataclass
+class JobHandler:
+    """Runs one claimed job to its end and records the outcome in the store."""
+
+    store: Store
+    github: Forges
+    azure: Forges | None
+    executor: Executor | None
+    execution: Execution
+    policy: Callable[[], Policy]
+    permissions: PermissionCache
+    clock: Callable[[], float] = time.time
+
+    async def __call__(self, job: JobRecord) -> None:
+        try:
+            result = await self._run(job)
+        except Exception as error:
+            failure = on_failure(error, job.attempts)
+            where = f"job {job.id} ({job.kind} {job.repo}#{job.number}, attempt {job.attempts})"
+            if failure.action == "retry":
+                log.warning("%s: %s; retrying in %.0fs", where, failure.message, failure.delay_s)
+                await self.store.retry_later(
+                    job.id, self.clock() + failure.delay_s, failure.message
+                )
+                return
+            if failure.expected:
+                log.error("%s failed: %s", where, failure.message)
+            else:
+                log.exception("%s failed unexpectedly", where)
+            await self.store.finish(job.id, "failed", failure.message)
+            return
+        await self.store.finish(job.id, "done", result)
+        log.info("job %s (%s %s#%s): %s", job.id, job.kind, job.repo, job.number, result)
+
+    def _forge(self, job: JobRecord) -> Forge:
+        forges = self.github if job.source == GITHUB else self.azure
+        if forges is None:
+            raise PairbotError(f"no forge is configured for {job.source}")
+        return forges(job.repo, job.installation)
+
+    async def _run(self, job: JobRecord) -> str:
+        if job.kind == "command":
+            return await self._command(job, CommandJob.from_json(job.request))
+        work = job_from_payload(_mapping(job.request["job"]))
+        if job.kind == "scope-decision":
+            author = Commenter.from_json(_mapping(job.request["author"]))
+            if job.stage == "":
+                forge = self._forge(job)
+                decision = await self._authorize(forge, job, author)
+                if not decision.allowed:
+                    return await self._refuse(forge, job, decision, _comment_id(work))
+                await self.store.advance(job.id, "authorized")
+        return await self._deliver(job, work)
+
+    async def _command(self, job: JobRecord, command: CommandJob) -> str:
+        forge = self._forge(job)
+        target = Target("pull" if command.comment.on_pull else "card", job.number)
+        if job.stage == "":
+            decision = await self._authorize(forge, job, command.author)
+            if not decision.allowed:
+                return await self._refuse(forge, job, decision, command.comment.id)
+            marker = reply_marker(job.number, job, command.comment.id)
+            if command.problem is not None:
+                await forge.upsert_comment(target, marker, usage_reply(command.problem))
+                return "answered with usage"
+            if command.request is not None and command.request.verb == "help":
+                await forge.upsert_comment(target, marker, help_text(self.policy().trigger))
+                return "answered with help"
+            await self.store.advance(job.id, "authorized")
+        request = command.request
+        if request is None:  # a problem is answered above; nothing else lacks a request
+            raise PairbotError(f"job {job.id} has neither a request nor a problem")
+        if STAGES.index(job.stage) < STAGES.index("acknowledged"):
+            if command.comment.id:
+                await self._react(forge, target, command.comment.id)
+            body = tracking_body(request, self.policy().trigger, self._where(job))
+            await forge.upsert_comment(target, make_marker("tracking", job.number), body)
+            await self.store.advance(job.id, "acknowledged")
+        return await self._deliver(job, request)
+
+    async def _authorize(self, forge: Forge, job: JobRecord, author: Commenter) -> Decision:
+        policy = self.policy()
+        uid = author.numeric_id
+        permission: Permission | None = None
+        if not author.is_bot and (uid is None or uid not in policy.allowlist) and author.login:
+            permission = await self.permissions.get(
+                (job.source, job.repo, author.login.lower()),
+                lambda: forge.permission(author.login),
+            )
+        return may_act(
+            author_id=uid if uid is not None else -1,
+            author_login=author.login,
+            author_is_bot=author.is_bot,
+            permission=permission,
+            allowlist=policy.allowlist,
+            own_bot_id=None,  # pairbot's own events never reach a job (events.py drops them)
+        )
+
+    async def _refuse(
+        self, forge: Forge, job: JobRecord, decision: Decision, comment_id: str
+    ) -> str:
+        if decision.silent:
+            return f"ignored: {decision.reason}"
+        target = Target(job.target, job.number)
+        await forge.upsert_comment(
+            target, reply_marker(job.number, job, comment_id), decision.reason
+        )
+        return f"refused: {decision.reason}"
+
+    async def _react(self, forge: Forge, target: Target, comment_id: str) -> None:
+        # 👀 where the host has it; Azure DevOps PR comments can only be liked.
+        for reaction in ("eyes", "+1"):
+            try:
+                await forge.react(target, comment_id, reaction)
+                return
+            except Unsupported:
+                continue
+        log.info("no acknowledgement reaction on %s: the host supports none", target)
+
+    def _where(self, job: JobRecord) -> str:
+        if job.source == GITHUB and self.execution == "actions":
+            return "GitHub Actions (repository_dispatch `pair`)"
+        return "pairbot's worker"
+
+    async def _deliver(self, job: JobRecord, work: Job) -> str:
+        if job.stage == "dispatching":
+            log.warning(
+                "job %s was interrupted while dispatching; dispatching again (the receiver "
+                "de-duplicates on delivery %s)",
+                job.id,
+                job.delivery_id,
+            )
+        await self.store.advance(job.id, "dispatching")
+        if job.source == GITHUB and self.execution == "actions":
+            await self._forge(job).dispatch(dispatch_payload(work))
+            return "dispatched to GitHub Actions"
+        if self.executor is None:
+            raise PairbotError("execution: worker needs an executor, and none is configured")
+        await self.executor(work, job.repo, job.installation)
+        return "executed by the worker"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise PairbotError(f"a stored job holds {type(value).__name__} where an object belongs")
+    return value
+
+
+def _comment_id(work: Job) -> str:
+    if isinstance(work, ScopeDecisionJob):
+        return work.comment_id
+    if isinstance(work, PairRequest) and work.comment is not None:
+        return work.comment.id
+    return ""

@@ -1,0 +1,203 @@
+"""The work a delivery can ask for, and the payloads it is dispatched in. Pure.
+
+Three kinds of job reach the Action (`execution: actions`, as a `repository_dispatch` of type
+`pair`) or the App's worker (`execution: worker`, as a `Job` handed to the executor):
+
+    PairRequest        an accepted `/pair <verb>` (app.domain.dispatch): its client_payload is
+                       `PairRequest.to_payload()` and carries no "kind" key:
+                       {"version": 1, "card": 12, "command": {"verb", "args", "text"},
+                        "delivery": "<X-GitHub-Delivery>", "comment": {"id", "authorLogin",
+                        "authorId", "url", "onPull"}}
+    ScopeDecisionJob   a maintainer's fenced-JSON scope decision on a pull request, to be read
+                       back and applied by the cycle's validation:
+                       {"version": 1, "kind": "scope-decision", "pull": 7,
+                        "commentId": "123", "delivery": "…"}
+    HeadMovedJob       a push moved the head of a pairbot pull request (`pull_request.synchronize`,
+                       Azure DevOps `git.pullrequest.updated`): a reviewed head is no longer the
+                       head, so the next step re-reviews the delta:
+                       {"version": 1, "kind": "head-moved", "pull": 7, "head": "<40 hex>",
+                        "delivery": "…"}
+
+`job_from_payload` is the inverse (no "kind" means a PairRequest); the Action reads the same
+keys (action/event.py). Who wrote a scope decision is not carried: the cycle reads the comment
+back from the host and checks its author there. GitHub allows at most 10 top-level keys in a
+client_payload; every shape here has at most five.
+
+Before a command is a PairRequest it is a `CommandJob`: the comment, its author and either the
+parsed request or the problem to answer with usage — what the worker authorizes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from app.domain.dispatch import PAYLOAD_VERSION, CommentRef, PairRequest, PayloadError
+
+ScopeKind: Final = "scope-decision"
+HeadKind: Final = "head-moved"
+_SHA_CHARS: Final = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class Commenter:
+    """Who wrote a comment: login, the host's stable id (numeric on GitHub) and bot-ness."""
+
+    login: str
+    id: str
+    is_bot: bool = False
+
+    @property
+    def numeric_id(self) -> int | None:
+        """The GitHub user id, or None where ids are not numbers (Azure DevOps GUIDs)."""
+        return int(self.id) if self.id.isascii() and self.id.isdigit() else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"login": self.login, "id": self.id, "isBot": self.is_bot}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Commenter:
+        return cls(str(data["login"]), str(data["id"]), bool(data.get("isBot", False)))
+
+
+@dataclass(frozen=True)
+class CommandProblem:
+    """A line addressed to pairbot that runs nothing: what was wrong and the usage to show."""
+
+    message: str
+    usage: str
+
+
+@dataclass(frozen=True)
+class CommandJob:
+    """A comment addressed to pairbot, before authorization: a request or a problem."""
+
+    card: int
+    comment: CommentRef
+    author: Commenter
+    request: PairRequest | None = None
+    problem: CommandProblem | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "card": self.card,
+            "comment": _comment_json(self.comment),
+            "author": self.author.to_json(),
+            "request": self.request.to_payload() if self.request is not None else None,
+            "problem": (
+                {"message": self.problem.message, "usage": self.problem.usage}
+                if self.problem is not None
+                else None
+            ),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CommandJob:
+        problem = data.get("problem")
+        request = data.get("request")
+        return cls(
+            card=int(data["card"]),
+            comment=_comment_from_json(data["comment"]),
+            author=Commenter.from_json(data["author"]),
+            request=PairRequest.from_payload(request) if request is not None else None,
+            problem=(
+                CommandProblem(str(problem["message"]), str(problem["usage"]))
+                if problem is not None
+                else None
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class ScopeDecisionJob:
+    """A scope decision to read back from comment `comment_id` on pull `pull` and apply."""
+
+    pull: int
+    comment_id: str
+    delivery: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "version": PAYLOAD_VERSION,
+            "kind": ScopeKind,
+            "pull": self.pull,
+            "commentId": self.comment_id,
+            "delivery": self.delivery,
+        }
+
+
+@dataclass(frozen=True)
+class HeadMovedJob:
+    """The head of pull `pull` is now `head_sha`."""
+
+    pull: int
+    head_sha: str
+    delivery: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "version": PAYLOAD_VERSION,
+            "kind": HeadKind,
+            "pull": self.pull,
+            "head": self.head_sha,
+            "delivery": self.delivery,
+        }
+
+
+Job = PairRequest | ScopeDecisionJob | HeadMovedJob
+
+
+def dispatch_payload(job: Job) -> dict[str, Any]:
+    """The `client_payload` of the `repository_dispatch` that carries `job`."""
+    return job.to_payload()
+
+
+def job_from_payload(payload: Mapping[str, Any]) -> Job:
+    """Rebuild a dispatched job; `PayloadError` names the field that is wrong."""
+    if not isinstance(payload, Mapping):
+        raise PayloadError("client_payload must be an object")
+    kind = payload.get("kind")
+    if kind is None:
+        return PairRequest.from_payload(payload)
+    if payload.get("version") != PAYLOAD_VERSION:
+        raise PayloadError(
+            f"client_payload.version must be {PAYLOAD_VERSION}, got {payload.get('version')!r}"
+        )
+    pull = payload.get("pull")
+    if not isinstance(pull, int) or isinstance(pull, bool) or pull < 1:
+        raise PayloadError(f"client_payload.pull must be a positive integer, got {pull!r}")
+    delivery = str(payload.get("delivery") or "")
+    if kind == ScopeKind:
+        comment = payload.get("commentId")
+        if not isinstance(comment, str) or not comment or len(comment) > 200:
+            raise PayloadError("client_payload.commentId must be a comment id (a short string)")
+        return ScopeDecisionJob(pull=pull, comment_id=comment, delivery=delivery)
+    if kind == HeadKind:
+        sha = payload.get("head")
+        if not isinstance(sha, str) or len(sha) not in (40, 64) or not set(sha) <= _SHA_CHARS:
+            raise PayloadError("client_payload.head must be a full lowercase commit SHA")
+        return HeadMovedJob(pull=pull, head_sha=sha, delivery=delivery)
+    raise PayloadError(
+        f"client_payload.kind {kind!r} is not one of: {ScopeKind}, {HeadKind} (or absent)"
+    )
+
+
+def _comment_json(comment: CommentRef) -> dict[str, Any]:
+    return {
+        "id": comment.id,
+        "authorLogin": comment.author_login,
+        "authorId": comment.author_id,
+        "url": comment.url,
+        "onPull": comment.on_pull,
+    }
+
+
+def _comment_from_json(data: Mapping[str, Any]) -> CommentRef:
+    return CommentRef(
+        id=str(data["id"]),
+        author_login=str(data["authorLogin"]),
+        author_id=int(data["authorId"]),
+        url=str(data.get("url") or ""),
+        on_pull=bool(data.get("onPull", False)),
+    )

@@ -1,0 +1,123 @@
+"""`pairbot serve`: uvicorn on `create_app(AppSettings.from_env(env))`.
+
+    pairbot serve --host 127.0.0.1 --port 8080     the App, configured by PAIR_* variables
+    pairbot serve --dev                            embedded defaults for a try-out on loopback
+
+`--dev` needs no account: the local forge under the project answers instead of GitHub, steps
+run in this process (`execution: worker`), the store is SQLite under the project, and — since
+the server never runs without a webhook secret — one is generated once into
+`.pair/app/webhook-secret` (mode 0600) and its path printed, never its value. `--dev` binds
+loopback only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from app.errors import UserError
+from app.web.settings import AppSettings
+
+DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
+
+
+def dev_secret(root: Path) -> tuple[SecretStr, Path]:
+    """The --dev webhook secret: read from its 0600 file, created on first use."""
+    path = root / DEV_SECRET
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)  # someone widened it; a secret file is the owner's only
+        value = path.read_text().strip()
+        if value:
+            return SecretStr(value), path
+        path.unlink()
+        return dev_secret(root)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_hex(32) + "\n")
+    return dev_secret(root)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def settings_for(root: Path, env: Mapping[str, str], *, dev: bool) -> AppSettings:
+    """The settings `serve` runs with: the environment's, plus the --dev defaults."""
+    settings = AppSettings.from_env(env, root=root)
+    if not dev:
+        return settings
+    update: dict[str, Any] = {"forge": "local", "execution": "worker"}
+    if settings.webhook_secret is None:
+        secret, path = dev_secret(root)
+        update["webhook_secret"] = secret
+        print(
+            f"pairbot: --dev webhook secret (sign test deliveries with it): {path}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return settings.model_copy(update=update)
+
+
+def serve(
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    host: str,
+    port: int,
+    dev: bool,
+    deps: Callable[[], Any],
+) -> int:
+    """Run the App until interrupted; returns the exit code."""
+    import uvicorn  # noqa: PLC0415  # only `serve` needs the server
+
+    from app.web.app import create_app  # noqa: PLC0415
+    from app.web.dashboard import local_batches  # noqa: PLC0415
+    from app.web.worker import cycle_executor  # noqa: PLC0415
+
+    if dev and not is_loopback(host):
+        raise UserError(
+            f"--dev serves the local forge with a generated secret: bind a loopback address, "
+            f"not {host!r}"
+        )
+    settings = settings_for(root, env, dev=dev)
+    app = create_app(
+        settings,
+        executor=cycle_executor(root, env, deps),
+        batches=lambda: local_batches(root),
+    )
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"pairbot: serving on http://{shown}:{port}/ (status page; webhooks at "
+        f"/webhooks/github and /webhooks/azure-devops), store {settings.store}",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,  # the logging configured above; uvicorn's own would replace it
+        server_header=False,
+        proxy_headers=False,  # nothing here reads the client address; trust no header
+    )
+    uvicorn.Server(config).run()
+    return 0

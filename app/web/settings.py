@@ -1,0 +1,180 @@
+"""The App's settings: one typed object read once from the environment (docs/app.md, Settings).
+
+`AppSettings.from_env(env, root=...)` reads every `PAIR_*` variable the service knows, checks
+each one and names the variable in any error; nothing else in `app/web` reads the environment.
+Secrets are `SecretStr`: they never appear in a repr, a log line or an error message.
+
+A missing webhook secret is not an error here (`pairbot serve --dev` supplies one); building
+the app without one is (`require_webhook_secret`), so the server never starts unsigned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from app.domain.commands import DEFAULT_TRIGGER, parse_commands
+from app.errors import ConfigError
+from app.hosting import HostSettings
+
+Execution = Literal["actions", "worker"]
+ForgeKind = Literal["github", "local"]
+
+DEFAULT_STORE = Path(".pair") / "app" / "pairbot.sqlite3"
+GITHUB_API = "https://api.github.com"
+_HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")
+
+
+class AppSettings(BaseModel):
+    """Everything `create_app` needs to know; secrets never appear in repr or logs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: Path
+    store: Path
+    webhook_secret: SecretStr | None = None
+    app_id: int | None = None
+    private_key: SecretStr | None = None
+    app_slug: str | None = None
+    trigger: str = DEFAULT_TRIGGER
+    allowlist: frozenset[int] = frozenset()
+    execution: Execution = "actions"
+    github_api_url: str = GITHUB_API
+    ado_username: str | None = None
+    ado_password: SecretStr | None = None
+    # `Name: value`: a header an Azure DevOps subscription sends instead of Basic auth.
+    ado_secret_header: SecretStr | None = None
+    # Where acknowledgements go: the GitHub App, or the local forge (`pairbot serve --dev`).
+    forge: ForgeKind = "github"
+    # The credentials of docs/hosts.md, for the worker's Azure DevOps and local hosts.
+    hosts: HostSettings = HostSettings()
+    worker_concurrency: int = 4
+    permission_ttl_s: float = 60.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
+        """Read the documented variables; an empty value counts as unset."""
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        base = (root or Path(env.get("PAIR_ROOT") or ".")).resolve()
+        store = Path(get("PAIR_STORE") or DEFAULT_STORE)
+        trigger = get("PAIR_TRIGGER") or DEFAULT_TRIGGER
+        slug = get("PAIR_APP_SLUG")
+        _check_addressing(trigger, slug)
+        secret = get("PAIR_WEBHOOK_SECRET")
+        username, password = get("PAIR_ADO_USERNAME"), env.get("PAIR_ADO_PASSWORD") or None
+        if (username is None) != (password is None):
+            raise ConfigError(
+                "set both PAIR_ADO_USERNAME and PAIR_ADO_PASSWORD (Azure DevOps service hooks "
+                "send both as Basic auth), or neither"
+            )
+        header = get("PAIR_ADO_SECRET_HEADER")
+        if header is not None:
+            parse_secret_header(header)
+        return cls(
+            root=base,
+            store=store if store.is_absolute() else base / store,
+            webhook_secret=SecretStr(secret) if secret else None,
+            app_id=_app_id(get("PAIR_APP_ID")),
+            private_key=_private_key(get("PAIR_PRIVATE_KEY"), get("PAIR_PRIVATE_KEY_FILE"), base),
+            app_slug=slug,
+            trigger=trigger,
+            allowlist=parse_allowlist(env.get("PAIR_ALLOWLIST", "")),
+            execution=_execution(get("PAIR_EXECUTION")),
+            github_api_url=(get("PAIR_GITHUB_API_URL") or GITHUB_API).rstrip("/"),
+            ado_username=username,
+            ado_password=SecretStr(password) if password else None,
+            ado_secret_header=SecretStr(header) if header else None,
+            hosts=HostSettings.from_env(env),
+        )
+
+    def require_webhook_secret(self) -> bytes:
+        """The webhook secret as bytes; a ConfigError naming PAIR_WEBHOOK_SECRET if unset."""
+        secret = self.webhook_secret.get_secret_value() if self.webhook_secret else ""
+        if not secret:
+            raise ConfigError(
+                "PAIR_WEBHOOK_SECRET is not set: pairbot refuses to serve webhooks it cannot "
+                "verify. Set it to the App's webhook secret (or run `pairbot serve --dev` to "
+                "generate one for a local try-out)"
+            )
+        return secret.encode()
+
+
+def parse_allowlist(text: str) -> frozenset[int]:
+    """`PAIR_ALLOWLIST`: comma-separated numeric user ids; anything else names the bad entry."""
+    ids: set[int] = set()
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        if not entry.isascii() or not entry.isdigit():
+            raise ConfigError(
+                f"PAIR_ALLOWLIST entry {entry!r} is not a numeric GitHub user id: the allowlist "
+                "takes ids, never logins, because a login can change hands "
+                f"(find an id with `gh api users/<login> --jq .id`)"
+            )
+        ids.add(int(entry))
+    return frozenset(ids)
+
+
+def parse_secret_header(text: str) -> tuple[str, str]:
+    """`PAIR_ADO_SECRET_HEADER` as (name, value); the error never shows the value."""
+    name, sep, value = text.partition(":")
+    if not sep or not _HEADER_NAME.fullmatch(name.strip()) or not value.strip():
+        raise ConfigError(
+            "PAIR_ADO_SECRET_HEADER must be `Header-Name: secret value` (the header an Azure "
+            "DevOps service hook subscription sends)"
+        )
+    return name.strip(), value.strip()
+
+
+def _check_addressing(trigger: str, slug: str | None) -> None:
+    try:
+        parse_commands("", trigger=trigger, app_slug=slug)
+    except ValueError as err:
+        variable = "PAIR_TRIGGER" if "trigger" in str(err) else "PAIR_APP_SLUG"
+        raise ConfigError(f"{variable}: {err}") from None
+
+
+def _app_id(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if not value.isascii() or not value.isdigit():
+        raise ConfigError(f"PAIR_APP_ID={value!r} is not a number; set it to the App's numeric id")
+    return int(value)
+
+
+def _private_key(text: str | None, file: str | None, root: Path) -> SecretStr | None:
+    if text is not None and file is not None:
+        raise ConfigError("set PAIR_PRIVATE_KEY or PAIR_PRIVATE_KEY_FILE, not both")
+    if file is not None:
+        path = Path(file) if Path(file).is_absolute() else root / file
+        try:
+            text = path.read_text()
+        except OSError as err:
+            raise ConfigError(
+                f"PAIR_PRIVATE_KEY_FILE: cannot read {path} ({err.strerror or err})"
+            ) from None
+    if text is None:
+        return None
+    if "\n" not in text and "\\n" in text:
+        # A PEM pasted into a one-line variable (an .env file, a CI secret) has literal `\n`s.
+        text = text.replace("\\n", "\n")
+    if "-----BEGIN" not in text:
+        source = "PAIR_PRIVATE_KEY_FILE" if file is not None else "PAIR_PRIVATE_KEY"
+        raise ConfigError(f"{source} does not hold a PEM private key (-----BEGIN … KEY-----)")
+    return SecretStr(text)
+
+
+def _execution(value: str | None) -> Execution:
+    if value is None or value == "actions":
+        return "actions"
+    if value == "worker":
+        return "worker"
+    raise ConfigError(f"PAIR_EXECUTION={value!r} is not one of: actions, worker")

@@ -1,0 +1,151 @@
+"""The App's background worker: drains the store's job queue, out of band of the webhook edge.
+
+    Worker(store, handle, concurrency=4)   started in the app's lifespan
+    cycle_executor(root, env, deps)        the production `Executor` for `execution: worker`
+
+The edge answers GitHub as soon as a delivery's jobs are committed and wakes the worker; the
+worker claims due jobs (at most one per card or pull at a time — the store guarantees it — and
+at most `concurrency` overall) and runs each through the `JobHandler`. Jobs a dead process left
+running are queued again on start (`Store.recover`), so nothing committed is ever lost.
+A poll every `poll_s` catches jobs whose retry time has come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from app.domain.dispatch import PairRequest
+from app.store.base import JobRecord, Store
+from app.web.handling import Executor
+from app.web.jobs import Job
+
+log = logging.getLogger(__name__)
+
+DELIVERY_RETENTION_S = 30 * 24 * 3600.0  # GitHub redelivers for days; keep a month
+PRUNE_EVERY_S = 3600.0
+
+
+class Worker:
+    """Claims and runs jobs until stopped; `wake()` after queueing to skip the poll wait."""
+
+    def __init__(
+        self,
+        store: Store,
+        handle: Callable[[JobRecord], Awaitable[None]],
+        *,
+        concurrency: int = 4,
+        clock: Callable[[], float] = time.time,
+        poll_s: float = 1.0,
+        drain_s: float = 10.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("the worker needs a concurrency of at least 1")
+        self._store = store
+        self._handle = handle
+        self._concurrency = concurrency
+        self._clock = clock
+        self._poll_s = poll_s
+        self._drain_s = drain_s
+        self._wakeup = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._last_prune = float("-inf")
+        self.max_parallel = 0  # the most jobs that ran at once (for tests and the status page)
+
+    @property
+    def healthy(self) -> bool:
+        """Started and not dead."""
+        return self._loop_task is not None and not self._loop_task.done()
+
+    @property
+    def busy(self) -> int:
+        return len(self._running)
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    async def start(self) -> None:
+        recovered = await self._store.recover()
+        if recovered:
+            log.warning("queued again %d job(s) a previous process left running", recovered)
+        self._loop_task = asyncio.create_task(self._loop(), name="pairbot-worker")
+
+    async def stop(self) -> None:
+        """Stop claiming; let running jobs finish for up to `drain_s`, then cancel them."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+        if self._running:
+            _, pending = await asyncio.wait(self._running, timeout=self._drain_s)
+            for task in pending:
+                task.cancel()  # left `running` in the store: the next start queues it again
+            if pending:
+                await asyncio.wait(pending)
+
+    async def _loop(self) -> None:
+        while True:
+            self._wakeup.clear()  # before claiming: a wake() during the claim is not lost
+            free = self._concurrency - len(self._running)
+            claimed: list[JobRecord] = []
+            if free > 0:
+                try:
+                    claimed = await self._store.claim(free, self._clock())
+                    await self._prune()
+                except Exception:
+                    log.exception("the worker could not read the job queue; retrying")
+            for job in claimed:
+                task = asyncio.create_task(self._run(job), name=f"pairbot-job-{job.id}")
+                self._running.add(task)
+                task.add_done_callback(self._done)
+            self.max_parallel = max(self.max_parallel, len(self._running))
+            if claimed and len(claimed) == free:
+                continue  # the queue may hold more than there were slots
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), self._poll_s)
+
+    async def _run(self, job: JobRecord) -> None:
+        try:
+            await self._handle(job)
+        except Exception:
+            # The handler records every outcome itself; this is a store failure while doing so.
+            log.exception("job %s: its outcome could not be recorded", job.id)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._wakeup.set()
+
+    async def _prune(self) -> None:
+        now = self._clock()
+        if now - self._last_prune < PRUNE_EVERY_S:
+            return
+        self._last_prune = now
+        pruned = await self._store.prune_deliveries(now - DELIVERY_RETENTION_S)
+        if pruned:
+            log.info("forgot %d deliveries older than 30 days", pruned)
+
+
+def cycle_executor(root: Path, env: Mapping[str, str], deps: Callable[[], Any]) -> Executor:
+    """The production executor: one step of the card cycle (`app.engine.cycle`) on `root`.
+
+    The engine is imported on the first job, so a webhook-only deployment never loads it.
+    A command runs through `handle_request`; a scope decision or a moved head runs one `tick`,
+    whose step reads the decision or the new head from the host itself.
+    """
+
+    async def execute(job: Job, repo: str, installation_id: int | None) -> None:
+        from app.engine import cycle  # noqa: PLC0415  # lazy: see the docstring
+
+        env_ = cycle.CycleEnv.from_environment(root, env, deps())
+        if isinstance(job, PairRequest):
+            await cycle.handle_request(env_, job)
+        else:
+            await cycle.tick(env_)
+
+    return execute
