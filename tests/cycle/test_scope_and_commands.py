@@ -1,0 +1,188 @@
+"""The cycle's human surface on the `local` host: scope decisions, and every `/pair` verb.
+
+Scope decisions of each action are applied once through the host layer's validation and a
+replay changes nothing; a decision from anyone but the maintainer is refused with its reason.
+The verbs park, resume, explain and stop a card; a bad command runs nothing and says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.engine.cycle import handle_scope_decision
+from app.errors import UserError
+from hosts.models import Author, Target
+from tests.conftest import PAIRBOT, agent_env
+from tests.cycle.harness import CardProject
+
+
+def _converge_with_a_proposal(tmp_path: Path) -> tuple[CardProject, int, str]:
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["scope-proposal", "ok"]})
+    project.command("implement")
+    steps = project.until_quiet()
+    assert steps[-1].status == "awaiting-scope-decision"
+    pull = project.pull()
+    assert pull is not None
+    packet = next(c for c in project.comments(pull) if "pair:scope-packet" in c["body"])
+    baseline = packet["body"].split('"scopeBaselineHash": "')[1].split('"')[0]
+    return project, pull, baseline
+
+
+def _decision(baseline: str, item: dict[str, Any]) -> str:
+    body = {"schemaVersion": 1, "scopeBaselineHash": baseline, "decisions": [item]}
+    return f"My decision:\n```json\n{json.dumps(body)}\n```\n"
+
+
+@pytest.mark.parametrize(
+    ("item", "transitions"),
+    [
+        pytest.param(
+            {"id": "sc-1", "action": "ignore", "rationale": "out of scope"},
+            ["scope-decision", "publish"],
+            id="ignore",
+        ),
+        pytest.param(
+            {"id": "sc-1", "action": "new-card"},
+            ["scope-decision", "publish"],
+            id="new-card",
+        ),
+        pytest.param(
+            {
+                "id": "sc-1",
+                "action": "extend-current-card",
+                "approvedDelta": {"ac": "AC-1", "text": "it works and shows a lockout notice"},
+            },
+            ["scope-decision", "apply", "verify", "publish"],
+            id="extend-current-card",
+        ),
+    ],
+)
+def test_each_scope_action_is_applied_once_and_a_replay_changes_nothing(
+    tmp_path: Path, item: dict[str, Any], transitions: list[str]
+) -> None:
+    project, pull, baseline = _converge_with_a_proposal(tmp_path)
+    card_count = len(list((project.forge.root / "cards").glob("*.json")))
+    project.comment_as_maintainer(Target("pull", pull), _decision(baseline, item))
+    steps = project.until_quiet()
+    assert [s.result.transition for s in steps if s.result.transition] == transitions
+    assert steps[-1].status == "ready-for-merge"
+    applied = project.cycle_events("scope-applied")
+    assert len(applied) == 1 and applied[0]["dispositions"][0]["action"] == item["action"]
+    cards_now = len(list((project.forge.root / "cards").glob("*.json")))
+    assert cards_now == card_count + (1 if item["action"] == "new-card" else 0)
+    body = json.loads((project.forge.root / "cards" / f"{project.card}.json").read_text())["body"]
+    if item["action"] == "extend-current-card":
+        assert "lockout notice" in body
+    else:
+        assert body == "AC-1: it works\n"
+    # A redelivered decision (the same comment again) is a no-op.
+    before = len(project.journal())
+    asyncio.run(handle_scope_decision(project.env(), pull))
+    assert len(project.cycle_events("scope-applied")) == 1
+    assert len(list((project.forge.root / "cards").glob("*.json"))) == cards_now
+    assert len(project.journal()) == before
+    project.assert_invariants()
+
+
+def test_a_decision_from_someone_else_is_refused_with_its_reason(tmp_path: Path) -> None:
+    project, pull, baseline = _converge_with_a_proposal(tmp_path)
+    mallory = Author(login="mallory", id="666")
+    project.forge.comment_as(
+        mallory, Target("pull", pull), _decision(baseline, {"id": "sc-1", "action": "ignore"})
+    )
+    step = project.step()
+    assert step.status == "awaiting-scope-decision"
+    refusal = [c for c in project.comments(pull) if "pair:scope-refusal" in c["body"]]
+    assert len(refusal) == 1 and "not-maintainer" in refusal[0]["body"]
+    assert not project.cycle_events("scope-applied")
+    project.step()  # asking again does not post a second refusal
+    assert len([c for c in project.comments(pull) if "pair:scope-refusal" in c["body"]]) == 1
+
+
+def test_needs_input_parks_and_an_answer_resumes(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path)
+    project.script({"apply": ["needs-input", "ok"]})
+    project.command("implement")
+    step = project.step()
+    assert step.result.state == "blocked" and step.status == "needs-input"
+    assert project.labels(project.card) == ["pr-state:needs-input"]
+    assert project.step().result.state == "blocked"  # parked: nothing runs
+    resumed = project.command("answer use sqlite")
+    assert resumed.result.transition == "apply" and resumed.result.state == "advanced"
+    calls = [json.loads(x) for x in (project.scratch / "agent-log.jsonl").read_text().splitlines()]
+    assert "use sqlite" in calls[-1]["instructions"]
+
+
+def test_a_crashed_agent_blocks_and_retry_runs_it_again(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path)
+    project.script({"apply": ["crash", "ok"]})
+    project.command("implement")
+    step = project.step()
+    assert step.status == "blocked"
+    assert project.command("retry").result.transition == "apply"
+
+
+def test_status_explains_without_running_anything(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path, cycle={"prepare": "always"})
+    project.command("implement")
+    calls = (project.scratch / "agent-log.jsonl").read_text().count("\n")
+    step = project.command("status")
+    assert step.explanation is not None
+    assert step.explanation.gate == "prepare"
+    assert "/pair approve" in " ".join(step.explanation.what_you_can_do)
+    assert (project.scratch / "agent-log.jsonl").read_text().count("\n") == calls
+
+
+def test_abandon_stops_the_cycle_and_keeps_the_record(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path)
+    project.command("implement")
+    step = project.command("abandon")
+    assert step.status == "abandoned"
+    assert project.labels(project.card) == ["pr-state:abandoned"]
+    assert project.step().result.state == "nothing-ready"
+    assert project.journal()  # nothing was deleted
+    resumed = project.command("implement")  # a new implement resumes the card
+    assert resumed.result.transition == "apply"
+
+
+def test_commands_on_a_card_without_a_cycle_are_refused(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path)
+    with pytest.raises(UserError, match="/pair implement"):
+        project.command("approve")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["card", "0", "implement"], "positive integer", id="card-zero"),
+        pytest.param(["card", "x", "implement"], "positive integer", id="card-not-a-number"),
+        pytest.param(["card", "1", "deploy"], "usage", id="unknown-verb"),
+        pytest.param(["card", "1", "implement", "until:", "soon"], "until", id="bad-until"),
+        pytest.param(["card", "1", "approve", "now"], "approve", id="trailing-text"),
+        pytest.param(["card", "1"], "usage", id="no-verb"),
+    ],
+)
+def test_bad_card_commands_exit_2_with_the_usage(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    project = CardProject.create(tmp_path)
+    before = sorted(p.name for p in (project.root / ".pair").iterdir())
+    done = subprocess.run(
+        [str(PAIRBOT), "--root", str(project.root), *args],
+        capture_output=True,
+        text=True,
+        env=agent_env({"PAIR_LOCAL_FORGE": str(project.forge.root)}),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert expected in done.stderr.lower()
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in (project.root / ".pair").iterdir()) == before
