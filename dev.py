@@ -3,7 +3,8 @@
 
 Standard library only, so it runs on a fresh machine with nothing but Python 3.11 and git.
 It creates `.venv`, installs pairbot with the pinned versions in `constraints.txt`, then
-either runs pairbot's main job on the bundled example (start) or every check (test).
+either runs pairbot's main job (start: the App, `pairbot serve --dev`, on 127.0.0.1 over the
+bundled example project in ./pairbot-demo) or every check (test).
 """
 
 from __future__ import annotations
@@ -46,7 +47,18 @@ def install(extra: str) -> None:
 
 def start(args: list[str]) -> None:
     install("")
-    _run(BIN / "pairbot", "demo", *args)
+    demo = ROOT / "pairbot-demo"  # gitignored; `pairbot demo` works on the same directory
+    if not (demo / ".pair").is_dir():
+        prepare = "import pathlib, sys, app.demo; app.demo.prepare(pathlib.Path(sys.argv[1]))"
+        _run(BIN / "python", "-c", prepare, demo)
+    argv = [str(BIN / "pairbot"), "--root", str(demo), "serve", "--dev", *args]
+    print("+", " ".join(argv), flush=True)
+    server = subprocess.Popen(argv, cwd=ROOT)
+    while True:
+        try:
+            sys.exit(server.wait())
+        except KeyboardInterrupt:
+            continue  # Ctrl-C reached the server too; wait for its graceful shutdown
 
 
 def test(args: list[str]) -> None:

@@ -83,7 +83,11 @@ class AppSettings(BaseModel):
             store=store if store.is_absolute() else base / store,
             webhook_secret=SecretStr(secret) if secret else None,
             app_id=_app_id(get("PAIR_APP_ID")),
-            private_key=_private_key(get("PAIR_PRIVATE_KEY"), get("PAIR_PRIVATE_KEY_FILE"), base),
+            private_key=_private_key(
+                env["PAIR_PRIVATE_KEY"] if get("PAIR_PRIVATE_KEY") else None,
+                get("PAIR_PRIVATE_KEY_FILE"),
+                base,
+            ),
             app_slug=slug,
             trigger=trigger,
             allowlist=parse_allowlist(env.get("PAIR_ALLOWLIST", "")),

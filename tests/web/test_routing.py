@@ -1,0 +1,199 @@
+"""The pure parts of the App: routing, job payloads, failure policy and reply text."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from app.domain.dispatch import PairRequest, PayloadError
+from app.errors import BatchLockedError, ConfigError
+from app.web.events import Policy, html_to_text, route_azure, route_github, serial_key
+from app.web.handling import on_failure, tracking_body, usage_reply
+from app.web.jobs import (
+    CommandJob,
+    CommandProblem,
+    HeadMovedJob,
+    ScopeDecisionJob,
+    job_from_payload,
+)
+from hosts.errors import HostUnavailable, NotFound, RateLimited
+from tests.web.conftest import fixture
+
+POLICY = Policy(trigger="pair", app_slug="pairbot", app_id=123456, allowlist=frozenset({42}))
+
+
+def comment(body: str, **user: Any) -> dict[str, Any]:
+    payload = copy.deepcopy(fixture("github-webhooks/issue_comment/created.with-installation.json"))
+    payload["comment"]["body"] = body
+    payload["comment"]["user"].update(user)
+    return payload
+
+
+def test_app_slug_addressing_reaches_the_same_grammar() -> None:
+    routed = route_github("issue_comment", "created", comment("@pairbot[bot] status"), POLICY, "d")
+    [job] = routed.jobs
+    request = CommandJob.from_json(job.request).request
+    assert request is not None and request.verb == "status"
+    assert job.dedupe_key == "github:Codertocat/Hello-World:comment:492700400"
+    assert job.serial_key == "github:Codertocat/Hello-World#1"
+    assert job.installation == 1
+
+
+def test_only_the_first_command_of_a_comment_counts() -> None:
+    body = "/pair frobnicate\n/pair implement"
+    [job] = route_github("issue_comment", "created", comment(body), POLICY, "d").jobs
+    command = CommandJob.from_json(job.request)
+    assert command.request is None and command.problem is not None
+    assert "frobnicate" in command.problem.message
+
+
+def test_commands_in_code_quotes_and_hidden_text_never_route() -> None:
+    for body in ("```\n/pair implement\n```", "> /pair implement", "<!-- /pair implement -->"):
+        routed = route_github("issue_comment", "created", comment(body), POLICY, "d")
+        assert routed.jobs == () and not routed.silent
+
+
+def test_own_comments_are_recognised_by_app_id_or_login() -> None:
+    by_app = comment("/pair implement")
+    by_app["comment"]["performed_via_github_app"] = {"id": 123456}
+    by_login = comment("/pair implement", login="PairBot[bot]", type="Bot", id=99)
+    for payload in (by_app, by_login):
+        assert route_github("issue_comment", "created", payload, POLICY, "d").silent
+
+
+def test_deleted_comments_and_other_events_are_not_for_pairbot() -> None:
+    assert (
+        "only a newly created" in route_github("issue_comment", "deleted", {}, POLICY, "d").reason
+    )
+    assert (
+        route_github("issues", "opened", {}, POLICY, "d").reason
+        == "issues.opened is not for pairbot"
+    )
+    assert route_github("ping", None, {"hook_id": 7}, POLICY, "d").reason == "ping for hook 7"
+    malformed = route_github("issue_comment", "created", {"comment": "x"}, POLICY, "d")
+    assert malformed.jobs == () and "without" in malformed.reason
+
+
+def test_serial_keys_join_github_issues_and_pulls_but_not_azure_cards_and_pulls() -> None:
+    assert serial_key("github", "o/r", "card", 5) == serial_key("github", "o/r", "pull", 5)
+    assert serial_key("azure-devops", "p/r", "card", 5) != serial_key(
+        "azure-devops", "p/r", "pull", 5
+    )
+
+
+def test_dispatch_payloads_round_trip_and_match_the_action() -> None:
+    scope = ScopeDecisionJob(pull=7, comment_id="123", delivery="d")
+    moved = HeadMovedJob(pull=7, head_sha="a" * 40, delivery="d")
+    assert scope.to_payload() == {
+        "version": 1,
+        "kind": "scope-decision",
+        "pull": 7,
+        "commentId": "123",
+        "delivery": "d",
+    }
+    assert moved.to_payload()["head"] == "a" * 40
+    for job in (scope, moved):
+        assert job_from_payload(job.to_payload()) == job
+    request = PairRequest(card=3, verb="retry")
+    assert job_from_payload(request.to_payload()) == request
+    for bad in (
+        {"version": 1, "kind": "merge", "pull": 1},
+        {"version": 2, "kind": "head-moved", "pull": 1, "head": "a" * 40},
+        {"version": 1, "kind": "head-moved", "pull": 0, "head": "a" * 40},
+        {"version": 1, "kind": "head-moved", "pull": 1, "head": "HEAD"},
+        {"version": 1, "kind": "scope-decision", "pull": 1},
+    ):
+        with pytest.raises(PayloadError):
+            job_from_payload(bad)
+
+
+@pytest.mark.parametrize(
+    ("error", "attempts", "action"),
+    [
+        (RateLimited("slow down", retry_after=90), 1, "retry"),
+        (HostUnavailable("502"), 2, "retry"),
+        (BatchLockedError("busy"), 1, "retry"),
+        (HostUnavailable("502"), 6, "fail"),
+        (NotFound("no such repo"), 1, "fail"),
+        (ConfigError("PAIR_APP_ID"), 1, "fail"),
+        (KeyError("bug"), 1, "fail"),
+    ],
+)
+def test_failures_retry_what_time_can_fix(error: Exception, attempts: int, action: str) -> None:
+    failure = on_failure(error, attempts)
+    assert failure.action == action
+    if isinstance(error, RateLimited):
+        assert failure.delay_s == 90
+    assert failure.expected is not isinstance(error, KeyError)
+
+
+def test_replies_quote_user_text_as_code() -> None:
+    reply = usage_reply(CommandProblem("unknown verb '@everyone`x'", "/pair approve"))
+    assert "``unknown verb '@everyone`x'``" in reply
+    assert "Usage: `/pair approve`" in reply
+    multi = usage_reply(CommandProblem("a verb is missing", "line one\nline two"))
+    assert multi.endswith("line one\nline two")
+    body = tracking_body(PairRequest(card=1, verb="implement"), "pair", "GitHub Actions")
+    assert body == "queued `/pair implement`; it runs next in GitHub Actions."
+
+
+def test_work_item_comments_are_html() -> None:
+    assert html_to_text("<div>/pair approve</div><div>thanks &amp; bye</div>") == (
+        "/pair approve\nthanks & bye\n"
+    )
+    assert html_to_text("<!-- hidden /pair abandon -->seen<br/>x") == "seen\nx"
+
+
+def azure_workitem(
+    history: str, changed_by: Any = "Jamal Hartnett <fabrikamfiber4@hotmail.com>"
+) -> dict[str, Any]:
+    """`workitem.commented`, built from the documented shape (the corpus has no sample)."""
+    return {
+        "id": "a3f9b1b3-2d4c-4f77-9b8e-3b6c5e0a1c11",
+        "eventType": "workitem.commented",
+        "publisherId": "tfs",
+        "resource": {
+            "id": 5,
+            "rev": 4,
+            "fields": {
+                "System.TeamProject": "Fabrikam",
+                "System.WorkItemType": "User Story",
+                "System.Title": "Some great new idea!",
+                "System.ChangedBy": changed_by,
+                "System.History": history,
+            },
+            "url": "https://dev.azure.com/fabrikam/_apis/wit/workItems/5",
+        },
+    }
+
+
+def test_azure_work_item_comments_route_like_issue_comments() -> None:
+    routed = route_azure(azure_workitem("<div>/pair implement until: merged</div>"), POLICY, "n-1")
+    [job] = routed.jobs
+    command = CommandJob.from_json(job.request)
+    assert command.request is not None and command.request.args == {"until": "merged"}
+    assert command.author.login == "fabrikamfiber4@hotmail.com"
+    assert command.comment.id == ""  # nothing to react to: the notification names no comment
+    assert (job.source, job.repo, job.target, job.number) == ("azure-devops", "Fabrikam", "card", 5)
+    assert job.dedupe_key == "azure-devops:Fabrikam:comment:rev4"
+    identity = {"displayName": "Jamal", "uniqueName": "jamal@fabrikam.com", "id": "54d1"}
+    [other] = route_azure(azure_workitem("/pair status", identity), POLICY, "n-2").jobs
+    assert CommandJob.from_json(other.request).author.id == "54d1"
+    own = route_azure(azure_workitem("<!-- pair:tracking #5 -->\nqueued"), POLICY, "n-3")
+    assert own.silent
+
+
+def test_azure_pull_request_updates_on_pairbot_branches_move_the_head() -> None:
+    sample = fixture("azure-devops/git.pullrequest.created.json")
+    sample["eventType"] = "git.pullrequest.updated"
+    assert route_azure(sample, POLICY, "n").jobs == ()  # branch `mytopic`
+    sample["resource"]["sourceRefName"] = "refs/heads/pair/card-5"
+    [job] = route_azure(sample, POLICY, "n").jobs
+    moved = job_from_payload(job.request["job"])
+    assert moved == HeadMovedJob(
+        pull=1, head_sha="53d54ac915144006c2c9e90d2c7d3880920db49c", delivery="n"
+    )
+    created = fixture("azure-devops/git.pullrequest.created.json")
+    assert route_azure(created, POLICY, "n").reason == "git.pullrequest.created is not for pairbot"
