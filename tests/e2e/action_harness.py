@@ -76,6 +76,9 @@ class ActionRepo:
         event = copy.deepcopy(webhook("issue_comment/created.json"))
         event["issue"]["number"] = number
         event["issue"].pop("pull_request", None)
+        if number in self.fake.pulls:  # GitHub marks a PR's issue this way
+            api = f"{self.base_url}/repos/{self.fake.owner}/{self.fake.repo}"
+            event["issue"]["pull_request"] = {"url": f"{api}/pulls/{number}"}
         event["comment"].update(id=comment_id, body=body)
         event["comment"]["user"].update(login=login, id=user.id, type=user.type)
         event["sender"].update(login=login, id=user.id, type=user.type)
@@ -91,6 +94,7 @@ class ActionRepo:
         event["number"] = pull
         event["pull_request"]["number"] = pull
         event["pull_request"]["head"]["sha"] = head
+        event["pull_request"]["head"]["ref"] = f"pair/card-{self.card}"
         return "pull_request", event
 
     # ------------------------------------------------------------ running

@@ -8,6 +8,7 @@ card and its PR carry exactly one, the same, `pr-state:*` label after every invo
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -76,3 +77,91 @@ def test_a_read_only_commenter_is_refused_once_and_nothing_runs(tmp_path: Path) 
         assert len(refusals) == 1
         assert not repo.fake.pulls
         assert repo.state_journal() == []
+
+
+def _script(repo, steps: dict[str, list[str]]) -> None:  # type: ignore[no-untyped-def]
+    (repo.scratch / "script.json").write_text(json.dumps({"default": "ok", "steps": steps}))
+
+
+def _reviewed(repo) -> list[str]:  # type: ignore[no-untyped-def]
+    return [
+        r["data"]["head"]
+        for r in repo.state_journal()
+        if r.get("kind") == "cycle" and r["data"].get("event") == "reviewed"
+    ]
+
+
+def test_a_blocking_finding_is_resolved_by_red_and_fix(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        _script(repo, {"verify": ["findings-blocking", "ok"]})
+        repo.run(repo.comment_event("/pair implement"))
+        runs = repo.until_quiet()
+        transitions = [r.outputs["transition"] for r in runs if r.outputs.get("transition")]
+        assert transitions == ["apply", "verify", "red", "fix", "verify", "publish"]
+        heads = _reviewed(repo)
+        assert repo.fake.statuses[heads[0]][-1]["state"] == "failure"
+        assert repo.fake.statuses[heads[-1]][-1]["state"] == "success"
+        assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
+
+
+def test_a_head_moved_before_merge_is_re_reviewed_instead(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        repo.run(repo.comment_event("/pair implement until: merged merge: always"))
+        runs = repo.until_quiet()
+        assert runs[-1].outputs["status"] == "awaiting-human"
+        pull = repo.pull()
+        assert pull is not None
+        # A maintainer pushes to the PR branch; GitHub sends pull_request.synchronize.
+        work = tmp_path / "human"
+        subprocess.run(
+            ["git", "clone", "-q", "-b", f"pair/card-{repo.card}", str(repo.bare), str(work)],
+            check=True,
+        )
+        (work / "extra.txt").write_text("a human change\n")
+        for argv in (
+            ["git", "add", "-A"],
+            ["git", "-c", "user.name=h", "-c", "user.email=h@x.invalid", "commit", "-qm", "x"],
+            ["git", "push", "-q", "origin", f"pair/card-{repo.card}"],
+        ):
+            subprocess.run(argv, cwd=work, check=True)
+        moved = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        done = repo.run(repo.synchronize_event(pull, moved))
+        assert done.outputs["transition"] == "verify", done.stdout
+        assert _reviewed(repo)[-1] == moved
+        assert not repo.fake.pulls[pull].merged
+        # pairbot's own push is not news: a synchronize for it runs nothing.
+        again = repo.run(repo.synchronize_event(pull, moved))
+        assert again.outputs["transition"] == ""
+        runs = repo.until_quiet()  # the synthesis is republished for the new reviewed head
+        assert runs[-1].outputs["status"] == "awaiting-human"
+        approved = repo.run(repo.comment_event("/pair approve"))
+        assert approved.outputs["transition"] == "merge"
+        assert repo.fake.pulls[pull].merged
+        repo.assert_invariants()
+
+
+def test_a_scope_decision_comment_is_applied_once(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        _script(repo, {"verify": ["scope-proposal", "ok"]})
+        repo.run(repo.comment_event("/pair implement"))
+        runs = repo.until_quiet()
+        assert runs[-1].outputs["status"] == "awaiting-scope-decision"
+        pull = repo.pull()
+        assert pull is not None
+        packet = next(c for c in repo.fake.comments.values() if "pair:scope-packet" in c.body)
+        baseline = packet.body.split('"scopeBaselineHash": "')[1].split('"')[0]
+        decision = {
+            "schemaVersion": 1,
+            "scopeBaselineHash": baseline,
+            "decisions": [{"id": "sc-1", "action": "new-card"}],
+        }
+        body = f"```json\n{json.dumps(decision)}\n```"
+        issues_before = len(repo.fake.issues)
+        for _ in range(2):  # the second delivery is a replay
+            done = repo.run(repo.comment_event(body, number=pull))
+            assert done.code == 0, done.stderr
+        assert len(repo.fake.issues) == issues_before + 1
+        runs = repo.until_quiet()
+        assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
