@@ -16,6 +16,7 @@ step taken or nothing to do, 1 for a blocked step or an operator error, 2 for a 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import sys
 import uuid
@@ -26,7 +27,10 @@ from typing import Any, TextIO
 from action.context import ActionContext
 from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
-from app.errors import PairbotError
+from app.errors import ConfigError, PairbotError
+
+# Seconds after which a `pair-state` lock left by a dead run is reclaimed (docs/action.md).
+ENV_STALE_AFTER_S = "PAIR_STATE_STALE_AFTER_S"
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,12 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
 
     root = ctx.workspace
     run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
-    branch = StateBranch(root, clock=utc_now, host_id=f"actions:{ctx.run_id or 'local'}")
+    branch = StateBranch(
+        root,
+        clock=utc_now,
+        host_id=f"actions:{ctx.run_id or 'local'}",
+        stale_after_s=stale_after_s(env),
+    )
     lease = branch.try_lock(run_id)
     if lease is None:
         return Outcome(
@@ -96,6 +105,30 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     finally:
         branch.release(lease)
     return outcome
+
+
+def stale_after_s(env: Mapping[str, str]) -> float:
+    """`PAIR_STATE_STALE_AFTER_S`: after how long a `pair-state` lock counts as abandoned.
+
+    The default (30 minutes) outlasts any step. A shorter value is for tests that kill runs and
+    must see the next one reclaim the lock without waiting half an hour; a lock younger than
+    this is another run's, so a value below the longest step lets two runs overlap.
+    """
+    from app.engine.statebranch import DEFAULT_STALE_AFTER_S  # noqa: PLC0415
+
+    raw = env.get(ENV_STALE_AFTER_S) or ""
+    if not raw:
+        return DEFAULT_STALE_AFTER_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(
+            f"{ENV_STALE_AFTER_S}={raw!r} is not a number of seconds above 0; leave it unset"
+            f" for the default ({DEFAULT_STALE_AFTER_S:.0f})"
+        )
+    return seconds
 
 
 def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:
