@@ -18,6 +18,8 @@ Bookkeeping for the tests:
                  message; a harness fails the test at teardown when this is not empty
     violations   requests that arrived inside a rate-limit window this fake announced
     max_parallel_mutations   the most mutations in flight at once
+    arrivals     (time.monotonic(), method, path) of every request as it arrived: wall time,
+                 not the fake's clock, so a harness can time another process's first call
 
 Faults are queued with `fail(method, path_regex, kind, ...)`: a 5xx before or after storing, a
 timeout after storing, a 429 or a secondary-limit 403 with `retry-after`, a spent primary
@@ -42,6 +44,7 @@ import functools
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -205,6 +208,7 @@ class FakeGitHub:
     unexpected: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     log: list[tuple[str, str, int]] = field(default_factory=list)
+    arrivals: list[tuple[float, str, str]] = field(default_factory=list)
     jwt_claims: list[dict[str, Any]] = field(default_factory=list)
     max_parallel_mutations: int = 0
     # Called with (method, path) before a request is routed: the world moving mid-call.
@@ -459,6 +463,7 @@ class FakeGitHub:
         if path == "/api/graphql":  # GHES puts GraphQL beside /api/v3
             path = "/graphql"
         method = request.method
+        self.arrivals.append((time.monotonic(), method, path))
         if self.clock() < self._window_until:
             self.violations.append(f"{method} {path} at {self.clock():.1f}")
         mint = method == "POST" and path.endswith("/access_tokens")
