@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, PrRequest, StepResult
 from app.runtime.process import ProcessRuntime
+from hosts.local import LocalForge
 from tests.conftest import Project, agent_env, cli
 
 
@@ -126,3 +129,29 @@ def test_without_a_code_host_the_pr_step_blocks_with_a_remedy(
     assert result is not None
     assert (result.state, result.transition) == ("blocked", "pr")
     assert "prGrouping: off" in (result.blocker or "")
+
+
+def test_the_cli_opens_pr_groups_on_the_local_forge(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    project = make_project(
+        {"prGrouping": "whole-batch", "phases": [{"name": "p", "changes": ["a"]}]}
+    )
+    forge = tmp_path / "forge"
+    env = agent_env({"PAIR_LOCAL_FORGE": str(forge)})
+    states = []
+    for _ in range(6):
+        done = cli("batch", "apply", project.batch, "--json", cwd=project.root, env=env)
+        states.append(json.loads(done.stdout)["transition"])
+        if json.loads(done.stdout)["state"] != "advanced":
+            break
+    assert "pr" in states
+    pulls = list((forge / "pulls").glob("*.json"))
+    assert len(pulls) == 1
+    pull = json.loads(pulls[0].read_text())
+    assert (pull["head_branch"], pull["base_branch"], pull["draft"]) == (
+        "pair/demo",
+        "main",
+        True,
+    )
+    assert LocalForge(forge).branch_sha("pair/demo") is not None
