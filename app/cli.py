@@ -137,7 +137,27 @@ def _deps(env: Mapping[str, str], root: Path) -> Any:
         runtime_for=runtime_for,
         env=dict(env),
         on_line=lambda line: print(line, file=sys.stderr, flush=True),
+        pr_opener=_pr_opener(env, root),
     )
+
+
+def _pr_opener(env: Mapping[str, str], root: Path) -> Any:
+    """PR groups open on the project's code host when its credentials are there.
+
+    Without them (or outside a project) the PR step blocks and names the remedy instead.
+    """
+    from app.domain.binding import resolve_binding  # noqa: PLC0415
+    from app.engine.manifest import load_project_config  # noqa: PLC0415
+    from app.engine.pr_opener import HostPrOpener  # noqa: PLC0415
+    from app.hosting import HostSettings, build_host  # noqa: PLC0415
+
+    try:
+        project = load_project_config(root)
+        code = resolve_binding(project.hosts).code
+        settings = HostSettings.from_env(env)
+    except (PairbotError, ValueError):
+        return None
+    return HostPrOpener(lambda: build_host(code, settings, root), root)
 
 
 def _print_result(result: Any, as_json: bool) -> int:
