@@ -36,8 +36,8 @@ from app.engine.step import StepResult, iso_now, journal_event
 from app.engine.transition import Derivation
 from app.engine.worktree import Worktree
 from hosts.labels import PrState
-from hosts.markers import make_marker, render
-from hosts.models import Card, Pull, Target, Upserted
+from hosts.markers import human_tail, make_marker, render, same_text
+from hosts.models import Card, Pull, Target
 
 if TYPE_CHECKING:
     from app.engine.cycle import CardStep, _Card
@@ -196,12 +196,10 @@ async def _publish_synthesis(state: _Card, pull: Pull) -> bool:
     )
     marker = synthesis_marker(state.card, pull.number, run_id)
     done = await state.env.hosts.code.upsert_comment(Target("pull", pull.number), marker, body)
-    # Read back: the upsert re-reads the comment; it must carry exactly what was rendered.
-    confirmed = done.outcome in (
-        Upserted.CREATED,
-        Upserted.UPDATED,
-        Upserted.UNCHANGED,
-    ) and done.comment.body.startswith(render(marker, body)[: len(marker)])
+    # Read back: the upsert re-reads the comment; pairbot's section must be exactly what was
+    # rendered (a human's text after it is theirs and does not count).
+    stored = done.comment.body
+    confirmed = same_text(stored, render(marker, body, human_tail(stored)))
     state.pub.record("synthesis", head=rec.reviewed_head, confirmed=confirmed)
     rec.synthesis_head = rec.reviewed_head if confirmed else None
     return confirmed

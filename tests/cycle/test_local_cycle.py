@@ -167,3 +167,56 @@ def test_scope_decisions_are_applied_once(tmp_path: Path) -> None:
     project.step()
     assert len(project.cycle_events("scope-card")) == 1
     assert len(project.cycle_events("scope-applied")) == 1
+
+
+@pytest.mark.parametrize(
+    ("labels", "parks"),
+    [
+        pytest.param(("needs-design",), True, id="condition-fires"),
+        pytest.param((), False, id="condition-quiet"),
+    ],
+)
+def test_prepare_when_parks_only_when_its_condition_fires(
+    tmp_path: Path, labels: tuple[str, ...], parks: bool
+) -> None:
+    project = CardProject.create(
+        tmp_path, cycle={"prepare": "when has:needs-design"}, labels=labels
+    )
+    step = project.command("implement")
+    assert step.result.transition == "propose"
+    assert (step.result.state == "awaiting-approval") is parks
+
+
+def test_merge_when_escalates_on_a_fired_condition_and_merges_otherwise(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path, labels=("risky",))
+    project.command("implement until: merged merge: when has:risky")
+    steps = project.until_quiet()
+    assert steps[-1].status == "escalated"
+    assert not project.cycle_events("merged")
+    approved = project.command("approve")  # a maintainer takes the escalation
+    assert approved.result.transition == "merge"
+    assert (
+        project.cycle_events("merged")[-1]["head"] == project.cycle_events("reviewed")[-1]["head"]
+    )
+
+
+def test_a_changed_card_is_re_reviewed_and_an_unrelated_edit_is_not(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path)
+    project.command("implement")
+    assert project.until_quiet()[-1].status == "ready-for-merge"
+    reviews = len(project.cycle_events("reviewed"))
+    # A label is not part of the card hash: nothing is invalidated.
+    project.forge.set_labels(Target("card", project.card), ("pr-state:ready-for-merge", "docs"))
+    assert project.command("status").status == "ready-for-merge"
+    assert project.step().result.transition == ""
+    assert len(project.cycle_events("reviewed")) == reviews
+    # The body is: the card is reviewed again as a delta, then republished.
+    card = project.forge.root / "cards" / f"{project.card}.json"
+    data = json.loads(card.read_text())
+    data["body"] = "AC-1: it works\nAC-2: it also logs\n"
+    card.write_text(json.dumps(data))
+    step = project.step()
+    assert step.result.transition == "verify"
+    calls = [json.loads(x) for x in (project.scratch / "agent-log.jsonl").read_text().splitlines()]
+    assert "Delta re-review" in calls[-1]["instructions"]
+    assert project.until_quiet()[-1].status == "ready-for-merge"
