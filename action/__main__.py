@@ -19,15 +19,17 @@ import asyncio
 import math
 import os
 import sys
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from action.context import ActionContext
 from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
-from app.errors import ConfigError, PairbotError
+from app.errors import ConfigError, PairbotError, UserError
 
 # Seconds after which a `pair-state` lock left by a dead run is reclaimed (docs/action.md).
 ENV_STALE_AFTER_S = "PAIR_STATE_STALE_AFTER_S"
@@ -89,6 +91,13 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
         stale_after_s=stale_after_s(env),
     )
     lease = branch.try_lock(run_id)
+    # A tick that finds the lock taken skips: the next tick comes. A command must not be lost
+    # (GitHub keeps one pending run per concurrency group and cancels the rest), so it waits
+    # for the running step, bounded.
+    deadline = time.monotonic() + (0.0 if isinstance(intent, Tick) else lock_wait_s(env))
+    while lease is None and time.monotonic() < deadline:
+        await asyncio.sleep(min(LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
+        lease = branch.try_lock(run_id)
     if lease is None:
         return Outcome(
             status="nothing-ready",
@@ -96,15 +105,45 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
         )
     try:
         branch.pull(root)
-        with agent_log("pairbot: agent output", out) as log:
-            outcome = await _act(ctx, intent, env, log)
-        from app.engine.cardbatch import card_batches, card_key  # noqa: PLC0415
-
-        cards = [card_key(n) for n in card_batches(root)]
-        branch.push(root, f"pairbot: run {run_id} ({outcome.status})", lease, card_batches=cards)
+        try:
+            with agent_log("pairbot: agent output", out) as log:
+                outcome = await _act(ctx, intent, env, log)
+        except BaseException:
+            # What the failed step journaled is the record of what happened: keep it.
+            _push(branch, root, run_id, "failed", lease)
+            raise
+        _push(branch, root, run_id, outcome.status, lease)
     finally:
         branch.release(lease)
     return outcome
+
+
+def _push(branch: Any, root: Path, run_id: str, status: str, lease: Any) -> None:
+    """Commit this run's run-state (journals, parks, card manifests) to `pair-state`."""
+    from app.engine.cardbatch import card_batches, card_key  # noqa: PLC0415
+
+    cards = [card_key(n) for n in card_batches(root)]
+    branch.push(root, f"pairbot: run {run_id} ({status})", lease, card_batches=cards)
+
+
+LOCK_POLL_S = 10.0
+DEFAULT_LOCK_WAIT_S = 15 * 60.0
+
+
+def lock_wait_s(env: Mapping[str, str]) -> float:
+    """`PAIR_STATE_LOCK_WAIT_S`: how long a command waits for a running step (default 15 min)."""
+    raw = env.get("PAIR_STATE_LOCK_WAIT_S", "").strip()
+    if not raw:
+        return DEFAULT_LOCK_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 6 * 3600:  # a job's own limit is 6 hours
+        raise UserError(
+            f"PAIR_STATE_LOCK_WAIT_S={raw!r} is not a number of seconds from 0 to 21600"
+        )
+    return value
 
 
 def stale_after_s(env: Mapping[str, str]) -> float:
