@@ -22,6 +22,7 @@ the input, the value (never a secret's) and what is allowed; nothing has run whe
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.commands import DEFAULT_TRIGGER, UNTIL_VALUES, parse_commands
 from app.engine.manifest import NAME_PATTERN
+from app.engine.statebranch import DEFAULT_STALE_AFTER_S
 from app.errors import UserError
 from app.hosting import HostSettings
 from app.runtime.adapters import ADAPTERS
@@ -43,6 +45,8 @@ __all__ = [
     "AGENT_KEY_INPUTS",
     "ENV_APP_SLUG",
     "ENV_INSTALLATION_ID",
+    "ENV_LOCK_WAIT_S",
+    "ENV_STALE_AFTER_S",
     "INPUTS",
     "ActionContext",
     "Until",
@@ -81,6 +85,13 @@ INPUTS: Final[tuple[str, ...]] = (
 # Action knows the App's installation (to mint and refresh its own tokens) and its bot login.
 ENV_INSTALLATION_ID: Final = "PAIR_GITHUB_INSTALLATION_ID"
 ENV_APP_SLUG: Final = "PAIR_APP_SLUG"
+
+# Operator knobs for the `pair-state` lock (docs/action.md, "The state branch"): how long a
+# command waits for a running step, and after how long a dead run's lock is reclaimed.
+ENV_LOCK_WAIT_S: Final = "PAIR_STATE_LOCK_WAIT_S"
+ENV_STALE_AFTER_S: Final = "PAIR_STATE_STALE_AFTER_S"
+DEFAULT_LOCK_WAIT_S: Final = 15 * 60.0
+MAX_LOCK_WAIT_S: Final = 6 * 3600.0  # a job's own limit is 6 hours
 
 _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*)/[A-Za-z0-9._-]+")
 _DIGITS = re.compile(r"[0-9]+")
@@ -123,6 +134,10 @@ class ActionContext(BaseModel):
     trigger: str
     allowlist: frozenset[int]
     agent_keys: Mapping[str, SecretStr]  # environment variable name -> key, only those given
+
+    # -- the pair-state lock ---------------------------------------------------------------
+    lock_wait_s: float  # how long a command (never a tick) waits for a running step
+    stale_after_s: float  # after how long a lock left by a dead run is reclaimed
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionContext:
@@ -195,6 +210,8 @@ class ActionContext(BaseModel):
                     if (value := _input(env, name)) is not None
                 }
             ),
+            lock_wait_s=_lock_wait_s(env),
+            stale_after_s=_stale_after_s(env),
         )
 
     # -- reading the event -----------------------------------------------------------------
@@ -405,6 +422,42 @@ def _allowlist(env: Mapping[str, str]) -> frozenset[int]:
             )
         ids.add(int(item))
     return frozenset(ids)
+
+
+def _seconds(env: Mapping[str, str], name: str) -> float | None:
+    value = _get(env, name)
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    return seconds if math.isfinite(seconds) else math.nan
+
+
+def _lock_wait_s(env: Mapping[str, str]) -> float:
+    seconds = _seconds(env, ENV_LOCK_WAIT_S)
+    if seconds is None:
+        return DEFAULT_LOCK_WAIT_S
+    if not 0 <= seconds <= MAX_LOCK_WAIT_S:
+        raise UserError(
+            f"{ENV_LOCK_WAIT_S}={_get(env, ENV_LOCK_WAIT_S)!r} is not allowed; allowed: a "
+            f"number of seconds from 0 to {MAX_LOCK_WAIT_S:.0f} (default {DEFAULT_LOCK_WAIT_S:.0f})"
+        )
+    return seconds
+
+
+def _stale_after_s(env: Mapping[str, str]) -> float:
+    seconds = _seconds(env, ENV_STALE_AFTER_S)
+    if seconds is None:
+        return DEFAULT_STALE_AFTER_S
+    if not seconds > 0:
+        raise UserError(
+            f"{ENV_STALE_AFTER_S}={_get(env, ENV_STALE_AFTER_S)!r} is not allowed; allowed: a "
+            f"number of seconds above 0 (default {DEFAULT_STALE_AFTER_S:.0f}); a value below "
+            "the longest step lets two runs overlap"
+        )
+    return seconds
 
 
 def _pem(value: str) -> str:

@@ -108,6 +108,7 @@ def test_defaults_when_only_the_runner_variables_are_set(tmp_path: Path) -> None
     assert ctx.output_path is None
     assert ctx.trigger == "pair"
     assert ctx.allowlist == frozenset()
+    assert (ctx.lock_wait_s, ctx.stale_after_s) == (15 * 60.0, 30 * 60.0)
     assert (ctx.agent, ctx.locus, ctx.until, ctx.merge, ctx.batch) == (None,) * 5
     assert ctx.settings_env() == {}
     assert ctx.agent_env() == {}
@@ -247,6 +248,30 @@ def test_every_input_has_an_env_spelling_the_context_reads(tmp_path: Path) -> No
             id="app-slug",
         ),
         pytest.param(
+            "PAIR_STATE_LOCK_WAIT_S",
+            "forever",
+            r"PAIR_STATE_LOCK_WAIT_S='forever' is not allowed; allowed: a number of seconds",
+            id="lock-wait",
+        ),
+        pytest.param(
+            "PAIR_STATE_LOCK_WAIT_S",
+            "99999",
+            r"from 0 to 21600",
+            id="lock-wait-beyond-a-job",
+        ),
+        pytest.param(
+            "PAIR_STATE_STALE_AFTER_S",
+            "0",
+            r"PAIR_STATE_STALE_AFTER_S='0' is not allowed; allowed: a number of seconds above 0",
+            id="stale-after-zero",
+        ),
+        pytest.param(
+            "PAIR_STATE_STALE_AFTER_S",
+            "inf",
+            r"PAIR_STATE_STALE_AFTER_S='inf' is not allowed",
+            id="stale-after-infinite",
+        ),
+        pytest.param(
             "PAIR_GITHUB_INSTALLATION_ID",
             "abc",
             r"PAIR_GITHUB_INSTALLATION_ID='abc' is not a numeric id",
@@ -270,6 +295,8 @@ def test_an_invalid_value_names_the_input_the_value_and_what_is_allowed(
             "INPUT_ALLOWLIST", ", 42,,\t7 ,", "allowlist", frozenset({42, 7}), id="allowlist"
         ),
         pytest.param("INPUT_LOCUS", "remote", "locus", "remote", id="locus"),
+        pytest.param("PAIR_STATE_LOCK_WAIT_S", "0", "lock_wait_s", 0.0, id="lock-wait-zero"),
+        pytest.param("PAIR_STATE_STALE_AFTER_S", "2.5", "stale_after_s", 2.5, id="stale-after"),
     ],
 )
 def test_valid_values(
