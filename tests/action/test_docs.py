@@ -9,7 +9,13 @@ from typing import Any
 
 import yaml
 
-from action.context import ENV_APP_SLUG, ENV_INSTALLATION_ID, INPUTS
+from action.context import (
+    ENV_APP_SLUG,
+    ENV_INSTALLATION_ID,
+    ENV_LOCK_WAIT_S,
+    ENV_STALE_AFTER_S,
+    INPUTS,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
@@ -86,6 +92,8 @@ def test_the_page_lists_every_input_and_variable() -> None:
         "GITHUB_ACTOR_ID",
         ENV_INSTALLATION_ID,
         ENV_APP_SLUG,
+        ENV_LOCK_WAIT_S,
+        ENV_STALE_AFTER_S,
     ):
         assert f"`{variable}`" in PAGE, variable
     for output in ("status", "card", "transition", "pr"):
