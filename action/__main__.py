@@ -83,6 +83,7 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     from app.engine.step import utc_now  # noqa: PLC0415
 
     root = ctx.workspace
+    _authenticate_git(ctx, root)
     run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
     branch = StateBranch(
         root,
@@ -116,6 +117,24 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     finally:
         branch.release(lease)
     return outcome
+
+
+def _authenticate_git(ctx: ActionContext, root: Path) -> None:
+    """pairbot's own git (the state branch, card-branch fetches) authenticates with the token
+    through environment configuration, so a checkout needs no persisted credential
+    (`persist-credentials: false`) that an agent could read from `.git/config`.
+
+    Set in this process's environment only: the agent's environment is built from the
+    snapshot taken before, and `agent_environment` strips `GIT_CONFIG_*` besides.
+    """
+    if ctx.github_token is None:
+        return
+    from app.engine.worktree import git  # noqa: PLC0415
+    from hosts.github_git import push_env  # noqa: PLC0415
+
+    url = git(root, "remote", "get-url", "origin", check=False)
+    if url.startswith(("http://", "https://")):
+        os.environ.update(push_env(os.environ, url, ctx.github_token.get_secret_value()))
 
 
 def _push(branch: Any, root: Path, run_id: str, status: str, lease: Any) -> None:

@@ -103,7 +103,10 @@ def resolve_argv(
 
 
 # Forge and app credentials never reach an agent: the engine does every write to the forge.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PRIVATE_KEY|PASSWORD|(?:^|_)PAT$|^INPUT_")
+# Git configuration passed through the environment can carry an Authorization header.
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PRIVATE_KEY|PASSWORD|(?:^|_)PAT$|^INPUT_|^GIT_CONFIG_(?:COUNT|KEY_|VALUE_|PARAMETERS)"
+)
 # Agents' own credentials are how they reach their model: they are passed through.
 _AGENT_CREDENTIAL = re.compile(
     r"^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|CURSOR_|OPENCODE_|OPENROUTER_)"

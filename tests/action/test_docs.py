@@ -72,7 +72,7 @@ def test_the_example_uses_the_app_token_and_the_default_branch() -> None:
     checkout = steps[0]
     assert checkout["uses"] == "actions/checkout@v4"
     assert checkout["with"]["ref"] == "${{ github.event.repository.default_branch }}"
-    assert "persist-credentials" not in checkout["with"]
+    assert checkout["with"]["persist-credentials"] is False
 
 
 def test_the_page_lists_every_input_and_variable() -> None:

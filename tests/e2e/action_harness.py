@@ -99,11 +99,20 @@ class ActionRepo:
 
     # ------------------------------------------------------------ running
 
-    def popen(self, event: tuple[str, dict[str, Any]]) -> tuple[subprocess.Popen[str], Path]:
+    def popen(
+        self, event: tuple[str, dict[str, Any]], *, persist_credentials: bool = True
+    ) -> tuple[subprocess.Popen[str], Path]:
         run = next(self.runs)
         home = self.tmp / f"run-{run}"
         home.mkdir()
         workspace = checkout(self.fake, self.base_url, home / "ws")
+        if not persist_credentials:  # actions/checkout with `persist-credentials: false`
+            subprocess.run(
+                ["git", "config", "--local", "--remove-section", f"http.{self.server}/"],
+                cwd=workspace,
+                check=True,
+                capture_output=True,
+            )
         name, payload = event
         (home / "event.json").write_text(json.dumps(payload))
         env = {
@@ -131,8 +140,18 @@ class ActionRepo:
         )
         return process, home
 
-    def run(self, event: tuple[str, dict[str, Any]], timeout: float = 240) -> Invocation:
-        process, home = self.popen(event)
+    @property
+    def server(self) -> str:
+        return self.base_url.removesuffix("/api/v3")
+
+    def run(
+        self,
+        event: tuple[str, dict[str, Any]],
+        timeout: float = 240,
+        *,
+        persist_credentials: bool = True,
+    ) -> Invocation:
+        process, home = self.popen(event, persist_credentials=persist_credentials)
         stdout, stderr = process.communicate(timeout=timeout)
         return Invocation(
             code=process.returncode,

@@ -165,3 +165,22 @@ def test_a_scope_decision_comment_is_applied_once(tmp_path: Path) -> None:
         assert len(repo.fake.issues) == issues_before + 1
         runs = repo.until_quiet()
         assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
+
+
+def test_a_checkout_without_persisted_credentials_works_and_the_agent_sees_no_token(
+    tmp_path: Path,
+) -> None:
+    with action_repo(tmp_path) as repo:
+        first = repo.run(repo.comment_event("/pair implement"), persist_credentials=False)
+        assert first.code == 0, first.stderr + first.stdout
+        second = repo.run(repo.schedule_event(), persist_credentials=False)
+        assert second.outputs["transition"] == "apply", second.stdout + second.stderr
+        calls = (repo.scratch / "agent-log.jsonl").read_text().splitlines()
+        for call in map(json.loads, calls):
+            leaked = [
+                n
+                for n in call["env"]
+                if n.startswith(("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+                or "TOKEN" in n
+            ]
+            assert not leaked
