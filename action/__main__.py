@@ -16,7 +16,6 @@ step taken or nothing to do, 1 for a blocked step or an operator error, 2 for a 
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import sys
 import time
@@ -29,10 +28,7 @@ from typing import Any, TextIO
 from action.context import ActionContext
 from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
-from app.errors import ConfigError, PairbotError, UserError
-
-# Seconds after which a `pair-state` lock left by a dead run is reclaimed (docs/action.md).
-ENV_STALE_AFTER_S = "PAIR_STATE_STALE_AFTER_S"
+from app.errors import PairbotError
 
 
 @dataclass(frozen=True)
@@ -89,13 +85,13 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
         root,
         clock=utc_now,
         host_id=f"actions:{ctx.run_id or 'local'}",
-        stale_after_s=stale_after_s(env),
+        stale_after_s=ctx.stale_after_s,
     )
     lease = branch.try_lock(run_id)
     # A tick that finds the lock taken skips: the next tick comes. A command must not be lost
     # (GitHub keeps one pending run per concurrency group and cancels the rest), so it waits
     # for the running step, bounded.
-    deadline = time.monotonic() + (0.0 if isinstance(intent, Tick) else lock_wait_s(env))
+    deadline = time.monotonic() + (0.0 if isinstance(intent, Tick) else ctx.lock_wait_s)
     while lease is None and time.monotonic() < deadline:
         await asyncio.sleep(min(LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
         lease = branch.try_lock(run_id)
@@ -146,47 +142,6 @@ def _push(branch: Any, root: Path, run_id: str, status: str, lease: Any) -> None
 
 
 LOCK_POLL_S = 10.0
-DEFAULT_LOCK_WAIT_S = 15 * 60.0
-
-
-def lock_wait_s(env: Mapping[str, str]) -> float:
-    """`PAIR_STATE_LOCK_WAIT_S`: how long a command waits for a running step (default 15 min)."""
-    raw = env.get("PAIR_STATE_LOCK_WAIT_S", "").strip()
-    if not raw:
-        return DEFAULT_LOCK_WAIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 6 * 3600:  # a job's own limit is 6 hours
-        raise UserError(
-            f"PAIR_STATE_LOCK_WAIT_S={raw!r} is not a number of seconds from 0 to 21600"
-        )
-    return value
-
-
-def stale_after_s(env: Mapping[str, str]) -> float:
-    """`PAIR_STATE_STALE_AFTER_S`: after how long a `pair-state` lock counts as abandoned.
-
-    The default (30 minutes) outlasts any step. A shorter value is for tests that kill runs and
-    must see the next one reclaim the lock without waiting half an hour; a lock younger than
-    this is another run's, so a value below the longest step lets two runs overlap.
-    """
-    from app.engine.statebranch import DEFAULT_STALE_AFTER_S  # noqa: PLC0415
-
-    raw = env.get(ENV_STALE_AFTER_S) or ""
-    if not raw:
-        return DEFAULT_STALE_AFTER_S
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigError(
-            f"{ENV_STALE_AFTER_S}={raw!r} is not a number of seconds above 0; leave it unset"
-            f" for the default ({DEFAULT_STALE_AFTER_S:.0f})"
-        )
-    return seconds
 
 
 def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:
