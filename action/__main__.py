@@ -172,7 +172,9 @@ async def _act(ctx: ActionContext, intent: Intent, env: dict[str, str], log: Age
     if isinstance(intent, HeadMoved):
         return _outcome(await cycle.handle_head_moved(cycle_env, intent.pull, intent.head_sha))
     if isinstance(intent, ScopeDecision):
-        return _outcome(await cycle.handle_scope_decision(cycle_env, intent.pull))
+        return _outcome(
+            await cycle.handle_scope_decision(cycle_env, intent.pull, intent.comment_id)
+        )
     if isinstance(intent, Comment):
         from action.comments import handle_comment  # noqa: PLC0415
 

@@ -134,6 +134,7 @@ class _Card:
     rec: CycleRecord
     parks: dict[str, Park]
     pub: Publisher
+    scope_comment: str | None = None  # the decision comment an event named, if any
 
     @property
     def key(self) -> str:
@@ -238,7 +239,9 @@ def _publisher(env: CycleEnv, card: int, locus: RunLocus) -> Publisher:
 # ---------------------------------------------------------------- one step
 
 
-async def advance_card(env: CycleEnv, card: int, *, run: bool = True) -> CardStep:
+async def advance_card(
+    env: CycleEnv, card: int, *, run: bool = True, scope_comment: str | None = None
+) -> CardStep:
     """Run one step of `card` (or, with `run=False`, only bring its publications up to date)."""
     key = card_key(card)
     project = load_project_config(env.root)
@@ -257,6 +260,7 @@ async def advance_card(env: CycleEnv, card: int, *, run: bool = True) -> CardSte
             rec=rec,
             parks=read_parks(locus),
             pub=_publisher(env, card, locus),
+            scope_comment=scope_comment,
         )
         return await _step(state, held, run=run)
     finally:
@@ -496,9 +500,12 @@ async def handle_head_moved(env: CycleEnv, pull: int, head: str) -> CardStep | S
     return await advance_card(env, card)
 
 
-async def handle_scope_decision(env: CycleEnv, pull: int) -> CardStep | StepResult:
-    """A scope-decision comment on the card's PR: the cycle end reads and applies it."""
+async def handle_scope_decision(
+    env: CycleEnv, pull: int, comment: str | None = None
+) -> CardStep | StepResult:
+    """A scope-decision comment on the card's PR (`comment`: its id or URL, else the newest
+    one): the cycle end reads it back from the host, validates and applies it."""
     card = card_for_pull(env.root, pull)
     if card is None:
         return StepResult("nothing-ready", "", "", message=f"PR #{pull} is not a pairbot card's")
-    return await advance_card(env, card)
+    return await advance_card(env, card, scope_comment=comment)

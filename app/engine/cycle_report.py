@@ -210,7 +210,7 @@ async def _scope(state: _Card, pull: Pull, card: Card, derived: Derivation) -> C
 
     key, rec, pub, hosts = state.key, state.rec, state.pub, state.env.hosts
     pending = pending_scope(state)
-    comment = await hosts.code.read_scope_decision(pull.number)
+    comment = await hosts.code.read_scope_decision(pull.number, state.scope_comment)
     if comment is not None and comment.id not in rec.applied_refs:
         checked = validate_decision(
             comment,
