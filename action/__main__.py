@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -103,8 +103,12 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     try:
         branch.pull(root)
         try:
+
+            async def save() -> None:
+                _push(branch, root, run_id, "checkpoint", lease)
+
             with agent_log("pairbot: agent output", out) as log:
-                outcome = await _act(ctx, intent, env, log)
+                outcome = await _act(ctx, intent, env, log, save)
         except BaseException:
             # What the failed step journaled is the record of what happened: keep it.
             _push(branch, root, run_id, "failed", lease)
@@ -160,11 +164,19 @@ def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:
     )
 
 
-async def _act(ctx: ActionContext, intent: Intent, env: dict[str, str], log: AgentLog) -> Outcome:
+async def _act(
+    ctx: ActionContext,
+    intent: Intent,
+    env: dict[str, str],
+    log: AgentLog,
+    save: Callable[[], Awaitable[None]] | None = None,
+) -> Outcome:
     from app.engine import cycle  # noqa: PLC0415
 
     host_env = {**env, **_host_variables(ctx)}
     cycle_env = cycle.CycleEnv.from_environment(ctx.workspace, host_env, _deps(ctx, env, log))
+    if save is not None:
+        cycle_env = cycle_env.with_checkpoint(save)
     if isinstance(intent, Tick):
         return _outcome(await cycle.tick(cycle_env, intent.batch))
     if isinstance(intent, Run):

@@ -25,8 +25,8 @@ The agent never holds a forge credential: every host write happens here, after t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,14 @@ class CycleEnv:
     deps: EngineDeps
     base_branch: str | None = None
     remote: str = "origin"  # where the card branches are fetched from (a name or a path)
+    # Makes what the journal holds so far durable beyond this process (the Action pushes the
+    # run-state branch); called after a command is recorded and after a step's push.
+    checkpoint: Callable[[], Awaitable[None]] | None = None
+
+    async def save(self) -> None:
+        """Run the checkpoint, if there is one."""
+        if self.checkpoint is not None:
+            await self.checkpoint()
 
     @classmethod
     def from_environment(
@@ -101,6 +109,10 @@ class CycleEnv:
         repo = getattr(hosts.code, "repo", None)  # the local forge pushes to its own repository
         remote = str(repo) if isinstance(repo, Path) else "origin"
         return cls(root=root, hosts=hosts, deps=deps, base_branch=base_branch, remote=remote)
+
+    def with_checkpoint(self, checkpoint: Callable[[], Awaitable[None]]) -> CycleEnv:
+        """The same environment, saving through `checkpoint`."""
+        return replace(self, checkpoint=checkpoint)
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         data["run"] = rec.run_id or uuid.uuid4().hex[:12]
         data.update({k: v for k, v in request.args.items() if k in _BOUND_KEYS})
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
+        await env.save()  # an acknowledged command is never lost with its runner
         return await advance_card(env, card)
     if not (env.root / ".pair" / "batches" / key / "batch.yaml").is_file():
         raise UserError(
@@ -199,6 +212,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
             key=key,
             data={"event": "merge-approved", "head": rec.reviewed_head},
         )
+        await env.save()
         return await advance_card(env, card)
     from app.engine import humans  # noqa: PLC0415  # only the human verbs need it
 
@@ -206,6 +220,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     if verb not in ("approve", "answer", "feedback", "retry"):  # pragma: no cover - exhaustive
         raise UserError(f"unknown verb {verb!r}")
     humans.record_human(env.root, key, key, verb, request.text or "", now=env.deps.clock())
+    await env.save()
     return await advance_card(env, card)
 
 

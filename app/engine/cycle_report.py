@@ -49,6 +49,8 @@ async def after_transition(
     """Publish what an agent transition produced, then the status."""
     from app.engine.cycle import _pull_text, _read  # noqa: PLC0415
 
+    # The outcome is recorded: make it durable before the publications that follow it.
+    await state.env.save()
     # Re-read: the step appended its outcome (and the vet its records) to the journal.
     state.records, state.history, state.rec = _read(state.locus, state.key)
     rec = state.rec

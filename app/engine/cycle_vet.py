@@ -60,9 +60,27 @@ class Vetter:
         return run_tests(self.tree.path, tests.command, tests.junit, self.state.env.deps.env)
 
     def measure_before(self) -> None:
-        """The failing set of the starting tree (apply, red and fix only)."""
-        if self.transition in _CHECKED:
-            self.before = self._tests()
+        """The failing set the iteration is judged against (apply, red and fix only).
+
+        `red` is judged against the reviewed head — the code its findings are about — not the
+        branch tip: a red killed after pushing its tests, before its outcome was recorded,
+        left them on the tip, and measured there they would no longer "newly fail".
+        """
+        if self.transition not in _CHECKED:
+            return
+        reviewed = self.state.rec.reviewed_head
+        if self.transition == "red" and reviewed is not None and reviewed != self.tree.start:
+            path = self.tree.path
+            wt.git(path, "checkout", "--quiet", "--force", "--detach", reviewed)
+            try:
+                self.before = self._tests()
+            finally:
+                wt.git(
+                    path, "checkout", "--quiet", "--force", "-B", self.tree.branch, self.tree.start
+                )
+                wt.reset(path, self.tree.start)
+            return
+        self.before = self._tests()
 
     async def vet(self, outcome: EngineStepOutcome) -> EngineStepOutcome:
         """Check, commit and push an accepted result; or send it back, naming why."""
@@ -103,7 +121,8 @@ class Vetter:
             self.state.pub.record("pushed", sha=self.pushed, transition=self.transition)
             self.state.rec.pushed = self.pushed
         if self.transition == "red" and self.verdict is not None:
-            sealed = [c.path for c in wt.changed_paths(path, start, end) if c.kind != "deleted"]
+            since = self.state.rec.reviewed_head or start
+            sealed = [c.path for c in wt.changed_paths(path, since, end) if c.kind != "deleted"]
             self.state.pub.record(
                 "sealed",
                 paths=sealed,

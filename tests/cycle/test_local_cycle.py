@@ -220,3 +220,25 @@ def test_a_changed_card_is_re_reviewed_and_an_unrelated_edit_is_not(tmp_path: Pa
     calls = [json.loads(x) for x in (project.scratch / "agent-log.jsonl").read_text().splitlines()]
     assert "Delta re-review" in calls[-1]["instructions"]
     assert project.until_quiet()[-1].status == "ready-for-merge"
+
+
+def test_a_red_whose_record_was_lost_after_its_push_is_redone_and_sealed(tmp_path: Path) -> None:
+    """A runner killed after red pushed its failing tests, before the run-state was saved."""
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["findings-blocking", "ok"]})
+    project.command("implement")
+    while project.step().result.transition != "red":
+        pass
+    journal = project.root / ".pair" / "batches" / f"card-{project.card}" / "run" / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    started = max(
+        i
+        for i, line in enumerate(lines)
+        if json.loads(line).get("kind") == "step-started"
+        and json.loads(line).get("transition") == "red"
+    )
+    journal.write_text("".join(lines[:started]))  # the run-state push never happened
+    redo = project.step()
+    assert (redo.result.transition, redo.result.state) == ("red", "advanced")
+    assert project.cycle_events("sealed")[-1]["ids"] == ["checks::r1-1"]
+    assert project.until_quiet()[-1].status == "ready-for-merge"
