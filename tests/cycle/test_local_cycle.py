@@ -141,34 +141,6 @@ def test_a_head_moved_before_merge_is_re_reviewed_not_merged(tmp_path: Path) -> 
     assert project.cycle_events("reviewed")[-1]["head"] == moved
 
 
-def test_scope_decisions_are_applied_once(tmp_path: Path) -> None:
-    project = CardProject.create(tmp_path)
-    project.script({"verify": ["scope-proposal", "ok"]})
-    project.command("implement")
-    steps = project.until_quiet()
-    assert steps[-1].status == "awaiting-scope-decision"
-    pull = project.pull()
-    assert pull is not None
-    packet = next(c for c in project.comments(pull) if "pair:scope-packet" in c["body"])
-    baseline = packet["body"].split('"scopeBaselineHash": "')[1].split('"')[0]
-    decision = {
-        "schemaVersion": 1,
-        "scopeBaselineHash": baseline,
-        "decisions": [{"id": "sc-1", "action": "new-card", "rationale": "later"}],
-    }
-    project.comment_as_maintainer(
-        Target("pull", pull), f"Decided:\n```json\n{json.dumps(decision)}\n```\n"
-    )
-    applied = project.step()
-    assert applied.result.transition == "scope-decision"
-    assert len(project.cycle_events("scope-card")) == 1
-    # Replaying the same decision is a no-op: no second card, no second record.
-    project.until_quiet()
-    project.step()
-    assert len(project.cycle_events("scope-card")) == 1
-    assert len(project.cycle_events("scope-applied")) == 1
-
-
 @pytest.mark.parametrize(
     ("labels", "parks"),
     [
