@@ -458,8 +458,14 @@ def pending_scope(state: _Card) -> list[ScopeChange]:
 
 
 async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult:
-    """One scheduled step: the named batch, or the oldest-waiting runnable one."""
+    """One scheduled step: the named batch, or the oldest-waiting batch that has one to run.
+
+    Candidates are the card batches not waiting for a person (known from their journal alone,
+    so an idle tick makes no API call) and every committed batch manifest; the one whose
+    journal moved longest ago goes first, so no batch starves another.
+    """
     from app.engine.cardbatch import card_of  # noqa: PLC0415
+    from app.engine.manifest import list_batches  # noqa: PLC0415
     from app.engine.runner import apply_batch  # noqa: PLC0415
 
     if batch is not None:
@@ -467,21 +473,27 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
         if number is not None:
             return await advance_card(env, number)
         return await apply_batch(env.root, batch, env.deps)
-    waiting: list[tuple[str, int]] = []
-    for number in card_batches(env.root):
-        locus = RunLocus.for_batch(env.root, card_key(number))
-        records, _, rec = _read(locus, card_key(number))
-        if rec.abandoned or rec.label in PASSIVE or read_parks(locus):
-            continue
+    waiting: list[tuple[str, str]] = []
+    for name in list_batches(env.root):
+        locus = RunLocus.for_batch(env.root, name)
+        records = jsonl.read_records(locus.journal)
         last = str(records[-1].get("at", "")) if records else ""
-        waiting.append((last, number))
-    for _, number in sorted(waiting):
+        number = card_of(name)
+        if number is not None:
+            rec = fold_cycle(records, name)
+            if rec.abandoned or rec.label in PASSIVE or read_parks(locus):
+                continue
+        waiting.append((last, name))
+    for _, name in sorted(waiting):
         try:
-            return await advance_card(env, number)
+            step = await tick(env, name)
         except BatchLockedError:
             continue
+        result = step.result if isinstance(step, CardStep) else step
+        if result.state != "nothing-ready":
+            return step
     return StepResult(
-        "nothing-ready", "", "", message="nothing to do: every card waits for a person or is done"
+        "nothing-ready", "", "", message="nothing to do: every batch waits for a person or is done"
     )
 
 

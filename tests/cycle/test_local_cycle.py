@@ -214,3 +214,21 @@ def test_a_red_whose_record_was_lost_after_its_push_is_redone_and_sealed(tmp_pat
     assert (redo.result.transition, redo.result.state) == ("red", "advanced")
     assert project.cycle_events("sealed")[-1]["ids"] == ["checks::r1-1"]
     assert project.until_quiet()[-1].status == "ready-for-merge"
+
+
+def test_a_tick_also_runs_committed_batches_and_skips_waiting_cards(tmp_path: Path) -> None:
+    import asyncio
+
+    import yaml
+
+    from app.engine.cycle import tick
+
+    project = CardProject.create(tmp_path, cycle={"prepare": "always"})
+    project.command("implement")  # the card now waits for approval: a tick leaves it alone
+    manifest = {"prGrouping": "off", "phases": [{"name": "only", "changes": ["alpha"]}]}
+    (project.root / ".pair" / "batches" / "plain").mkdir(parents=True)
+    (project.root / ".pair" / "batches" / "plain" / "batch.yaml").write_text(
+        yaml.safe_dump(manifest)
+    )
+    step = asyncio.run(tick(project.env()))
+    assert (step.change, step.transition) == ("alpha", "propose")  # type: ignore[union-attr]
