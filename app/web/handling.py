@@ -1,15 +1,21 @@
 """One queued job, start to end: authorize, acknowledge, then dispatch or execute. The shell.
 
-A `command` job goes through these stages, each recorded before the next effect, so a job that
-a crash interrupted resumes after the last one it finished (CONVENTIONS 2):
+A `command` job, in order:
 
-    ""              authorize the author (app.domain.commands.may_act; the permission comes from
-                    the collaborator-permission API, cached briefly) — a refused human gets ONE
-                    polite reply; a malformed command or `help` gets its usage reply; done
-    "authorized"    acknowledge: 👀 on the comment and the card's tracking comment
-                    (marker `tracking #<card>`), "queued `/pair <verb>`…"
-    "acknowledged"  → "dispatching": the `repository_dispatch` (execution: actions) or the
-                    executor (execution: worker, and always for Azure DevOps) → done
+    authorize      the author (app.domain.commands.may_act; the permission comes from the
+                   collaborator-permission API, cached briefly) — a refused human gets ONE
+                   polite reply; a malformed command or `help` gets its usage reply; done
+    acknowledge    👀 on the comment and the card's tracking comment (marker
+                   `tracking #<card>`), "queued `/pair <verb>`…"
+    "dispatching"  recorded before the one effect that is not idempotent — the
+                   `repository_dispatch` (execution: actions) or the executor (execution:
+                   worker, and always for Azure DevOps) — then the job is done.
+
+Authorizing is a read and acknowledging is idempotent (a second 👀 is GitHub's 200, an upsert
+by marker writes nothing new), so a job interrupted before "dispatching" simply starts over;
+one interrupted after it skips straight to the dispatch, which it sends again (at least once:
+the receiver de-duplicates on the delivery id it carries). Recording only that one stage keeps
+a job to three store writes (claim, dispatching, done) — the store is the App's bottleneck.
 
 Replies are upserted under a marker of their own comment (`reply #<card> run:<comment id>`),
 so a retried job edits its reply instead of posting a second one. A `scope-decision` job is
@@ -53,7 +59,6 @@ from hosts.models import Permission, Target
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS: Final = 6
-STAGES: Final = ("", "authorized", "acknowledged", "dispatching")
 
 
 class Executor(Protocol):
@@ -197,18 +202,17 @@ class JobHandler:
         work = job_from_payload(_mapping(job.request["job"]))
         if job.kind == "scope-decision":
             author = Commenter.from_json(_mapping(job.request["author"]))
-            if job.stage == "":
+            if job.stage != "dispatching":
                 forge = self._forge(job)
                 decision = await self._authorize(forge, job, author)
                 if not decision.allowed:
                     return await self._refuse(forge, job, decision, _comment_id(work))
-                await self.store.advance(job.id, "authorized")
         return await self._deliver(job, work)
 
     async def _command(self, job: JobRecord, command: CommandJob) -> str:
         forge = self._forge(job)
         target = Target("pull" if command.comment.on_pull else "card", job.number)
-        if job.stage == "":
+        if job.stage != "dispatching":
             decision = await self._authorize(forge, job, command.author)
             if not decision.allowed:
                 return await self._refuse(forge, job, decision, command.comment.id)
@@ -219,16 +223,14 @@ class JobHandler:
             if command.request is not None and command.request.verb == "help":
                 await forge.upsert_comment(target, marker, help_text(self.policy().trigger))
                 return "answered with help"
-            await self.store.advance(job.id, "authorized")
         request = command.request
         if request is None:  # a problem is answered above; nothing else lacks a request
             raise PairbotError(f"job {job.id} has neither a request nor a problem")
-        if STAGES.index(job.stage) < STAGES.index("acknowledged"):
+        if job.stage != "dispatching":
             if command.comment.id:
                 await self._react(forge, target, command.comment.id)
             body = tracking_body(request, self.policy().trigger, self._where(job))
             await forge.upsert_comment(target, make_marker("tracking", job.number), body)
-            await self.store.advance(job.id, "acknowledged")
         return await self._deliver(job, request)
 
     async def _authorize(self, forge: Forge, job: JobRecord, author: Commenter) -> Decision:
@@ -277,13 +279,16 @@ class JobHandler:
 
     async def _deliver(self, job: JobRecord, work: Job) -> str:
         if job.stage == "dispatching":
-            log.warning(
-                "job %s was interrupted while dispatching; dispatching again (the receiver "
-                "de-duplicates on delivery %s)",
+            # A retry, or a process that died mid-dispatch: send again (at least once).
+            log.info(
+                "job %s resumes at its dispatch (attempt %d); the receiver de-duplicates on "
+                "delivery %s",
                 job.id,
+                job.attempts,
                 job.delivery_id,
             )
-        await self.store.advance(job.id, "dispatching")
+        else:
+            await self.store.advance(job.id, "dispatching")
         if job.source == GITHUB and self.execution == "actions":
             await self._forge(job).dispatch(dispatch_payload(work))
             return "dispatched to GitHub Actions"

@@ -14,7 +14,6 @@ nothing silently (`unexpected` lists any request it could not explain).
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import json
 import socket
@@ -215,7 +214,9 @@ def github_headers(
 @contextmanager
 def served(app: Starlette) -> Iterator[Served]:
     """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread, lifespan included."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio only turns Nagle off (TCP_NODELAY) on sockets whose proto
+    # says TCP, and a response written in two parts would otherwise wait for a delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -260,7 +261,9 @@ def comment_event(
     via_app: int | None = None,
 ) -> dict[str, Any]:
     """`issue_comment` from the corpus example, moved to the fake's repository and people."""
-    payload = copy.deepcopy(fixture("github-webhooks/issue_comment/created.with-installation.json"))
+    payload: dict[str, Any] = fixture(
+        "github-webhooks/issue_comment/created.with-installation.json"
+    )
     full = f"{fake.owner}/{fake.repo}"
     payload["action"] = action
     payload["repository"].update(full_name=full, name=fake.repo)

@@ -40,7 +40,7 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> Non
 def app_process(
     tmp_path: Path, *, pause: Path | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # listening before the child starts: nothing sent early is refused
     port = sock.getsockname()[1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -25,7 +24,9 @@ POLICY = Policy(trigger="pair", app_slug="pairbot", app_id=123456, allowlist=fro
 
 
 def comment(body: str, **user: Any) -> dict[str, Any]:
-    payload = copy.deepcopy(fixture("github-webhooks/issue_comment/created.with-installation.json"))
+    payload: dict[str, Any] = fixture(
+        "github-webhooks/issue_comment/created.with-installation.json"
+    )
     payload["comment"]["body"] = body
     payload["comment"]["user"].update(user)
     return payload

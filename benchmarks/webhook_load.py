@@ -1,0 +1,491 @@
+"""How fast the App answers signed `issue_comment` deliveries, next to a bare Starlette endpoint.
+
+    python benchmarks/webhook_load.py          3,000 requests at max rate, then 10 s at 100/s
+    python benchmarks/webhook_load.py --requests 10000 --concurrency 32
+
+Two servers run side by side in their own processes on loopback, each uvicorn on one socket with
+the same configuration (`pairbot serve`'s: INFO logging, access log on, to a file):
+
+    bare   Starlette with one route, POST /webhooks/github → 200, reading nothing
+    app    `create_app` as `pairbot serve` builds it — real SQLite store in a temp dir, the
+           worker draining the queue in the same process — with a null forge in place of
+           GitHub (permission "admin"; reactions, comments and dispatches return at once), so
+           what is measured is the App: read, verify, parse, route, commit, answer
+
+Every delivery is a distinct signed `/pair status` comment (a new delivery id and comment id),
+so each one is verified, parsed, committed to SQLite with its job, and then run by the worker.
+A small HTTP/1.1 keep-alive client (asyncio streams, so the driver costs little next to the
+servers) measures, one server after the other and in one run:
+
+    max rate   `--concurrency` connections, each sending its next request when the last one
+               is answered: throughput, and p50 / p99 latency
+    100/s      an open-loop schedule of 100 requests per second for `--seconds`: p50 / p99
+               latency from each request's *scheduled* time (a late send counts against it)
+
+Targets: the App's max-rate throughput at least half the bare endpoint's, and its p99 under
+50 ms at 100 requests per second. Wall-clock numbers depend on the machine: compare the two
+columns of one run, not runs on different machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import json
+import logging
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    # `python benchmarks/webhook_load.py` puts benchmarks/ first on sys.path, not the project.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "webhook-load-benchmark-secret"  # noqa: S105 - a throwaway secret for loopback
+PAYLOAD = ROOT / "tests" / "web" / "fixtures" / "github-webhooks" / "issue_comment"
+GOAL_RATIO = 0.5
+GOAL_P99_MS = 50.0
+RATE = 100.0
+
+
+# -- the servers (run in child processes) ---------------------------------------------------------
+
+
+class _NullForge:
+    """GitHub that answers at once: the benchmark measures the App, not the network."""
+
+    async def permission(self, user: str) -> Any:
+        return "admin"
+
+    async def react(self, target: Any, comment_id: str | None, reaction: Any) -> None:
+        return None
+
+    async def upsert_comment(self, target: Any, marker: str, body: str) -> Any:
+        return None
+
+    async def dispatch(self, client_payload: Mapping[str, Any]) -> None:
+        return None
+
+
+class _NullForges:
+    def __call__(self, repo: str, installation: int | None) -> _NullForge:
+        return _NullForge()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _bare_app() -> Any:
+    from starlette.applications import Starlette  # noqa: PLC0415
+    from starlette.requests import Request  # noqa: PLC0415
+    from starlette.responses import Response  # noqa: PLC0415
+    from starlette.routing import Route  # noqa: PLC0415
+
+    async def ok(_request: Request) -> Response:
+        return Response(status_code=200)
+
+    return Starlette(routes=[Route("/webhooks/github", ok, methods=["POST"])])
+
+
+def _pairbot_app(store: Path) -> Any:
+    from pydantic import SecretStr  # noqa: PLC0415
+
+    from app.web.app import create_app  # noqa: PLC0415
+    from app.web.settings import AppSettings  # noqa: PLC0415
+
+    settings = AppSettings(
+        root=store.parent, store=store, webhook_secret=SecretStr(SECRET), app_slug="pairbot"
+    )
+    return create_app(settings, github=_NullForges())
+
+
+def serve(role: str, fd: int, store: Path) -> None:
+    """Child process: serve `role` on the inherited listening socket `fd` until killed."""
+    import uvicorn  # noqa: PLC0415
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    app = _pairbot_app(store) if role == "app" else _bare_app()
+    config = uvicorn.Config(app, log_config=None, server_header=False, proxy_headers=False)
+    uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])
+
+
+# -- the driver -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    store: Path | None = None
+
+
+@contextlib.contextmanager
+def start_server(role: str, workdir: Path) -> Iterator[Server]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    port = sock.getsockname()[1]
+    store = workdir / f"{role}.sqlite3"
+    log = (workdir / f"{role}.log").open("ab")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.webhook_load",
+            "--serve",
+            role,
+            "--fd",
+            str(sock.fileno()),
+            "--store",
+            str(store),
+        ],
+        cwd=ROOT,
+        pass_fds=[sock.fileno()],
+        stdout=log,
+        stderr=log,
+    )
+    sock.close()
+    try:
+        yield Server(role, port, process, store if role == "app" else None)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _template() -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads((PAYLOAD / "created.with-installation.json").read_text())
+    return payload
+
+
+def signed_requests(count: int, port: int, start: int = 0) -> list[bytes]:
+    """`count` distinct signed deliveries of `/pair status`, as raw HTTP/1.1 requests."""
+    from app.web.signature import sign  # noqa: PLC0415
+
+    template = _template()
+    requests: list[bytes] = []
+    for n in range(start, start + count):
+        payload = copy.deepcopy(template)
+        payload["issue"]["number"] = 1 + n % 50
+        payload["comment"]["id"] = 10_000_000 + n
+        payload["comment"]["body"] = "/pair status"
+        body = json.dumps(payload).encode()
+        head = (
+            "POST /webhooks/github HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{port}\r\n"
+            "User-Agent: GitHub-Hookshot/benchmark\r\n"
+            "Content-Type: application/json\r\n"
+            "X-GitHub-Event: issue_comment\r\n"
+            f"X-GitHub-Delivery: {uuid.uuid4()}\r\n"
+            f"X-Hub-Signature-256: {sign(SECRET.encode(), body)}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        requests.append(head.encode() + body)
+    return requests
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection: send a request, read one response."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def send(self, request: bytes) -> int:
+        self.writer.write(request)
+        await self.writer.drain()
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length:
+            await self.reader.readexactly(length)
+        return status
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(ConnectionError):
+            await self.writer.wait_closed()
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One run against one server."""
+
+    requests: int
+    seconds: float
+    latencies_ms: tuple[float, ...]
+    failures: int
+
+    @property
+    def throughput(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies_ms)
+        if not ordered:
+            return float("nan")
+        index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+        return ordered[index]
+
+
+async def _wait_ready(port: int, within_s: float = 60.0) -> None:
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            connection = await Connection.open(port)
+            await connection.close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def max_rate(port: int, requests: Sequence[bytes], concurrency: int) -> Measured:
+    """Closed loop: `concurrency` connections, each sends its next request when answered."""
+    connections = [await Connection.open(port) for _ in range(concurrency)]
+    queue = iter(requests)
+    latencies: list[float] = []
+    failures = 0
+
+    async def worker(connection: Connection) -> None:
+        nonlocal failures
+        for request in queue:
+            began = time.perf_counter()
+            status = await connection.send(request)
+            latencies.append((time.perf_counter() - began) * 1000)
+            failures += not 200 <= status < 300
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in connections))
+    seconds = time.perf_counter() - began
+    for connection in connections:
+        await connection.close()
+    return Measured(len(latencies), seconds, tuple(latencies), failures)
+
+
+async def fixed_rate(
+    port: int, requests: Sequence[bytes], rate: float, connections: int = 16
+) -> Measured:
+    """Open loop: request i is due at start + i / rate; latency counts from when it was due."""
+    pool: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(connections):
+        pool.put_nowait(await Connection.open(port))
+    latencies: list[float] = []
+    failures = 0
+    start = time.perf_counter() + 0.05
+
+    async def one(index: int, request: bytes) -> None:
+        nonlocal failures
+        due = start + index / rate
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        connection = await pool.get()
+        try:
+            status = await connection.send(request)
+        finally:
+            pool.put_nowait(connection)
+        latencies.append((time.perf_counter() - due) * 1000)
+        failures += not 200 <= status < 300
+
+    await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+    seconds = time.perf_counter() - start
+    while not pool.empty():
+        await pool.get_nowait().close()
+    return Measured(len(latencies), seconds, tuple(latencies), failures)
+
+
+def _queue_drained(store: Path | None, timeout: float = 120.0) -> None:
+    """Wait until the App's worker has run every job (so the next run starts on a quiet CPU)."""
+    if store is None or not store.exists():
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conn = sqlite3.connect(store, timeout=5)
+        try:
+            busy = conn.execute(
+                "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')"
+            ).fetchone()[0]
+        finally:
+            conn.close()
+        if not busy:
+            return
+        time.sleep(0.1)
+
+
+@dataclass(frozen=True)
+class Result:
+    """Both servers, both modes."""
+
+    bare_max: Measured
+    app_max: Measured
+    bare_rate: Measured
+    app_rate: Measured
+
+    @property
+    def ratio(self) -> float:
+        bare = self.bare_max.throughput
+        return self.app_max.throughput / bare if bare else 0.0
+
+    @property
+    def meets_goals(self) -> bool:
+        return self.ratio >= GOAL_RATIO and self.app_rate.percentile(99) < GOAL_P99_MS
+
+
+def format_table(result: Result, concurrency: int) -> str:
+    rows = [
+        ("max rate: requests", result.bare_max.requests, result.app_max.requests, "{:>10d}"),
+        (
+            "max rate: throughput /s",
+            result.bare_max.throughput,
+            result.app_max.throughput,
+            "{:>10.0f}",
+        ),
+        (
+            "max rate: p50 ms",
+            result.bare_max.percentile(50),
+            result.app_max.percentile(50),
+            "{:>10.2f}",
+        ),
+        (
+            "max rate: p99 ms",
+            result.bare_max.percentile(99),
+            result.app_max.percentile(99),
+            "{:>10.2f}",
+        ),
+        (f"{RATE:.0f}/s: requests", result.bare_rate.requests, result.app_rate.requests, "{:>10d}"),
+        (
+            f"{RATE:.0f}/s: p50 ms",
+            result.bare_rate.percentile(50),
+            result.app_rate.percentile(50),
+            "{:>10.2f}",
+        ),
+        (
+            f"{RATE:.0f}/s: p99 ms",
+            result.bare_rate.percentile(99),
+            result.app_rate.percentile(99),
+            "{:>10.2f}",
+        ),
+        (
+            "non-2xx answers",
+            result.bare_max.failures + result.bare_rate.failures,
+            result.app_max.failures + result.app_rate.failures,
+            "{:>10d}",
+        ),
+    ]
+    lines = [f"{'':<26}{'bare':>10}{'app':>10}{'app/bare':>10}"]
+    for label, bare, app, fmt in rows:
+        ratio = f"{app / bare:>10.2f}" if isinstance(bare, float) and bare else f"{'':>10}"
+        lines.append(f"{label:<26}{fmt.format(bare)}{fmt.format(app)}{ratio}")
+    ok_ratio = "yes" if result.ratio >= GOAL_RATIO else "NO"
+    ok_p99 = "yes" if result.app_rate.percentile(99) < GOAL_P99_MS else "NO"
+    lines += [
+        "",
+        f"goal: app throughput >= {GOAL_RATIO}x bare at max rate ({concurrency} connections): "
+        f"{result.ratio:.2f}x — {ok_ratio}",
+        f"goal: app p99 < {GOAL_P99_MS:.0f} ms at {RATE:.0f} requests/s: "
+        f"{result.app_rate.percentile(99):.2f} ms — {ok_p99}",
+    ]
+    return "\n".join(lines)
+
+
+async def _measure(
+    servers: Mapping[str, Server], requests: int, seconds: float, concurrency: int
+) -> Result:
+    runs: dict[tuple[str, str], Measured] = {}
+    offset = 0
+
+    def batch(server: Server, count: int) -> list[bytes]:
+        nonlocal offset
+        built = signed_requests(count, server.port, offset)
+        offset += count
+        return built
+
+    for server in servers.values():
+        await _wait_ready(server.port)
+        await max_rate(server.port, batch(server, min(200, requests)), concurrency)  # warm-up
+        _queue_drained(server.store)
+    for name, server in servers.items():
+        runs[(name, "max")] = await max_rate(server.port, batch(server, requests), concurrency)
+        _queue_drained(server.store)
+    rate_requests = max(1, int(RATE * seconds))
+    for name, server in servers.items():
+        runs[(name, "rate")] = await fixed_rate(server.port, batch(server, rate_requests), RATE)
+        _queue_drained(server.store)
+    return Result(
+        bare_max=runs[("bare", "max")],
+        app_max=runs[("app", "max")],
+        bare_rate=runs[("bare", "rate")],
+        app_rate=runs[("app", "rate")],
+    )
+
+
+def main(
+    requests: int = 3_000,
+    seconds: float = 10.0,
+    concurrency: int = 16,
+    *,
+    out: Callable[[str], None] = print,
+) -> Result:
+    """Start both servers, measure them side by side, print the table; returns the result."""
+    with tempfile.TemporaryDirectory(prefix="pairbot-webhook-load-") as tmp:
+        workdir = Path(tmp)
+        out(
+            f"webhook load: signed issue_comment deliveries over loopback, {requests:,} at max "
+            f"rate ({concurrency} connections), {RATE:.0f}/s for {seconds:g} s; "
+            f"{sys.implementation.name} {sys.version.split()[0]}, {os.cpu_count()} CPU(s)"
+        )
+        with start_server("bare", workdir) as bare, start_server("app", workdir) as app:
+            result = asyncio.run(
+                _measure({"bare": bare, "app": app}, requests, seconds, concurrency)
+            )
+            for server in (bare, app):
+                if server.process.poll() is not None:
+                    raise RuntimeError(f"the {server.name} server died: see its log")
+        out(format_table(result, concurrency))
+        return result
+
+
+def _cli(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=3_000, help="at max rate, per server")
+    parser.add_argument("--seconds", type=float, default=10.0, help="at 100 requests/s")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--serve", choices=("app", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve is not None:
+        serve(args.serve, args.fd, args.store)
+        return
+    main(args.requests, args.seconds, args.concurrency)
+
+
+if __name__ == "__main__":
+    _cli(sys.argv[1:])
