@@ -15,7 +15,10 @@ What acts, and what is ignored before anything is written (`Routed.silent`):
 - A comment on a pull request holding a fenced scope-decision JSON (hosts.decisions) becomes a
   `scope-decision` job; otherwise the first command line (app.domain.commands.parse_commands)
   becomes a `command` job carrying the parsed request, or the problem to answer with usage.
-- `pull_request.synchronize` on a pairbot branch (`pair/…`) becomes a `head-moved` job.
+- `pull_request.synchronize` on a pairbot branch (`pair/…`) of the repository itself (never
+  a fork's) becomes a `head-moved` job.
+- A bot's scope decision is ignored even when the bot is allowlisted: only a person decides
+  scope (the same rules as the Action's, action/event.py).
 - `installation` and `installation_repositories` keep the installation table.
 - Azure DevOps: PR comments (`ms.vss-code.git-pullrequest-comment-event`) and work-item
   comments (`workitem.commented`) route like issue comments; `git.pullrequest.updated` on a
@@ -129,12 +132,15 @@ class _Comment:
 def _comment_jobs(comment: _Comment, policy: Policy) -> Routed:
     """A new comment by someone who may be allowed to act → a scope-decision or command job."""
     author = comment.author
+    decision = comment.target == "pull" and holds_scope_decision(comment.body)
+    if author.is_bot and decision:
+        return silent(f"scope decision by bot {author.login!r}: only a person decides scope")
     if author.is_bot and author.numeric_id not in policy.allowlist:
         return silent(f"comment by bot {author.login!r}, which is not on the allowlist")
     dedupe = f"{comment.source}:{comment.repo}:comment:{comment.identity}"
     serial = serial_key(comment.source, comment.repo, comment.target, comment.number)
     where = f"{comment.repo}{'!' if comment.target == 'pull' else '#'}{comment.number}"
-    if comment.target == "pull" and holds_scope_decision(comment.body):
+    if decision:
         scope = ScopeDecisionJob(
             pull=comment.number,
             comment_id=comment.identity,
@@ -264,6 +270,10 @@ def _pull_synchronize(payload: Payload, policy: Policy, delivery: str) -> Routed
     author = _commenter(sender)
     if author.is_bot and author.numeric_id not in policy.allowlist:
         return silent(f"push by bot {author.login!r}, which is not on the allowlist")
+    head_repo = _text(_obj(head.get("repo")).get("full_name"))
+    if head_repo != repo:
+        # A fork's pull request never runs anything with this repository's secrets.
+        return ignored(f"{repo}!{number} comes from another repository ({head_repo or '?'})")
     if not _text(head.get("ref")).startswith(BRANCH_PREFIX):
         return ignored(f"{repo}!{number} is not on a pairbot branch ({BRANCH_PREFIX}…)")
     return _head_moved(

@@ -251,12 +251,17 @@ def test_synchronize_on_a_pairbot_branch_marks_the_head_moved(
 ) -> None:
     payload = fixture("github-webhooks/pull_request/synchronize.json")
     payload["repository"]["full_name"] = "octocat/Hello-World"
+    payload["pull_request"]["head"]["repo"]["full_name"] = "octocat/Hello-World"
     payload["installation"] = {"id": fake.installation_id}
     sha = payload["pull_request"]["head"]["sha"]
     other = json.loads(json.dumps(payload))
     payload["pull_request"]["head"]["ref"] = "pair/card-12"
+    fork = json.loads(json.dumps(payload))
+    fork["pull_request"]["head"]["repo"]["full_name"] = "mallory/Hello-World"
     with serve_for(fake, tmp_path) as app:
         assert app.deliver("pull_request", other).status_code == 200  # head ref "changes"
+        refused = app.deliver("pull_request", fork)
+        assert "another repository" in refused.json()["reason"]
         assert app.deliver("pull_request", payload).status_code == 202
         app.wait_idle()
     [dispatched] = fake.comment_payloads()

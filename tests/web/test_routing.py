@@ -64,6 +64,16 @@ def test_own_comments_are_recognised_by_app_id_or_login() -> None:
         assert route_github("issue_comment", "created", payload, POLICY, "d").silent
 
 
+def test_a_bots_scope_decision_is_ignored_even_when_the_bot_is_allowlisted() -> None:
+    body = '```json\n{"schemaVersion": 1, "decisions": []}\n```'
+    payload = comment(body, login="helper[bot]", type="Bot", id=42)
+    payload["issue"]["pull_request"] = {"url": "https://api.github.com/repos/o/r/pulls/1"}
+    routed = route_github("issue_comment", "created", payload, POLICY, "d")
+    assert routed.silent and "only a person decides scope" in routed.reason
+    command = comment("/pair retry", login="helper[bot]", type="Bot", id=42)
+    assert len(route_github("issue_comment", "created", command, POLICY, "d").jobs) == 1
+
+
 def test_deleted_comments_and_other_events_are_not_for_pairbot() -> None:
     assert (
         "only a newly created" in route_github("issue_comment", "deleted", {}, POLICY, "d").reason
