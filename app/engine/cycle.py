@@ -296,10 +296,9 @@ async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
     env = state.env
     base = env.base_branch or wt.current_branch(env.root)
     tree = wt.prepare(env.root, key, card_branch(state.card), base, env.remote)
-    derived = derive_change(
-        read_change_disk(tree.path, key), state.history, state.project.cycle.max_fix_rounds
-    )
-    await _catch_up(state, tree, base)
+    disk = read_change_disk(tree.path, key)
+    derived = derive_change(disk, state.history, state.project.cycle.max_fix_rounds)
+    await _catch_up(state, tree, base, applied=disk.applied)
     if not run:
         result = StepResult("nothing-ready", key, "", message="status refreshed")
         return await publish_status(state, result, _status_of(derived, rec), derived)
@@ -312,7 +311,7 @@ async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
         )
         return await publish_status(state, result, PrState.READY, derived)
     if derived.next is not None:
-        return await _transition(state, held, tree, base, derived.next)
+        return await _transition(state, held, tree, base, _guarded_next(state, derived.next))
     if derived.status == "failed-fix":
         result = StepResult(
             "nothing-ready",
@@ -322,6 +321,19 @@ async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
         )
         return await publish_status(state, result, PrState.FAILED_FIX, derived)
     return await _cycle_end(state, held, tree, base, derived)
+
+
+def _guarded_next(state: _Card, transition: Transition) -> Transition:
+    """`propose` again when a plan is on the branch but no propose was ever recorded and the
+    `prepare` gate applies: the plan it pushed never got its approval park, and building on an
+    unapproved plan would bypass the gate. (The re-run refines the plan and parks.)"""
+    if (
+        transition == "apply"
+        and state.history.accepted_count("propose") == 0
+        and state.gate("prepare").mode != "never"
+    ):
+        return "propose"
+    return transition
 
 
 def _status_of(derived: Derivation, rec: CycleRecord) -> PrState:
@@ -336,11 +348,14 @@ def _status_of(derived: Derivation, rec: CycleRecord) -> PrState:
     return PrState.IN_PROGRESS
 
 
-async def _catch_up(state: _Card, tree: wt.Worktree, base: str) -> None:
-    """Finish the publications an earlier, interrupted step recorded as due."""
+async def _catch_up(state: _Card, tree: wt.Worktree, base: str, *, applied: bool) -> None:
+    """Finish the publications an earlier, interrupted step left due.
+
+    The branch is the evidence, not only the journal: work an apply pushed (it passed the vet
+    first) but whose record a killed runner took with it still gets its draft PR.
+    """
     rec = state.rec
-    applied = any(a.transition in ("apply", "fix") for a in state.history.accepted)
-    if rec.pushed is not None and applied and rec.pr is None:
+    if applied and rec.pr is None:
         card = await state.env.hosts.pm.get_card(state.card)
         await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
     if rec.reviewed_head is not None and rec.review_published != rec.reviewed_head:

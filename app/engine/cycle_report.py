@@ -49,15 +49,11 @@ async def after_transition(
     """Publish what an agent transition produced, then the status."""
     from app.engine.cycle import _pull_text, _read  # noqa: PLC0415
 
-    # The outcome is recorded: make it durable before the publications that follow it.
-    await state.env.save()
     # Re-read: the step appended its outcome (and the vet its records) to the journal.
     state.records, state.history, state.rec = _read(state.locus, state.key)
-    rec = state.rec
     accepted = result.state in ("advanced", "awaiting-approval")
-    if accepted and result.transition in ("apply", "fix", "red") and rec.pushed is not None:
-        await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
     if accepted and result.transition == "verify":
+        # Journaled with the outcome, before the checkpoint: a saved review always has its head.
         data = {
             "event": "reviewed",
             "head": tree.start,
@@ -68,6 +64,12 @@ async def after_transition(
         }
         journal_event(state.locus, state.env.deps.clock, kind="cycle", key=state.key, data=data)
         state.records, state.history, state.rec = _read(state.locus, state.key)
+    # The outcome is recorded: make it durable before the publications that follow it.
+    await state.env.save()
+    rec = state.rec
+    if accepted and result.transition in ("apply", "fix", "red") and rec.pushed is not None:
+        await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
+    if accepted and result.transition == "verify":
         await publish_review(state)
     from app.engine.cycle import _status_of  # noqa: PLC0415
     from app.engine.transition import derive_change, read_change_disk  # noqa: PLC0415

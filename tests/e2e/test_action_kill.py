@@ -28,8 +28,8 @@ gone. A test never asserts a duration; the delays only aim the kills.
 
 Targeted kills land where a random one rarely does: a `/pair implement` run killed while its
 propose runs (after its 👀), and a step killed the moment the card's branch moved (its result is
-pushed, its outcome not yet saved). Where the engine does not resume correctly today the test
-is a strict xfail naming the cause, so it turns red (XPASS) once fixed.
+pushed, its outcome not yet saved): work pushed but unrecorded still gets its PR, a plan pushed
+but unrecorded still waits for approval, a review saved with its outcome is never run twice.
 """
 
 from __future__ import annotations
@@ -339,18 +339,6 @@ def _is_ready(journal: list[dict[str, Any]]) -> bool:
     return bool(labels) and labels[-1] == "pr-state:ready-for-merge"
 
 
-def _known_apply_adoption(journal: list[dict[str, Any]]) -> None:
-    """The one known way a random kill derails the cycle, pinned by a strict xfail below."""
-    advanced = {
-        r["transition"] for r in journal if r["kind"] == "outcome" and r["state"] == "advanced"
-    }
-    if "verify" in advanced and "apply" not in advanced:
-        pytest.xfail(
-            "an apply killed after its push was adopted unrecorded, so no PR was opened: see "
-            "test_a_step_killed_right_after_its_branch_push_is_resumed[apply]"
-        )
-
-
 def _steps_done(journal: list[dict[str, Any]]) -> int:
     """How many steps of the cycle the state branch records as done."""
     agent = [r for r in journal if r["kind"] == "outcome" and r.get("state") == "advanced"]
@@ -401,7 +389,6 @@ class KillRun:
                 self.seen["found the lock fresh and exited"] += 1
                 continue
             transition = done.outputs["transition"]
-            _known_apply_adoption(_journal(repo, card))
             # The next runner resumes where the state branch says the card is: it never
             # redoes a recorded step (it may find an unrecorded one done; a delta re-review
             # may come at any time), and it never idles while the card has steps left.
@@ -561,19 +548,7 @@ def _advanced(repo: ActionRepo) -> Counter[str]:
     ("step", "cycle"),
     [
         pytest.param("propose", STRAIGHT, id="propose"),
-        pytest.param(
-            "apply",
-            STRAIGHT,
-            id="apply",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="the next tick derives the card as applied from the pushed plan.md "
-                "(app/engine/transition.py) and verifies, but the PR is opened only after a "
-                "recorded apply (app/engine/cycle.py _catch_up): no PR, no review comment, no "
-                "pair-review, and the card stalls in-progress before its synthesis",
-            ),
-        ),
+        pytest.param("apply", STRAIGHT, id="apply"),
         pytest.param("red", BLOCKING, id="red"),
         pytest.param("fix", BLOCKING, id="fix"),
     ],
@@ -594,13 +569,6 @@ def test_a_step_killed_right_after_its_branch_push_is_resumed(
 
 @pytest.mark.slow
 @needs_proc
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="prepare: always is bypassed: the next tick derives the card as proposed from the "
-    "pushed plan.md (app/engine/transition.py) and applies it; the after-propose park was "
-    "never recorded, so no maintainer approved the plan",
-)
 def test_a_propose_killed_after_its_push_still_waits_for_approval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -623,13 +591,6 @@ def test_a_propose_killed_after_its_push_still_waits_for_approval(
 
 @pytest.mark.slow
 @needs_proc
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="app/engine/cycle_report.py after_transition saves the verify outcome before it "
-    "journals `reviewed`: a run killed in between leaves a review without its head, and the "
-    "next tick runs the reviewer again (a wasted agent run, the review round counted twice)",
-)
 def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
