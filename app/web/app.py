@@ -350,6 +350,7 @@ def create_app(
                     settings.private_key.get_secret_value() if settings.private_key else None
                 ),
                 base_url=settings.github_api_url,
+                host_options={"write_spacing_s": settings.hosts.github_write_spacing_s},
             )
     service = _Service(
         settings,
