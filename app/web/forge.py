@@ -12,8 +12,9 @@
 
 `repository_dispatch` goes through its own small client with the App's installation token
 (`hosts.github_auth.AppInstallation`: minted once, shared, refreshed early). It is never retried
-here — a POST that failed may have been stored — the worker's retry re-sends it, and the
-Action de-duplicates on the delivery id it carries.
+here — a POST that failed may have been stored — the worker's retry re-sends it (at least
+once). A second dispatch of one command costs at most one more step: the cycle runs exactly one
+step per invocation, and every payload carries the delivery id it came from.
 https://docs.github.com/en/rest/repos/repos#create-a-repository-dispatch-event
 """
 

@@ -14,8 +14,9 @@ A `command` job, in order:
 Authorizing is a read and acknowledging is idempotent (a second 👀 is GitHub's 200, an upsert
 by marker writes nothing new), so a job interrupted before "dispatching" simply starts over;
 one interrupted after it skips straight to the dispatch, which it sends again (at least once:
-the receiver de-duplicates on the delivery id it carries). Recording only that one stage keeps
-a job to three store writes (claim, dispatching, done) — the store is the App's bottleneck.
+a repeat costs at most one more step of the card, and the payload carries the delivery id for
+a receiver to recognise it). Recording only that one stage keeps a job to three store writes
+(claim, dispatching, done) — the store is the App's bottleneck.
 
 Replies are upserted under a marker of their own comment (`reply #<card> run:<comment id>`),
 so a retried job edits its reply instead of posting a second one. A `scope-decision` job is
@@ -281,8 +282,7 @@ class JobHandler:
         if job.stage == "dispatching":
             # A retry, or a process that died mid-dispatch: send again (at least once).
             log.info(
-                "job %s resumes at its dispatch (attempt %d); the receiver de-duplicates on "
-                "delivery %s",
+                "job %s resumes at its dispatch (attempt %d): sending delivery %s again",
                 job.id,
                 job.attempts,
                 job.delivery_id,
