@@ -499,6 +499,7 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
             if rec.abandoned or rec.label in PASSIVE or read_parks(locus):
                 continue
         waiting.append((last, name))
+    quiet: CardStep | StepResult | None = None
     for _, name in sorted(waiting):
         try:
             step = await tick(env, name)
@@ -507,7 +508,8 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
         result = step.result if isinstance(step, CardStep) else step
         if result.state != "nothing-ready":
             return step
-    return StepResult(
+        quiet = quiet or step  # what the first one said is the tick's answer if none runs
+    return quiet or StepResult(
         "nothing-ready", "", "", message="nothing to do: every batch waits for a person or is done"
     )
 
