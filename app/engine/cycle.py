@@ -166,18 +166,23 @@ class _Card:
 
 
 async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
-    """Apply one accepted command to its card; at most one step runs."""
+    """Apply one accepted command to its card; at most one step runs.
+
+    A command that changes the card is recorded with the delivery it came in (the webhook
+    delivery id the App forwards), so a redelivered dispatch is recognised and runs nothing.
+    """
     card, key = request.card, card_key(request.card)
     locus = RunLocus.for_batch(env.root, key)
+    rec = _read(locus, key)[2]
+    if request.delivery and request.delivery in rec.deliveries:
+        return await advance_card(env, card, run=False)
     if request.verb in ("implement", "refine"):
-        rec = _read(locus, key)[2]
         write_manifest(env.root, card, request.args.get("agent"))
         data: dict[str, Any] = {"event": "bound", "card": card, "mode": request.verb}
         data["run"] = rec.run_id or uuid.uuid4().hex[:12]
         data.update({k: v for k, v in request.args.items() if k in _BOUND_KEYS})
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
-        await env.save()  # an acknowledged command is never lost with its runner
-        return await advance_card(env, card)
+        return await _recorded(env, locus, request)
     if not (env.root / ".pair" / "batches" / key / "batch.yaml").is_file():
         raise UserError(
             f"card #{card} has no pairbot cycle yet; comment `/pair implement` on it first"
@@ -191,37 +196,39 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         return await advance_card(env, card, run=False)
     if request.verb == "abandon":
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data={"event": "abandoned"})
-        return await advance_card(env, card, run=False)
+        return await _recorded(env, locus, request, run=False)
     if request.verb == "rerun-proof":
         raise UserError(
             f"card #{card} is a one-card batch without proof-of-work; `rerun-proof` applies to "
             "batches with phases (pairbot batch rerun-proof <batch> <phase>)"
         )
-    _, _, rec = _read(locus, key)
-    parked = read_parks(locus).get(key)
-    if request.verb == "approve" and parked is None:
+    if request.verb == "approve" and read_parks(locus).get(key) is None:
         if rec.label not in (PrState.AWAITING_HUMAN.value, PrState.ESCALATED.value):
             raise UserError(
                 f"card #{card} is not waiting for an approval (status "
                 f"{(rec.label or 'unknown').removeprefix('pr-state:')}); nothing to approve"
             )
-        journal_event(
-            locus,
-            env.deps.clock,
-            kind="cycle",
-            key=key,
-            data={"event": "merge-approved", "head": rec.reviewed_head},
-        )
-        await env.save()
-        return await advance_card(env, card)
+        data = {"event": "merge-approved", "head": rec.reviewed_head}
+        journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
+        return await _recorded(env, locus, request)
     from app.engine import humans  # noqa: PLC0415  # only the human verbs need it
 
     verb = request.verb
     if verb not in ("approve", "answer", "feedback", "retry"):  # pragma: no cover - exhaustive
         raise UserError(f"unknown verb {verb!r}")
     humans.record_human(env.root, key, key, verb, request.text or "", now=env.deps.clock())
-    await env.save()
-    return await advance_card(env, card)
+    return await _recorded(env, locus, request)
+
+
+async def _recorded(
+    env: CycleEnv, locus: RunLocus, request: PairRequest, *, run: bool = True
+) -> CardStep:
+    """After a command's effect is journaled: note its delivery, save, then take the step."""
+    if request.delivery:
+        data = {"event": "command", "verb": request.verb, "delivery": request.delivery}
+        journal_event(locus, env.deps.clock, kind="cycle", key=card_key(request.card), data=data)
+    await env.save()  # an acknowledged command is never lost with its runner
+    return await advance_card(env, request.card, run=run)
 
 
 _BOUND_KEYS = ("until", "merge", "prepare", "agent")

@@ -17,6 +17,7 @@ re-run tick knows what is already published and never does it twice:
     merge-approved   {head}                      `/pair approve` at the merge gate
     merged           {head, sha}
     abandoned        {}
+    command          {verb, delivery}            a command applied (its delivery is never re-run)
     label            {state}                     the `pr-state:*` label last set (card and PR)
     tracking         {digest}                    the tracking comment's last body digest
 
@@ -60,6 +61,7 @@ class CycleRecord:
     merge_approved_head: str | None = None
     merged_sha: str | None = None
     abandoned: bool = False
+    deliveries: set[str] = field(default_factory=set)  # deliveries whose command was applied
     label: str | None = None
     label_pr: int | None = None  # the PR the label was last set on too
     tracking_digest: str | None = None
@@ -157,6 +159,8 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         rec.merged_sha = str(data.get("sha"))
     elif event == "abandoned":
         rec.abandoned = True
+    elif event == "command":
+        rec.deliveries.add(str(data.get("delivery")))
     elif event == "label":
         rec.label = str(data.get("state"))
         rec.label_pr = data.get("pr") if isinstance(data.get("pr"), int) else None

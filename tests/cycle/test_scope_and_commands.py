@@ -186,3 +186,22 @@ def test_bad_card_commands_exit_2_with_the_usage(
     assert expected in done.stderr.lower()
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in (project.root / ".pair").iterdir()) == before
+
+
+def test_a_redelivered_command_runs_nothing(tmp_path: Path) -> None:
+    from app.domain.commands import Command, parse_commands
+    from app.domain.dispatch import PairRequest
+    from app.engine.cycle import handle_request
+
+    project = CardProject.create(tmp_path, cycle={"prepare": "always"})
+    project.command("implement")
+    parsed = parse_commands("/pair approve")[0]
+    assert isinstance(parsed, Command)
+    request = PairRequest.from_command(project.card, parsed, comment=None, delivery="d-1")
+    first = asyncio.run(handle_request(project.env(), request))
+    assert first.result.transition == "apply"
+    calls = (project.scratch / "agent-log.jsonl").read_text().count("\n")
+    again = asyncio.run(handle_request(project.env(), request))  # the same delivery, again
+    assert again.result.transition == ""
+    assert (project.scratch / "agent-log.jsonl").read_text().count("\n") == calls
+    assert len([e for e in project.cycle_events("command") if e["delivery"] == "d-1"]) == 1
