@@ -25,37 +25,56 @@ The agent never holds a forge credential: every host write happens here, after t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from app.domain import cycle_end as ce
-from app.domain.autonomy import GateCondition, parse_gate_condition
 from app.domain.commands import help_text
 from app.domain.dispatch import PairRequest
-from app.domain.explain import Explanation
-from app.domain.sanitize import strip_hidden
-from app.domain.verdict import ScopeChange
 from app.engine import jsonl, lock
 from app.engine import worktree as wt
 from app.engine.cardbatch import card_batches, card_branch, card_key, write_manifest
-from app.engine.cycle_publish import Publisher
+from app.engine.cardstate import (
+    CardState,
+    CardStep,
+    CycleEnv,
+    card_prompt,
+    pending_scope,
+    publisher_for,
+    pull_text,
+    read_card,
+    status_of,
+)
+from app.engine.cycle_report import (
+    act_on_decision,
+    after_transition,
+    publish_review,
+    publish_status,
+)
 from app.engine.cycle_vet import Vetter
-from app.engine.cyclelog import CycleRecord, fold_cycle
-from app.engine.journal import KeyHistory, fold_records
-from app.engine.manifest import ProjectConfig, load_manifest, load_project_config
+from app.engine.cyclelog import fold_cycle
+from app.engine.manifest import load_manifest, load_project_config
 from app.engine.runner import ChangeStepContext, run_change_step
 from app.engine.runstate import RunLocus, read_parks
-from app.engine.selection import Park
-from app.engine.step import EngineDeps, StepResult, journal_event, parked_result
+from app.engine.step import StepResult, journal_event, parked_result
 from app.engine.transition import Derivation, Transition, derive_change, read_change_disk
 from app.errors import BatchLockedError, UserError
-from app.hosting import BoundHosts
 from app.settings import resolve_settings
 from hosts.cardhash import card_hash
 from hosts.labels import PrState
-from hosts.models import Card, Pull, Target
+from hosts.models import Pull, Target
+
+__all__ = [
+    "PASSIVE",
+    "CardStep",
+    "CycleEnv",
+    "advance_card",
+    "card_for_pull",
+    "handle_head_moved",
+    "handle_request",
+    "handle_scope_decision",
+    "tick",
+]
 
 # A card whose label is one of these waits for a person or is finished: a scheduled tick
 # leaves it alone (no API call); a command or a head-moved event wakes it explicitly.
@@ -75,91 +94,6 @@ PASSIVE: frozenset[str] = frozenset(
         PrState.ABANDONED,
     )
 )
-MERGE_METHOD = "squash"
-
-
-@dataclass(frozen=True)
-class CycleEnv:
-    """What a cycle step needs from the world: the checkout, the hosts, the engine's deps."""
-
-    root: Path  # the project checkout; run-state lives under its .pair/
-    hosts: BoundHosts
-    deps: EngineDeps
-    base_branch: str | None = None
-    remote: str = "origin"  # where the card branches are fetched from (a name or a path)
-    # Makes what the journal holds so far durable beyond this process (the Action pushes the
-    # run-state branch); called after a command is recorded and after a step's push.
-    checkpoint: Callable[[], Awaitable[None]] | None = None
-
-    async def save(self) -> None:
-        """Run the checkpoint, if there is one."""
-        if self.checkpoint is not None:
-            await self.checkpoint()
-
-    @classmethod
-    def from_environment(
-        cls, root: Path, env: Mapping[str, str], deps: EngineDeps, base_branch: str | None = None
-    ) -> CycleEnv:
-        """The hosts the project binds (`.pair/config.yaml` hosts), built from `env`."""
-        from app.domain.binding import resolve_binding  # noqa: PLC0415
-        from app.hosting import HostSettings, build_hosts  # noqa: PLC0415
-
-        project = load_project_config(root)
-        hosts = build_hosts(resolve_binding(project.hosts), HostSettings.from_env(env), root)
-        repo = getattr(hosts.code, "repo", None)  # the local forge pushes to its own repository
-        remote = str(repo) if isinstance(repo, Path) else "origin"
-        return cls(root=root, hosts=hosts, deps=deps, base_branch=base_branch, remote=remote)
-
-    def with_checkpoint(self, checkpoint: Callable[[], Awaitable[None]]) -> CycleEnv:
-        """The same environment, saving through `checkpoint`."""
-        return replace(self, checkpoint=checkpoint)
-
-
-@dataclass(frozen=True)
-class CardStep:
-    """What one invocation did to one card."""
-
-    result: StepResult
-    card: int
-    status: str  # the pr-state status, e.g. "awaiting-verify"
-    pr: int | None = None
-    explanation: Explanation | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """For `--json` and the Action's outputs."""
-        data = {**self.result.to_json(), "card": self.card, "status": self.status, "pr": self.pr}
-        if self.explanation is not None:
-            data["explanation"] = self.explanation.to_json()
-        return data
-
-
-@dataclass
-class _Card:
-    """One card's state as read under its lock."""
-
-    env: CycleEnv
-    card: int
-    project: ProjectConfig
-    locus: RunLocus
-    records: list[dict[str, Any]]
-    history: KeyHistory
-    rec: CycleRecord
-    parks: dict[str, Park]
-    pub: Publisher
-    scope_comment: str | None = None  # the decision comment an event named, if any
-
-    @property
-    def key(self) -> str:
-        return card_key(self.card)
-
-    def until(self) -> ce.Until:
-        value = self.rec.until or self.project.cycle.until
-        return "merged" if value == "merged" else "ready-for-merge"
-
-    def gate(self, name: str) -> GateCondition:
-        written = self.rec.merge if name == "merge" else self.rec.prepare
-        configured = self.project.cycle.merge if name == "merge" else self.project.cycle.prepare
-        return parse_gate_condition(written or configured)
 
 
 # ---------------------------------------------------------------- commands
@@ -173,7 +107,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     """
     card, key = request.card, card_key(request.card)
     locus = RunLocus.for_batch(env.root, key)
-    rec = _read(locus, key)[2]
+    rec = read_card(locus, key)[2]
     if request.delivery and request.delivery in rec.deliveries:
         return await advance_card(env, card, run=False)
     if request.verb in ("implement", "refine"):
@@ -189,7 +123,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         )
     if request.verb == "help":
         step = await advance_card(env, card, run=False)
-        publisher = _publisher(env, card, locus)
+        publisher = publisher_for(env, card, locus)
         await publisher.reply(Target("card", card), "help", help_text(_trigger(env)))
         return step
     if request.verb == "status":
@@ -241,23 +175,6 @@ def _trigger(env: CycleEnv) -> str:
         return "pair"
 
 
-def _read(locus: RunLocus, key: str) -> tuple[list[dict[str, Any]], KeyHistory, CycleRecord]:
-    records = [dict(r) for r in jsonl.read_records(locus.journal)]
-    return records, fold_records(records).history(key), fold_cycle(records, key)
-
-
-def _publisher(env: CycleEnv, card: int, locus: RunLocus) -> Publisher:
-    return Publisher(
-        pm=env.hosts.pm,
-        code=env.hosts.code,
-        locus=locus,
-        clock=env.deps.clock,
-        card=card,
-        key=card_key(card),
-        root=env.root,
-    )
-
-
 # ---------------------------------------------------------------- one step
 
 
@@ -271,8 +188,8 @@ async def advance_card(
     locus = RunLocus.for_batch(env.root, key)
     held = lock.acquire(locus.lock, now=env.deps.clock())
     try:
-        records, history, rec = _read(locus, key)
-        state = _Card(
+        records, history, rec = read_card(locus, key)
+        state = CardState(
             env=env,
             card=card,
             project=project,
@@ -281,7 +198,7 @@ async def advance_card(
             history=history,
             rec=rec,
             parks=read_parks(locus),
-            pub=_publisher(env, card, locus),
+            pub=publisher_for(env, card, locus),
             scope_comment=scope_comment,
         )
         return await _step(state, held, run=run)
@@ -289,9 +206,7 @@ async def advance_card(
         lock.release(held)
 
 
-async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
-    from app.engine.cycle_report import publish_status  # noqa: PLC0415  # avoids an import cycle
-
+async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardStep:
     rec, key = state.rec, state.key
     if rec.abandoned:
         result = StepResult("nothing-ready", key, "", message=f"card #{state.card} is abandoned")
@@ -308,7 +223,7 @@ async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
     await _catch_up(state, tree, base, applied=disk.applied)
     if not run:
         result = StepResult("nothing-ready", key, "", message="status refreshed")
-        return await publish_status(state, result, _status_of(derived, rec), derived)
+        return await publish_status(state, result, status_of(derived, rec), derived)
     if rec.mode == "refine" and derived.next not in (None, "propose"):
         result = StepResult(
             "nothing-ready",
@@ -330,7 +245,7 @@ async def _step(state: _Card, held: lock.LockProof, *, run: bool) -> CardStep:
     return await _cycle_end(state, held, tree, base, derived)
 
 
-def _guarded_next(state: _Card, transition: Transition) -> Transition:
+def _guarded_next(state: CardState, transition: Transition) -> Transition:
     """`propose` again when a plan is on the branch but no propose was ever recorded and the
     `prepare` gate applies: the plan it pushed never got its approval park, and building on an
     unapproved plan would bypass the gate. (The re-run refines the plan and parks.)"""
@@ -343,19 +258,7 @@ def _guarded_next(state: _Card, transition: Transition) -> Transition:
     return transition
 
 
-def _status_of(derived: Derivation, rec: CycleRecord) -> PrState:
-    if derived.status == "failed-fix":
-        return PrState.FAILED_FIX
-    if derived.status == "awaiting-verify":
-        return PrState.AWAITING_VERIFY
-    if derived.status == "done" and rec.label is not None:
-        return PrState(rec.label)
-    if derived.status == "ready":
-        return PrState.READY
-    return PrState.IN_PROGRESS
-
-
-async def _catch_up(state: _Card, tree: wt.Worktree, base: str, *, applied: bool) -> None:
+async def _catch_up(state: CardState, tree: wt.Worktree, base: str, *, applied: bool) -> None:
     """Finish the publications an earlier, interrupted step left due.
 
     The branch is the evidence, not only the journal: work an apply pushed (it passed the vet
@@ -364,29 +267,13 @@ async def _catch_up(state: _Card, tree: wt.Worktree, base: str, *, applied: bool
     rec = state.rec
     if applied and rec.pr is None:
         card = await state.env.hosts.pm.get_card(state.card)
-        await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
+        await state.pub.ensure_pull(rec, tree.branch, base, *pull_text(card))
     if rec.reviewed_head is not None and rec.review_published != rec.reviewed_head:
-        from app.engine.cycle_report import publish_review  # noqa: PLC0415
-
         await publish_review(state)
 
 
-def _pull_text(card: Card) -> tuple[str, str]:
-    title = strip_hidden(card.title).strip() or f"card #{card.number}"
-    body = (
-        f"Closes #{card.number}.\n\nImplemented by pairbot, test-first, on this branch; an "
-        "independent reviewer checks each pushed head (`pair-review`)."
-    )
-    return f"pair: {title}"[:240], body
-
-
-def card_prompt(card: Card) -> str:
-    """The card as quoted data for an agent: its title and body, hidden content stripped."""
-    return f"Card #{card.number}: {strip_hidden(card.title)}\n\n{strip_hidden(card.body)}"
-
-
 async def _transition(
-    state: _Card,
+    state: CardState,
     held: lock.LockProof,
     tree: wt.Worktree,
     base: str,
@@ -394,8 +281,6 @@ async def _transition(
     *,
     delta: str | None = None,
 ) -> CardStep:
-    from app.engine.cycle_report import after_transition  # noqa: PLC0415
-
     env, rec = state.env, state.rec
     card = await env.hosts.pm.get_card(state.card)
     guidance = [card_prompt(card)]
@@ -435,10 +320,8 @@ async def _transition(
 
 
 async def _cycle_end(
-    state: _Card, held: lock.LockProof, tree: wt.Worktree, base: str, derived: Derivation
+    state: CardState, held: lock.LockProof, tree: wt.Worktree, base: str, derived: Derivation
 ) -> CardStep:
-    from app.engine.cycle_report import act_on_decision  # noqa: PLC0415
-
     rec, hosts = state.rec, state.env.hosts
     pull: Pull | None = await hosts.code.get_pull(rec.pr) if rec.pr is not None else None
     card = await hosts.pm.get_card(state.card)
@@ -463,17 +346,6 @@ async def _cycle_end(
     if isinstance(decision, ce.ReReview | ce.Unreviewed):
         return await _transition(state, held, tree, base, "verify", delta=decision.reason)
     return await act_on_decision(state, decision, pull, card, derived)
-
-
-def pending_scope(state: _Card) -> list[ScopeChange]:
-    """Scope proposals of the last accepted review that no applied decision has settled."""
-    decided = {str(d.get("id")) for d in state.rec.dispositions}
-    for accepted in reversed(state.history.accepted):
-        if accepted.transition == "verify":
-            raw = (accepted.findings or {}).get("scopeChanges", [])
-            proposals = [ScopeChange.model_validate(p) for p in raw if isinstance(p, dict)]
-            return [p for p in proposals if p.id not in decided]
-    return []
 
 
 # ---------------------------------------------------------------- the schedule
@@ -528,7 +400,7 @@ def card_for_pull(root: Path, pull: int) -> int | None:
     """The card whose cycle opened `pull`, from the recorded card batches."""
     for number in card_batches(root):
         key = card_key(number)
-        if _read(RunLocus.for_batch(root, key), key)[2].pr == pull:
+        if read_card(RunLocus.for_batch(root, key), key)[2].pr == pull:
             return number
     return None
 
@@ -543,7 +415,7 @@ async def handle_head_moved(env: CycleEnv, pull: int, head: str) -> CardStep | S
     if card is None:
         return StepResult("nothing-ready", "", "", message=f"PR #{pull} is not a pairbot card's")
     key = card_key(card)
-    rec = _read(RunLocus.for_batch(env.root, key), key)[2]
+    rec = read_card(RunLocus.for_batch(env.root, key), key)[2]
     if head in (rec.pushed, rec.reviewed_head):
         return StepResult(
             "nothing-ready", key, "", message=f"head {head[:12]} is pairbot's own push"

@@ -11,11 +11,11 @@ The card cycle (`app.engine.cycle`) decides; this module renders and publishes t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app import __version__
 from app.domain import cycle_end as ce
-from app.domain.explain import CardFacts, Explanation, explain
+from app.domain.explain import CardFacts, explain
 from app.domain.metrics import reduce_metrics
 from app.domain.review_comment import render_review, review_status_description
 from app.domain.scope import (
@@ -32,91 +32,87 @@ from app.domain.scope import (
 from app.domain.synthesis import render_synthesis, synthesis_marker
 from app.domain.tracking import TrackingStep, render_tracking
 from app.domain.verdict import FindingsReport
+from app.engine.cardstate import (
+    CardState,
+    CardStep,
+    pending_scope,
+    pull_text,
+    read_card,
+    status_of,
+)
+from app.engine.runstate import read_parks
 from app.engine.step import StepResult, iso_now, journal_event
-from app.engine.transition import Derivation
+from app.engine.transition import Derivation, derive_change, read_change_disk
 from app.engine.worktree import Worktree
+from hosts.cardhash import card_hash
 from hosts.labels import PrState
-from hosts.markers import human_tail, make_marker, render, same_text
-from hosts.models import Card, Pull, Target
+from hosts.markers import human_tail, render, same_text
+from hosts.models import Card, MergeMethod, Pull, Target
 
-if TYPE_CHECKING:
-    from app.engine.cycle import CardStep, _Card
+MERGE_METHOD: MergeMethod = "squash"  # one commit per card; Azure DevOps has no rebase
 
 
 async def after_transition(
-    state: _Card, result: StepResult, tree: Worktree, base: str, card: Card
+    state: CardState, result: StepResult, tree: Worktree, base: str, card: Card
 ) -> CardStep:
     """Publish what an agent transition produced, then the status."""
-    from app.engine.cycle import _pull_text, _read  # noqa: PLC0415
-
     # Re-read: the step appended its outcome (and the vet its records) to the journal.
-    state.records, state.history, state.rec = _read(state.locus, state.key)
+    state.records, state.history, state.rec = read_card(state.locus, state.key)
     accepted = result.state in ("advanced", "awaiting-approval")
     if accepted and result.transition == "verify":
         # Journaled with the outcome, before the checkpoint: a saved review always has its head.
         data = {
             "event": "reviewed",
             "head": tree.start,
-            "cardHash": _hash(card),
+            "cardHash": card_hash(card.title, card.body),
             "converged": _last_converged(state),
             "blocking": _blocking(state),
             "round": state.history.accepted_count("verify"),
         }
         journal_event(state.locus, state.env.deps.clock, kind="cycle", key=state.key, data=data)
-        state.records, state.history, state.rec = _read(state.locus, state.key)
+        state.records, state.history, state.rec = read_card(state.locus, state.key)
     # The outcome is recorded: make it durable before the publications that follow it.
     await state.env.save()
     rec = state.rec
     if accepted and result.transition in ("apply", "fix", "red") and rec.pushed is not None:
-        await state.pub.ensure_pull(rec, tree.branch, base, *_pull_text(card))
+        await state.pub.ensure_pull(rec, tree.branch, base, *pull_text(card))
     if accepted and result.transition == "verify":
         await publish_review(state)
-    from app.engine.cycle import _status_of  # noqa: PLC0415
-    from app.engine.transition import derive_change, read_change_disk  # noqa: PLC0415
 
     derived = derive_change(
         read_change_disk(tree.path, state.key),
         state.history,
         state.project.cycle.max_fix_rounds,
     )
-    status = _status_of(derived, state.rec)
+    status = status_of(derived, state.rec)
     if result.state == "awaiting-approval":
         status = PrState.AWAITING_APPROVAL
     elif result.state == "blocked":
-        park = state.parks.get(state.key)
-        status = PrState.NEEDS_INPUT if park and park.state == "needs-input" else PrState.BLOCKED
-        from app.engine.runstate import read_parks  # noqa: PLC0415
-
-        parked = read_parks(state.locus).get(state.key)
-        if parked is not None and parked.state == "needs-input":
-            status = PrState.NEEDS_INPUT
+        state.parks = read_parks(state.locus)  # the step just parked the card
+        parked = state.parks.get(state.key)
+        needs_input = parked is not None and parked.state == "needs-input"
+        status = PrState.NEEDS_INPUT if needs_input else PrState.BLOCKED
     elif derived.status == "done":
         status = PrState.IN_PROGRESS  # converged: the cycle end runs on the next step
     plan = _plan_text(tree, state.key) if result.transition == "propose" else None
     return await publish_status(state, result, status, derived, plan=plan)
 
 
-def _hash(card: Card) -> str:
-    from hosts.cardhash import card_hash  # noqa: PLC0415
-
-    return card_hash(card.title, card.body)
-
-
-def _last_verify_findings(state: _Card) -> dict[str, Any] | None:
+def _last_verify_findings(state: CardState) -> dict[str, Any] | None:
     for accepted in reversed(state.history.accepted):
         if accepted.transition == "verify":
             return dict(accepted.findings) if accepted.findings else None
     return None
 
 
-def _last_converged(state: _Card) -> bool | None:
+def _last_converged(state: CardState) -> bool | None:
     for accepted in reversed(state.history.accepted):
         if accepted.transition == "verify":
             return accepted.converged
     return None
 
 
-def _blocking(state: _Card) -> int:
+def _blocking(state: CardState) -> int:
     findings = _last_verify_findings(state) or {}
     return sum(
         1
@@ -130,7 +126,7 @@ def _plan_text(tree: Worktree, key: str) -> str | None:
     return plan.read_text(encoding="utf-8", errors="replace") if plan.is_file() else None
 
 
-async def publish_review(state: _Card) -> None:
+async def publish_review(state: CardState) -> None:
     """The review comment and `pair-review` status of the last recorded review."""
     rec = state.rec
     head = rec.reviewed_head
@@ -149,7 +145,7 @@ async def publish_review(state: _Card) -> None:
 
 
 async def act_on_decision(
-    state: _Card, decision: ce.Decision, pull: Pull | None, card: Card, derived: Derivation
+    state: CardState, decision: ce.Decision, pull: Pull | None, card: Card, derived: Derivation
 ) -> CardStep:
     """Carry out the cycle-end decision (never ReReview: the caller runs that verify)."""
     key, rec, pub = state.key, state.rec, state.pub
@@ -168,7 +164,7 @@ async def act_on_decision(
         result = StepResult("advanced" if confirmed else "blocked", key, "publish", message=message)
         return await publish_status(state, result, status, derived)
     if isinstance(decision, ce.Merge) and pull is not None:
-        merged = await state.env.hosts.code.merge(pull.number, decision.head, "squash")
+        merged = await state.env.hosts.code.merge(pull.number, decision.head, MERGE_METHOD)
         pub.record("merged", head=decision.head, sha=merged.sha)
         rec.merged_sha = merged.sha
         result = StepResult(
@@ -179,7 +175,7 @@ async def act_on_decision(
     return await publish_status(state, result, decision.pr_state, derived)
 
 
-async def _publish_synthesis(state: _Card, pull: Pull) -> bool:
+async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
     rec = state.rec
     run_id = rec.run_id or "run"
     metrics = reduce_metrics(
@@ -209,9 +205,7 @@ async def _publish_synthesis(state: _Card, pull: Pull) -> bool:
     return confirmed
 
 
-async def _scope(state: _Card, pull: Pull, card: Card, derived: Derivation) -> CardStep:
-    from app.engine.cycle import pending_scope  # noqa: PLC0415
-
+async def _scope(state: CardState, pull: Pull, card: Card, derived: Derivation) -> CardStep:
     key, rec, pub, hosts = state.key, state.rec, state.pub, state.env.hosts
     pending = pending_scope(state)
     comment = await hosts.code.read_scope_decision(pull.number, state.scope_comment)
@@ -252,10 +246,8 @@ async def _scope(state: _Card, pull: Pull, card: Card, derived: Derivation) -> C
 
 
 async def _apply_scope(
-    state: _Card, card: Card, *, decision: ScopeDecision, body: str, derived: Derivation
+    state: CardState, card: Card, *, decision: ScopeDecision, body: str, derived: Derivation
 ) -> CardStep:
-    from app.engine.cycle import pending_scope  # noqa: PLC0415
-
     key, rec, pub, hosts = state.key, state.rec, state.pub, state.env.hosts
     ledger = ScopeState(
         pending=tuple(pending_scope(state)),
@@ -307,10 +299,8 @@ async def _apply_scope(
 # ---------------------------------------------------------------- label + tracking
 
 
-def card_facts(state: _Card, status: PrState, derived: Derivation | None) -> CardFacts:
+def card_facts(state: CardState, status: PrState, derived: Derivation | None) -> CardFacts:
     """The `/pair status` facts of a card, from what its journal says."""
-    from app.engine.cycle import pending_scope  # noqa: PLC0415
-
     rec = state.rec
     park = state.parks.get(state.key)
     return CardFacts(
@@ -342,7 +332,7 @@ def _next_step(status: PrState, derived: Derivation | None) -> str | None:
 
 
 async def publish_status(
-    state: _Card,
+    state: CardState,
     result: StepResult,
     status: PrState,
     derived: Derivation | None,
@@ -350,8 +340,6 @@ async def publish_status(
     plan: str | None = None,
 ) -> CardStep:
     """Set the one `pr-state:*` label and upsert the tracking comment; the step's summary."""
-    from app.engine.cycle import CardStep  # noqa: PLC0415
-
     await state.pub.label(state.rec, status)
     facts = card_facts(state, status, derived)
     explanation = explain(facts)
@@ -384,18 +372,3 @@ def _tokens(usage: Any) -> int | None:
         return total
     parts = [usage.get("inputTokens"), usage.get("outputTokens")]
     return sum(parts) if all(isinstance(p, int) for p in parts) else None  # type: ignore[arg-type]
-
-
-def marker_for_tracking(card: int) -> str:
-    """The tracking comment's marker (the App acknowledges into the same comment)."""
-    return make_marker("tracking", card)
-
-
-__all__ = [
-    "Explanation",
-    "act_on_decision",
-    "after_transition",
-    "marker_for_tracking",
-    "publish_review",
-    "publish_status",
-]

@@ -22,19 +22,16 @@ lives only on a runner that is gone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from app.domain.guarded import guarded_violations
 from app.domain.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
 from app.engine import worktree as wt
+from app.engine.cardstate import CardState
 from app.engine.outcome import EngineStepOutcome
 from app.engine.testrun import run_tests
 from app.engine.transition import Transition
 from app.settings import ResolvedSettings
 from hosts.models import Card
-
-if TYPE_CHECKING:
-    from app.engine.cycle import _Card
 
 MAX_SENDBACKS = 3
 _CHECKED: frozenset[str] = frozenset({"apply", "red", "fix"})
@@ -44,7 +41,7 @@ _CHECKED: frozenset[str] = frozenset({"apply", "red", "fix"})
 class Vetter:
     """One step's vetting: what the tests said before, and what the vet decided."""
 
-    state: _Card
+    state: CardState
     tree: wt.Worktree
     transition: Transition
     card: Card

@@ -1,0 +1,176 @@
+"""One card's state under its lock, and what every part of the card cycle shares about it.
+
+    CycleEnv        the checkout, the hosts, the engine's deps, the checkpoint that saves
+    CardState       a card as read under its lock: project config, journal, cycle record, parks
+    CardStep        what one invocation did to one card (result, status, PR, explanation)
+    read_card       the journal once, folded three ways (records, history, cycle record)
+    status_of       the `pr-state:*` a derivation stands for
+    pending_scope   scope proposals no applied decision has settled
+
+`app.engine.cycle` drives a step, `cycle_vet` checks an agent's result, `cycle_report`
+publishes; they share these without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from app.domain import cycle_end as ce
+from app.domain.autonomy import GateCondition, parse_gate_condition
+from app.domain.explain import Explanation
+from app.domain.sanitize import strip_hidden
+from app.domain.verdict import ScopeChange
+from app.engine import jsonl
+from app.engine.cardbatch import card_key
+from app.engine.cycle_publish import Publisher
+from app.engine.cyclelog import CycleRecord, fold_cycle
+from app.engine.journal import KeyHistory, fold_records
+from app.engine.manifest import ProjectConfig, load_project_config
+from app.engine.runstate import RunLocus
+from app.engine.selection import Park
+from app.engine.step import EngineDeps, StepResult
+from app.engine.transition import Derivation
+from app.hosting import BoundHosts
+from hosts.labels import PrState
+from hosts.models import Card
+
+
+@dataclass(frozen=True)
+class CycleEnv:
+    """What a cycle step needs from the world: the checkout, the hosts, the engine's deps."""
+
+    root: Path  # the project checkout; run-state lives under its .pair/
+    hosts: BoundHosts
+    deps: EngineDeps
+    base_branch: str | None = None
+    remote: str = "origin"  # where the card branches are fetched from (a name or a path)
+    # Makes what the journal holds so far durable beyond this process (the Action pushes the
+    # run-state branch); called after a command is recorded and after a step's push.
+    checkpoint: Callable[[], Awaitable[None]] | None = None
+
+    async def save(self) -> None:
+        """Run the checkpoint, if there is one."""
+        if self.checkpoint is not None:
+            await self.checkpoint()
+
+    @classmethod
+    def from_environment(
+        cls, root: Path, env: Mapping[str, str], deps: EngineDeps, base_branch: str | None = None
+    ) -> CycleEnv:
+        """The hosts the project binds (`.pair/config.yaml` hosts), built from `env`."""
+        from app.domain.binding import resolve_binding  # noqa: PLC0415
+        from app.hosting import HostSettings, build_hosts  # noqa: PLC0415
+
+        project = load_project_config(root)
+        hosts = build_hosts(resolve_binding(project.hosts), HostSettings.from_env(env), root)
+        repo = getattr(hosts.code, "repo", None)  # the local forge pushes to its own repository
+        remote = str(repo) if isinstance(repo, Path) else "origin"
+        return cls(root=root, hosts=hosts, deps=deps, base_branch=base_branch, remote=remote)
+
+    def with_checkpoint(self, checkpoint: Callable[[], Awaitable[None]]) -> CycleEnv:
+        """The same environment, saving through `checkpoint`."""
+        return replace(self, checkpoint=checkpoint)
+
+
+@dataclass(frozen=True)
+class CardStep:
+    """What one invocation did to one card."""
+
+    result: StepResult
+    card: int
+    status: str  # the pr-state status, e.g. "awaiting-verify"
+    pr: int | None = None
+    explanation: Explanation | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """For `--json` and the Action's outputs."""
+        data = {**self.result.to_json(), "card": self.card, "status": self.status, "pr": self.pr}
+        if self.explanation is not None:
+            data["explanation"] = self.explanation.to_json()
+        return data
+
+
+@dataclass
+class CardState:
+    """One card's state as read under its lock."""
+
+    env: CycleEnv
+    card: int
+    project: ProjectConfig
+    locus: RunLocus
+    records: list[dict[str, Any]]
+    history: KeyHistory
+    rec: CycleRecord
+    parks: dict[str, Park]
+    pub: Publisher
+    scope_comment: str | None = None  # the decision comment an event named, if any
+
+    @property
+    def key(self) -> str:
+        return card_key(self.card)
+
+    def until(self) -> ce.Until:
+        value = self.rec.until or self.project.cycle.until
+        return "merged" if value == "merged" else "ready-for-merge"
+
+    def gate(self, name: str) -> GateCondition:
+        written = self.rec.merge if name == "merge" else self.rec.prepare
+        configured = self.project.cycle.merge if name == "merge" else self.project.cycle.prepare
+        return parse_gate_condition(written or configured)
+
+
+def read_card(locus: RunLocus, key: str) -> tuple[list[dict[str, Any]], KeyHistory, CycleRecord]:
+    records = [dict(r) for r in jsonl.read_records(locus.journal)]
+    return records, fold_records(records).history(key), fold_cycle(records, key)
+
+
+def publisher_for(env: CycleEnv, card: int, locus: RunLocus) -> Publisher:
+    return Publisher(
+        pm=env.hosts.pm,
+        code=env.hosts.code,
+        locus=locus,
+        clock=env.deps.clock,
+        card=card,
+        key=card_key(card),
+        root=env.root,
+    )
+
+
+def status_of(derived: Derivation, rec: CycleRecord) -> PrState:
+    if derived.status == "failed-fix":
+        return PrState.FAILED_FIX
+    if derived.status == "awaiting-verify":
+        return PrState.AWAITING_VERIFY
+    if derived.status == "done" and rec.label is not None:
+        return PrState(rec.label)
+    if derived.status == "ready":
+        return PrState.READY
+    return PrState.IN_PROGRESS
+
+
+def pull_text(card: Card) -> tuple[str, str]:
+    title = strip_hidden(card.title).strip() or f"card #{card.number}"
+    body = (
+        f"Closes #{card.number}.\n\nImplemented by pairbot, test-first, on this branch; an "
+        "independent reviewer checks each pushed head (`pair-review`)."
+    )
+    return f"pair: {title}"[:240], body
+
+
+def card_prompt(card: Card) -> str:
+    """The card as quoted data for an agent: its title and body, hidden content stripped."""
+    return f"Card #{card.number}: {strip_hidden(card.title)}\n\n{strip_hidden(card.body)}"
+
+
+def pending_scope(state: CardState) -> list[ScopeChange]:
+    """Scope proposals of the last accepted review that no applied decision has settled."""
+    decided = {str(d.get("id")) for d in state.rec.dispositions}
+    for accepted in reversed(state.history.accepted):
+        if accepted.transition == "verify":
+            raw = (accepted.findings or {}).get("scopeChanges", [])
+            proposals = [ScopeChange.model_validate(p) for p in raw if isinstance(p, dict)]
+            return [p for p in proposals if p.id not in decided]
+    return []
