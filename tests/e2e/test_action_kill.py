@@ -20,7 +20,7 @@ the machine runs since), before it may finish; idle ticks are killed to make up 
 step to come is read from the state branch, so a kill that lands after the step was saved
 counts as that step's. After every round: no unexpected request, no comment marker twice,
 every journal line on `pair-state` complete and parsing; after every unkilled round, the card
-took the step the state branch said was next (or a later one, or a delta re-review), and the
+took the step the state branch said was next (or a later one it found done unrecorded), and the
 card and its PR carry exactly one, the same, `pr-state:*` label. At the end: every card is
 `ready-for-merge`, each has one PR, each pairbot comment exists once, `pair-review` success
 sits on each final reviewed head, no status was set twice in a row on a head, and the lock is
@@ -30,6 +30,9 @@ Targeted kills land where a random one rarely does: a `/pair implement` run kill
 propose runs (after its 👀), and a step killed the moment the card's branch moved (its result is
 pushed, its outcome not yet saved): work pushed but unrecorded still gets its PR, a plan pushed
 but unrecorded still waits for approval, a review saved with its outcome is never run twice.
+One strict xfail pins what is still wrong: a label written by a run killed before its final
+push is ahead of the journal, and the next step, whose status is the journal's, keeps it (the
+random test meets this now and then; it says so and stops there instead of failing).
 """
 
 from __future__ import annotations
@@ -339,6 +342,19 @@ def _is_ready(journal: list[dict[str, Any]]) -> bool:
     return bool(labels) and labels[-1] == "pr-state:ready-for-merge"
 
 
+def _known_stale_label(repo: ActionRepo, card: int, status: str) -> None:
+    """The one known way a random kill leaves a wrong label, pinned by a strict xfail below:
+    GitHub carries a label a killed run wrote, the journal the one before, which is the
+    status now, so the write is skipped."""
+    recorded = [r["data"]["state"] for r in _journal(repo, card) if _event(r) == "label"]
+    on_card = repo.state_labels(card)
+    if on_card != [f"pr-state:{status}"] and recorded[-1:] == [f"pr-state:{status}"]:
+        pytest.xfail(
+            f"card {card} shows {on_card} while its status is {status}: see "
+            "test_a_label_a_killed_run_wrote_is_corrected_by_the_next_step"
+        )
+
+
 def _steps_done(journal: list[dict[str, Any]]) -> int:
     """How many steps of the cycle the state branch records as done."""
     agent = [r for r in journal if r["kind"] == "outcome" and r.get("state") == "advanced"]
@@ -390,13 +406,14 @@ class KillRun:
                 continue
             transition = done.outputs["transition"]
             # The next runner resumes where the state branch says the card is: it never
-            # redoes a recorded step (it may find an unrecorded one done; a delta re-review
-            # may come at any time), and it never idles while the card has steps left.
+            # redoes a recorded step (a saved review included: nothing moved its head), it may
+            # find an unrecorded one done, and it never idles while the card has steps left.
             assert done.outputs["card"] == str(card), (step, done.outputs, dict(self.seen))
-            assert transition in (*steps[index:], "verify"), (step, done.outputs, self.seen)
+            assert transition in steps[index:], (step, done.outputs, dict(self.seen))
             self.load = done.seconds / typical[transition]
             how = "ran" if delay is None else "outran the kill"
             self.seen[f"{step} {how}" + (f" as {transition}" if transition != step else "")] += 1
+            _known_stale_label(repo, card, done.outputs["status"])
             assert _check_labels(repo, card) == f"pr-state:{done.outputs['status']}"
 
     def idle_kills(self, cards: list[int]) -> None:
@@ -608,3 +625,29 @@ def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
         runs = repo.until_quiet()
         _check_one_card_ready(repo, runs)
         assert _advanced(repo)["verify"] == 1, [r.outputs for r in runs]
+
+
+@pytest.mark.slow
+@needs_proc
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="app/engine/cycle_publish.py Publisher.label skips the write when the journal says "
+    "the label is set, but a run killed after its label write and before its final push leaves "
+    "GitHub ahead of the journal: the next step with the journal's status keeps the wrong label",
+)
+def test_a_label_a_killed_run_wrote_is_corrected_by_the_next_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_STALE_AFTER_S, STALE_AFTER_S)
+    with action_repo(tmp_path) as repo:
+        event = _run_up_to(repo, "fix", BLOCKING)  # the card and its PR are in-progress
+        pull = repo.pull()
+        assert pull is not None and repo.state_labels(pull) == ["pr-state:in-progress"]
+        # The fix is saved at its checkpoint; its labels (awaiting-verify) are written after it.
+        _kill_when(repo, event, lambda: "pr-state:awaiting-verify" in repo.fake.issues[pull].labels)
+        _until_stale()
+        done = repo.run(repo.schedule_event())
+        assert done.outputs["transition"] == "verify", done.outputs
+        assert repo.state_labels(repo.card) == [f"pr-state:{done.outputs['status']}"]
+        assert repo.state_labels(pull) == repo.state_labels(repo.card)
