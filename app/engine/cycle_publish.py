@@ -63,16 +63,23 @@ class Publisher:
             rec.pr, rec.pr_url = pull.number, pull.url
         return pull
 
-    async def label(self, rec: CycleRecord, state: PrState) -> None:
-        """Exactly one `pr-state:*` on the card and its PR; skipped when already recorded."""
+    async def label(self, rec: CycleRecord, state: PrState, *, reconcile: bool = False) -> None:
+        """Exactly one `pr-state:*` on the card and its PR.
+
+        Skipped when the journal already records this label, unless `reconcile`: a step that
+        ran asks the hosts anyway (a read; a write only when wrong), because a run killed after
+        writing a label but before saving its journal leaves the host ahead of the record.
+        Idle ticks do not reconcile, so waiting costs no request.
+        """
         status = state.value
-        if rec.label == status and rec.label_pr == rec.pr:
+        if rec.label == status and rec.label_pr == rec.pr and not reconcile:
             return
         await self.pm.set_state_label(Target("card", self.card), state)
         if rec.pr is not None:
             await self.code.set_state_label(Target("pull", rec.pr), state)
-        self.record("label", state=status, pr=rec.pr)
-        rec.label, rec.label_pr = status, rec.pr
+        if rec.label != status or rec.label_pr != rec.pr:
+            self.record("label", state=status, pr=rec.pr)
+            rec.label, rec.label_pr = status, rec.pr
 
     async def tracking(self, rec: CycleRecord, body: str) -> None:
         """Upsert the card's tracking comment; skipped when its body has not changed."""

@@ -340,7 +340,8 @@ async def publish_status(
     plan: str | None = None,
 ) -> CardStep:
     """Set the one `pr-state:*` label and upsert the tracking comment; the step's summary."""
-    await state.pub.label(state.rec, status)
+    ran = result.state not in ("nothing-ready",)
+    await state.pub.label(state.rec, status, reconcile=ran)
     facts = card_facts(state, status, derived)
     explanation = explain(facts)
     steps = tuple(

@@ -30,9 +30,8 @@ Targeted kills land where a random one rarely does: a `/pair implement` run kill
 propose runs (after its 👀), and a step killed the moment the card's branch moved (its result is
 pushed, its outcome not yet saved): work pushed but unrecorded still gets its PR, a plan pushed
 but unrecorded still waits for approval, a review saved with its outcome is never run twice.
-One strict xfail pins what is still wrong: a label written by a run killed before its final
-push is ahead of the journal, and the next step, whose status is the journal's, keeps it (the
-random test meets this now and then; it says so and stops there instead of failing).
+A label written by a run killed before its final push is ahead of the journal: the next step
+that runs reconciles it with the host.
 """
 
 from __future__ import annotations
@@ -342,19 +341,6 @@ def _is_ready(journal: list[dict[str, Any]]) -> bool:
     return bool(labels) and labels[-1] == "pr-state:ready-for-merge"
 
 
-def _known_stale_label(repo: ActionRepo, card: int, status: str) -> None:
-    """The one known way a random kill leaves a wrong label, pinned by a strict xfail below:
-    GitHub carries a label a killed run wrote, the journal the one before, which is the
-    status now, so the write is skipped."""
-    recorded = [r["data"]["state"] for r in _journal(repo, card) if _event(r) == "label"]
-    on_card = repo.state_labels(card)
-    if on_card != [f"pr-state:{status}"] and recorded[-1:] == [f"pr-state:{status}"]:
-        pytest.xfail(
-            f"card {card} shows {on_card} while its status is {status}: see "
-            "test_a_label_a_killed_run_wrote_is_corrected_by_the_next_step"
-        )
-
-
 def _steps_done(journal: list[dict[str, Any]]) -> int:
     """How many steps of the cycle the state branch records as done."""
     agent = [r for r in journal if r["kind"] == "outcome" and r.get("state") == "advanced"]
@@ -413,7 +399,6 @@ class KillRun:
             self.load = done.seconds / typical[transition]
             how = "ran" if delay is None else "outran the kill"
             self.seen[f"{step} {how}" + (f" as {transition}" if transition != step else "")] += 1
-            _known_stale_label(repo, card, done.outputs["status"])
             assert _check_labels(repo, card) == f"pr-state:{done.outputs['status']}"
 
     def idle_kills(self, cards: list[int]) -> None:
@@ -629,13 +614,6 @@ def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
 
 @pytest.mark.slow
 @needs_proc
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="app/engine/cycle_publish.py Publisher.label skips the write when the journal says "
-    "the label is set, but a run killed after its label write and before its final push leaves "
-    "GitHub ahead of the journal: the next step with the journal's status keeps the wrong label",
-)
 def test_a_label_a_killed_run_wrote_is_corrected_by_the_next_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
