@@ -57,7 +57,11 @@ class HostSettings(BaseModel):
                 "set it to the App installation's numeric id"
             )
         token = get("PAIR_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")
-        key = get("PAIR_GITHUB_PRIVATE_KEY")
+        # The App's own names (docs/app.md) work too: one set of credentials serves the
+        # webhook edge and the worker's hosts.
+        key = get("PAIR_GITHUB_PRIVATE_KEY", "PAIR_PRIVATE_KEY") or _read_key_file(
+            get("PAIR_PRIVATE_KEY_FILE")
+        )
         azure_token = get("PAIR_AZURE_DEVOPS_TOKEN", "AZURE_DEVOPS_EXT_PAT", "SYSTEM_ACCESSTOKEN")
         spacing = get("PAIR_GITHUB_WRITE_SPACING_S")
         try:
@@ -73,7 +77,7 @@ class HostSettings(BaseModel):
             github_repository=get("PAIR_GITHUB_REPOSITORY", "GITHUB_REPOSITORY"),
             github_api_url=get("PAIR_GITHUB_API_URL", "GITHUB_API_URL") or cls().github_api_url,
             github_token=SecretStr(token) if token else None,
-            github_app_id=get("PAIR_GITHUB_APP_ID"),
+            github_app_id=get("PAIR_GITHUB_APP_ID", "PAIR_APP_ID"),
             github_private_key=SecretStr(key) if key else None,
             github_installation_id=int(installation) if installation else None,
             azure_organization_url=get("PAIR_AZURE_DEVOPS_ORG_URL", "SYSTEM_COLLECTIONURI"),
@@ -82,6 +86,18 @@ class HostSettings(BaseModel):
             azure_token=SecretStr(azure_token) if azure_token else None,
             local_forge=get("PAIR_LOCAL_FORGE"),
         )
+
+
+def _read_key_file(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(
+            f"PAIR_PRIVATE_KEY_FILE={path!r} cannot be read ({err.strerror}); point it at the "
+            "App's PEM private key"
+        ) from None
 
 
 @dataclass(frozen=True)

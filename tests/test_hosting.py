@@ -81,3 +81,18 @@ def test_a_github_binding_never_imports_the_azure_devops_sdk(tmp_path: Path) -> 
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_apps_own_credential_names_serve_the_worker_hosts(tmp_path: Path) -> None:
+    key_file = tmp_path / "app.pem"
+    key_file.write_text("-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n")
+    settings = HostSettings.from_env({"PAIR_APP_ID": "42", "PAIR_PRIVATE_KEY_FILE": str(key_file)})
+    assert settings.github_app_id == "42"
+    assert settings.github_private_key is not None
+    assert "BEGIN RSA PRIVATE KEY" in settings.github_private_key.get_secret_value()
+    assert "abc" not in repr(settings)
+
+
+def test_an_unreadable_private_key_file_is_named() -> None:
+    with pytest.raises(ConfigError, match="PAIR_PRIVATE_KEY_FILE='/nonexistent/app.pem'"):
+        HostSettings.from_env({"PAIR_PRIVATE_KEY_FILE": "/nonexistent/app.pem"})
