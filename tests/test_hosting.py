@@ -94,5 +94,5 @@ def test_the_apps_own_credential_names_serve_the_worker_hosts(tmp_path: Path) ->
 
 
 def test_an_unreadable_private_key_file_is_named() -> None:
-    with pytest.raises(ConfigError, match="PAIR_PRIVATE_KEY_FILE='/nonexistent/app.pem'"):
+    with pytest.raises(ConfigError, match=r"PAIR_PRIVATE_KEY_FILE='/nonexistent/app\.pem'"):
         HostSettings.from_env({"PAIR_PRIVATE_KEY_FILE": "/nonexistent/app.pem"})
