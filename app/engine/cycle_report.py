@@ -11,6 +11,7 @@ The card cycle (`app.engine.cycle`) decides; this module renders and publishes t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from app import __version__
@@ -344,17 +345,7 @@ async def publish_status(
     await state.pub.label(state.rec, status, reconcile=ran)
     facts = card_facts(state, status, derived)
     explanation = explain(facts)
-    steps = tuple(
-        TrackingStep(
-            at=str(r.get("at", "")),
-            transition=str(r.get("transition", "")),
-            outcome=str(r.get("state", "")),
-            message=str(r.get("message", "")),
-            tokens=_tokens(r.get("usage")),
-        )
-        for r in state.rec.history
-    )
-    body = render_tracking(facts, explanation, steps, plan=plan)
+    body = render_tracking(facts, explanation, tracking_steps(state), plan=plan)
     await state.pub.tracking(state.rec, body)
     return CardStep(
         result=result,
@@ -363,6 +354,42 @@ async def publish_status(
         pr=state.rec.pr,
         explanation=explanation,
     )
+
+
+def tracking_steps(state: CardState) -> tuple[TrackingStep, ...]:
+    """Each recorded step with what it pushed (the commit, linked when the host has web URLs)
+    and the PR it fed."""
+    match = _PULL_URL.match(state.rec.pr_url or "")
+    web = match.group("repo") if match else None
+    steps: list[TrackingStep] = []
+    pushed: str | None = None  # a step's push is journaled just before its outcome
+    pr_url: str | None = None
+    for record in state.records:
+        if record.get("key") != state.key:
+            continue
+        data = record.get("data") if record.get("kind") == "cycle" else None
+        if isinstance(data, dict) and data.get("event") == "pushed":
+            pushed = str(data.get("sha"))
+        elif isinstance(data, dict) and data.get("event") == "pr":
+            pr_url = str(data.get("url") or "") or None
+        elif record.get("kind") == "outcome":
+            steps.append(
+                TrackingStep(
+                    at=str(record.get("at", "")),
+                    transition=str(record.get("transition", "")),
+                    outcome=str(record.get("state", "")),
+                    message=str(record.get("message", "")),
+                    pr_url=pr_url,
+                    commit=pushed,
+                    commit_url=f"{web}/commit/{pushed}" if web and pushed else None,
+                    tokens=_tokens(record.get("usage")),
+                )
+            )
+            pushed = None
+    return tuple(steps)
+
+
+_PULL_URL = re.compile(r"^(?P<repo>https?://[^\s]+?)/pull/\d+$")
 
 
 def _tokens(usage: Any) -> int | None:

@@ -67,7 +67,6 @@ class CycleRecord:
     tracking_digest: str | None = None
     sendbacks: int = 0  # consecutive sent-back outcomes of the current step
     last_sendback: str = ""
-    history: list[Mapping[str, Any]] = field(default_factory=list)  # outcomes, for tracking
 
 
 def _strs(value: Any) -> tuple[str, ...]:
@@ -88,7 +87,6 @@ def fold_cycle(records: Sequence[Mapping[str, Any]], key: str) -> CycleRecord:
                 rec.last_sendback = str(record.get("message", ""))
             else:
                 rec.sendbacks = 0
-            rec.history.append(record)
             continue
         if kind != "cycle":
             continue
