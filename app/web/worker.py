@@ -23,7 +23,7 @@ from typing import Any
 from app.domain.dispatch import PairRequest
 from app.store.base import JobRecord, Store
 from app.web.handling import Executor
-from app.web.jobs import Job
+from app.web.jobs import Job, ScopeDecisionJob
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +135,10 @@ def cycle_executor(root: Path, env: Mapping[str, str], deps: Callable[[], Any]) 
     """The production executor: one step of the card cycle (`app.engine.cycle`) on `root`.
 
     The engine is imported on the first job, so a webhook-only deployment never loads it.
-    A command runs through `handle_request`; a scope decision or a moved head runs one `tick`,
-    whose step reads the decision or the new head from the host itself.
+    Each kind of job goes to the cycle's own entry for it: a command to `handle_request`, a
+    scope decision to `handle_scope_decision` (which reads that comment back and validates it),
+    a moved head to `handle_head_moved` (which ignores pairbot's own push). A plain `tick` would
+    run whichever batch waited longest — not necessarily the pull the event was about.
     """
 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
@@ -145,7 +147,9 @@ def cycle_executor(root: Path, env: Mapping[str, str], deps: Callable[[], Any]) 
         env_ = cycle.CycleEnv.from_environment(root, env, deps())
         if isinstance(job, PairRequest):
             await cycle.handle_request(env_, job)
+        elif isinstance(job, ScopeDecisionJob):
+            await cycle.handle_scope_decision(env_, job.pull, job.comment_id)
         else:
-            await cycle.tick(env_)
+            await cycle.handle_head_moved(env_, job.pull, job.head_sha)
 
     return execute
