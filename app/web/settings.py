@@ -78,6 +78,12 @@ class AppSettings(BaseModel):
         header = get("PAIR_ADO_SECRET_HEADER")
         if header is not None:
             parse_secret_header(header)
+        # The hosts read PAIR_PRIVATE_KEY_FILE too (app.hosting): hand them the path this object
+        # reads, relative to the root, not to whatever directory the process started in.
+        key_file = get("PAIR_PRIVATE_KEY_FILE")
+        host_env = env
+        if key_file is not None and not Path(key_file).is_absolute():
+            host_env = {**env, "PAIR_PRIVATE_KEY_FILE": str(base / key_file)}
         return cls(
             root=base,
             store=store if store.is_absolute() else base / store,
@@ -96,7 +102,7 @@ class AppSettings(BaseModel):
             ado_username=username,
             ado_password=SecretStr(password) if password else None,
             ado_secret_header=SecretStr(header) if header else None,
-            hosts=HostSettings.from_env(env),
+            hosts=HostSettings.from_env(host_env),
         )
 
     def require_webhook_secret(self) -> bytes:
