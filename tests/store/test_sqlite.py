@@ -12,6 +12,7 @@ import pytest
 
 from app.errors import OperatorError
 from app.store import CommandRecord, InstallationChange, NewJob, SqliteStore
+from app.store.sqlite import _CLAIM, MIGRATIONS
 
 T = TypeVar("T")
 
@@ -57,7 +58,7 @@ def test_open_sets_wal_busy_timeout_and_the_schema_version(tmp_path: Path) -> No
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"deliveries", "jobs", "commands", "installations"} <= tables
     finally:
@@ -259,3 +260,47 @@ def test_using_a_store_that_is_not_open_is_a_clear_error(tmp_path: Path) -> None
     store = SqliteStore(tmp_path / "s.sqlite3")
     with pytest.raises(RuntimeError, match="open"):
         asyncio.run(store.counts())
+
+
+def test_a_version_1_store_is_migrated_and_its_queue_still_runs(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript(f"BEGIN;\n{MIGRATIONS[0]}\nPRAGMA user_version = 1;\nCOMMIT;")
+    conn.execute(
+        "INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, number, "
+        "dedupe_key, serial_key, request, created_at, updated_at) VALUES "
+        "('d-0', 'command', 'github', 'octocat/Hello-World', 42, 'card', 5, 'k5', 's5', "
+        "'{\"card\": 5}', 1, 1)"
+    )
+    conn.commit()
+    conn.close()
+
+    async def body(store: SqliteStore) -> list[int]:
+        claimed = await store.claim(10, 1e12)
+        return [j.number for j in claimed]
+
+    assert run(SqliteStore(path), body) == [5]
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"jobs_open", "jobs_open_order"} <= indexes and "jobs_queue" not in indexes
+    finally:
+        conn.close()
+
+
+def test_a_claim_walks_the_open_jobs_index_and_never_sorts_the_whole_queue(
+    tmp_path: Path,
+) -> None:
+    """The claim reads open jobs oldest first and stops at its limit; a plan that groups or
+    sorts every queued job made each claim cost as much as the queue was long."""
+    path = tmp_path / "s.sqlite3"
+    run(SqliteStore(path), lambda s: s.counts())
+    conn = sqlite3.connect(path)
+    try:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {_CLAIM}", (0.0, 4))]
+    finally:
+        conn.close()
+    assert plan[0] == "SEARCH j USING INDEX jobs_open_order (state=?)", plan
+    assert not any("TEMP B-TREE" in step or "SCAN" in step for step in plan), plan
+    assert all("jobs_open" in step for step in plan if step.startswith("SEARCH")), plan
