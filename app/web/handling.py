@@ -189,7 +189,16 @@ class JobHandler:
             await self.store.finish(job.id, "failed", failure.message)
             return
         await self.store.finish(job.id, "done", result)
-        log.info("job %s (%s %s#%s): %s", job.id, job.kind, job.repo, job.number, result)
+        # The one INFO line of a queued delivery (the edge logs it at DEBUG).
+        log.info(
+            "job %s (%s %s#%s, delivery %s): %s",
+            job.id,
+            job.kind,
+            job.repo,
+            job.number,
+            job.delivery_id,
+            result,
+        )
 
     def _forge(self, job: JobRecord) -> Forge:
         forges = self.github if job.source == GITHUB else self.azure

@@ -118,6 +118,9 @@ def serve(
         log_config=None,  # the logging configured above; uvicorn's own would replace it
         server_header=False,
         proxy_headers=False,  # nothing here reads the client address; trust no header
+        # http and loop stay "auto": uvicorn then serves with httptools and uvloop, pinned
+        # dependencies of pairbot (HTTP parsing and the event loop in C; the App's edge is
+        # CPU-bound under load, see benchmarks/webhook_load.py).
     )
     uvicorn.Server(config).run()
     return 0

@@ -3,6 +3,7 @@ payload, Azure DevOps service-hook auth, the status page and the health check.""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import hashlib
@@ -174,6 +175,75 @@ def test_refused_deliveries_have_no_side_effect(
         assert "Traceback" not in response.text
         nothing_written(app)
     assert fake.log == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"zen": NaN, "hook_id": 1}', 200),  # orjson refuses NaN; the json module reads it
+        (b'\xef\xbb\xbf{"zen": "a BOM", "hook_id": 1}', 200),  # ditto a byte-order mark
+        ('{"zen": "x", "hook_id": 1}'.encode("utf-16"), 200),  # ditto UTF-16
+        (b'{"zen": "x", "hook_id": 1', 415),  # and neither reads this
+        (b'{"zen": "x"} trailing', 415),
+    ],
+)
+def test_the_json_line_is_where_the_json_module_draws_it(
+    fake: AppGitHub, tmp_path: Path, body: bytes, status: int
+) -> None:
+    """The edge parses with orjson, and what orjson refuses goes to the json module before it
+    counts as not JSON: a 415 is answered for exactly what it was answered for before."""
+    with serve_for(fake, tmp_path) as app:
+        response = app.post("/webhooks/github", body, github_headers("ping", body))
+        assert response.status_code == status, response.text
+        if status == 415:
+            nothing_written(app)
+
+
+def test_a_client_gone_before_its_body_ended_gets_no_answer_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    payload = fixture("github-webhooks/issue_comment/created.with-installation.json")
+    payload["comment"]["body"] = "/pair implement"
+    body = json.dumps(payload).encode()
+    headers = [
+        (name.lower().encode(), value.encode())
+        for name, value in github_headers("issue_comment", body).items()
+    ]
+    app = create_app(app_settings(tmp_path), github=github_forges(AppGitHub()), poll_s=0.05)
+    messages = [
+        {"type": "http.request", "body": body[:100], "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return messages.pop(0)
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def go() -> tuple[Any, Any]:
+        async with app.router.lifespan_context(app):
+            scope = {
+                "type": "http",
+                "asgi": {"version": "3.0"},
+                "http_version": "1.1",
+                "method": "POST",
+                "scheme": "http",
+                "path": "/webhooks/github",
+                "raw_path": b"/webhooks/github",
+                "query_string": b"",
+                "root_path": "",
+                "headers": headers,
+                "client": ("127.0.0.1", 50000),
+                "server": ("127.0.0.1", 8080),
+            }
+            await app(scope, receive, send)
+            store = app.state.service.store
+            return await store.deliveries(), await store.jobs()
+
+    assert asyncio.run(go()) == ([], [])
+    assert sent == []
 
 
 def test_every_corpus_delivery_is_answered_2xx_without_an_error_log(
