@@ -2,25 +2,37 @@
 
     python benchmarks/webhook_load.py          3,000 requests at max rate, then 10 s at 100/s
     python benchmarks/webhook_load.py --requests 10000 --concurrency 32
+    python benchmarks/webhook_load.py --http h11 --loop asyncio     uvicorn without C speedups
 
-Two servers run side by side in their own processes on loopback, each uvicorn on one socket with
-the same configuration (`pairbot serve`'s: INFO logging, access log on, to a file):
+Two servers run side by side in their own processes on loopback, each one uvicorn process on one
+socket with the same configuration — `pairbot serve`'s: INFO logging with the access log on (to
+a file), and the HTTP parser and event loop uvicorn's "auto" picks, httptools and uvloop (both
+pinned dependencies, so what a production deployment runs); the header line names them:
 
     bare   Starlette with one route, POST /webhooks/github → 200, reading nothing
     app    `create_app` as `pairbot serve` builds it — real SQLite store in a temp dir, the
            worker draining the queue in the same process — with a null forge in place of
            GitHub (permission "admin"; reactions, comments and dispatches return at once), so
-           what is measured is the App: read, verify, parse, route, commit, answer
+           what is measured is the App: read, verify, parse, route, commit, answer, and run
+           the job
 
 Every delivery is a distinct signed `/pair status` comment (a new delivery id and comment id),
 so each one is verified, parsed, committed to SQLite with its job, and then run by the worker.
-A small HTTP/1.1 keep-alive client (asyncio streams, so the driver costs little next to the
-servers) measures, one server after the other and in one run:
+A small HTTP/1.1 keep-alive client (asyncio streams on uvloop, so the driver costs little next
+to the servers) measures, one server after the other and in one run:
 
     max rate   `--concurrency` connections, each sending its next request when the last one
                is answered: throughput, and p50 / p99 latency
     100/s      an open-loop schedule of 100 requests per second for `--seconds`: p50 / p99
                latency from each request's *scheduled* time (a late send counts against it)
+
+Beside each: the server's CPU time per request and how busy it was (all its threads, from
+/proc), and the driver's — a server that is not near 100% at max rate was held back by the
+driver or by the machine, not by itself. For the App, what its worker did: the jobs finished
+while the deliveries arrived and how long the rest took after the last 2xx. The worker holds
+new jobs back while deliveries are in flight, for at most half a second (app.web.worker), so a
+max-rate run much longer than that shows the App with its worker sharing the CPU; the
+"end to end" line counts the whole work, deliveries answered and jobs run.
 
 Targets: the App's max-rate throughput at least half the bare endpoint's, and its p99 under
 50 ms at 100 requests per second. Wall-clock numbers depend on the machine: compare the two
@@ -33,6 +45,8 @@ import argparse
 import asyncio
 import contextlib
 import copy
+import dataclasses
+import importlib.util
 import json
 import logging
 import os
@@ -43,8 +57,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +73,27 @@ PAYLOAD = ROOT / "tests" / "web" / "fixtures" / "github-webhooks" / "issue_comme
 GOAL_RATIO = 0.5
 GOAL_P99_MS = 50.0
 RATE = 100.0
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def server_options() -> tuple[str, str]:
+    """(http, loop) as uvicorn's "auto" resolves them here: httptools and uvloop if installed."""
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return http, loop
+
+
+def describe(http: str, loop: str) -> str:
+    def version(name: str) -> str:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            return name
+
+    return (
+        f"both servers: {version('uvicorn')}, http {version(http)}, loop "
+        f"{version(loop) if loop == 'uvloop' else 'asyncio'}, one process each, access log on"
+    )
 
 
 # -- the servers (run in child processes) ---------------------------------------------------------
@@ -111,7 +147,7 @@ def _pairbot_app(store: Path) -> Any:
     return create_app(settings, github=_NullForges())
 
 
-def serve(role: str, fd: int, store: Path) -> None:
+def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
     """Child process: serve `role` on the inherited listening socket `fd` until killed."""
     import uvicorn  # noqa: PLC0415
 
@@ -119,7 +155,16 @@ def serve(role: str, fd: int, store: Path) -> None:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     app = _pairbot_app(store) if role == "app" else _bare_app()
-    config = uvicorn.Config(app, log_config=None, server_header=False, proxy_headers=False)
+    # As `pairbot serve` configures uvicorn (app/web/serve.py), with the HTTP parser and loop
+    # named explicitly so that both servers surely run the same ones.
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        server_header=False,
+        proxy_headers=False,
+        http=http,  # argparse's choices: "httptools" or "h11"
+        loop=loop,  # "uvloop" or "asyncio"
+    )
     uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])
 
 
@@ -134,8 +179,17 @@ class Server:
     store: Path | None = None
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) the process `pid` has used; 0 without /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
 @contextlib.contextmanager
-def start_server(role: str, workdir: Path) -> Iterator[Server]:
+def start_server(role: str, workdir: Path, http: str, loop: str) -> Iterator[Server]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
@@ -153,6 +207,10 @@ def start_server(role: str, workdir: Path) -> Iterator[Server]:
             str(sock.fileno()),
             "--store",
             str(store),
+            "--http",
+            http,
+            "--loop",
+            loop,
         ],
         cwd=ROOT,
         pass_fds=[sock.fileno()],
@@ -242,10 +300,29 @@ class Measured:
     seconds: float
     latencies_ms: tuple[float, ...]
     failures: int
+    server_cpu_s: float = 0.0  # the server process's CPU time during the run
+    driver_cpu_s: float = 0.0  # this process's
+    jobs_done: int | None = None  # the App's jobs finished during the run (of `requests`)
+    drain_s: float | None = None  # then how long until every job was done
 
     @property
     def throughput(self) -> float:
         return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        return 1e6 * self.server_cpu_s / self.requests if self.requests else 0.0
+
+    def busy(self, cpu_s: float) -> float:
+        """`cpu_s` as a share of the run's wall time, in %."""
+        return 100 * cpu_s / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def end_to_end(self) -> float | None:
+        """Deliveries answered and their jobs run, per second of run plus drain."""
+        if self.drain_s is None:
+            return None
+        return self.requests / (self.seconds + self.drain_s)
 
     def percentile(self, q: float) -> float:
         ordered = sorted(self.latencies_ms)
@@ -321,22 +398,29 @@ async def fixed_rate(
     return Measured(len(latencies), seconds, tuple(latencies), failures)
 
 
-def _queue_drained(store: Path | None, timeout: float = 120.0) -> None:
-    """Wait until the App's worker has run every job (so the next run starts on a quiet CPU)."""
+_OPEN = "state IN ('queued', 'running')"  # as the store's partial indexes spell it
+_DONE = "state IN ('done', 'failed')"
+
+
+def _jobs(store: Path | None, where: str) -> int:
+    """How many of the App's jobs match `where` (_OPEN or _DONE), read beside the server."""
     if store is None or not store.exists():
-        return
+        return 0
+    conn = sqlite3.connect(store, timeout=5)
+    try:
+        return int(conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {where}").fetchone()[0])  # noqa: S608 - constant SQL
+    finally:
+        conn.close()
+
+
+def _queue_drained(store: Path | None, timeout: float = 120.0) -> float:
+    """Wait until the App's worker has run every job (so the next run starts on a quiet CPU);
+    returns how long that took."""
+    began = time.perf_counter()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        conn = sqlite3.connect(store, timeout=5)
-        try:
-            busy = conn.execute(
-                "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')"
-            ).fetchone()[0]
-        finally:
-            conn.close()
-        if not busy:
-            return
-        time.sleep(0.1)
+    while time.monotonic() < deadline and _jobs(store, _OPEN):
+        time.sleep(0.02)
+    return time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -399,10 +483,45 @@ def format_table(result: Result, concurrency: int) -> str:
             "{:>10d}",
         ),
     ]
+    for mode, bare_run, app_run in (
+        ("max rate", result.bare_max, result.app_max),
+        (f"{RATE:.0f}/s", result.bare_rate, result.app_rate),
+    ):
+        rows += [
+            (
+                f"{mode}: server CPU us/req",
+                bare_run.cpu_us_per_request,
+                app_run.cpu_us_per_request,
+                "{:>10.0f}",
+            ),
+            (
+                f"{mode}: server CPU busy %",
+                bare_run.busy(bare_run.server_cpu_s),
+                app_run.busy(app_run.server_cpu_s),
+                "{:>10.0f}",
+            ),
+            (
+                f"{mode}: driver CPU busy %",
+                bare_run.busy(bare_run.driver_cpu_s),
+                app_run.busy(app_run.driver_cpu_s),
+                "{:>10.0f}",
+            ),
+        ]
     lines = [f"{'':<26}{'bare':>10}{'app':>10}{'app/bare':>10}"]
     for label, bare, app, fmt in rows:
         ratio = f"{app / bare:>10.2f}" if isinstance(bare, float) and bare else f"{'':>10}"
         lines.append(f"{label:<26}{fmt.format(bare)}{fmt.format(app)}{ratio}")
+    lines.append("")
+    for mode, run in (("max rate", result.app_max), (f"{RATE:.0f}/s", result.app_rate)):
+        if run.jobs_done is None or run.drain_s is None:
+            continue
+        line = (
+            f"app worker, {mode}: {run.jobs_done:,} of {run.requests:,} jobs done during the "
+            f"run, the rest within {run.drain_s:.2f} s after its last answer"
+        )
+        if mode == "max rate" and run.end_to_end is not None:
+            line += f"; end to end (answered and run) {run.end_to_end:,.0f} deliveries/s"
+        lines.append(line)
     ok_ratio = "yes" if result.ratio >= GOAL_RATIO else "NO"
     ok_p99 = "yes" if result.app_rate.percentile(99) < GOAL_P99_MS else "NO"
     lines += [
@@ -413,6 +532,27 @@ def format_table(result: Result, concurrency: int) -> str:
         f"{result.app_rate.percentile(99):.2f} ms — {ok_p99}",
     ]
     return "\n".join(lines)
+
+
+async def _observed(server: Server, run: Awaitable[Measured]) -> Measured:
+    """`run`, with the server's and the driver's CPU time around it, and for the App what its
+    worker finished meanwhile and how long the rest took after the last answer."""
+    done_before = _jobs(server.store, _DONE)
+    server_cpu, driver_cpu = cpu_seconds(server.process.pid), time.process_time()
+    measured = await run
+    server_cpu = cpu_seconds(server.process.pid) - server_cpu
+    driver_cpu = time.process_time() - driver_cpu
+    jobs_done = _jobs(server.store, _DONE) - done_before
+    drain_s = _queue_drained(server.store)
+    if server.store is None:
+        return dataclasses.replace(measured, server_cpu_s=server_cpu, driver_cpu_s=driver_cpu)
+    return dataclasses.replace(
+        measured,
+        server_cpu_s=server_cpu,
+        driver_cpu_s=driver_cpu,
+        jobs_done=jobs_done,
+        drain_s=drain_s,
+    )
 
 
 async def _measure(
@@ -432,12 +572,12 @@ async def _measure(
         await max_rate(server.port, batch(server, min(200, requests)), concurrency)  # warm-up
         _queue_drained(server.store)
     for name, server in servers.items():
-        runs[(name, "max")] = await max_rate(server.port, batch(server, requests), concurrency)
-        _queue_drained(server.store)
+        built = batch(server, requests)  # built before the clocks start
+        runs[(name, "max")] = await _observed(server, max_rate(server.port, built, concurrency))
     rate_requests = max(1, int(RATE * seconds))
     for name, server in servers.items():
-        runs[(name, "rate")] = await fixed_rate(server.port, batch(server, rate_requests), RATE)
-        _queue_drained(server.store)
+        built = batch(server, rate_requests)
+        runs[(name, "rate")] = await _observed(server, fixed_rate(server.port, built, RATE))
     return Result(
         bare_max=runs[("bare", "max")],
         app_max=runs[("app", "max")],
@@ -446,14 +586,28 @@ async def _measure(
     )
 
 
+def _run_driver(main: Coroutine[Any, Any, Result]) -> Result:
+    """The driver on uvloop when installed: the cheaper the client, the less it takes from the
+    servers on a small machine (its CPU is in the table)."""
+    if importlib.util.find_spec("uvloop"):
+        import uvloop  # noqa: PLC0415
+
+        return uvloop.run(main)
+    return asyncio.run(main)
+
+
 def main(
     requests: int = 3_000,
     seconds: float = 10.0,
     concurrency: int = 16,
     *,
+    http: str | None = None,
+    loop: str | None = None,
     out: Callable[[str], None] = print,
 ) -> Result:
     """Start both servers, measure them side by side, print the table; returns the result."""
+    auto_http, auto_loop = server_options()
+    http, loop = http or auto_http, loop or auto_loop
     with tempfile.TemporaryDirectory(prefix="pairbot-webhook-load-") as tmp:
         workdir = Path(tmp)
         out(
@@ -461,8 +615,15 @@ def main(
             f"rate ({concurrency} connections), {RATE:.0f}/s for {seconds:g} s; "
             f"{sys.implementation.name} {sys.version.split()[0]}, {os.cpu_count()} CPU(s)"
         )
-        with start_server("bare", workdir) as bare, start_server("app", workdir) as app:
-            result = asyncio.run(
+        auto = (http, loop) == (auto_http, auto_loop)
+        out(
+            describe(http, loop) + (" — what `pairbot serve` runs (uvicorn's auto)" if auto else "")
+        )
+        with (
+            start_server("bare", workdir, http, loop) as bare,
+            start_server("app", workdir, http, loop) as app,
+        ):
+            result = _run_driver(
                 _measure({"bare": bare, "app": app}, requests, seconds, concurrency)
             )
             for server in (bare, app):
@@ -480,11 +641,14 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--serve", choices=("app", "bare"), help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    auto_http, auto_loop = server_options()
+    parser.add_argument("--http", choices=("httptools", "h11"), default=auto_http)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default=auto_loop)
     args = parser.parse_args(argv)
     if args.serve is not None:
-        serve(args.serve, args.fd, args.store)
+        serve(args.serve, args.fd, args.store, args.http, args.loop)
         return
-    main(args.requests, args.seconds, args.concurrency)
+    main(args.requests, args.seconds, args.concurrency, http=args.http, loop=args.loop)
 
 
 if __name__ == "__main__":

@@ -16,3 +16,9 @@ def test_the_webhook_benchmark_runs_at_a_tiny_size() -> None:
     assert "app/bare" in table and "max rate: throughput /s" in table
     assert "goal: app throughput >= 0.5x bare" in table
     assert "goal: app p99 < 50 ms at 100 requests/s" in table
+    # Who was busy, and what the App's worker did: the figures that say whether a run was fair.
+    assert "max rate: server CPU us/req" in table and "max rate: driver CPU busy %" in table
+    assert "both servers: uvicorn" in table and "app worker, max rate:" in table
+    for measured in (result.app_max, result.app_rate):
+        assert measured.jobs_done is not None and measured.drain_s is not None
+        assert 0 <= measured.jobs_done <= measured.requests
