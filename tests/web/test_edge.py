@@ -199,6 +199,15 @@ def test_the_json_line_is_where_the_json_module_draws_it(
             nothing_written(app)
 
 
+def test_the_webhook_routes_take_post_only(fake: AppGitHub, tmp_path: Path) -> None:
+    """The raw ASGI endpoints keep their route's method list (Starlette answers 405)."""
+    with serve_for(fake, tmp_path) as app:
+        for path in ("/webhooks/github", "/webhooks/azure-devops"):
+            response = httpx.get(app.url + path, timeout=30)
+            assert (response.status_code, response.headers["allow"]) == (405, "POST")
+        nothing_written(app)
+
+
 def test_a_client_gone_before_its_body_ended_gets_no_answer_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
