@@ -193,7 +193,11 @@ def cycle_executor(root: Path, env: Mapping[str, str], deps: Callable[[], Any]) 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
         from app.engine import cycle  # noqa: PLC0415  # lazy: see the docstring
 
-        env_ = cycle.CycleEnv.from_environment(root, env, deps())
+        # The job names its repository and installation: the hosts act as that installation.
+        job_env = {**env, "PAIR_GITHUB_REPOSITORY": repo}
+        if installation_id is not None:
+            job_env["PAIR_GITHUB_INSTALLATION_ID"] = str(installation_id)
+        env_ = cycle.CycleEnv.from_environment(root, job_env, deps())
         if isinstance(job, PairRequest):
             await cycle.handle_request(env_, job)
         elif isinstance(job, ScopeDecisionJob):

@@ -205,3 +205,25 @@ def test_a_redelivered_command_runs_nothing(tmp_path: Path) -> None:
     assert again.result.transition == ""
     assert (project.scratch / "agent-log.jsonl").read_text().count("\n") == calls
     assert len([e for e in project.cycle_events("command") if e["delivery"] == "d-1"]) == 1
+
+
+def test_the_apps_worker_executor_runs_a_real_cycle_step(tmp_path: Path) -> None:
+    from app.domain.commands import Command, parse_commands
+    from app.domain.dispatch import PairRequest
+    from app.web.worker import cycle_executor
+
+    project = CardProject.create(tmp_path)
+    env = project.env()
+    execute = cycle_executor(
+        project.root,
+        {**env.deps.env, "PAIR_LOCAL_FORGE": str(project.forge.root)},
+        lambda: env.deps,
+    )
+    parsed = parse_commands("/pair implement")[0]
+    assert isinstance(parsed, Command)
+    request = PairRequest.from_command(project.card, parsed, comment=None, delivery="gh-1")
+    asyncio.run(execute(request, "octocat/Hello-World", 7))
+    assert [e["verb"] for e in project.cycle_events("command")] == ["implement"]
+    assert any(r.get("transition") == "propose" for r in project.journal())
+    asyncio.run(execute(request, "octocat/Hello-World", 7))  # GitHub redelivered the dispatch
+    assert len(project.cycle_events("command")) == 1
