@@ -24,6 +24,7 @@ The agent never holds a forge credential: every host write happens here, after t
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -217,7 +218,10 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         return await publish_status(state, result, PrState.of(park.state), None)
     env = state.env
     base = env.base_branch or wt.current_branch(env.root)
-    tree = wt.prepare(env.root, key, card_branch(state.card), base, env.remote)
+    # Git and the test runner block; in a thread, so the App's event loop keeps answering.
+    tree = await asyncio.to_thread(
+        wt.prepare, env.root, key, card_branch(state.card), base, env.remote
+    )
     disk = read_change_disk(tree.path, key)
     derived = derive_change(disk, state.history, state.project.cycle.max_fix_rounds)
     await _catch_up(state, tree, base, applied=disk.applied)
@@ -299,7 +303,7 @@ async def _transition(
     vetter = Vetter(
         state=state, tree=tree, transition=transition, card=card, base=base, settings=settings
     )
-    vetter.measure_before()
+    await asyncio.to_thread(vetter.measure_before)
     ctx = ChangeStepContext(
         root=tree.path,
         locus=state.locus,

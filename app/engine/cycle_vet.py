@@ -21,6 +21,7 @@ lives only on a runner that is gone.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 
 from app.domain.guarded import guarded_violations
@@ -102,10 +103,11 @@ class Vetter:
             ):
                 problems.append(violation.reason)
             if not problems:
+                after = await asyncio.to_thread(self._tests)  # off the event loop: it may be long
                 self.verdict = iteration_verdict(
                     self.transition,  # type: ignore[arg-type]  # narrowed by _CHECKED
                     self.before,
-                    self._tests(),
+                    after,
                     rec.sealed_ids,
                 )
                 if not self.verdict.accepted:
