@@ -36,6 +36,27 @@ CHECKS = Path(__file__).resolve().parents[1] / "agents" / "checks.py"
 MAINTAINER = Author(login="octocat", id="583231")
 
 
+def project_config(
+    host: str, cycle: dict[str, Any] | None = None, agent_timeout_ms: int = 60_000
+) -> dict[str, Any]:
+    """`.pair/config.yaml` for a cycle test: one host for cards and PRs, the maintainer, tests
+    run by tests/agents/checks.py, the scripted agent through the `command` adapter."""
+    return {
+        "hosts": {"pm": host, "code": host},
+        "maintainer": MAINTAINER.login,
+        "cycle": {"prepare": "never", **(cycle or {})},
+        "tests": {
+            "command": f"{sys.executable} {CHECKS} .pair/junit.xml",
+            "junit": ".pair/junit.xml",
+        },
+        "batch": {
+            "agent": "command",
+            "agentCommand": [sys.executable, str(AGENT)],
+            "agentTimeoutMs": agent_timeout_ms,
+        },
+    }
+
+
 def git(root: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
@@ -69,20 +90,7 @@ class CardProject:
     ) -> CardProject:
         root = tmp / "repo"
         (root / ".pair").mkdir(parents=True)
-        config = {
-            "hosts": {"pm": "local", "code": "local"},
-            "maintainer": MAINTAINER.login,
-            "cycle": {"prepare": "never", **(cycle or {})},
-            "tests": {
-                "command": f"{sys.executable} {CHECKS} .pair/junit.xml",
-                "junit": ".pair/junit.xml",
-            },
-            "batch": {
-                "agent": "command",
-                "agentCommand": [sys.executable, str(AGENT)],
-                "agentTimeoutMs": 60_000,
-            },
-        }
+        config = project_config("local", cycle)
         (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
         (root / "README.md").write_text("# project\n")
         git(root, "init", "-q", "-b", "main")

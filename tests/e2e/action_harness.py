@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import AGENT, PAIRBOT
+from tests.conftest import PAIRBOT
+from tests.cycle.harness import project_config
 from tests.e2e.github_server import (
     WallClock,
     accept_actions_token,
@@ -35,7 +36,6 @@ from tests.e2e.github_server import (
 from tests.hosts.fake_github import FakeGitHub
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
-CHECKS = Path(__file__).resolve().parents[1] / "agents" / "checks.py"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAINTAINER = "octocat"
 
@@ -228,20 +228,7 @@ def read_outputs(path: Path) -> dict[str, str]:
 
 
 def project_files(cycle: Mapping[str, Any] | None = None) -> dict[str, str]:
-    config = {
-        "hosts": {"pm": "github", "code": "github"},
-        "maintainer": MAINTAINER,
-        "cycle": {"prepare": "never", **(cycle or {})},
-        "tests": {
-            "command": f"{sys.executable} {CHECKS} .pair/junit.xml",
-            "junit": ".pair/junit.xml",
-        },
-        "batch": {
-            "agent": "command",
-            "agentCommand": [sys.executable, str(AGENT)],
-            "agentTimeoutMs": 120_000,
-        },
-    }
+    config = project_config("github", dict(cycle or {}), agent_timeout_ms=120_000)
     return {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello-World\n"}
 
 
