@@ -169,39 +169,17 @@ def _reply(status: int, outcome: str, **extra: Any) -> Answer:
     return Answer(status, orjson.dumps({"status": outcome, **extra}))
 
 
-class _InFlight:
-    """Deliveries being handled right now: the worker holds back new jobs while there are any
-    (app.web.worker), and is told when the last one has been answered."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.on_idle: Callable[[], None] = lambda: None
-
-    def busy(self) -> bool:
-        return self.count > 0
-
-
 class _Endpoint:
     """A raw ASGI endpoint for the route list: Starlette serves an object that is neither a
     function nor a method as ASGI as it is (a function would be wrapped in Request/Response)."""
 
-    def __init__(
-        self, handle: Callable[[Scope, Receive], Awaitable[Answer | None]], load: _InFlight
-    ) -> None:
+    def __init__(self, handle: Callable[[Scope, Receive], Awaitable[Answer | None]]) -> None:
         self._handle = handle
-        self._load = load
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        load = self._load
-        load.count += 1
-        try:
-            answer = await self._handle(scope, receive)
-            if answer is not None:
-                await answer.send(send)
-        finally:
-            load.count -= 1
-            if not load.count:
-                load.on_idle()
+        answer = await self._handle(scope, receive)
+        if answer is not None:
+            await answer.send(send)
 
 
 class _Service:
@@ -247,15 +225,9 @@ class _Service:
             policy=lambda: self.policy,
             permissions=PermissionCache(settings.permission_ttl_s, clock),
         )
-        self.in_flight = _InFlight()
         self.worker = Worker(
-            store,
-            self.handler,
-            concurrency=settings.worker_concurrency,
-            poll_s=poll_s,
-            edge_busy=self.in_flight.busy,
+            store, self.handler, concurrency=settings.worker_concurrency, poll_s=poll_s
         )
-        self.in_flight.on_idle = self.worker.edge_idle
         self._background: set[asyncio.Task[None]] = set()
 
     # -- lifespan -------------------------------------------------------------------------------
@@ -488,16 +460,8 @@ def create_app(
         poll_s=poll_s,
     )
     routes = [
-        Route(
-            "/webhooks/github",
-            _Endpoint(service.github_webhook, service.in_flight),
-            methods=["POST"],
-        ),
-        Route(
-            "/webhooks/azure-devops",
-            _Endpoint(service.azure_webhook, service.in_flight),
-            methods=["POST"],
-        ),
+        Route("/webhooks/github", _Endpoint(service.github_webhook), methods=["POST"]),
+        Route("/webhooks/azure-devops", _Endpoint(service.azure_webhook), methods=["POST"]),
         Route("/healthz", service.healthz, methods=["GET"]),
         Route("/", service.status_page, methods=["GET"]),
     ]

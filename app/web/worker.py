@@ -8,18 +8,6 @@ worker claims due jobs (at most one per card or pull at a time — the store gua
 at most `concurrency` overall) and runs each through the `JobHandler`. Jobs a dead process left
 running are queued again on start (`Store.recover`), so nothing committed is ever lost.
 A poll every `poll_s` catches jobs whose retry time has come.
-
-The worker yields to the edge, boundedly. Both share one event loop (and one GIL): a job's
-bookkeeping and host calls cost as much CPU as a delivery, and during a burst of deliveries
-every job the worker starts delays the 2xx that GitHub is waiting for (it gives up after 10 s
-and counts a failure). So while deliveries are in flight (`edge_busy`) the worker starts no new
-job — for at most `defer_s` from the moment it first held back work; past that it claims as
-usual until it has caught up (a claim that finds fewer jobs than free slots), then may hold back
-again. A claimable job therefore waits at most `defer_s` for the edge, however long a burst
-lasts, and under sustained overload the worker gets its full share. Jobs already running go on.
-The edge calls `edge_idle()` when its last delivery is answered, so a held-back job starts the
-moment the edge is quiet. Holding back changes when a job runs, never whether or how often: it
-is committed before the 2xx and claimed exactly as before.
 """
 
 from __future__ import annotations
@@ -41,9 +29,6 @@ log = logging.getLogger(__name__)
 
 DELIVERY_RETENTION_S = 30 * 24 * 3600.0  # GitHub redelivers for days; keep a month
 PRUNE_EVERY_S = 3600.0
-# How long a claimable job may wait while deliveries are in flight: a `/pair` comment is to be
-# acknowledged within a second, and the job needs time of its own after this.
-DEFER_S = 0.5
 
 
 class Worker:
@@ -58,18 +43,9 @@ class Worker:
         clock: Callable[[], float] = time.time,
         poll_s: float = 1.0,
         drain_s: float = 10.0,
-        edge_busy: Callable[[], bool] = lambda: False,
-        defer_s: float = DEFER_S,
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if concurrency < 1:
             raise ValueError("the worker needs a concurrency of at least 1")
-        self._edge_busy = edge_busy
-        self._defer_s = defer_s
-        self._monotonic = monotonic
-        self._holding_since: float | None = None  # when the worker first held work back
-        self._quiet = asyncio.Event()  # set by edge_idle(); what a held-back worker waits for
-        self.holds = 0  # how often it held work back for the edge (for the benchmark)
         self._store = store
         self._handle = handle
         self._concurrency = concurrency
@@ -93,22 +69,6 @@ class Worker:
 
     def wake(self) -> None:
         self._wakeup.set()
-
-    def edge_idle(self) -> None:
-        """The edge has no delivery in flight: start what was held back for it."""
-        if self._holding_since is not None:
-            self._quiet.set()
-
-    def _hold_back(self) -> float | None:
-        """Seconds to wait for the edge before claiming, or None to claim now."""
-        if not self._edge_busy():
-            return None
-        now = self._monotonic()
-        if self._holding_since is None:
-            self._holding_since = now
-            self.holds += 1
-        left = self._holding_since + self._defer_s - now
-        return left if left > 0 else None
 
     async def start(self) -> None:
         recovered = await self._store.recover()
@@ -134,21 +94,12 @@ class Worker:
             self._wakeup.clear()  # before claiming: a wake() during the claim is not lost
             free = self._concurrency - len(self._running)
             claimed: list[JobRecord] = []
-            if free > 0 and (wait := self._hold_back()) is not None:
-                # Only the edge going quiet or the deadline ends the wait: each delivery's
-                # wake() would otherwise cost a pass through this loop at the busiest time.
-                self._quiet.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._quiet.wait(), wait)
-                continue
             if free > 0:
                 try:
                     claimed = await self._store.claim(free, self._clock())
                     await self._prune()
                 except Exception:
                     log.exception("the worker could not read the job queue; retrying")
-                if len(claimed) < free:
-                    self._holding_since = None  # caught up: nothing more was claimable
             for job in claimed:
                 task = asyncio.create_task(self._run(job), name=f"pairbot-job-{job.id}")
                 self._running.add(task)
