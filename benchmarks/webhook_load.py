@@ -29,10 +29,9 @@ to the servers) measures, one server after the other and in one run:
 Beside each: the server's CPU time per request and how busy it was (all its threads, from
 /proc), and the driver's — a server that is not near 100% at max rate was held back by the
 driver or by the machine, not by itself. For the App, what its worker did: the jobs finished
-while the deliveries arrived and how long the rest took after the last 2xx. The worker holds
-new jobs back while deliveries are in flight, for at most half a second (app.web.worker), so a
-max-rate run much longer than that shows the App with its worker sharing the CPU; the
-"end to end" line counts the whole work, deliveries answered and jobs run.
+while the deliveries arrived and how long the rest took after the last 2xx. The worker shares
+the CPU with the edge throughout a max-rate run; the "end to end" line counts the whole work,
+deliveries answered and jobs run.
 
 Targets: the App's max-rate throughput at least half the bare endpoint's, and its p99 under
 50 ms at 100 requests per second. Wall-clock numbers depend on the machine: compare the two
