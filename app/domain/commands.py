@@ -43,6 +43,7 @@ Grammar (decisions written down so the App, the Action and the help text agree):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -310,8 +311,10 @@ def may_act(
     )
 
 
+@functools.lru_cache(maxsize=64)
 def _command_start(trigger: str, app_slug: str | None) -> re.Pattern[str]:
-    """The pattern of a command line's start, up to (not including) the verb."""
+    """The pattern of a command line's start, up to (not including) the verb. Cached: the
+    webhook edge parses every comment with the same trigger and slug."""
     if not _NAME.fullmatch(trigger):
         raise ValueError(f"trigger {trigger!r} must be letters, digits, '.', '_' or '-'")
     addresses = [rf"[/@]{re.escape(trigger)}"]
