@@ -9,6 +9,7 @@ from app.store.base import (
     JobRecord,
     JobState,
     NewJob,
+    PrunedJobs,
     Store,
 )
 from app.store.sqlite import SqliteStore
@@ -22,6 +23,7 @@ __all__ = [
     "JobRecord",
     "JobState",
     "NewJob",
+    "PrunedJobs",
     "SqliteStore",
     "Store",
 ]

@@ -11,7 +11,8 @@ processed), and a redelivery after it is recognised, days later too.
 Jobs move queued → running → done | failed. `stage` records how far a running job got (the
 worker records "doing" before an effect and "done" after it), so a job resumed after a crash
 skips the effects it already had. Per `serial_key` (a card or pull of one repository) at most one
-job runs at a time, in queue order.
+job runs at a time, in queue order. Old deliveries and old finished jobs are pruned (the worker,
+hourly); open jobs never are.
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ class InstallationRecord:
     updated_at: float = 0.0
 
 
+@dataclass(frozen=True)
+class PrunedJobs:
+    """What `Store.prune_jobs` forgot: finished jobs, and the command records among them."""
+
+    jobs: int = 0
+    commands: int = 0
+
+
 class Store(Protocol):
     """The App's persistence. Every method is safe to call from the event loop."""
 
@@ -184,5 +193,15 @@ class Store(Protocol):
         ...
 
     async def prune_deliveries(self, before: float) -> int:
-        """Forget deliveries received before `before` (their jobs stay); how many."""
+        """Forget deliveries received before `before` (their jobs stay); how many.
+
+        In short transactions of a bounded size: the edge waits on the write lock."""
+        ...
+
+    async def prune_jobs(self, before: float) -> PrunedJobs:
+        """Forget finished (`done` / `failed`) jobs created and last updated before `before`,
+        with their commands rows; `queued` and `running` jobs stay whatever their age.
+
+        A forgotten job's `dedupe_key` no longer holds back a delivery of its comment: the
+        caller keeps jobs at least as long as deliveries. Bounded transactions, as above."""
         ...

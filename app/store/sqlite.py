@@ -14,7 +14,23 @@
   server at a few hundred deliveries a second. One connection; an asyncio lock (per event
   loop) orders its users and a threading lock keeps other threads out, COMMIT included.
 - Group commit: deliveries that arrive while a COMMIT is on disk share the next one — one
-  fsync per burst, and each delivery still succeeds or fails alone (a SAVEPOINT each).
+  fsync per burst. The batch is written straight into its `BEGIN IMMEDIATE` transaction, with
+  no SAVEPOINT per delivery: a savepoint copies every page its delivery touches first to the
+  statement journal, for a rollback that almost never comes. If a delivery does fail, the
+  whole transaction is rolled back and the batch written again with a SAVEPOINT each, so each
+  delivery still succeeds or fails alone, with the outcome a savepoint each would have had.
+  Measured on this edge (3,000 deliveries of one command job, 16 at a time, uvloop): about
+  15% less CPU per delivery (77 → 65 µs; 139 → 124 µs against a store of 200,000 rows),
+  from the savepoints and from a shielded future per delivery. Measured and left out: an
+  `executemany` of the batch after a SELECT for seen ids (slower than `INSERT … ON CONFLICT DO
+  NOTHING` and its rowcount), a larger statement cache (the edge runs a handful), a later
+  WAL checkpoint and a larger page cache (no gain; 64 MB cost more), dropping the
+  `deliveries_received` index (no measurable gain even dropped outright; the status page and
+  the prune read it, and a rowid table would need a (source, id) index instead), and a COMMIT
+  on the loop's thread (~7 µs less, but the loop would stop reading requests for the fsync).
+- Prunes delete in chunks of `PRUNE_CHUNK` rows, each its own short transaction, so the edge
+  never waits long for the write lock. Finished jobs go with their commands rows; queued and
+  running jobs are never pruned.
 - The worker's bookkeeping (claim, stage, outcome) commits without waiting for the disk
   (`synchronous=NORMAL`, the connection's default): a power cut may undo it, and the job then
   runs again (at least once). A delivery's commit is `synchronous=FULL`: a delivery answered
@@ -49,10 +65,18 @@ from app.store.base import (
     JobRecord,
     JobState,
     NewJob,
+    PrunedJobs,
     TargetKind,
 )
 
 T = TypeVar("T")
+
+# Rows a prune reads and deletes in one transaction. The edge waits on the write lock (and a
+# prune runs on the event loop's thread), so a prune of a large backlog is many short
+# transactions, never one long one. Measured on a store of 200,000 deliveries and finished
+# jobs: 500 rows take about 5 ms for jobs and 15 ms for deliveries (their random ids touch a
+# page each); 2,000 took 20-50 ms, the order of the edge's latency target.
+PRUNE_CHUNK = 500
 
 # Each entry is one migration; its index + 1 is the `user_version` it leaves behind.
 MIGRATIONS: tuple[str, ...] = (
@@ -163,10 +187,14 @@ class SqliteStore:
         *,
         clock: Callable[[], float] = time.time,
         busy_timeout_ms: int = 5_000,
+        prune_chunk: int = PRUNE_CHUNK,
     ) -> None:
+        if prune_chunk < 1:
+            raise ValueError("a prune needs a chunk of at least one row")
         self.path = Path(path)
         self._clock = clock
         self._busy_timeout_ms = busy_timeout_ms
+        self._prune_chunk = prune_chunk
         self._lock = threading.Lock()
         self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -312,24 +340,34 @@ class SqliteStore:
         flusher = self._flusher
         if flusher is None or flusher.done() or flusher.get_loop() is not loop:
             self._flusher = loop.create_task(self._flush(), name="pairbot-store-commit")
-        # Shielded: a request whose client went away still waits for nothing here, and the
-        # commit it joined goes ahead for the others (its delivery is then recorded, and the
-        # redelivery is recognised — which is right, since its work is queued).
-        return await asyncio.shield(item.future)
+        # A request cancelled here (its client went away) cancels only its own future: the
+        # item stays in its batch, the commit goes ahead for the others, and its delivery is
+        # then recorded — right, since its work is queued; `_flush` skips a done future. Not
+        # `asyncio.shield`, which did the same with a second future and callbacks per call.
+        return await item.future
 
     async def _flush(self) -> None:
         """Group commit: every enqueue that arrived while the last commit ran shares the next.
 
         One fsync (synchronous=FULL) then covers a whole burst of deliveries instead of one
-        each; each delivery still succeeds or fails on its own (a SAVEPOINT per delivery).
+        each. The batch is written without a SAVEPOINT per delivery; if one delivery fails,
+        the whole transaction rolls back and the batch is written again with one SAVEPOINT
+        each, so each delivery still succeeds or fails on its own (see the module docstring).
         """
         while self._pending:
             batch, self._pending = self._pending, []
+            now = self._clock()
+            results: list[bool | Exception]
             try:
-                results = await self._run_durable(
-                    functools.partial(self._enqueue_batch, batch=batch)
-                )
-            except Exception as err:  # the COMMIT itself failed: nothing of the batch stuck
+                try:
+                    results = await self._run_durable(
+                        functools.partial(_enqueue_all, batch=batch, now=now)
+                    )
+                except _BatchFailed:
+                    results = await self._run_durable(
+                        functools.partial(_enqueue_each, batch=batch, now=now)
+                    )
+            except Exception as err:  # BEGIN or COMMIT failed: nothing of the batch stuck
                 results = [err] * len(batch)
             for item, result in zip(batch, results, strict=True):
                 if item.future.done():
@@ -338,23 +376,6 @@ class SqliteStore:
                     item.future.set_exception(result)
                 else:
                     item.future.set_result(result)
-
-    def _enqueue_batch(
-        self, conn: sqlite3.Connection, batch: Sequence[_Enqueue]
-    ) -> list[bool | Exception]:
-        now = self._clock()
-        if len(batch) == 1:  # alone in its transaction: a failure rolls back only its own
-            return [_enqueue_one(conn, batch[0], now)]
-        results: list[bool | Exception] = []
-        for item in batch:  # inside _run_durable's transaction
-            conn.execute("SAVEPOINT delivery")
-            try:
-                results.append(_enqueue_one(conn, item, now))
-            except Exception as err:
-                conn.execute("ROLLBACK TO delivery")
-                results.append(err)
-            conn.execute("RELEASE delivery")
-        return results
 
     # -- the worker ---------------------------------------------------------------------------
 
@@ -475,13 +496,69 @@ class SqliteStore:
         return await self._run(installations)
 
     async def prune_deliveries(self, before: float) -> int:
-        def prune(conn: sqlite3.Connection) -> int:
+        def prune(conn: sqlite3.Connection) -> tuple[int, bool]:
             with self._write(conn):
-                return conn.execute(
-                    "DELETE FROM deliveries WHERE received_at < ?", (before,)
-                ).rowcount
+                keys = [
+                    (row[0], row[1])
+                    for row in conn.execute(
+                        "SELECT source, id FROM deliveries WHERE received_at < ? "
+                        "ORDER BY received_at LIMIT ?",
+                        (before, self._prune_chunk),
+                    )
+                ]
+                conn.executemany("DELETE FROM deliveries WHERE source = ? AND id = ?", keys)
+                return len(keys), len(keys) == self._prune_chunk
 
-        return await self._run(prune)
+        pruned = 0
+        while True:
+            count, more = await self._run(prune)
+            pruned += count
+            if not more:
+                return pruned
+            await asyncio.sleep(0)  # between chunks the edge's commits go first
+
+    async def prune_jobs(self, before: float) -> PrunedJobs:
+        pruned = PrunedJobs()
+        after = 0
+        while True:
+            jobs, commands, last = await self._run(
+                functools.partial(self._prune_jobs_chunk, before=before, after=after)
+            )
+            pruned = PrunedJobs(pruned.jobs + jobs, pruned.commands + commands)
+            if last is None:
+                return pruned
+            after = last
+            await asyncio.sleep(0)  # between chunks the edge's commits go first
+
+    def _prune_jobs_chunk(
+        self, conn: sqlite3.Connection, before: float, after: int
+    ) -> tuple[int, int, int | None]:
+        """Walk up to a chunk of jobs in id order from `after`; delete the finished old ones.
+
+        No index holds finished jobs (migration 2), and a scan for them would read the whole
+        table every hour. Jobs are queued in id order, so the walk stops at the first job
+        created at or after `before`: every later one is younger. (Were the clock stepped back,
+        a job behind that one would only be forgotten later, never early.) Returns the jobs
+        and commands rows deleted, and the id to walk on from — None when the walk is done.
+        """
+        with self._write(conn):
+            rows = conn.execute(
+                "SELECT id, state, created_at, updated_at FROM jobs WHERE id > ? "
+                "ORDER BY id LIMIT ?",
+                (after, self._prune_chunk),
+            ).fetchall()
+            doomed: list[tuple[int]] = []
+            last: int | None = rows[-1][0] if len(rows) == self._prune_chunk else None
+            for job_id, state, created_at, updated_at in rows:
+                if created_at >= before:
+                    last = None
+                    break
+                if state in ("done", "failed") and updated_at < before:
+                    doomed.append((job_id,))
+            # Explicitly, though the foreign key cascades: so the count can be reported.
+            commands = conn.executemany("DELETE FROM commands WHERE job_id = ?", doomed).rowcount
+            jobs = conn.executemany("DELETE FROM jobs WHERE id = ?", doomed).rowcount
+            return jobs, commands, last
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
@@ -517,6 +594,45 @@ class _Enqueue:
     note: str
     installation: InstallationChange | None
     future: asyncio.Future[bool]
+
+
+class _BatchFailed(Exception):
+    """A delivery of a group commit failed; the batch is written again, one SAVEPOINT each."""
+
+
+def _enqueue_all(
+    conn: sqlite3.Connection, batch: Sequence[_Enqueue], now: float
+) -> list[bool | Exception]:
+    """The common case: every delivery of the batch written straight into the transaction.
+
+    A SAVEPOINT around each delivery cost more than the inserts it guarded: every page a
+    delivery touches first is copied to the statement journal, on the edge's critical path,
+    for a rollback that almost never comes. Any failure instead rolls back the whole batch
+    (`_run_durable`) and `_flush` writes it again with `_enqueue_each`.
+    """
+    try:
+        return [_enqueue_one(conn, item, now) for item in batch]
+    except Exception as err:
+        if len(batch) == 1:  # alone in its transaction: the failure is its own
+            raise
+        raise _BatchFailed from err
+
+
+def _enqueue_each(
+    conn: sqlite3.Connection, batch: Sequence[_Enqueue], now: float
+) -> list[bool | Exception]:
+    """A batch in which a delivery failed: each delivery in its own SAVEPOINT, so only the
+    failing one is rolled back and answered with its error."""
+    results: list[bool | Exception] = []
+    for item in batch:  # inside _run_durable's transaction
+        conn.execute("SAVEPOINT delivery")
+        try:
+            results.append(_enqueue_one(conn, item, now))
+        except Exception as err:
+            conn.execute("ROLLBACK TO delivery")
+            results.append(err)
+        conn.execute("RELEASE delivery")
+    return results
 
 
 def _enqueue_one(conn: sqlite3.Connection, item: _Enqueue, now: float) -> bool:

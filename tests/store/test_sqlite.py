@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pytest
 
 from app.errors import OperatorError
-from app.store import CommandRecord, InstallationChange, NewJob, SqliteStore
+from app.store import CommandRecord, InstallationChange, NewJob, PrunedJobs, SqliteStore
 from app.store.sqlite import _CLAIM, MIGRATIONS
 
 T = TypeVar("T")
@@ -304,3 +304,153 @@ def test_a_claim_walks_the_open_jobs_index_and_never_sorts_the_whole_queue(
     assert plan[0] == "SEARCH j USING INDEX jobs_open_order (state=?)", plan
     assert not any("TEMP B-TREE" in step or "SCAN" in step for step in plan), plan
     assert all("jobs_open" in step for step in plan if step.startswith("SEARCH")), plan
+
+
+def _rows(path: Path, table: str) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608 - a table name of this test
+    finally:
+        conn.close()
+
+
+def test_old_finished_jobs_are_pruned_with_their_commands_and_open_or_recent_jobs_stay(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite3"
+    clock = Clock(100.0)
+    record = CommandRecord("status", {}, "1", "octocat", "c", "https://x/c")
+
+    async def body(store: SqliteStore) -> tuple[PrunedJobs, dict[int, str]]:
+        # At t=100: six jobs, each on its own card (so all can be claimed at once).
+        await store.enqueue_delivery("old", "e", None, [job(n, command=record) for n in range(6)])
+        old = {j.number: j.id for j in await store.claim(10, clock())}
+        await store.finish(old[0], "done", "ok")
+        await store.finish(old[1], "failed", "boom")
+        await store.retry_later(old[2], 0.0, "later")  # queued again: open, however old
+        # old[3] stays running; old[4] is finished only at t=500, old[5] is finished at t=100.
+        await store.finish(old[5], "done", "ok")
+        clock.now = 500.0
+        await store.finish(old[4], "done", "ok")
+        await store.enqueue_delivery("new", "e", None, [job(10, command=record)])
+        new = await store.claim(10, clock())
+        await store.finish(next(j.id for j in new if j.number == 10), "done", "ok")
+        pruned = await store.prune_jobs(before=200.0)
+        return pruned, {j.number: j.state for j in await store.jobs()}
+
+    pruned, left = run(SqliteStore(path, clock=clock), body)
+    assert pruned == PrunedJobs(jobs=3, commands=3)
+    assert left == {2: "running", 3: "running", 4: "done", 10: "done"}  # 2 was claimed again
+    assert _rows(path, "commands") == 4  # the pruned jobs' command records went with them
+
+
+def test_a_pruned_jobs_comment_can_be_queued_again_and_a_kept_ones_cannot(tmp_path: Path) -> None:
+    """The dedupe key holds exactly as long as its job is kept (see JOB_RETENTION_S)."""
+    clock = Clock(100.0)
+
+    async def body(store: SqliteStore) -> list[str]:
+        await store.enqueue_delivery("d-1", "e", None, [job(1)])
+        await store.finish((await store.claim(1, clock()))[0].id, "done", "ok")
+        clock.now = 150.0
+        await store.prune_jobs(before=120.0)  # finished at t=100: kept no longer
+        await store.enqueue_delivery("d-2", "e", None, [job(1)])
+        await store.prune_jobs(before=120.0)  # queued at t=150: kept
+        await store.enqueue_delivery("d-3", "e", None, [job(1)])
+        return [d.status for d in sorted(await store.deliveries(), key=lambda d: d.id)]
+
+    statuses = run(SqliteStore(tmp_path / "s.sqlite3", clock=clock), body)
+    assert [s.split(":")[0] for s in statuses] == ["queued", "queued", "already-queued"]
+
+
+def test_a_prune_deletes_a_backlog_larger_than_a_chunk_in_several_transactions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite3"
+    clock = Clock(100.0)
+    record = CommandRecord("status", {}, "1", "octocat", "c", "https://x/c")
+    transactions: list[str] = []
+
+    async def body(store: SqliteStore) -> tuple[int, PrunedJobs]:
+        for n in range(11):
+            await store.enqueue_delivery(f"d-{n}", "e", None, [job(n, command=record)])
+        # An open old job in the middle of the walk does not stop it.
+        for claimed in await store.claim(20, clock()):
+            if claimed.number != 5:
+                await store.finish(claimed.id, "done", "ok")
+        clock.now = 1_000.0
+        await store.enqueue_delivery("young", "e", None, [job(99)])
+        store._connection().set_trace_callback(transactions.append)
+        deliveries = await store.prune_deliveries(before=500.0)
+        jobs = await store.prune_jobs(before=500.0)
+        return deliveries, jobs
+
+    deliveries, jobs = run(SqliteStore(path, clock=clock, prune_chunk=3), body)
+    assert (deliveries, jobs) == (11, PrunedJobs(jobs=10, commands=10))
+    # 11 deliveries in chunks of 3: 4 transactions; 12 jobs walked 3 at a time: 4.
+    assert transactions.count("BEGIN IMMEDIATE") == 8
+    assert (_rows(path, "deliveries"), _rows(path, "jobs"), _rows(path, "commands")) == (1, 2, 1)
+
+
+def test_a_prune_chunk_must_hold_a_row(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one row"):
+        SqliteStore(tmp_path / "s.sqlite3", prune_chunk=0)
+
+
+def test_in_a_group_commit_a_failing_delivery_fails_alone(tmp_path: Path) -> None:
+    """The batch is written without a SAVEPOINT each; one failure rolls it back and it is
+    written again one SAVEPOINT each, so only the failing delivery is lost."""
+    path = tmp_path / "s.sqlite3"
+    bad = job(2, request={"not json": object()})
+
+    statements: list[str] = []
+
+    async def body(store: SqliteStore) -> list[Any]:
+        store._connection().set_trace_callback(statements.append)
+        return await asyncio.gather(
+            store.enqueue_delivery("d-1", "e", None, [job(1)]),
+            store.enqueue_delivery("d-2", "e", None, [bad]),
+            store.enqueue_delivery("d-3", "e", None, [job(3)]),
+            store.enqueue_delivery("d-1", "e", None, [job(1)]),  # a duplicate in the batch
+            store.enqueue_delivery("d-4", "e", None, [job(1, key=None)]),  # d-1's comment
+            return_exceptions=True,
+        )
+
+    results = run(SqliteStore(path), body)
+    assert results[0] is True and results[2] is True and results[3] is False
+    assert results[4] is True and isinstance(results[1], TypeError)
+    assert _rows(path, "deliveries") == 3 and _rows(path, "jobs") == 2
+    # One batch: rolled back once, then written again with a SAVEPOINT each.
+    assert statements.count("ROLLBACK") == 1 and statements.count("SAVEPOINT delivery") == 5
+
+
+def test_a_group_commit_without_a_failure_writes_no_savepoint(tmp_path: Path) -> None:
+    statements: list[str] = []
+
+    async def body(store: SqliteStore) -> list[bool]:
+        store._connection().set_trace_callback(statements.append)
+        return list(
+            await asyncio.gather(
+                *(store.enqueue_delivery(f"d-{n}", "e", None, [job(n)]) for n in range(8))
+            )
+        )
+
+    assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == [True] * 8
+    assert statements.count("COMMIT") >= 1
+    assert not any("SAVEPOINT" in statement for statement in statements)
+
+
+def test_a_cancelled_enqueue_is_still_committed_with_its_batch(tmp_path: Path) -> None:
+    """Its client went away; the delivery is recorded (its work is queued), so the
+    redelivery is recognised, and the other deliveries of its commit are unaffected."""
+
+    async def body(store: SqliteStore) -> tuple[bool, bool, bool]:
+        gone = asyncio.ensure_future(store.enqueue_delivery("d-1", "e", None, [job(1)]))
+        other = asyncio.ensure_future(store.enqueue_delivery("d-2", "e", None, [job(2)]))
+        await asyncio.sleep(0)  # both are waiting for the commit
+        gone.cancel()
+        fresh = await other
+        await asyncio.sleep(0.05)
+        again = await store.enqueue_delivery("d-1", "e", None, [job(1)])
+        return gone.cancelled(), fresh, again
+
+    assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == (True, True, False)
