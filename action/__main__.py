@@ -8,6 +8,11 @@
     push the run-state, release the lock            even when the step failed
     write outputs and the job summary               status, card, transition, pr
 
+A command or scope decision from a comment (`issue_comment`, or the App's `repository_dispatch`
+carrying the comment) that a `UserError` stops is answered on that comment once, with the App's
+text under the App's marker (`app.domain.replies`: a re-run edits it); the `::error::` line and
+exit code 2 stay. A tick is never answered: no person asked for it.
+
 The agent's streamed output goes into a collapsible log group with workflow commands stopped,
 so nothing an agent prints can set an output, add a mask or end the group. Exit codes: 0 for a
 step taken or nothing to do, 1 for a blocked step or an operator error, 2 for a user error.
@@ -23,12 +28,17 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from action.context import ActionContext
 from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
-from app.errors import PairbotError
+from app.domain.commands import CommandError
+from app.errors import PairbotError, UserError
+from hosts.models import Target
+
+if TYPE_CHECKING:
+    from app.engine.cardstate import CycleEnv
 
 
 @dataclass(frozen=True)
@@ -179,19 +189,75 @@ async def _act(
         cycle_env = cycle_env.with_checkpoint(save)
     if isinstance(intent, Tick):
         return _outcome(await cycle.tick(cycle_env, intent.batch))
-    if isinstance(intent, Run):
-        return _outcome(await cycle.handle_request(cycle_env, intent.request))
     if isinstance(intent, HeadMoved):
         return _outcome(await cycle.handle_head_moved(cycle_env, intent.pull, intent.head_sha))
-    if isinstance(intent, ScopeDecision):
-        return _outcome(
-            await cycle.handle_scope_decision(cycle_env, intent.pull, intent.comment_id)
-        )
-    if isinstance(intent, Comment):
-        from action.comments import handle_comment  # noqa: PLC0415
+    try:
+        if isinstance(intent, Run):
+            return _outcome(await cycle.handle_request(cycle_env, intent.request))
+        if isinstance(intent, ScopeDecision):
+            return _outcome(
+                await cycle.handle_scope_decision(cycle_env, intent.pull, intent.comment_id)
+            )
+        if isinstance(intent, Comment):
+            from action.comments import handle_comment  # noqa: PLC0415
 
-        return _outcome(await handle_comment(ctx, cycle_env, intent))
+            # A refused or malformed comment is answered there and returns; what raises
+            # comes from running the command of an authorized author.
+            return _outcome(await handle_comment(ctx, cycle_env, intent))
+    except UserError as err:
+        origin = reply_origin(intent, ctx.trigger)
+        if origin is not None:
+            await _answer(cycle_env, origin, str(err), ctx.run_id or "action")
+        raise  # still the `::error::` line and exit code 2 (`main`)
     return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")
+
+
+@dataclass(frozen=True)
+class ReplyOrigin:
+    """The comment an intent came from: where its one reply goes, and what it asked."""
+
+    target: Target
+    comment_id: str
+    line: str | None  # `/pair <verb>`; None for a scope decision
+
+
+def reply_origin(intent: Intent, trigger: str) -> ReplyOrigin | None:
+    """The comment to answer when `intent` cannot run; None when no comment asked (a tick, a
+    moved head, a dispatch without its comment). Pure."""
+    if isinstance(intent, Comment) and not isinstance(intent.command, CommandError):
+        target = Target("pull" if intent.is_pull else "card", intent.card)
+        return ReplyOrigin(target, intent.comment.id, f"/{trigger} {intent.command.verb}")
+    if isinstance(intent, Run) and intent.request.comment is not None:
+        request, comment = intent.request, intent.request.comment
+        target = Target("pull" if comment.on_pull else "card", request.card)
+        return ReplyOrigin(target, comment.id, f"/{trigger} {request.verb}")
+    if isinstance(intent, ScopeDecision):
+        return ReplyOrigin(Target("pull", intent.pull), intent.comment_id, None)
+    return None
+
+
+async def _answer(env: CycleEnv, origin: ReplyOrigin, reason: str, fallback: str) -> None:
+    """Upsert the one reply to the comment (the App's text and marker, `app.domain.replies`).
+
+    A reply that cannot be posted is reported on stderr and changes nothing else: the error
+    that stopped the command is what the run reports.
+    """
+    from app.domain.replies import comment_reply_marker, could_not_run  # noqa: PLC0415
+    from hosts.errors import HostError  # noqa: PLC0415
+
+    target = origin.target
+    host = env.hosts.code if target.kind == "pull" else env.hosts.pm
+    marker = comment_reply_marker(target.number, origin.comment_id, fallback)
+    try:
+        await host.upsert_comment(target, marker, could_not_run(origin.line, reason))
+    except HostError as err:  # its message never carries a token (hosts.errors)
+        print(f"pairbot: could not answer the comment: {err}", file=sys.stderr, flush=True)
+    except Exception as err:  # a bug here must not hide the command's error
+        print(
+            f"pairbot: could not answer the comment ({type(err).__name__})",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _host_variables(ctx: ActionContext) -> dict[str, str]:

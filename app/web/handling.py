@@ -24,14 +24,17 @@ authorized the same way, then dispatched; a `head-moved` job is dispatched direc
 
 What a failure does is decided by `on_failure` (pure): rate limits, an unavailable host and a
 busy batch lock are retried later with backoff; anything else fails the job, logged for the
-operator (no traceback ever reaches a comment or an HTTP answer).
+operator (no traceback ever reaches a comment or an HTTP answer). A command or scope decision
+whose author was authorized and that fails for good is answered on its comment, under that
+same reply marker (`app.domain.replies`): a `UserError` with its own text (it names the
+remedy), anything else with a short sentence of `failure_reason` — never the error's text,
+which may name internals. A reply that cannot be posted is logged and changes nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,7 +42,8 @@ from typing import Any, Final, Literal, Protocol
 
 from app.domain.commands import Decision, help_text, may_act
 from app.domain.dispatch import PairRequest
-from app.errors import BatchLockedError, PairbotError
+from app.domain.replies import comment_reply_marker, could_not_run, inline_code
+from app.errors import BatchLockedError, PairbotError, UserError
 from app.store.base import JobRecord, Store
 from app.web.events import GITHUB, Policy
 from app.web.forge import Forge, Forges
@@ -95,18 +99,11 @@ def on_failure(error: BaseException, attempts: int, max_attempts: int = MAX_ATTE
     return Failure("fail", f"{type(error).__name__}: {message}", expected=False)
 
 
-def _inline_code(text: str) -> str:
-    """`text` as Markdown inline code, whatever backticks it holds (an echo never formats)."""
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
-    return f"{fence}{padded.replace(chr(10), ' ')}{fence}"
-
-
 def usage_reply(problem: CommandProblem) -> str:
     """The reply to a line that runs nothing: what was wrong, then the correct usage."""
     usage = problem.usage
-    shown = usage if "\n" in usage else f"Usage: {_inline_code(usage)}"
-    return f"pairbot did not run this: {_inline_code(problem.message)}.\n\n{shown}"
+    shown = usage if "\n" in usage else f"Usage: {inline_code(usage)}"
+    return f"pairbot did not run this: {inline_code(problem.message)}.\n\n{shown}"
 
 
 def tracking_body(request: PairRequest, trigger: str, where: str) -> str:
@@ -114,15 +111,33 @@ def tracking_body(request: PairRequest, trigger: str, where: str) -> str:
     line = f"/{trigger} {request.verb}"
     author = request.comment.author_login if request.comment is not None else ""
     by = f" (requested by **{author}**)" if author else ""
-    return f"queued {_inline_code(line)}{by}; it runs next in {where}."
+    return f"queued {inline_code(line)}{by}; it runs next in {where}."
 
 
 def reply_marker(number: int, job: JobRecord, comment_id: str) -> str:
     """The marker of the one reply a comment can get."""
-    run = "".join(
-        ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in comment_id
+    return comment_reply_marker(number, comment_id, fallback=f"job{job.id}")
+
+
+def failure_reason(error: BaseException, job_id: int) -> str:
+    """What the person who commented may read about a job that failed for good.
+
+    A `UserError` is written for them and names the remedy; anything else gets a sentence
+    chosen here, never the error's own text (an operator-facing message may name paths,
+    hosts or internals).
+    """
+    if isinstance(error, UserError):
+        return str(error) or type(error).__name__
+    if isinstance(error, RateLimited):
+        return "the host kept rate-limiting pairbot on every attempt; comment again later"
+    if isinstance(error, HostUnavailable):
+        return "the host was unavailable on every attempt; comment again later"
+    if isinstance(error, BatchLockedError):
+        return "another pairbot step kept this card busy on every attempt; comment again later"
+    return (
+        f"it failed on pairbot's side (job {job_id}); the operator finds the details in "
+        "pairbot's log"
     )
-    return make_marker("reply", number, run=run or f"job{job.id}")
 
 
 # -- the shell ------------------------------------------------------------------------------------
@@ -171,8 +186,9 @@ class JobHandler:
     clock: Callable[[], float] = time.time
 
     async def __call__(self, job: JobRecord) -> None:
+        answer = _Answer()
         try:
-            result = await self._run(job)
+            result = await self._run(job, answer)
         except Exception as error:
             failure = on_failure(error, job.attempts)
             where = f"job {job.id} ({job.kind} {job.repo}#{job.number}, attempt {job.attempts})"
@@ -186,6 +202,9 @@ class JobHandler:
                 log.error("%s failed: %s", where, failure.message)
             else:
                 log.exception("%s failed unexpectedly", where)
+            # Answered before the job is recorded failed: a crash in between runs the job
+            # again, and the reply is upserted by its marker (edited, not posted twice).
+            await self._answer_failure(job, answer, failure_reason(error, job.id), where)
             await self.store.finish(job.id, "failed", failure.message)
             return
         await self.store.finish(job.id, "done", result)
@@ -206,9 +225,24 @@ class JobHandler:
             raise PairbotError(f"no forge is configured for {job.source}")
         return forges(job.repo, job.installation)
 
-    async def _run(self, job: JobRecord) -> str:
+    async def _answer_failure(
+        self, job: JobRecord, answer: _Answer, reason: str, where: str
+    ) -> None:
+        """The one reply to the comment of a job that failed for good (if it has one)."""
+        if answer.marker is None:
+            return  # no comment, or its author was never authorized: nothing to answer
+        try:
+            forge = self._forge(job)
+            await forge.upsert_comment(
+                Target(job.target, job.number), answer.marker, could_not_run(answer.line, reason)
+            )
+        except Exception:
+            # The job's own failure is what counts (logged above); this one only adds to it.
+            log.exception("%s: the reply to its comment could not be posted", where)
+
+    async def _run(self, job: JobRecord, answer: _Answer) -> str:
         if job.kind == "command":
-            return await self._command(job, CommandJob.from_json(job.request))
+            return await self._command(job, CommandJob.from_json(job.request), answer)
         work = job_from_payload(_mapping(job.request["job"]))
         if job.kind == "scope-decision":
             author = Commenter.from_json(_mapping(job.request["author"]))
@@ -217,9 +251,10 @@ class JobHandler:
                 decision = await self._authorize(forge, job, author)
                 if not decision.allowed:
                     return await self._refuse(forge, job, decision, _comment_id(work))
+            answer.marker = reply_marker(job.number, job, _comment_id(work))
         return await self._deliver(job, work)
 
-    async def _command(self, job: JobRecord, command: CommandJob) -> str:
+    async def _command(self, job: JobRecord, command: CommandJob, answer: _Answer) -> str:
         forge = self._forge(job)
         target = Target("pull" if command.comment.on_pull else "card", job.number)
         if job.stage != "dispatching":
@@ -236,6 +271,10 @@ class JobHandler:
         request = command.request
         if request is None:  # a problem is answered above; nothing else lacks a request
             raise PairbotError(f"job {job.id} has neither a request nor a problem")
+        # Authorized (now, or by the attempt that reached "dispatching"): a failure from here
+        # on is answered on the comment.
+        answer.marker = reply_marker(job.number, job, command.comment.id)
+        answer.line = f"/{self.policy().trigger} {request.verb}"
         if job.stage != "dispatching":
             if command.comment.id:
                 await self._react(forge, target, command.comment.id)
@@ -305,6 +344,14 @@ class JobHandler:
             raise PairbotError("execution: worker needs an executor, and none is configured")
         await self.executor(work, job.repo, job.installation)
         return "executed by the worker"
+
+
+@dataclass
+class _Answer:
+    """Where a job that fails for good is answered: set once its author is authorized."""
+
+    marker: str | None = None
+    line: str | None = None  # the command as `/pair <verb>`; None for a scope decision
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
