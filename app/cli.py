@@ -208,7 +208,12 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         from app.web.serve import serve  # noqa: PLC0415  # uvicorn and Starlette load only here
 
         return serve(
-            root, env, host=args.host, port=args.port, dev=args.dev, deps=lambda: _deps(env, root)
+            root,
+            env,
+            host=args.host,
+            port=args.port,
+            dev=args.dev,
+            deps=lambda checkout: _deps(env, checkout),
         )
     if args.verb == "demo":
         from app.demo import run_demo  # noqa: PLC0415

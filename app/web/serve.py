@@ -81,9 +81,13 @@ def serve(
     host: str,
     port: int,
     dev: bool,
-    deps: Callable[[], Any],
+    deps: Callable[[Path], Any],
 ) -> int:
-    """Run the App until interrupted; returns the exit code."""
+    """Run the App until interrupted; returns the exit code.
+
+    `deps(checkout)` builds the engine's deps for a checkout the worker runs a step on (the
+    root, or one under PAIR_WORKER_CHECKOUTS): an agent's runtime is bound to its tree.
+    """
     import uvicorn  # noqa: PLC0415  # only `serve` needs the server
 
     from app.web.app import create_app  # noqa: PLC0415
@@ -98,7 +102,15 @@ def serve(
     settings = settings_for(root, env, dev=dev)
     app = create_app(
         settings,
-        executor=cycle_executor(root, env, deps),
+        executor=cycle_executor(
+            root,
+            env,
+            lambda: deps(root),
+            checkouts=settings.worker_checkouts,
+            deps_for=deps,
+            # --dev answers every repository on the root's local forge: the root runs them all
+            any_repository=settings.forge == "local",
+        ),
         batches=lambda: local_batches(root),
     )
     logging.basicConfig(

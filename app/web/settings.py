@@ -54,6 +54,9 @@ class AppSettings(BaseModel):
     hosts: HostSettings = HostSettings()
     worker_concurrency: int = 4
     permission_ttl_s: float = 60.0
+    # `execution: worker` on several repositories: checkouts as `<dir>/<owner>/<name>`
+    # (app.web.checkouts); the root is always a candidate too.
+    worker_checkouts: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
@@ -103,6 +106,7 @@ class AppSettings(BaseModel):
             ado_password=SecretStr(password) if password else None,
             ado_secret_header=SecretStr(header) if header else None,
             hosts=HostSettings.from_env(host_env),
+            worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
         )
 
     def require_webhook_secret(self) -> bytes:
@@ -180,6 +184,18 @@ def _private_key(text: str | None, file: str | None, root: Path) -> SecretStr | 
         source = "PAIR_PRIVATE_KEY_FILE" if file is not None else "PAIR_PRIVATE_KEY"
         raise ConfigError(f"{source} does not hold a PEM private key (-----BEGIN … KEY-----)")
     return SecretStr(text)
+
+
+def _checkouts_dir(value: str | None, root: Path) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value) if Path(value).is_absolute() else root / value
+    if not path.is_dir():
+        raise ConfigError(
+            f"PAIR_WORKER_CHECKOUTS={value!r} is not a directory; point it at the directory "
+            "that holds the worker's checkouts as <owner>/<name> (or unset it)"
+        )
+    return path.resolve()
 
 
 def _execution(value: str | None) -> Execution:

@@ -1,7 +1,8 @@
 """The App's background worker: drains the store's job queue, out of band of the webhook edge.
 
     Worker(store, handle, concurrency=4)   started in the app's lifespan
-    cycle_executor(root, env, deps)        the production `Executor` for `execution: worker`
+    cycle_executor(root, env, deps, …)     the production `Executor` for `execution: worker`:
+                                           each job on the checkout of its own repository
 
 The edge answers GitHub as soon as a delivery's jobs are committed and wakes the worker; the
 worker claims due jobs (at most one per card or pull at a time — the store guarantees it — and
@@ -28,6 +29,11 @@ from app.web.jobs import Job, ScopeDecisionJob
 log = logging.getLogger(__name__)
 
 DELIVERY_RETENTION_S = 30 * 24 * 3600.0  # GitHub redelivers for days; keep a month
+# A job's dedupe key keeps a comment from being queued twice through two delivery ids. A
+# finished job is forgotten this long after it was last updated, which is never before its
+# delivery was received (both stamped by the store's clock), so the key outlives its delivery's
+# record: never shorter than the deliveries' own window. Keep it >= DELIVERY_RETENTION_S.
+JOB_RETENTION_S = DELIVERY_RETENTION_S
 PRUNE_EVERY_S = 3600.0
 
 
@@ -129,10 +135,36 @@ class Worker:
         pruned = await self._store.prune_deliveries(now - DELIVERY_RETENTION_S)
         if pruned:
             log.info("forgot %d deliveries older than 30 days", pruned)
+        # Finished jobs only (the store keeps queued and running ones whatever their age);
+        # without this the table, and the status page's scans of it, grow without bound.
+        jobs = await self._store.prune_jobs(now - JOB_RETENTION_S)
+        if jobs.jobs:
+            log.info(
+                "forgot %d finished jobs (%d command records) older than 30 days",
+                jobs.jobs,
+                jobs.commands,
+            )
 
 
-def cycle_executor(root: Path, env: Mapping[str, str], deps: Callable[[], Any]) -> Executor:
-    """The production executor: one step of the card cycle (`app.engine.cycle`) on `root`.
+def cycle_executor(
+    root: Path,
+    env: Mapping[str, str],
+    deps: Callable[[], Any],
+    *,
+    checkouts: Path | None = None,
+    deps_for: Callable[[Path], Any] | None = None,
+    any_repository: bool = False,
+) -> Executor:
+    """The production executor: one step of the card cycle (`app.engine.cycle`) on the checkout
+    of the job's repository.
+
+    Which checkout is `app.web.checkouts.find_checkout`'s decision: `root` or one under the
+    `checkouts` directory (`PAIR_WORKER_CHECKOUTS`) whose `origin` is the job's repository. A
+    job for a repository this worker has no checkout of raises a `UserError` (answered on the
+    comment) before anything runs. `deps()` are the engine's deps for `root`, `deps_for(path)`
+    those for another checkout (an agent's runtime is bound to the tree it works in).
+    `any_repository`: the App answers on the root's local forge (`pairbot serve --dev`), so
+    the root serves every repository no checkout claims.
 
     The engine is imported on the first job, so a webhook-only deployment never loads it.
     Each kind of job goes to the cycle's own entry for it: a command to `handle_request`, a
@@ -140,15 +172,38 @@ def cycle_executor(root: Path, env: Mapping[str, str], deps: Callable[[], Any]) 
     a moved head to `handle_head_moved` (which ignores pairbot's own push). A plain `tick` would
     run whichever batch waited longest — not necessarily the pull the event was about.
     """
+    if checkouts is not None and deps_for is None:
+        raise ValueError("a checkouts directory needs deps_for: the deps of each checkout")
 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
         from app.engine import cycle  # noqa: PLC0415  # lazy: see the docstring
+        from app.web.checkouts import find_checkout  # noqa: PLC0415
 
-        # The job names its repository and installation: the hosts act as that installation.
-        job_env = {**env, "PAIR_GITHUB_REPOSITORY": repo}
-        if installation_id is not None:
-            job_env["PAIR_GITHUB_INSTALLATION_ID"] = str(installation_id)
-        env_ = cycle.CycleEnv.from_environment(root, job_env, deps())
+        # Reading the candidates' remotes runs git: off the event loop, which serves webhooks.
+        checkout = await asyncio.to_thread(
+            find_checkout,
+            repo,
+            installation_id,
+            root=root,
+            directory=checkouts,
+            env=env,
+            any_repository=any_repository,
+        )
+        job_env = dict(env)
+        if checkout.repo is not None and checkout.repo.host == "azure-devops":
+            # A work item names only its project: the checkout names the repository.
+            project, _, repository = checkout.repo.name.partition("/")
+            job_env["PAIR_AZURE_DEVOPS_PROJECT"] = project
+            job_env["PAIR_AZURE_DEVOPS_REPOSITORY"] = repository
+        else:
+            # The job names its repository and installation: the hosts act as that installation.
+            job_env["PAIR_GITHUB_REPOSITORY"] = repo
+            if installation_id is not None:
+                job_env["PAIR_GITHUB_INSTALLATION_ID"] = str(installation_id)
+        same = checkout.path == root
+        engine_deps = deps() if same or deps_for is None else deps_for(checkout.path)
+        log.debug("a job for %s runs on the checkout at %s", repo, checkout.path)
+        env_ = cycle.CycleEnv.from_environment(checkout.path, job_env, engine_deps)
         if isinstance(job, PairRequest):
             await cycle.handle_request(env_, job)
         elif isinstance(job, ScopeDecisionJob):

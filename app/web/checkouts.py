@@ -1,0 +1,250 @@
+"""Which checkout a worker job runs on: the git work tree whose own repository is the job's.
+
+    repo_of_remote(url)                    the repository a remote URL names (pure)
+    choose(repo, installation, found, …)   the checkout for a job, or why there is none (pure)
+    find_checkout(repo, installation, root, directory, env)
+                                           the shell: read the candidates' remotes, then choose
+
+An App installed on several repositories runs, in `execution: worker`, every repository's jobs
+in one process. A job must run on a checkout of ITS repository: a card of repository B run on
+A's tree would commit A's code to B's branch and publish it on B. The candidates are the
+project root and, when `PAIR_WORKER_CHECKOUTS` names a directory, the checkouts in it laid out
+as `<directory>/<owner>/<name>` (`<project>/<repo>` for Azure DevOps). A candidate counts only
+if it is the top of a git work tree and its `origin` remote names the job's repository
+(case-insensitively, as both hosts compare names); the root may name its repository with
+`PAIR_GITHUB_REPOSITORY` (or `PAIR_AZURE_DEVOPS_PROJECT` + `_REPOSITORY`) when its `origin` is
+not a host's URL (a local mirror, say). Nothing else is guessed: no checkout is a `UserError`
+that says how to add one, and nothing runs.
+
+Two cases are not one-to-one:
+
+- An Azure Boards work-item comment names only its project: the checkout is the one in that
+  project; several are ambiguous and refused.
+- The root serves every job no checkout claims when the App answers on the root's local forge
+  (`pairbot serve --dev`, `any_repository`), or when the root names no hosted repository and
+  its `.pair/config.yaml` binds only the `local` host: either way it publishes to its own
+  local forge, never to the repository a delivery names.
+
+A GitHub job carries its installation id and an Azure DevOps job none, so a GitHub job never
+lands on an Azure DevOps checkout of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+from urllib.parse import unquote, urlsplit
+
+from app.errors import UserError
+
+HostKind = Literal["github", "azure-devops"]
+_GIT_TIMEOUT_S: Final = 30.0
+_AZURE_SSH_HOSTS: Final = ("ssh.dev.azure.com", "vs-ssh.visualstudio.com")
+
+
+@dataclass(frozen=True)
+class RepoId:
+    """A repository as a host names it: `owner/name` on GitHub, `project/repo` on Azure DevOps."""
+
+    host: HostKind
+    name: str
+
+    @property
+    def project(self) -> str:
+        return self.name.partition("/")[0]
+
+    def serves(self, repo: str, installation: int | None) -> bool:
+        """Whether a job for `repo` (with this installation) belongs to this repository."""
+        if installation is not None and self.host != "github":
+            return False  # only GitHub jobs carry an installation
+        if "/" not in repo:  # an Azure Boards work item names only its project
+            return self.host == "azure-devops" and self.project.casefold() == repo.casefold()
+        return self.name.casefold() == repo.casefold()
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A work tree the worker may run a job on, and the repository it is a checkout of."""
+
+    path: Path
+    repo: RepoId | None  # None: the local-host root, which serves any repository
+
+
+def repo_of_remote(url: str) -> RepoId | None:
+    """The repository a git remote URL names; None for a path or an unknown shape. Pure.
+
+    GitHub (and GitHub Enterprise Server): `https://HOST/OWNER/NAME(.git)`,
+    `git@HOST:OWNER/NAME(.git)`, `ssh://git@HOST/OWNER/NAME(.git)`. Azure DevOps:
+    `https://[ORG@]dev.azure.com/ORG/PROJECT/_git/REPO`, `https://ORG.visualstudio.com/
+    [DefaultCollection/]PROJECT/_git/REPO`, Azure DevOps Server `…/PROJECT/_git/REPO`, and
+    `git@ssh.dev.azure.com:v3/ORG/PROJECT/REPO`. A credential in the URL is never kept.
+    """
+    url = url.strip()
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https", "ssh", "git"):
+            return None  # file:// and friends: a path names no hosted repository
+        host, path = (parts.hostname or "").lower(), parts.path
+    else:
+        # scp-like `[user@]host:path`; a local path has no `:` before its first `/`
+        head, sep, path = url.partition(":")
+        if not sep or "/" in head or not head:
+            return None
+        host = head.rpartition("@")[2].lower()
+    segments = [unquote(s) for s in path.strip("/").removesuffix(".git").split("/") if s]
+    if not host or not segments:
+        return None
+    if host in _AZURE_SSH_HOSTS:
+        if len(segments) == 4 and segments[0] == "v3":  # v3/ORG/PROJECT/REPO
+            return RepoId("azure-devops", f"{segments[2]}/{segments[3]}")
+        return None
+    if "_git" in segments:
+        at = segments.index("_git")
+        if at != len(segments) - 2:
+            return None
+        repo, before = segments[at + 1], segments[:at]
+        if host == "dev.azure.com":
+            before = before[1:]  # the organization
+        elif host.endswith(".visualstudio.com") and before[:1] == ["DefaultCollection"]:
+            before = before[1:]
+        # `…/ORG/_git/REPO` is the project's default repository, named as the project
+        return RepoId("azure-devops", f"{before[-1] if before else repo}/{repo}")
+    if len(segments) == 2:
+        return RepoId("github", "/".join(segments))
+    return None
+
+
+def choose(
+    repo: str,
+    installation: int | None,
+    found: Sequence[Checkout],
+    *,
+    local_root: Path | None,
+    directory_set: bool,
+) -> Checkout:
+    """The checkout `repo`'s job runs on, from the candidates in preference order. Pure.
+
+    Several checkouts of one repository (the root and one in the directory, say) resolve to
+    the first, always the same, so one card's run-state never splits across two trees.
+    """
+    matching = [c for c in found if c.repo is not None and c.repo.serves(repo, installation)]
+    names = sorted({c.repo.name for c in matching if c.repo is not None}, key=str.casefold)
+    if len({n.casefold() for n in names}) > 1:
+        raise UserError(
+            f"a work-item comment names only its project ({repo}), and this pairbot worker "
+            f"has checkouts of {len(names)} of its repositories ({', '.join(names)}); comment "
+            "on the pull request instead"
+        )
+    if matching:
+        return matching[0]
+    if local_root is not None:
+        return Checkout(local_root, None)
+    shape = repo if "/" in repo else f"{repo}/<repository>"
+    where = "in its checkouts directory" if directory_set else "in a checkouts directory"
+    raise UserError(
+        f"this pairbot worker has no checkout of {repo}, so nothing ran. Its operator can add "
+        f"one: a clone of the repository at {shape} {where} (PAIR_WORKER_CHECKOUTS; see "
+        "docs/app.md, worker mode)"
+    )
+
+
+# -- the shell ------------------------------------------------------------------------------------
+
+
+def _git(path: Path, *args: str) -> str | None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def is_work_tree_top(path: Path) -> bool:
+    """`path` is the top of a git work tree (a subdirectory of one is not a checkout)."""
+    top = _git(path, "rev-parse", "--show-toplevel")
+    return top is not None and Path(top).resolve() == path.resolve()
+
+
+def checkout_repo(path: Path, env: Mapping[str, str] | None = None) -> RepoId | None:
+    """The repository the work tree at `path` is a checkout of: its `origin` remote, else
+    (for the root, given `env`) the repository the environment names."""
+    if not path.is_dir() or not is_work_tree_top(path):
+        return None
+    url = _git(path, "config", "--get", "remote.origin.url")
+    found = repo_of_remote(url) if url else None
+    return found or (configured_repo(env) if env is not None else None)
+
+
+def configured_repo(env: Mapping[str, str]) -> RepoId | None:
+    """The repository the environment names (docs/hosts.md's variables), if any."""
+    github = (env.get("PAIR_GITHUB_REPOSITORY") or "").strip()
+    if github.count("/") == 1 and all(github.split("/")):
+        return RepoId("github", github)
+    project = (env.get("PAIR_AZURE_DEVOPS_PROJECT") or "").strip()
+    repository = (env.get("PAIR_AZURE_DEVOPS_REPOSITORY") or "").strip()
+    if project and repository:
+        return RepoId("azure-devops", f"{project}/{repository}")
+    return None
+
+
+def binds_only_local(root: Path) -> bool:
+    """The root is a pairbot project whose cards and pull requests live on the local forge."""
+    if not (root / ".pair" / "config.yaml").is_file() or not is_work_tree_top(root):
+        return False
+    from app.domain.binding import resolve_binding  # noqa: PLC0415  # lazy: the engine
+    from app.engine.manifest import load_project_config  # noqa: PLC0415
+    from hosts.errors import HostUnsupported  # noqa: PLC0415
+
+    try:
+        binding = resolve_binding(load_project_config(root).hosts)
+    except (UserError, HostUnsupported):
+        return False  # a config that does not parse binds nothing: not a local-forge project
+    return binding.pm == binding.code == "local"
+
+
+def _entries(directory: Path, name: str | None) -> list[Path]:
+    """Subdirectories of `directory` named `name` case-insensitively (all of them for None)."""
+    try:
+        children = sorted(p for p in directory.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p for p in children if name is None or p.name.casefold() == name.casefold()]
+
+
+def find_checkout(
+    repo: str,
+    installation: int | None,
+    *,
+    root: Path,
+    directory: Path | None,
+    env: Mapping[str, str],
+    any_repository: bool = False,
+) -> Checkout:
+    """The checkout a job for `repo` runs on (blocking: run it in a thread); else UserError."""
+    root_repo = checkout_repo(root, env)
+    found = [Checkout(root, root_repo)]
+    if directory is not None:
+        owner, _, name = repo.partition("/")
+        for owner_dir in _entries(directory, owner):
+            for path in _entries(owner_dir, name or None):
+                found.append(Checkout(path, checkout_repo(path)))
+    claimed = any(c.repo is not None and c.repo.serves(repo, installation) for c in found)
+    # The fallback only for a job no checkout claims: a checkout of the repository wins.
+    serves_any = not claimed and (any_repository or (root_repo is None and binds_only_local(root)))
+    local_root = root if serves_any else None
+    return choose(
+        repo, installation, found, local_root=local_root, directory_set=directory is not None
+    )
