@@ -2,7 +2,8 @@
 
 `render(snapshot)` is pure: every value from the store or a payload is HTML-escaped, and the
 snapshot holds no secret (the store keeps none). `local_batches(root)` reads the batches whose
-run-state lives under the served project (`pairbot serve --dev`, or a worker's checkout); a
+run-state lives under the served project (`pairbot serve --dev`, or a worker's checkout), and
+`worker_batches(root, checkouts)` those of every checkout the worker runs steps on; a
 GitHub App whose steps run in Actions keeps its run-state on the repositories' `pair-state`
 branches, so there its cards come from the job queue instead.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,6 +40,7 @@ class BatchView:
     why: str = ""
     changes: tuple[ChangeView, ...] = ()
     error: str = ""
+    checkout: str = ""  # the repository directory under PAIR_WORKER_CHECKOUTS; "" for the root
 
 
 @dataclass(frozen=True)
@@ -118,14 +120,17 @@ def render(snapshot: Snapshot) -> str:
     )
     batch_rows: list[tuple[object, ...]] = []
     for batch in snapshot.batches:
+        where = batch.checkout or "(root)"
         if batch.error:
-            batch_rows.append((batch.name, "", "error", batch.error))
+            batch_rows.append((where, batch.name, "", "error", batch.error))
             continue
         state = "done" if batch.done else batch.why or "in progress"
-        batch_rows.append((batch.name, "", state, batch.next))
-        batch_rows += [("", c.name, c.status, c.next) for c in batch.changes]
+        batch_rows.append((where, batch.name, "", state, batch.next))
+        batch_rows += [("", "", c.name, c.status, c.next) for c in batch.changes]
     batches = _table(
-        ("batch", "change", "status", "next step"), batch_rows, "No batches under this project."
+        ("checkout", "batch", "change", "status", "next step"),
+        batch_rows,
+        "No batches under this project.",
     )
     card_rows = [
         (
@@ -181,6 +186,27 @@ as of {_e(_when(snapshot.now))}</p>
 {deliveries}
 </body></html>
 """
+
+
+def worker_batches(root: Path, checkouts: Path | None) -> list[BatchView]:
+    """The batches of the root and of every checkout under `checkouts` (`<owner>/<name>`, the
+    layout `PAIR_WORKER_CHECKOUTS` holds; see app.web.checkouts), each labelled with its
+    repository directory. Blocking file reads."""
+    views = local_batches(root)
+    if checkouts is None:
+        return views
+    for owner in _directories(checkouts):
+        for repo in _directories(owner):
+            label = f"{owner.name}/{repo.name}"
+            views += [replace(v, checkout=label) for v in local_batches(repo)]
+    return views
+
+
+def _directories(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []  # a checkouts directory that vanished shows nothing rather than an error
 
 
 def local_batches(root: Path) -> list[BatchView]:

@@ -91,7 +91,7 @@ def serve(
     import uvicorn  # noqa: PLC0415  # only `serve` needs the server
 
     from app.web.app import create_app  # noqa: PLC0415
-    from app.web.dashboard import local_batches  # noqa: PLC0415
+    from app.web.dashboard import worker_batches  # noqa: PLC0415
     from app.web.worker import cycle_executor  # noqa: PLC0415
 
     if dev and not is_loopback(host):
@@ -111,7 +111,7 @@ def serve(
             # --dev answers every repository on the root's local forge: the root runs them all
             any_repository=settings.forge == "local",
         ),
-        batches=lambda: local_batches(root),
+        batches=lambda: worker_batches(root, settings.worker_checkouts),
     )
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

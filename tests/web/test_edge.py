@@ -368,6 +368,30 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
     assert "broken" in text and "error" in text
 
 
+def test_the_status_page_lists_the_batches_of_every_worker_checkout(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    from app.demo import prepare
+    from app.web.dashboard import worker_batches
+
+    root = tmp_path / "root"
+    root.mkdir()
+    checkouts = tmp_path / "checkouts"
+    prepare(checkouts / "octo" / "svc")
+    (checkouts / "octo" / "empty").mkdir(parents=True)  # a checkout with no batch shows none
+    (checkouts / "stray-file").write_text("not a directory\n")
+    app = create_app(
+        app_settings(tmp_path),
+        github=github_forges(fake),
+        batches=lambda: worker_batches(root, checkouts),
+    )
+    with served(app) as running:
+        text = running.get("/").text
+    assert "octo/svc" in text and "hello" in text and "propose" in text
+    assert "octo/empty" not in text
+    assert worker_batches(root, tmp_path / "gone") == []  # a vanished directory shows nothing
+
+
 # -- Azure DevOps ---------------------------------------------------------------------------------
 
 ADO_USER, ADO_PASSWORD = "pairbot-hooks", "correct horse battery staple"
