@@ -219,6 +219,9 @@ class ReplyOrigin:
     target: Target
     comment_id: str
     line: str | None  # `/pair <verb>`; None for a scope decision
+    # Set for a command the App dispatched: its tracking comment says "queued … runs next"
+    # in this run, so a failure rewrites it (a comment the Action saw itself announced nothing).
+    announced_by: str | None = None
 
 
 def reply_origin(intent: Intent, trigger: str) -> ReplyOrigin | None:
@@ -230,7 +233,9 @@ def reply_origin(intent: Intent, trigger: str) -> ReplyOrigin | None:
     if isinstance(intent, Run) and intent.request.comment is not None:
         request, comment = intent.request, intent.request.comment
         target = Target("pull" if comment.on_pull else "card", request.card)
-        return ReplyOrigin(target, comment.id, f"/{trigger} {request.verb}")
+        return ReplyOrigin(
+            target, comment.id, f"/{trigger} {request.verb}", announced_by=comment.author_login
+        )
     if isinstance(intent, ScopeDecision):
         return ReplyOrigin(Target("pull", intent.pull), intent.comment_id, None)
     return None
@@ -242,14 +247,25 @@ async def _answer(env: CycleEnv, origin: ReplyOrigin, reason: str, fallback: str
     A reply that cannot be posted is reported on stderr and changes nothing else: the error
     that stopped the command is what the run reports.
     """
-    from app.domain.replies import comment_reply_marker, could_not_run  # noqa: PLC0415
+    from app.domain.replies import (  # noqa: PLC0415
+        comment_reply_marker,
+        could_not_run,
+        failed_tracking_body,
+    )
     from hosts.errors import HostError  # noqa: PLC0415
+    from hosts.markers import make_marker  # noqa: PLC0415
 
     target = origin.target
     host = env.hosts.code if target.kind == "pull" else env.hosts.pm
     marker = comment_reply_marker(target.number, origin.comment_id, fallback)
     try:
         await host.upsert_comment(target, marker, could_not_run(origin.line, reason))
+        if origin.announced_by is not None and origin.line is not None:
+            await host.upsert_comment(
+                target,
+                make_marker("tracking", target.number),
+                failed_tracking_body(origin.line, origin.announced_by),
+            )
     except HostError as err:  # its message never carries a token (hosts.errors)
         print(f"pairbot: could not answer the comment: {err}", file=sys.stderr, flush=True)
     except Exception as err:  # a bug here must not hide the command's error

@@ -3,6 +3,7 @@
     inline_code(text)                         `text` as inline code that never formats
     comment_reply_marker(number, comment, …)  `<!-- pair:reply #<n> run:<comment id> -->`
     could_not_run(line, reason)               "pairbot could not run `/pair approve`: <reason>"
+    failed_tracking_body(line, author)        the card's tracking comment after that
 
 A comment gets at most ONE reply from pairbot — a refusal, its usage, help, or why what it
 asked for could not run — upserted under the marker of that comment, so a retried job or a
@@ -53,3 +54,11 @@ def could_not_run(line: str | None, reason: str) -> str:
     decision that stopped with `reason`."""
     what = f"run {inline_code(line)}" if line else "apply this scope decision"
     return f"pairbot could not {what}: {mdtext.inline(reason, REASON_LIMIT)}"
+
+
+def failed_tracking_body(line: str, author: str) -> str:
+    """The card's tracking comment once the command it announced ("queued … runs next", the
+    App's acknowledgement) failed for good: it no longer announces a run that will not come.
+    The reply to the comment says why; the card's next step rewrites this."""
+    by = f" (requested by **{mdtext.inline(author, 100)}**)" if author else ""
+    return f"{inline_code(line)}{by} could not run; the reply to that comment says why."

@@ -42,7 +42,12 @@ from typing import Any, Final, Literal, Protocol
 
 from app.domain.commands import Decision, help_text, may_act
 from app.domain.dispatch import PairRequest
-from app.domain.replies import comment_reply_marker, could_not_run, inline_code
+from app.domain.replies import (
+    comment_reply_marker,
+    could_not_run,
+    failed_tracking_body,
+    inline_code,
+)
 from app.errors import BatchLockedError, PairbotError, UserError
 from app.store.base import JobRecord, Store
 from app.web.events import GITHUB, Policy
@@ -236,6 +241,13 @@ class JobHandler:
             await forge.upsert_comment(
                 Target(job.target, job.number), answer.marker, could_not_run(answer.line, reason)
             )
+            if answer.tracking is not None and answer.line is not None:
+                # It said "queued … runs next": left so, it would announce a run that never comes.
+                await forge.upsert_comment(
+                    answer.tracking,
+                    make_marker("tracking", job.number),
+                    failed_tracking_body(answer.line, answer.author),
+                )
         except Exception:
             # The job's own failure is what counts (logged above); this one only adds to it.
             log.exception("%s: the reply to its comment could not be posted", where)
@@ -275,6 +287,9 @@ class JobHandler:
         # on is answered on the comment.
         answer.marker = reply_marker(job.number, job, command.comment.id)
         answer.line = f"/{self.policy().trigger} {request.verb}"
+        # Written below, or by the attempt that reached "dispatching": a failure rewrites it.
+        answer.tracking = target
+        answer.author = command.author.login
         if job.stage != "dispatching":
             if command.comment.id:
                 await self._react(forge, target, command.comment.id)
@@ -352,6 +367,8 @@ class _Answer:
 
     marker: str | None = None
     line: str | None = None  # the command as `/pair <verb>`; None for a scope decision
+    tracking: Target | None = None  # where the tracking comment announced the command
+    author: str = ""
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

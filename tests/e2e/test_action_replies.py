@@ -36,6 +36,9 @@ def test_approve_on_a_card_without_a_cycle_is_answered_once(tmp_path: Path) -> N
             assert "pairbot could not run `/pair approve`: " in replies[0].body
             assert mdtext.inline(message) in replies[0].body
         assert replies[0].user.login == "github-actions[bot]"
+        # A comment the Action saw itself was announced by nobody: no tracking comment appears.
+        tracking = make_marker("tracking", repo.card)
+        assert not [c for c in repo.fake.comments.values() if c.body.startswith(tracking)]
         assert repo.state_journal() == []  # nothing was recorded for the card
         repo.assert_invariants()
 
@@ -57,6 +60,10 @@ def test_a_dispatched_command_that_cannot_run_is_answered_on_its_comment(tmp_pat
         [reply] = [c for c in repo.fake.comments.values() if c.body.startswith(marker)]
         assert "pairbot could not run `/pair retry`: " in reply.body
         assert "has no pairbot cycle yet" in reply.body
+        # The App announced it ("queued … runs next"): the tracking comment now says it failed.
+        tracking = make_marker("tracking", repo.card)
+        [status] = [c for c in repo.fake.comments.values() if c.body.startswith(tracking)]
+        assert f"`/pair retry` (requested by **{MAINTAINER}**) could not run" in status.body
 
 
 def test_a_tick_is_never_answered(tmp_path: Path) -> None:

@@ -60,9 +60,13 @@ def test_a_user_error_is_answered_once_with_its_message(fake: AppGitHub, tmp_pat
     assert "pairbot could not run `/pair approve`: " in reply.body
     assert mdtext.inline(message) in reply.body
     assert reply.user.login == "pairbot[bot]"
-    # Besides the reply, only the tracking comment: nothing else was said.
+    # Besides the reply, only the tracking comment: nothing else was said. It no longer
+    # announces a run that will not come.
     ours = [c for c in fake.comments_on(card) if c.user.login == "pairbot[bot]"]
     assert len(ours) == 2
+    [tracking] = [c for c in ours if c is not reply]
+    assert "runs next" not in tracking.body
+    assert "`/pair approve` (requested by **octocat**) could not run" in tracking.body
     assert fake.unexpected == []
 
 
