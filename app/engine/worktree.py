@@ -86,34 +86,57 @@ def _resolve(root: Path, ref: str) -> str | None:
 
 
 def branch_tip(root: Path, branch: str, base: str, remote: str = "origin") -> str:
-    """The commit a step of `branch` starts from: the remote's branch, the local one, or base.
+    """The commit a step of `branch` starts from: the remote's branch, the local one, or the
+    base — the remote's base when it can be fetched, else the newest local ref of it.
 
     `remote` is a remote's name or a repository path (the local forge's bare repository); it
     is fetched into a private ref, so the user's remote-tracking refs are left alone.
     """
     named = not ("/" in remote or remote.startswith("."))
-    if not named or has_remote(root, remote):
-        private = f"refs/pairbot/tips/{branch}"
-        fetched = subprocess.run(
-            ["git", "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{private}"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT_S,
-            check=False,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-        )
-        tip = _resolve(root, private) if fetched.returncode == 0 else None
+    reachable = not named or has_remote(root, remote)
+    if reachable:
+        tip = _fetch(root, remote, branch, f"refs/pairbot/tips/{branch}")
         if tip is not None:
             return tip
     local = _resolve(root, f"refs/heads/{branch}")
     if local is not None:
         return local
+    # A new card starts from the remote's base as it is now: a long-lived checkout (the App's
+    # worker) would otherwise branch from whatever its remote-tracking ref last saw.
+    if reachable:
+        fresh = _fetch(root, remote, base, f"refs/pairbot/bases/{base}")
+        if fresh is not None:
+            return fresh
     for ref in (f"refs/remotes/{remote}/{base}", f"refs/heads/{base}", base):
         found = _resolve(root, ref)
         if found is not None:
             return found
     raise WorktreeError(f"base branch {base!r} does not exist in {root}")
+
+
+def _fetch(root: Path, remote: str, branch: str, private: str) -> str | None:
+    """`branch` of `remote` fetched into the private ref `private`; its commit, or None when
+    the remote cannot be reached or has no such branch (the caller falls back)."""
+    fetched = subprocess.run(
+        # `--refmap=`: without it git also moves `origin/<branch>` (its "opportunistic"
+        # update), and the user's remote-tracking refs are theirs.
+        [
+            "git",
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--refmap=",
+            remote,
+            f"+refs/heads/{branch}:{private}",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT_S,
+        check=False,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+    )
+    return _resolve(root, private) if fetched.returncode == 0 else None
 
 
 def worktree_path(root: Path, card_key: str) -> Path:
