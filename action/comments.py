@@ -44,18 +44,11 @@ async def handle_comment(
     if isinstance(command, CommandError):
         await _reply(env, target, "usage", f"{command.message}\n\n```text\n{command.usage}\n```")
         return StepResult("nothing-ready", "", "", message=command.message)
-    card = intent.card
-    if intent.is_pull:
-        found = cycle.card_for_pull(env.root, intent.card)
-        if found is None and command.verb != "implement":
-            await _reply(
-                env, target, "usage", f"PR #{intent.card} is not a pairbot card's pull request"
-            )
-            return StepResult("nothing-ready", "", "", message="not a card's pull request")
-        card = found or card
     await code.react(target, intent.comment.id, "eyes")
+    # On a pull request the cycle finds the card behind it (`cycle.handle_request`), for the
+    # App's dispatches as for this comment.
     request = PairRequest.from_command(
-        card, command, comment=intent.comment, delivery=ctx.run_id or ""
+        intent.card, command, comment=intent.comment, delivery=ctx.run_id or ""
     )
     return await cycle.handle_request(env, request)
 

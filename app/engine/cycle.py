@@ -25,6 +25,7 @@ The agent never holds a forge credential: every host write happens here, after t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     A command that changes the card is recorded with the delivery it came in (the webhook
     delivery id the App forwards), so a redelivered dispatch is recognised and runs nothing.
     """
+    request = _on_its_card(env.root, request)
     card, key = request.card, card_key(request.card)
     locus = RunLocus.for_batch(env.root, key)
     rec = read_card(locus, key)[2]
@@ -153,6 +155,22 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         raise UserError(f"unknown verb {verb!r}")
     humans.record_human(env.root, key, key, verb, request.text or "", now=env.deps.clock())
     return await _recorded(env, locus, request)
+
+
+def _on_its_card(root: Path, request: PairRequest) -> PairRequest:
+    """A command commented on a pull request acts on the card whose cycle opened that pull
+    request (DESIGN.md: a command is a line of an issue or PR comment). The App and the Action
+    both name the number the comment was on; only the run-state knows the card behind it."""
+    if request.comment is None or not request.comment.on_pull:
+        return request
+    card = card_for_pull(root, request.card)
+    if card is not None:
+        return dataclasses.replace(request, card=card)
+    if request.verb == "implement":
+        return request  # a pull request nobody's cycle opened may become a card of its own
+    raise UserError(
+        f"PR #{request.card} is not a pairbot card's pull request; comment on the card's issue"
+    )
 
 
 async def _recorded(

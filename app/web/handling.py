@@ -5,8 +5,9 @@ A `command` job, in order:
     authorize      the author (app.domain.commands.may_act; the permission comes from the
                    collaborator-permission API, cached briefly) — a refused human gets ONE
                    polite reply; a malformed command or `help` gets its usage reply; done
-    acknowledge    👀 on the comment and the card's tracking comment (marker
-                   `tracking #<card>`), "queued `/pair <verb>`…"
+    acknowledge    👀 on the comment and, for a comment on a card, the card's tracking
+                   comment (marker `tracking #<card>`), "queued `/pair <verb>`…" (a command on
+                   a pull request acts on the card behind it, which the cycle finds)
     "dispatching"  recorded before the one effect that is not idempotent — the
                    `repository_dispatch` (execution: actions) or the executor (execution:
                    worker, and always for Azure DevOps) — then the job is done.
@@ -287,14 +288,19 @@ class JobHandler:
         # on is answered on the comment.
         answer.marker = reply_marker(job.number, job, command.comment.id)
         answer.line = f"/{self.policy().trigger} {request.verb}"
+        # A card's tracking comment lives on the card. On a pull request the App cannot know
+        # which card's it is (the run-state knows: the cycle maps it), so there 👀 is the whole
+        # acknowledgement — a "tracking" comment on the PR would never be rewritten again.
+        on_card = target.kind == "card"
         # Written below, or by the attempt that reached "dispatching": a failure rewrites it.
-        answer.tracking = target
+        answer.tracking = target if on_card else None
         answer.author = command.author.login
         if job.stage != "dispatching":
             if command.comment.id:
                 await self._react(forge, target, command.comment.id)
-            body = tracking_body(request, self.policy().trigger, self._where(job))
-            await forge.upsert_comment(target, make_marker("tracking", job.number), body)
+            if on_card:
+                body = tracking_body(request, self.policy().trigger, self._where(job))
+                await forge.upsert_comment(target, make_marker("tracking", job.number), body)
         return await self._deliver(job, request)
 
     async def _authorize(self, forge: Forge, job: JobRecord, author: Commenter) -> Decision:

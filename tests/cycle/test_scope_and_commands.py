@@ -207,6 +207,34 @@ def test_a_redelivered_command_runs_nothing(tmp_path: Path) -> None:
     assert len([e for e in project.cycle_events("command") if e["delivery"] == "d-1"]) == 1
 
 
+def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) -> None:
+    """The App forwards a PR comment's command with the PR's number (it cannot know the card);
+    the cycle finds the card behind the pull request. A PR no cycle opened is refused."""
+    from app.domain.commands import Command, parse_commands
+    from app.domain.dispatch import CommentRef, PairRequest
+    from app.engine.cycle import handle_request
+
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["crash", "ok"]})
+    project.command("implement")
+    assert project.until_quiet()[-1].status == "blocked"  # the reviewer crashed; a PR is open
+    pull = project.pull()
+    assert pull is not None and pull != project.card
+
+    def on_pull(number: int, text: str, delivery: str) -> PairRequest:
+        parsed = parse_commands(f"/pair {text}")[0]
+        assert isinstance(parsed, Command)
+        ref = CommentRef(id="c-1", author_login="octocat", author_id=1, on_pull=True)
+        return PairRequest.from_command(number, parsed, comment=ref, delivery=delivery)
+
+    resumed = asyncio.run(handle_request(project.env(), on_pull(pull, "retry", "d-1")))
+    assert resumed.result.transition == "verify" and resumed.result.state == "advanced"
+    assert [e["delivery"] for e in project.cycle_events("command")][-1] == "d-1"
+    assert not (project.root / ".pair" / "batches" / f"card-{pull}").exists()
+    with pytest.raises(UserError, match=f"PR #{pull + 7} is not a pairbot card's pull request"):
+        asyncio.run(handle_request(project.env(), on_pull(pull + 7, "status", "d-2")))
+
+
 def test_the_apps_worker_executor_runs_a_real_cycle_step(tmp_path: Path) -> None:
     from app.domain.commands import Command, parse_commands
     from app.domain.dispatch import PairRequest

@@ -225,6 +225,26 @@ def test_help_is_answered_by_the_app(fake: AppGitHub, tmp_path: Path) -> None:
     assert fake.dispatches == []
 
 
+def test_a_command_on_a_pull_is_acknowledged_with_eyes_only_and_dispatched(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    """The App cannot know which card a pull request is (the cycle maps it): no "tracking"
+    comment on the pull, which nothing would ever rewrite; the PR's number is dispatched."""
+    pull = fake.seed_pull("pair/card-3")
+    comment = fake.add_comment(pull, "/pair retry", "octocat")
+    payload = comment_event(fake, pull, comment, "/pair retry", fake.users["octocat"], on_pull=True)
+    with serve_for(fake, tmp_path) as app:
+        assert app.deliver("issue_comment", payload).status_code == 202
+        app.wait_idle()
+    assert ("comment", comment, "eyes", "pairbot[bot]") in fake.reactions
+    assert [c for c in fake.comments_on(pull) if c.user.login == "pairbot[bot]"] == []
+    [dispatched] = fake.dispatches
+    request = PairRequest.from_payload(dispatched["client_payload"])
+    assert (request.card, request.verb) == (pull, "retry")
+    assert request.comment is not None and request.comment.on_pull
+    assert fake.unexpected == []
+
+
 def test_a_scope_decision_on_a_pull_is_dispatched_for_the_cycle_to_apply(
     fake: AppGitHub, tmp_path: Path
 ) -> None:
