@@ -282,6 +282,8 @@ def _host_variables(ctx: ActionContext) -> dict[str, str]:
     variables = {
         "PAIR_GITHUB_REPOSITORY": settings.github_repository or "",
         "PAIR_GITHUB_API_URL": settings.github_api_url,
+        # Always set: an inherited "true" must not survive a run that minted an App token.
+        "PAIR_GITHUB_TOKEN_IS_ACTIONS": "true" if settings.github_token_is_actions else "",
     }
     if settings.github_token is not None:
         variables["PAIR_GITHUB_TOKEN"] = settings.github_token.get_secret_value()

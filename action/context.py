@@ -47,6 +47,7 @@ __all__ = [
     "ENV_INSTALLATION_ID",
     "ENV_LOCK_WAIT_S",
     "ENV_STALE_AFTER_S",
+    "ENV_TOKEN_IS_ACTIONS",
     "INPUTS",
     "ActionContext",
     "Until",
@@ -85,6 +86,7 @@ INPUTS: Final[tuple[str, ...]] = (
 # Action knows the App's installation (to mint and refresh its own tokens) and its bot login.
 ENV_INSTALLATION_ID: Final = "PAIR_GITHUB_INSTALLATION_ID"
 ENV_APP_SLUG: Final = "PAIR_APP_SLUG"
+ENV_TOKEN_IS_ACTIONS: Final = "PAIR_GITHUB_TOKEN_IS_ACTIONS"  # noqa: S105 - a variable name
 
 # Operator knobs for the `pair-state` lock (docs/action.md, "The state branch"): how long a
 # command waits for a running step, and after how long a dead run's lock is reclaimed.
@@ -121,6 +123,8 @@ class ActionContext(BaseModel):
 
     # -- the inputs ------------------------------------------------------------------------
     github_token: SecretStr | None
+    # action.yml: no App token was minted and the github-token input is the run's own token.
+    token_is_actions: bool
     agent: str | None
     agent_command: tuple[str, ...] | None
     locus: Locus | None
@@ -191,6 +195,7 @@ class ActionContext(BaseModel):
             summary_path=_path(env, "GITHUB_STEP_SUMMARY"),
             actor_id=int(actor) if actor is not None else None,
             github_token=SecretStr(token) if token is not None else None,
+            token_is_actions=_get(env, ENV_TOKEN_IS_ACTIONS) == "true",
             agent=agent,
             agent_command=agent_command,
             locus=_locus(env),
@@ -279,6 +284,7 @@ class ActionContext(BaseModel):
             github_app_id=self.app_id if use_app else None,
             github_private_key=self.private_key if use_app else None,
             github_installation_id=self.installation_id if use_app else None,
+            github_token_is_actions=self.token_is_actions and not use_app,
         )
 
     def secrets(self) -> tuple[str, ...]:

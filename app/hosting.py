@@ -35,10 +35,16 @@ class HostSettings(BaseModel):
     github_app_id: str | None = None
     github_private_key: SecretStr | None = None
     github_installation_id: int | None = None
+    # The token is a workflow's own GITHUB_TOKEN: it acts as github-actions[bot], known without
+    # asking GitHub (whose GET /user refuses that token, and counts the refusal).
+    github_token_is_actions: bool = False
     azure_organization_url: str | None = None
     azure_project: str | None = None
     azure_repository: str | None = None
     azure_token: SecretStr | None = None
+    # The SDK's on-disk resource-location cache. The SDK reads AZURE_DEVOPS_CACHE_DIR only when
+    # it is first imported, into module singletons; passed explicitly, it holds for every host.
+    azure_cache_dir: str | None = None
     local_forge: str | None = None
     # GitHub asks for a pause between mutations (secondary rate limits); tests set 0.
     github_write_spacing_s: float = 1.0
@@ -80,10 +86,12 @@ class HostSettings(BaseModel):
             github_app_id=get("PAIR_GITHUB_APP_ID", "PAIR_APP_ID"),
             github_private_key=SecretStr(key) if key else None,
             github_installation_id=int(installation) if installation else None,
+            github_token_is_actions=(get("PAIR_GITHUB_TOKEN_IS_ACTIONS") or "").lower() == "true",
             azure_organization_url=get("PAIR_AZURE_DEVOPS_ORG_URL", "SYSTEM_COLLECTIONURI"),
             azure_project=get("PAIR_AZURE_DEVOPS_PROJECT", "SYSTEM_TEAMPROJECT"),
             azure_repository=get("PAIR_AZURE_DEVOPS_REPOSITORY", "BUILD_REPOSITORY_NAME"),
             azure_token=SecretStr(azure_token) if azure_token else None,
+            azure_cache_dir=get("AZURE_DEVOPS_CACHE_DIR"),
             local_forge=get("PAIR_LOCAL_FORGE"),
         )
 
@@ -127,7 +135,7 @@ def build_host(name: str, settings: HostSettings, root: Path) -> Host:
         forge = Path(settings.local_forge) if settings.local_forge else root / LOCAL_FORGE_DIR
         return LocalHost(forge)
     if name == "github":
-        from hosts.github import GitHubHost  # noqa: PLC0415
+        from hosts.github import ACTIONS_BOT, GitHubHost  # noqa: PLC0415
 
         _need(settings.github_repository, "GITHUB_REPOSITORY (owner/name)", name)
         repo = str(settings.github_repository)
@@ -148,6 +156,7 @@ def build_host(name: str, settings: HostSettings, root: Path) -> Host:
             token=token,
             base_url=settings.github_api_url,
             write_spacing_s=settings.github_write_spacing_s,
+            identity=ACTIONS_BOT if settings.github_token_is_actions else None,
         )
     if name == "azure-devops":
         from hosts.azure_devops import AzureDevOpsHost  # noqa: PLC0415  # the SDK only here
@@ -163,6 +172,7 @@ def build_host(name: str, settings: HostSettings, root: Path) -> Host:
             project=str(settings.azure_project),
             repository=str(settings.azure_repository),
             token=token,
+            cache_dir=settings.azure_cache_dir,
         )
     # The binding has already refused unknown names; this guards direct callers.
     raise ConfigError(f"no adapter named {name!r}")

@@ -294,7 +294,10 @@ class GitHubHost:
         remote_url: str | None = None,
         git: str = "git",
         push_timeout_s: float = 300.0,
+        identity: Author | None = None,
     ) -> None:
+        """`identity`: who the credentials act as, when the caller knows it (the Actions
+        GITHUB_TOKEN is `ACTIONS_BOT`): then `identity()` asks GitHub nothing."""
         owner, _, name = repo.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"repo must be 'owner/name', not {repo!r}")
@@ -322,7 +325,7 @@ class GitHubHost:
         self._publish_lock = asyncio.Lock()
         self._identity_lock = asyncio.Lock()
         self._last_write = float("-inf")
-        self._me: Author | None = None
+        self._me: Author | None = identity
 
         self._creds: Credentials
         self._app: AppInstallation | None = None

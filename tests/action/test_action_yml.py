@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from action.context import ENV_APP_SLUG, ENV_INSTALLATION_ID, INPUTS
+from action.context import ENV_APP_SLUG, ENV_INSTALLATION_ID, ENV_TOKEN_IS_ACTIONS, INPUTS
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -52,7 +52,11 @@ def test_every_input_is_used_by_a_step() -> None:
 
 def test_the_pair_step_passes_every_input_through_env() -> None:
     env: dict[str, str] = step("pair")["env"]
-    assert set(env) == {env_name(n) for n in INPUTS} | {ENV_INSTALLATION_ID, ENV_APP_SLUG}
+    assert set(env) == {env_name(n) for n in INPUTS} | {
+        ENV_INSTALLATION_ID,
+        ENV_APP_SLUG,
+        ENV_TOKEN_IS_ACTIONS,
+    }
     for name in INPUTS:
         assert re.search(rf"\binputs\.{re.escape(name)}\b", env[env_name(name)]), name
     # The App's token, when minted, replaces the default GITHUB_TOKEN.
@@ -60,6 +64,10 @@ def test_the_pair_step_passes_every_input_through_env() -> None:
     assert env["INPUT_GITHUB_TOKEN"] == expected
     assert env[ENV_INSTALLATION_ID] == "${{ steps.app-token.outputs.installation-id }}"
     assert env[ENV_APP_SLUG] == "${{ steps.app-token.outputs.app-slug }}"
+    # Only the run's own token, with no App token minted, is known to be github-actions[bot].
+    assert env[ENV_TOKEN_IS_ACTIONS] == (
+        "${{ steps.app-token.outputs.token == '' && inputs.github-token == github.token }}"
+    )
 
 
 def test_no_run_script_interpolates_an_expression() -> None:

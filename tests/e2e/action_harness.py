@@ -128,6 +128,8 @@ class ActionRepo:
             "GITHUB_STEP_SUMMARY": str(home / "summary.md"),
             "PAIR_TEST_AGENT_DIR": str(self.scratch),
             "PAIR_GITHUB_WRITE_SPACING_S": "0",
+            # What action.yml computes for the default `github-token: ${{ github.token }}`.
+            "PAIR_GITHUB_TOKEN_IS_ACTIONS": "true",
             **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
         }
         process = subprocess.Popen(
@@ -198,6 +200,8 @@ class ActionRepo:
         if pull is not None and self.state_labels(self.card):
             assert self.state_labels(pull) == self.state_labels(self.card)
         assert self.fake.unexpected == [], self.fake.unexpected
+        # The run's own GITHUB_TOKEN is known to act as github-actions[bot]: never asked.
+        assert ("GET", "/user") not in [(m, p) for _, m, p in self.fake.arrivals]
 
     def state_journal(self) -> list[dict[str, Any]]:
         show = subprocess.run(
