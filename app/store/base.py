@@ -188,6 +188,11 @@ class Store(Protocol):
         """The newest deliveries first."""
         ...
 
+    async def last_installation(self, repo: str) -> int | None:
+        """The installation the newest GitHub job of `repo` came from (case-insensitive),
+        None when none is on record: what the worker's scheduled ticks act as."""
+        ...
+
     async def installations(self) -> list[InstallationRecord]:
         """Every known installation."""
         ...

@@ -477,6 +477,18 @@ class SqliteStore:
 
         return await self._run(deliveries)
 
+    async def last_installation(self, repo: str) -> int | None:
+        def last(conn: sqlite3.Connection) -> int | None:
+            # The newest job first by rowid; finished jobs are kept 30 days (prune_jobs).
+            row = conn.execute(
+                "SELECT installation FROM jobs WHERE source = 'github' AND installation IS NOT "
+                "NULL AND repo = ? COLLATE NOCASE ORDER BY id DESC LIMIT 1",
+                (repo,),
+            ).fetchone()
+            return int(row[0]) if row is not None else None
+
+        return await self._run(last)
+
     async def installations(self) -> list[InstallationRecord]:
         def installations(conn: sqlite3.Connection) -> list[InstallationRecord]:
             rows = conn.execute(

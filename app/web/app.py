@@ -53,7 +53,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from app.store.base import Store
+from app.store.base import JobRecord, Store
 from app.store.sqlite import SqliteStore
 from app.web import dashboard
 from app.web.events import AZURE, GITHUB, Policy, Routed, route_azure, route_github
@@ -61,6 +61,7 @@ from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.settings import AppSettings, parse_secret_header
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github
+from app.web.ticker import Tick, Ticker
 from app.web.worker import Worker
 from hosts.errors import HostError
 
@@ -197,6 +198,7 @@ class _Service:
         after_body: Callable[[], Awaitable[None]] | None,
         batches: Callable[[], list[dashboard.BatchView]] | None,
         poll_s: float,
+        tick: Tick | None,
     ) -> None:
         self.settings = settings
         self.secret = settings.require_webhook_secret()
@@ -225,10 +227,20 @@ class _Service:
             policy=lambda: self.policy,
             permissions=PermissionCache(settings.permission_ttl_s, clock),
         )
+        self.ticker = (
+            Ticker(tick, interval_s=settings.tick_s)
+            if tick is not None and settings.tick_s > 0
+            else None
+        )
         self.worker = Worker(
-            store, self.handler, concurrency=settings.worker_concurrency, poll_s=poll_s
+            store, self._handle, concurrency=settings.worker_concurrency, poll_s=poll_s
         )
         self._background: set[asyncio.Task[None]] = set()
+
+    async def _handle(self, job: JobRecord) -> None:
+        await self.handler(job)
+        if self.ticker is not None:
+            self.ticker.wake()  # the card this job touched may have its next step to run
 
     # -- lifespan -------------------------------------------------------------------------------
 
@@ -240,6 +252,8 @@ class _Service:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
         await self.worker.start()
+        if self.ticker is not None:
+            await self.ticker.start()
         log.info(
             "pairbot serves webhooks (execution: %s, store: %s)",
             self.settings.execution,
@@ -250,6 +264,8 @@ class _Service:
         finally:
             for task in list(self._background):
                 task.cancel()
+            if self.ticker is not None:
+                await self.ticker.stop()
             await self.worker.stop()
             await self.github.aclose()
             if self.azure is not None:
@@ -420,6 +436,7 @@ def create_app(
     after_body: Callable[[], Awaitable[None]] | None = None,
     batches: Callable[[], list[dashboard.BatchView]] | None = None,
     poll_s: float = 1.0,
+    tick: Tick | None = None,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -428,7 +445,8 @@ def create_app(
     forges, or the local forge under `forge: local`), `azure` (Azure DevOps from the host
     credentials), `executor` (what runs a job under `execution: worker`), `clock` (the
     permission cache's), `after_body` (awaited right after a body is read: a test uses it to
-    stop a process there), `batches` (the local batches the status page lists).
+    stop a process there), `batches` (the local batches the status page lists), `tick` (what
+    the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`).
     """
     settings.require_webhook_secret()
     if github is None:
@@ -458,6 +476,7 @@ def create_app(
         after_body=after_body,
         batches=batches,
         poll_s=poll_s,
+        tick=tick,
     )
     routes = [
         Route("/webhooks/github", _Endpoint(service.github_webhook), methods=["POST"]),

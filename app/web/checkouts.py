@@ -224,6 +224,13 @@ def _entries(directory: Path, name: str | None) -> list[Path]:
     return [p for p in children if name is None or p.name.casefold() == name.casefold()]
 
 
+def checkout_dirs(directory: Path) -> list[Path]:
+    """Every `<owner>/<name>` directory under `directory` (PAIR_WORKER_CHECKOUTS), sorted;
+    none when it cannot be read. Whether each is a checkout of that repository is
+    `find_checkout`'s to decide; listing them serves the status page and the ticks."""
+    return [repo for owner in _entries(directory, None) for repo in _entries(owner, None)]
+
+
 def find_checkout(
     repo: str,
     installation: int | None,

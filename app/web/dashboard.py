@@ -192,21 +192,13 @@ def worker_batches(root: Path, checkouts: Path | None) -> list[BatchView]:
     """The batches of the root and of every checkout under `checkouts` (`<owner>/<name>`, the
     layout `PAIR_WORKER_CHECKOUTS` holds; see app.web.checkouts), each labelled with its
     repository directory. Blocking file reads."""
+    from app.web.checkouts import checkout_dirs  # noqa: PLC0415  # only the worker's page
+
     views = local_batches(root)
-    if checkouts is None:
-        return views
-    for owner in _directories(checkouts):
-        for repo in _directories(owner):
-            label = f"{owner.name}/{repo.name}"
-            views += [replace(v, checkout=label) for v in local_batches(repo)]
+    for repo in checkout_dirs(checkouts) if checkouts is not None else []:
+        label = f"{repo.parent.name}/{repo.name}"
+        views += [replace(v, checkout=label) for v in local_batches(repo)]
     return views
-
-
-def _directories(path: Path) -> list[Path]:
-    try:
-        return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-    except OSError:
-        return []  # a checkouts directory that vanished shows nothing rather than an error
 
 
 def local_batches(root: Path) -> list[BatchView]:

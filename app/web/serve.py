@@ -90,8 +90,10 @@ def serve(
     """
     import uvicorn  # noqa: PLC0415  # only `serve` needs the server
 
+    from app.store.sqlite import SqliteStore  # noqa: PLC0415
     from app.web.app import create_app  # noqa: PLC0415
     from app.web.dashboard import worker_batches  # noqa: PLC0415
+    from app.web.ticker import checkout_tick  # noqa: PLC0415
     from app.web.worker import cycle_executor  # noqa: PLC0415
 
     if dev and not is_loopback(host):
@@ -100,8 +102,23 @@ def serve(
             f"not {host!r}"
         )
     settings = settings_for(root, env, dev=dev)
+    store = SqliteStore(settings.store)
+    # With execution: actions a repository's scheduled workflow ticks; a worker ticks itself.
+    tick = (
+        checkout_tick(
+            root,
+            env,
+            deps,
+            checkouts=settings.worker_checkouts,
+            installation_of=store.last_installation,
+        )
+        if settings.execution == "worker"
+        else None
+    )
     app = create_app(
         settings,
+        store=store,
+        tick=tick,
         executor=cycle_executor(
             root,
             env,

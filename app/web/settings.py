@@ -57,6 +57,8 @@ class AppSettings(BaseModel):
     # `execution: worker` on several repositories: checkouts as `<dir>/<owner>/<name>`
     # (app.web.checkouts); the root is always a candidate too.
     worker_checkouts: Path | None = None
+    # `execution: worker`: seconds between the worker's own ticks (app.web.ticker); 0: none.
+    tick_s: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
@@ -107,6 +109,7 @@ class AppSettings(BaseModel):
             ado_secret_header=SecretStr(header) if header else None,
             hosts=HostSettings.from_env(host_env),
             worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
+            tick_s=_tick_s(get("PAIR_TICK_S")),
         )
 
     def require_webhook_secret(self) -> bytes:
@@ -196,6 +199,21 @@ def _checkouts_dir(value: str | None, root: Path) -> Path | None:
             "that holds the worker's checkouts as <owner>/<name> (or unset it)"
         )
     return path.resolve()
+
+
+def _tick_s(value: str | None) -> float:
+    if value is None:
+        return 60.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not (seconds == 0 or 1 <= seconds <= 86_400):  # also refuses nan and inf
+        raise ConfigError(
+            f"PAIR_TICK_S={value!r} is not allowed; allowed: 0 (the worker never ticks on its "
+            "own) or a number of seconds from 1 to 86400"
+        )
+    return seconds
 
 
 def _execution(value: str | None) -> Execution:

@@ -1,0 +1,156 @@
+"""Worker mode's schedule: cards advance between commands, one step per tick.
+
+With `execution: actions` a repository's scheduled workflow ticks (`pairbot tick` in the
+Action); with `execution: worker` nothing else would, and a `/pair implement` would run its
+first step and stop there. So the App ticks itself:
+
+    Ticker(tick, interval_s)           started in the app's lifespan when a tick is given
+    checkout_tick(root, env, …)        the production tick: `cycle.tick` on each checkout
+
+A tick is exactly what the Action's scheduled run is — one step of the batch that has waited
+longest (`app.engine.cycle.tick`; a card waiting for a person costs no API call) — on the root
+and on each checkout under PAIR_WORKER_CHECKOUTS in turn, stopping at the first that ran a
+step. After a step the next tick follows at once (a card goes from refinement to a reviewed
+pull request without anyone commenting again), at most `chain` in a row before the interval
+is waited out; after an idle tick the interval is waited, or until `wake()` (a job finished:
+the card it touched may have a step to run). A tick that fails is logged and retried after the
+interval. Ticks and jobs may meet on one card: the cycle's batch lock lets one of them run and
+the other skip (the tick) or retry (the job).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Tick = Callable[[], Awaitable[bool]]  # True when a step ran
+
+
+class Ticker:
+    """Runs `tick` every `interval_s`, back to back while it keeps running steps."""
+
+    def __init__(self, tick: Tick, *, interval_s: float, chain: int = 20) -> None:
+        if interval_s <= 0:
+            raise ValueError("a ticker needs a positive interval (0 turns ticking off upstream)")
+        if chain < 1:
+            raise ValueError("a ticker chains at least one step")
+        self._tick = tick
+        self._interval_s = interval_s
+        self._chain = chain
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.ticks = 0  # how many ticks ran (the status page and tests read it)
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="pairbot-ticker")
+
+    async def stop(self) -> None:
+        # A step cancelled midway is what a killed process leaves: the cycle is built to
+        # resume it (its journal and its pushes are crash-safe).
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        chained = 0
+        while True:
+            self._wakeup.clear()  # before ticking: a wake() during the tick is not lost
+            try:
+                ran = await self._tick()
+            except Exception:
+                log.exception("a scheduled tick failed; the next one is in %.0fs", self._interval_s)
+                ran = False
+            self.ticks += 1
+            if ran and chained + 1 < self._chain:
+                chained += 1
+                await asyncio.sleep(0)  # let the edge and the jobs in between two steps
+                continue
+            chained = 0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), self._interval_s)
+
+
+def checkout_tick(
+    root: Path,
+    env: Mapping[str, str],
+    deps_for: Callable[[Path], Any],
+    *,
+    checkouts: Path | None,
+    installation_of: Callable[[str], Awaitable[int | None]],
+) -> Tick:
+    """The production tick: `cycle.tick` on the root, then on each checkout under `checkouts`
+    (`<owner>/<name>`), until one runs a step.
+
+    A checkout acts as its repository (`app.web.checkouts.checkout_repo`): a GitHub checkout as
+    the installation its last job came from (`installation_of(repo)`, from the store), an
+    Azure DevOps checkout as its project and repository. A checkout with no batch is skipped
+    before anything is built, so an idle tick reads a directory listing and journals only.
+    """
+
+    known: dict[str, int] = {}  # an installation of a repository changes only on reinstall
+
+    async def installation(repo: str) -> int | None:
+        if repo not in known and (found := await installation_of(repo)) is not None:
+            known[repo] = found
+        return known.get(repo)
+
+    async def tick() -> bool:
+        from app.engine import cycle  # noqa: PLC0415  # lazy: the engine loads on first use
+
+        for path in await asyncio.to_thread(_candidates, root, checkouts):
+            tick_env = await _acting_as(path, env, installation)
+            cycle_env = cycle.CycleEnv.from_environment(path, tick_env, deps_for(path))
+            step = await cycle.tick(cycle_env)
+            result = step.result if isinstance(step, cycle.CardStep) else step
+            if result.state != "nothing-ready":
+                log.info(
+                    "tick on %s: %s %s → %s",
+                    path,
+                    result.change or "?",
+                    result.transition or "-",
+                    result.state,
+                )
+                return True
+        return False
+
+    return tick
+
+
+def _candidates(root: Path, checkouts: Path | None) -> list[Path]:
+    """The root and each `<owner>/<name>` checkout that holds a batch (blocking reads)."""
+    from app.web.checkouts import checkout_dirs  # noqa: PLC0415
+
+    paths = [root, *(checkout_dirs(checkouts) if checkouts is not None else [])]
+    return [p for p in paths if (p / ".pair" / "batches").is_dir()]
+
+
+async def _acting_as(
+    path: Path, env: Mapping[str, str], installation_of: Callable[[str], Awaitable[int | None]]
+) -> dict[str, str]:
+    """The host variables a step on `path` acts with (as `cycle_executor` sets for a job)."""
+    from app.web.checkouts import checkout_repo  # noqa: PLC0415  # runs git: in a thread
+
+    repo = await asyncio.to_thread(checkout_repo, path, env)
+    acting = dict(env)
+    if repo is None:
+        return acting  # the local-forge root: its config names everything
+    if repo.host == "azure-devops":
+        project, _, repository = repo.name.partition("/")
+        acting["PAIR_AZURE_DEVOPS_PROJECT"] = project
+        acting["PAIR_AZURE_DEVOPS_REPOSITORY"] = repository
+        return acting
+    acting["PAIR_GITHUB_REPOSITORY"] = repo.name
+    installation = await installation_of(repo.name)
+    if installation is not None:
+        acting["PAIR_GITHUB_INSTALLATION_ID"] = str(installation)
+    return acting
