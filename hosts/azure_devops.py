@@ -34,7 +34,9 @@ made by the pure modules beside it. What each operation maps to:
                         (pairbot's own packet is never the maintainer's answer)
     merge               PATCH status=completed with lastMergeSourceCommit = the reviewed head (the
                         server refuses a stale one too) and mergeStrategy squash/noFastForward;
-                        a draft is published first; rebase is Unsupported("merge:rebase")
+                        a draft is published first; rebase is Unsupported("merge:rebase"); a
+                        queued completion is polled a bounded number of times (still queued:
+                        merged=False), and one already requested is polled, not requested again
     close               pull: abandon; card: the first Completed-category state of its type
 
 Ids: a card is a work item id; a pull is a pull request id; a card comment's id is its
@@ -1394,6 +1396,10 @@ class AzureDevOpsHost:
                 f"PR #{pull} head is {_commit(pr.last_merge_source_commit)[:12]}, "
                 f"not the reviewed {head_sha[:12]}"
             )
+        if pr.completion_options is not None and str(pr.merge_status) == "queued":
+            # A completion an earlier call requested is still running: wait for it rather than
+            # request it again (a write whose effect on a queued completion is not documented).
+            return await self._await_completion(pull, pr)
         git, _ = _models()
         if pr.is_draft:
             # Azure DevOps cannot complete a draft: publish it first (as GitHub marks it ready).
@@ -1416,7 +1422,11 @@ class AzureDevOpsHost:
             ),
             write=True,
         )
-        # Completion can be queued: poll a bounded number of times.
+        return await self._await_completion(pull, done)
+
+    async def _await_completion(self, pull: int, done: Sdk) -> MergeResult:
+        """Completion can be queued: poll a bounded number of times; merged=False when it is
+        still running after them (the caller asks again later)."""
         for _ in range(self._merge_polls):
             if str(done.status) == "completed":
                 return MergeResult(merged=True, sha=_commit(done.last_merge_commit) or None)

@@ -166,6 +166,17 @@ async def act_on_decision(
         return await publish_status(state, result, status, derived)
     if isinstance(decision, ce.Merge) and pull is not None:
         merged = await state.env.hosts.code.merge(pull.number, decision.head, MERGE_METHOD)
+        if not merged.merged:
+            # Accepted but not done (Azure DevOps completes a PR asynchronously): nothing is
+            # recorded as merged, and the card stays in progress, so the next step looks again.
+            result = StepResult(
+                "advanced",
+                key,
+                "merge",
+                message=f"merge of {decision.head[:12]} requested; PR #{pull.number} is not "
+                "merged yet, the next step checks again",
+            )
+            return await publish_status(state, result, PrState.IN_PROGRESS, derived)
         pub.record("merged", head=decision.head, sha=merged.sha)
         rec.merged_sha = merged.sha
         result = StepResult(
@@ -389,7 +400,9 @@ def tracking_steps(state: CardState) -> tuple[TrackingStep, ...]:
     return tuple(steps)
 
 
-_PULL_URL = re.compile(r"^(?P<repo>https?://[^\s]+?)/pull/\d+$")
+# A PR's web page is `<repo>/pull/<n>` on GitHub and `<repo>/pullrequest/<n>` on Azure Repos;
+# on both a commit's page is `<repo>/commit/<sha>`.
+_PULL_URL = re.compile(r"^(?P<repo>https?://[^\s]+?)/(?:pull|pullrequest)/\d+$")
 
 
 def _tokens(usage: Any) -> int | None:

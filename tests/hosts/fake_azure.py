@@ -24,7 +24,8 @@ the api-version, records every request, answers 404 to anything it does not know
 that in `unexpected` (the fixture fails a test on it), and can inject failures: a status instead
 of the answer (`fail_next`), a 5xx after the write was stored (`fail_after_store`), or a
 `Retry-After` on a successful answer (`delay_next`); `complete_async` makes PR completion
-queue (answered `active`/`queued`, merged on the next read) as it can on the service.
+queue (answered `active`/`queued`, merged on a later read) as it can on the service, and
+`queued_reads` is how many reads still find it queued (0: it merges on the next read).
 
 The outside world's moves — a human filing a work item, commenting, opening a PR, pushing to a
 PR's branch (a new iteration) — are methods that change the state directly, never over HTTP, so
@@ -346,8 +347,9 @@ class FakeAzureDevOps:
         )
         self.people = [self.pairbot, self.human, self.bot]
         # Completion is asynchronous on Azure DevOps: when set, a completed PATCH answers
-        # `active`/`queued` and the merge happens on the next read of the pull request.
+        # `active`/`queued` and the merge happens on a later read of the pull request.
         self.complete_async = False
+        self.queued_reads = 0  # reads of a queued PR answered `queued` before it merges
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._git_init()
@@ -1200,7 +1202,9 @@ class FakeAzureDevOps:
 
     def _get_pr(self, req: _Request, *, project: str, repo: str, number: str) -> tuple[int, Any]:
         pr = self._pr(project, repo, number)
-        if pr.queued is not None:
+        if pr.queued is not None and self.queued_reads > 0:
+            self.queued_reads -= 1  # the service is still merging
+        elif pr.queued is not None:
             strategy, pr.queued = pr.queued, None
             pr.merge_status = "succeeded"
             self._complete(pr, strategy)

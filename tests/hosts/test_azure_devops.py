@@ -39,7 +39,7 @@ from hosts.errors import (
 )
 from hosts.labels import PrState
 from hosts.markers import make_marker
-from hosts.models import Target, Upserted
+from hosts.models import MergeResult, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for azure-devops
 from tests.hosts.contract import ContractHarness
 from tests.hosts.fake_azure import (
@@ -450,6 +450,20 @@ def test_a_queued_completion_is_polled(
     assert result.merged
     assert result.sha == fake.pull(pull).merge_commit
     assert clock.sleeps == [1.0]
+
+
+def test_a_completion_still_queued_after_the_polls_is_not_merged_and_not_requested_twice(
+    fake: FakeAzureDevOps, cache_dir: Path, clock: Clock
+) -> None:
+    host = make_host(fake, cache_dir, clock, merge_polls=2)
+    fake.complete_async, fake.queued_reads = True, 3
+    pull = fake.seed_pull("pair/slow")
+    head = fake.head_of(pull)
+    assert run(host.merge(pull, head, "squash")) == MergeResult(merged=False)
+    assert fake.pull(pull).status == "active"
+    again = run(host.merge(pull, head, "squash"))  # the completion finishes meanwhile
+    assert (again.merged, again.sha) == (True, fake.pull(pull).merge_commit)
+    assert fake.count("PATCH", rf"pullRequests/{pull}$") == 1
 
 
 def test_a_merge_that_fails_after_queueing_is_a_conflict(
