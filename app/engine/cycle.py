@@ -112,9 +112,11 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     locus = RunLocus.for_batch(env.root, key)
     rec = read_card(locus, key)[2]
     if request.delivery and request.delivery in rec.deliveries:
+        _forget_tracking(env, locus, request)
         return await advance_card(env, card, run=False)
     if request.verb in ("implement", "refine"):
         write_manifest(env.root, card, request.args.get("agent"))
+        _forget_tracking(env, locus, request)
         data: dict[str, Any] = {"event": "bound", "card": card, "mode": request.verb}
         data["run"] = rec.run_id or uuid.uuid4().hex[:12]
         data.update({k: v for k, v in request.args.items() if k in _BOUND_KEYS})
@@ -124,6 +126,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         raise UserError(
             f"card #{card} has no pairbot cycle yet; comment `/pair implement` on it first"
         )
+    _forget_tracking(env, locus, request)
     if request.verb == "help":
         step = await advance_card(env, card, run=False)
         publisher = publisher_for(env, card, locus)
@@ -171,6 +174,19 @@ def _on_its_card(root: Path, request: PairRequest) -> PairRequest:
     raise UserError(
         f"PR #{request.card} is not a pairbot card's pull request; comment on the card's issue"
     )
+
+
+def _forget_tracking(env: CycleEnv, locus: RunLocus, request: PairRequest) -> None:
+    """A command commented on the card was announced by the App in the card's tracking comment
+    ("queued `/pair …`", app/web/handling.py), so the digest the journal holds no longer
+    describes that comment: forget it, or a step whose own body is unchanged (`/pair status`,
+    a card that waits) would leave "queued … runs next" standing for good. Where nothing
+    announced the command (the Action's own comment path) the republish is a read that finds
+    the body unchanged and writes nothing."""
+    if request.comment is None or request.comment.on_pull:
+        return  # the App writes no tracking comment for a command on a pull request
+    data = {"event": "tracking", "digest": None}
+    journal_event(locus, env.deps.clock, kind="cycle", key=card_key(request.card), data=data)
 
 
 async def _recorded(

@@ -19,7 +19,8 @@ re-run tick knows what is already published and never does it twice:
     abandoned        {}
     command          {verb, delivery}            a command applied (its delivery is never re-run)
     label            {state}                     the `pr-state:*` label last set (card and PR)
-    tracking         {digest}                    the tracking comment's last body digest
+    tracking         {digest}                    the tracking comment's last body digest (null:
+                                                 another writer changed it; publish it again)
 
 `fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
 """
@@ -163,4 +164,5 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         rec.label = str(data.get("state"))
         rec.label_pr = data.get("pr") if isinstance(data.get("pr"), int) else None
     elif event == "tracking":
-        rec.tracking_digest = str(data.get("digest"))
+        digest = data.get("digest")  # null: the comment was rewritten by someone else
+        rec.tracking_digest = str(digest) if digest is not None else None

@@ -207,6 +207,38 @@ def test_a_redelivered_command_runs_nothing(tmp_path: Path) -> None:
     assert len([e for e in project.cycle_events("command") if e["delivery"] == "d-1"]) == 1
 
 
+def test_a_command_the_app_announced_on_the_tracking_comment_republishes_it(
+    tmp_path: Path,
+) -> None:
+    """The App acknowledges a card comment by rewriting the card's tracking comment to "queued
+    `/pair …`" (app/web/handling.py); the step must write the card's state back even when its
+    own body is unchanged, or "queued … runs next" would stand for good."""
+    from app.domain.commands import Command, parse_commands
+    from app.domain.dispatch import CommentRef, PairRequest
+    from app.engine.cycle import handle_request
+    from hosts.markers import make_marker
+
+    project = CardProject.create(tmp_path)
+    project.command("implement")
+    assert project.until_quiet()[-1].status == "ready-for-merge"
+    project.command("status")  # the body a `/pair status` writes, now recorded
+    marker = make_marker("tracking", project.card)
+
+    def tracking() -> str:
+        (body,) = [c["body"] for c in project.comments(project.card) if marker in c["body"]]
+        return str(body)
+
+    before = tracking()
+    queued = "queued `/pair status` (requested by **octocat**); it runs next in pairbot's worker."
+    asyncio.run(project.host.upsert_comment(Target("card", project.card), marker, queued))
+    parsed = parse_commands("/pair status")[0]
+    assert isinstance(parsed, Command)
+    ref = CommentRef(id="c-1", author_login="octocat", author_id=1)
+    request = PairRequest.from_command(project.card, parsed, comment=ref, delivery="d-1")
+    asyncio.run(handle_request(project.env(), request))
+    assert tracking() == before
+
+
 def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) -> None:
     """The App forwards a PR comment's command with the PR's number (it cannot know the card);
     the cycle finds the card behind the pull request. A PR no cycle opened is refused."""
