@@ -44,7 +44,7 @@ from app.hosting import BoundHosts
 from app.runtime.process import ProcessRuntime
 from hosts.azure_devops import AzureDevOpsHost, split_tags
 from tests.conftest import agent_env
-from tests.cycle.harness import git, project_config
+from tests.cycle.harness import card_journal, cycle_events, git, project_config
 from tests.hosts.fake_azure import ORG, PROJECT, REPO, FakeAzureDevOps
 
 TOKEN = "azdopat" + "3" * 45  # shaped like a PAT; never a real one
@@ -214,15 +214,10 @@ class AzureCardProject:
         )
 
     def journal(self) -> list[dict[str, Any]]:
-        path = self.root / ".pair" / "batches" / f"card-{self.card}" / "run" / "journal.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line]
+        return card_journal(self.root, self.card)
 
     def cycle_events(self, event: str) -> list[dict[str, Any]]:
-        return [
-            r["data"]
-            for r in self.journal()
-            if r.get("kind") == "cycle" and r.get("data", {}).get("event") == event
-        ]
+        return cycle_events(self.journal(), event)
 
     def agent_calls(self) -> list[dict[str, Any]]:
         log = self.scratch / "agent-log.jsonl"

@@ -57,6 +57,29 @@ def project_config(
     }
 
 
+def card_journal(root: Path, card: int) -> list[dict[str, Any]]:
+    """The records of card `card`'s journal in the checkout at `root` (none yet: [])."""
+    path = root / ".pair" / "batches" / f"card-{card}" / "run" / "journal.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def cycle_events(records: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    """The data of a journal's `cycle` entries of one event, in order."""
+    return [
+        r["data"]
+        for r in records
+        if r.get("kind") == "cycle" and r.get("data", {}).get("event") == event
+    ]
+
+
+def scope_decision_comment(baseline: str, item: dict[str, Any]) -> str:
+    """A maintainer's scope-decision comment: one decision on the packet of `baseline`."""
+    body = {"schemaVersion": 1, "scopeBaselineHash": baseline, "decisions": [item]}
+    return f"My decision:\n```json\n{json.dumps(body)}\n```\n"
+
+
 def git(root: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
@@ -165,15 +188,10 @@ class CardProject:
         return json.loads(path.read_text()) if path.exists() else {}
 
     def journal(self) -> list[dict[str, Any]]:
-        path = self.root / ".pair" / "batches" / f"card-{self.card}" / "run" / "journal.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line]
+        return card_journal(self.root, self.card)
 
     def cycle_events(self, event: str) -> list[dict[str, Any]]:
-        return [
-            r["data"]
-            for r in self.journal()
-            if r.get("kind") == "cycle" and r.get("data", {}).get("event") == event
-        ]
+        return cycle_events(self.journal(), event)
 
     def marker_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

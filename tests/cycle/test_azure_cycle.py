@@ -25,6 +25,7 @@ from app.engine.cardstate import CardStep
 from app.engine.step import StepResult
 from hosts.models import Author
 from tests.cycle.azure_harness import TOKEN, AzureCardProject
+from tests.cycle.harness import scope_decision_comment
 from tests.hosts.fake_azure import REPO, FakeAzureDevOps, running
 
 Make = Callable[..., AzureCardProject]
@@ -231,11 +232,6 @@ def _converge_with_a_proposal(project: AzureCardProject) -> tuple[int, str, int]
     return pull, baseline, int(packet["id"])
 
 
-def _decision(baseline: str, item: dict[str, Any]) -> str:
-    body = {"schemaVersion": 1, "scopeBaselineHash": baseline, "decisions": [item]}
-    return f"My decision:\n```json\n{json.dumps(body)}\n```\n"
-
-
 @pytest.mark.parametrize(
     ("item", "transitions"),
     [
@@ -262,7 +258,7 @@ def test_a_scope_decision_replied_in_the_packet_thread_is_applied_once(
     project = make()
     pull, baseline, thread = _converge_with_a_proposal(project)
     items_before = fake.seed_card("probe", "")  # work items and PRs share one id sequence
-    comment = fake.reply_as(fake.human.author, pull, thread, _decision(baseline, item))
+    comment = fake.reply_as(fake.human.author, pull, thread, scope_decision_comment(baseline, item))
     first = project.scope_decision(pull, comment)
     assert isinstance(first, CardStep)
     assert first.result.transition == "scope-decision"
@@ -295,7 +291,7 @@ def test_a_scope_decision_from_someone_else_is_refused_once(
     pull, baseline, thread = _converge_with_a_proposal(project)
     mallory = Author(login="mallory@fabrikam.example", id="6d6f6c6c-0000-4000-8000-000000000666")
     comment = fake.reply_as(
-        mallory, pull, thread, _decision(baseline, {"id": "sc-1", "action": "ignore"})
+        mallory, pull, thread, scope_decision_comment(baseline, {"id": "sc-1", "action": "ignore"})
     )
     step = project.scope_decision(pull, comment)
     assert isinstance(step, CardStep) and step.status == "awaiting-scope-decision"

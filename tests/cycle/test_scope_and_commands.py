@@ -19,7 +19,7 @@ from app.engine.cycle import handle_scope_decision
 from app.errors import UserError
 from hosts.models import Author, Target
 from tests.conftest import PAIRBOT, agent_env
-from tests.cycle.harness import CardProject
+from tests.cycle.harness import CardProject, scope_decision_comment
 
 
 def _converge_with_a_proposal(tmp_path: Path) -> tuple[CardProject, int, str]:
@@ -33,11 +33,6 @@ def _converge_with_a_proposal(tmp_path: Path) -> tuple[CardProject, int, str]:
     packet = next(c for c in project.comments(pull) if "pair:scope-packet" in c["body"])
     baseline = packet["body"].split('"scopeBaselineHash": "')[1].split('"')[0]
     return project, pull, baseline
-
-
-def _decision(baseline: str, item: dict[str, Any]) -> str:
-    body = {"schemaVersion": 1, "scopeBaselineHash": baseline, "decisions": [item]}
-    return f"My decision:\n```json\n{json.dumps(body)}\n```\n"
 
 
 @pytest.mark.parametrize(
@@ -69,7 +64,7 @@ def test_each_scope_action_is_applied_once_and_a_replay_changes_nothing(
 ) -> None:
     project, pull, baseline = _converge_with_a_proposal(tmp_path)
     card_count = len(list((project.forge.root / "cards").glob("*.json")))
-    project.comment_as_maintainer(Target("pull", pull), _decision(baseline, item))
+    project.comment_as_maintainer(Target("pull", pull), scope_decision_comment(baseline, item))
     steps = project.until_quiet()
     assert [s.result.transition for s in steps if s.result.transition] == transitions
     assert steps[-1].status == "ready-for-merge"
@@ -95,7 +90,9 @@ def test_a_decision_from_someone_else_is_refused_with_its_reason(tmp_path: Path)
     project, pull, baseline = _converge_with_a_proposal(tmp_path)
     mallory = Author(login="mallory", id="666")
     project.forge.comment_as(
-        mallory, Target("pull", pull), _decision(baseline, {"id": "sc-1", "action": "ignore"})
+        mallory,
+        Target("pull", pull),
+        scope_decision_comment(baseline, {"id": "sc-1", "action": "ignore"}),
     )
     step = project.step()
     assert step.status == "awaiting-scope-decision"

@@ -236,14 +236,13 @@ def project_files(cycle: Mapping[str, Any] | None = None) -> dict[str, str]:
     return {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello-World\n"}
 
 
-@contextmanager
-def action_repo(tmp: Path, *, cycle: Mapping[str, Any] | None = None) -> Iterator[ActionRepo]:
-    """A served fake GitHub with one card, a bare repository holding the project on `main`."""
+def seed_bare(tmp: Path, files: Mapping[str, str]) -> Path:
+    """`tmp/origin.git`: a bare repository whose `main` holds `files` in one commit."""
     bare = tmp / "origin.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     seed = tmp / "seed"
     seed.mkdir()
-    for name, text in project_files(cycle).items():
+    for name, text in files.items():
         (seed / name).parent.mkdir(parents=True, exist_ok=True)
         (seed / name).write_text(text)
     env = git_env()
@@ -254,6 +253,13 @@ def action_repo(tmp: Path, *, cycle: Mapping[str, Any] | None = None) -> Iterato
         ["git", "push", "-q", str(bare), "main"],
     ):
         subprocess.run(argv, cwd=seed, env=env, check=True, capture_output=True)
+    return bare
+
+
+@contextmanager
+def action_repo(tmp: Path, *, cycle: Mapping[str, Any] | None = None) -> Iterator[ActionRepo]:
+    """A served fake GitHub with one card, a bare repository holding the project on `main`."""
+    bare = seed_bare(tmp, project_files(cycle))
     fake = FakeGitHub(clock=WallClock())
     accept_actions_token(fake)
     fake.user(MAINTAINER)

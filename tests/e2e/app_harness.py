@@ -39,7 +39,8 @@ import httpx
 
 from app.web.signature import sign
 from tests.conftest import PAIRBOT
-from tests.e2e.action_harness import MAINTAINER, project_files
+from tests.cycle.harness import card_journal, cycle_events
+from tests.e2e.action_harness import MAINTAINER, project_files, seed_bare
 from tests.e2e.github_server import WallClock, git_env, serve_fake_github
 from tests.hosts.fake_github import FakeGitHub, rsa_key
 
@@ -144,17 +145,10 @@ class AppWorld:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def journal(self) -> list[dict[str, Any]]:
-        path = self.root / ".pair" / "batches" / f"card-{self.card}" / "run" / "journal.jsonl"
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line]
+        return card_journal(self.root, self.card)
 
     def cycle_events(self, event: str) -> list[dict[str, Any]]:
-        return [
-            r["data"]
-            for r in self.journal()
-            if r.get("kind") == "cycle" and r["data"].get("event") == event
-        ]
+        return cycle_events(self.journal(), event)
 
     def markers(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -169,25 +163,6 @@ class AppWorld:
             ["git", *args], cwd=self.bare, env=git_env(), capture_output=True, text=True, check=True
         )
         return done.stdout.strip()
-
-
-def _seed_bare(tmp: Path) -> Path:
-    bare = tmp / "origin.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    seed = tmp / "seed"
-    seed.mkdir()
-    for name, text in project_files().items():
-        (seed / name).parent.mkdir(parents=True, exist_ok=True)
-        (seed / name).write_text(text)
-    env = git_env()
-    for argv in (
-        ["git", "init", "-q", "-b", "main"],
-        ["git", "add", "-A"],
-        ["git", "commit", "-qm", "init"],
-        ["git", "push", "-q", str(bare), "main"],
-    ):
-        subprocess.run(argv, cwd=seed, env=env, check=True, capture_output=True)
-    return bare
 
 
 def operator_checkout(fake: FakeGitHub, base_url: str, dest: Path, home: Path) -> Path:
@@ -240,7 +215,7 @@ def app_env(
 @contextmanager
 def app_world(tmp: Path) -> Iterator[AppWorld]:
     """A fake GitHub with one card on a bare repository, and `pairbot serve` in worker mode."""
-    bare = _seed_bare(tmp)
+    bare = seed_bare(tmp, project_files())
     fake = FakeGitHub(clock=WallClock())
     fake.user(MAINTAINER)
     card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
