@@ -26,7 +26,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -34,7 +34,7 @@ from action.context import ActionContext
 from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
 from app.domain.commands import CommandError
-from app.errors import PairbotError, UserError
+from app.errors import CommandNotRun, PairbotError, UserError
 from hosts.models import Target
 
 if TYPE_CHECKING:
@@ -207,6 +207,8 @@ async def _act(
     except UserError as err:
         origin = reply_origin(intent, ctx.trigger)
         if origin is not None:
+            if isinstance(err, CommandNotRun):  # the cycle wrote the card's status back
+                origin = replace(origin, announced_by=None)
             await _answer(cycle_env, origin, str(err), ctx.run_id or "action")
         raise  # still the `::error::` line and exit code 2 (`main`)
     return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")

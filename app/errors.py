@@ -30,6 +30,12 @@ class UserError(PairbotError):
     exit_code = 2
 
 
+class CommandNotRun(UserError):
+    """A command its card's cycle refused, after writing the card's own status back into its
+    tracking comment (which the App's acknowledgement had replaced): the reply to the command
+    says why, and the tracking comment must not be touched again."""
+
+
 class ConfigError(UserError):
     """A `.pair/` file failed validation; nothing ran and no run-state was touched."""
 

@@ -60,7 +60,7 @@ from app.engine.runner import ChangeStepContext, run_change_step
 from app.engine.runstate import RunLocus, read_parks
 from app.engine.step import StepResult, journal_event, parked_result
 from app.engine.transition import Derivation, Transition, derive_change, read_change_disk
-from app.errors import BatchLockedError, UserError
+from app.errors import BatchLockedError, CommandNotRun, UserError
 from app.settings import resolve_settings
 from hosts.cardhash import card_hash
 from hosts.labels import PrState
@@ -108,6 +108,24 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     delivery id the App forwards), so a redelivered dispatch is recognised and runs nothing.
     """
     request = _on_its_card(env.root, request)
+    try:
+        return await _apply_request(env, request)
+    except UserError as err:
+        key = card_key(request.card)
+        if isinstance(err, CommandNotRun) or not _has_cycle(env.root, key):
+            raise  # no cycle: no status of the card's own to put back
+        # The App announced this command in the card's tracking comment: put the card's own
+        # status back before the refusal is answered (the reply says why nothing ran).
+        _forget_tracking(env, RunLocus.for_batch(env.root, key), request)
+        await advance_card(env, request.card, run=False)
+        raise CommandNotRun(str(err)) from err
+
+
+def _has_cycle(root: Path, key: str) -> bool:
+    return (root / ".pair" / "batches" / key / "batch.yaml").is_file()
+
+
+async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
     card, key = request.card, card_key(request.card)
     locus = RunLocus.for_batch(env.root, key)
     rec = read_card(locus, key)[2]
@@ -122,7 +140,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         data.update({k: v for k, v in request.args.items() if k in _BOUND_KEYS})
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
         return await _recorded(env, locus, request)
-    if not (env.root / ".pair" / "batches" / key / "batch.yaml").is_file():
+    if not _has_cycle(env.root, key):
         raise UserError(
             f"card #{card} has no pairbot cycle yet; comment `/pair implement` on it first"
         )

@@ -49,7 +49,7 @@ from app.domain.replies import (
     failed_tracking_body,
     inline_code,
 )
-from app.errors import BatchLockedError, PairbotError, UserError
+from app.errors import BatchLockedError, CommandNotRun, PairbotError, UserError
 from app.store.base import JobRecord, Store
 from app.web.events import GITHUB, Policy
 from app.web.forge import Forge, Forges
@@ -210,7 +210,13 @@ class JobHandler:
                 log.exception("%s failed unexpectedly", where)
             # Answered before the job is recorded failed: a crash in between runs the job
             # again, and the reply is upserted by its marker (edited, not posted twice).
-            await self._answer_failure(job, answer, failure_reason(error, job.id), where)
+            await self._answer_failure(
+                job,
+                answer,
+                failure_reason(error, job.id),
+                where,
+                restored=isinstance(error, CommandNotRun),
+            )
             await self.store.finish(job.id, "failed", failure.message)
             return
         await self.store.finish(job.id, "done", result)
@@ -232,9 +238,11 @@ class JobHandler:
         return forges(job.repo, job.installation)
 
     async def _answer_failure(
-        self, job: JobRecord, answer: _Answer, reason: str, where: str
+        self, job: JobRecord, answer: _Answer, reason: str, where: str, *, restored: bool
     ) -> None:
-        """The one reply to the comment of a job that failed for good (if it has one)."""
+        """The one reply to the comment of a job that failed for good (if it has one); and its
+        tracking comment says the command could not run, unless the card's cycle already wrote
+        the card's own status back there (`restored`: a `CommandNotRun`)."""
         if answer.marker is None:
             return  # no comment, or its author was never authorized: nothing to answer
         try:
@@ -242,7 +250,7 @@ class JobHandler:
             await forge.upsert_comment(
                 Target(job.target, job.number), answer.marker, could_not_run(answer.line, reason)
             )
-            if answer.tracking is not None and answer.line is not None:
+            if answer.tracking is not None and answer.line is not None and not restored:
                 # It said "queued … runs next": left so, it would announce a run that never comes.
                 await forge.upsert_comment(
                     answer.tracking,

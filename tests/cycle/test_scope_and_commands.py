@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from app.engine.cycle import handle_scope_decision
-from app.errors import UserError
+from app.errors import CommandNotRun, UserError
 from hosts.models import Author, Target
 from tests.conftest import PAIRBOT, agent_env
 from tests.cycle.harness import CardProject, scope_decision_comment
@@ -233,6 +233,17 @@ def test_a_command_the_app_announced_on_the_tracking_comment_republishes_it(
     ref = CommentRef(id="c-1", author_login="octocat", author_id=1)
     request = PairRequest.from_command(project.card, parsed, comment=ref, delivery="d-1")
     asyncio.run(handle_request(project.env(), request))
+    assert tracking() == before
+
+    # A command the cycle refuses puts the card's status back too, and says so by its error
+    # (CommandNotRun), so the App's failure reply leaves the tracking comment alone.
+    queued = "queued `/pair approve` (requested by **octocat**); it runs next in pairbot's worker."
+    asyncio.run(project.host.upsert_comment(Target("card", project.card), marker, queued))
+    approve = parse_commands("/pair approve")[0]
+    assert isinstance(approve, Command)
+    refused = PairRequest.from_command(project.card, approve, comment=ref, delivery="d-2")
+    with pytest.raises(CommandNotRun, match="not waiting for an approval"):
+        asyncio.run(handle_request(project.env(), refused))
     assert tracking() == before
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.domain import mdtext
-from app.errors import UserError
+from app.errors import CommandNotRun, UserError
 from app.store.sqlite import SqliteStore
 from app.web.app import create_app
 from app.web.events import GITHUB, Policy, route_github
@@ -68,6 +68,30 @@ def test_a_user_error_is_answered_once_with_its_message(fake: AppGitHub, tmp_pat
     assert "runs next" not in tracking.body
     assert "`/pair approve` (requested by **octocat**) could not run" in tracking.body
     assert fake.unexpected == []
+
+
+def test_a_refusal_after_which_the_cycle_restored_the_card_leaves_the_tracking_comment(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    """`CommandNotRun`: the cycle wrote the card's own status back into the tracking comment
+    before refusing; the reply says why, and the tracking comment is not touched again."""
+    card = fake.seed_issue("Card", "")
+    comment = fake.add_comment(card, "/pair approve", "octocat")
+    restored = f"<!-- pair:tracking #{card} -->\nthe card's own status"
+
+    async def executor(job: Job, repo: str, installation: int | None) -> None:
+        tracking = [c for c in fake.comments_on(card) if "pair:tracking" in c.body]
+        tracking[0].body = restored  # what the cycle's republish leaves
+        raise CommandNotRun("card #1 is not waiting for an approval; nothing to approve")
+
+    payload = comment_event(fake, card, comment, "/pair approve", fake.users["octocat"])
+    with serve_worker(fake, tmp_path, executor) as app:
+        assert app.deliver("issue_comment", payload).status_code == 202
+        app.wait_idle()
+    [reply] = replies(fake, card, comment)
+    assert "not waiting for an approval" in reply.body
+    [tracking] = [c for c in fake.comments_on(card) if "pair:tracking" in c.body]
+    assert tracking.body == restored
 
 
 def _handler(fake: AppGitHub, store: SqliteStore, executor: Any) -> JobHandler:
