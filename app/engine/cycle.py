@@ -112,8 +112,9 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
         return await _apply_request(env, request)
     except UserError as err:
         key = card_key(request.card)
-        if isinstance(err, CommandNotRun) or not _has_cycle(env.root, key):
-            raise  # no cycle: no status of the card's own to put back
+        announced = request.comment is not None and not request.comment.on_pull
+        if isinstance(err, CommandNotRun) or not announced or not _has_cycle(env.root, key):
+            raise  # nothing announced it over the card's status, or the card has none
         # The App announced this command in the card's tracking comment: put the card's own
         # status back before the refusal is answered (the reply says why nothing ran).
         _forget_tracking(env, RunLocus.for_batch(env.root, key), request)
