@@ -28,14 +28,10 @@ from typing import Any
 
 import yaml
 
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
 from app.engine.cycle import (
     CardStep,
     CycleEnv,
-    advance_card,
     handle_head_moved,
-    handle_request,
     handle_scope_decision,
     tick,
 )
@@ -44,7 +40,7 @@ from app.hosting import BoundHosts
 from app.runtime.process import ProcessRuntime
 from hosts.azure_devops import AzureDevOpsHost, split_tags
 from tests.conftest import agent_env
-from tests.cycle.harness import card_journal, cycle_events, git, project_config
+from tests.cycle.harness import CardDriver, card_journal, cycle_events, git, project_config
 from tests.hosts.fake_azure import ORG, PROJECT, REPO, FakeAzureDevOps
 
 TOKEN = "azdopat" + "3" * 45  # shaped like a PAT; never a real one
@@ -52,7 +48,7 @@ QUIET = ("nothing-ready", "blocked", "awaiting-approval")
 
 
 @dataclass
-class AzureCardProject:
+class AzureCardProject(CardDriver):
     """A clone of the fake's repository, the fake, a work item, the scripted agent's scratch."""
 
     root: Path
@@ -127,15 +123,6 @@ class AzureCardProject:
             **self.host_options,
         )
         return replace(bound, hosts=BoundHosts(pm=host, code=host))
-
-    def command(self, text: str) -> CardStep:
-        parsed = parse_commands(f"/pair {text}")
-        assert parsed and isinstance(parsed[0], Command), parsed
-        request = PairRequest.from_command(self.card, parsed[0], comment=None)
-        return asyncio.run(handle_request(self.env(), request))
-
-    def step(self) -> CardStep:
-        return asyncio.run(advance_card(self.env(), self.card))
 
     def tick(self) -> CardStep | StepResult:
         return asyncio.run(tick(self.env()))

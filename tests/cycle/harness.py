@@ -12,6 +12,7 @@ Invariants a test can assert after every step: `comments_with(marker)` (one each
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 import subprocess
@@ -91,8 +92,26 @@ def git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+class CardDriver(abc.ABC):
+    """A card's commands and steps, whatever hosts `env()` binds (local, Azure DevOps)."""
+
+    card: int
+
+    @abc.abstractmethod
+    def env(self) -> CycleEnv: ...
+
+    def command(self, text: str) -> CardStep:
+        parsed = parse_commands(f"/pair {text}")
+        assert parsed and isinstance(parsed[0], Command), parsed
+        request = PairRequest.from_command(self.card, parsed[0], comment=None)
+        return asyncio.run(handle_request(self.env(), request))
+
+    def step(self) -> CardStep:
+        return asyncio.run(advance_card(self.env(), self.card))
+
+
 @dataclass
-class CardProject:
+class CardProject(CardDriver):
     """A project, its local forge and the scripted agent's scratch directory."""
 
     root: Path
@@ -143,15 +162,6 @@ class CardProject:
             deps=deps,
             remote=str(self.forge.repo),
         )
-
-    def command(self, text: str) -> CardStep:
-        parsed = parse_commands(f"/pair {text}")
-        assert parsed and isinstance(parsed[0], Command), parsed
-        request = PairRequest.from_command(self.card, parsed[0], comment=None)
-        return asyncio.run(handle_request(self.env(), request))
-
-    def step(self) -> CardStep:
-        return asyncio.run(advance_card(self.env(), self.card))
 
     def until_quiet(self, limit: int = 20) -> list[CardStep]:
         """Advance until a step runs nothing (a park, or the end); every step is checked."""

@@ -182,12 +182,7 @@ class ActionRepo:
         return min(self.fake.pulls) if self.fake.pulls else None
 
     def markers(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for comment in self.fake.comments.values():
-            first = comment.body.splitlines()[0] if comment.body else ""
-            if first.startswith("<!-- pair:"):
-                counts[first] = counts.get(first, 0) + 1
-        return counts
+        return pair_markers(self.fake)
 
     def state_labels(self, number: int) -> list[str]:
         return [lb for lb in self.fake.issues[number].labels if lb.startswith("pr-state:")]
@@ -234,6 +229,16 @@ def read_outputs(path: Path) -> dict[str, str]:
 def project_files(cycle: Mapping[str, Any] | None = None) -> dict[str, str]:
     config = project_config("github", dict(cycle or {}), agent_timeout_ms=120_000)
     return {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello-World\n"}
+
+
+def pair_markers(fake: FakeGitHub) -> dict[str, int]:
+    """How many comments carry each pairbot marker (a count over 1 is a duplicate post)."""
+    counts: dict[str, int] = {}
+    for comment in fake.comments.values():
+        first = comment.body.splitlines()[0] if comment.body else ""
+        if first.startswith("<!-- pair:"):
+            counts[first] = counts.get(first, 0) + 1
+    return counts
 
 
 def seed_bare(tmp: Path, files: Mapping[str, str]) -> Path:

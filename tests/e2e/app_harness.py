@@ -40,7 +40,7 @@ import httpx
 from app.web.signature import sign
 from tests.conftest import PAIRBOT
 from tests.cycle.harness import card_journal, cycle_events
-from tests.e2e.action_harness import MAINTAINER, project_files, seed_bare
+from tests.e2e.action_harness import MAINTAINER, pair_markers, project_files, seed_bare
 from tests.e2e.github_server import WallClock, git_env, serve_fake_github
 from tests.hosts.fake_github import FakeGitHub, rsa_key
 
@@ -151,12 +151,7 @@ class AppWorld:
         return cycle_events(self.journal(), event)
 
     def markers(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for comment in self.fake.comments.values():
-            first = comment.body.splitlines()[0] if comment.body else ""
-            if first.startswith("<!-- pair:"):
-                counts[first] = counts.get(first, 0) + 1
-        return counts
+        return pair_markers(self.fake)
 
     def bare_git(self, *args: str) -> str:
         done = subprocess.run(
