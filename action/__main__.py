@@ -2,9 +2,9 @@
 
     read the Actions environment and the event      action.context, action.event
     mask every secret before anything is printed    action.workflow.mask
-    take the `pair-state` lock (a pushed commit)    app.engine.statebranch — held elsewhere:
+    take the `pair-state` lock (a pushed commit)    action.statebranch — held elsewhere:
                                                     exit cleanly as nothing-ready
-    pull the run-state, act on the intent           app.engine.cycle (one step at most)
+    pull the run-state, act on the intent           app.cycle.driver (one step at most)
     push the run-state, release the lock            even when the step failed
     write outputs and the job summary               status, card, transition, pr
 
@@ -38,7 +38,7 @@ from app.errors import CommandNotRun, PairbotError, UserError
 from hosts.models import Target
 
 if TYPE_CHECKING:
-    from app.engine.cardstate import CycleEnv
+    from app.cycle.state import CycleEnv
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
 
 
 async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: TextIO) -> Outcome:
-    from app.engine.statebranch import StateBranch  # noqa: PLC0415
+    from action.statebranch import StateBranch  # noqa: PLC0415
     from app.engine.step import utc_now  # noqa: PLC0415
 
     root = ctx.workspace
@@ -139,7 +139,7 @@ def _authenticate_git(ctx: ActionContext, root: Path) -> None:
     """
     if ctx.github_token is None:
         return
-    from app.engine.worktree import git  # noqa: PLC0415
+    from app.cycle.worktree import git  # noqa: PLC0415
     from hosts.github_git import push_env  # noqa: PLC0415
 
     url = git(root, "remote", "get-url", "origin", check=False)
@@ -149,7 +149,7 @@ def _authenticate_git(ctx: ActionContext, root: Path) -> None:
 
 def _push(branch: Any, root: Path, run_id: str, status: str, lease: Any) -> None:
     """Commit this run's run-state (journals, parks, card manifests) to `pair-state`."""
-    from app.engine.cardbatch import card_batches, card_key  # noqa: PLC0415
+    from app.cycle.batch import card_batches, card_key  # noqa: PLC0415
 
     cards = [card_key(n) for n in card_batches(root)]
     branch.push(root, f"pairbot: run {run_id} ({status})", lease, card_batches=cards)
@@ -181,7 +181,7 @@ async def _act(
     log: AgentLog,
     save: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    from app.engine import cycle  # noqa: PLC0415
+    from app.cycle import driver as cycle  # noqa: PLC0415
 
     host_env = {**env, **_host_variables(ctx)}
     cycle_env = cycle.CycleEnv.from_environment(ctx.workspace, host_env, _deps(ctx, env, log))

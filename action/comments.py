@@ -13,9 +13,9 @@ from typing import Any
 
 from action.context import ActionContext
 from action.event import Comment
+from app.cycle import driver as cycle
 from app.domain.commands import CommandError, may_act
 from app.domain.dispatch import PairRequest
-from app.engine import cycle
 from app.engine.step import StepResult
 from hosts.markers import make_marker
 from hosts.models import Target

@@ -32,10 +32,10 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from action.statebranch import DEFAULT_STALE_AFTER_S
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.commands import DEFAULT_TRIGGER, UNTIL_VALUES, parse_commands
 from app.engine.manifest import NAME_PATTERN
-from app.engine.statebranch import DEFAULT_STALE_AFTER_S
 from app.errors import UserError
 from app.hosting import HostSettings
 from app.runtime.adapters import ADAPTERS

@@ -23,7 +23,7 @@ from app.errors import PairbotError, UserError
 from app.settings import ResolvedSettings
 
 if TYPE_CHECKING:
-    from app.engine.humans import ReportKind
+    from app.cycle.humans import ReportKind
 
 REPORT_KINDS: dict[str, ReportKind] = {
     "progress": "progress",
@@ -146,9 +146,9 @@ def _pr_opener(env: Mapping[str, str], root: Path) -> Any:
 
     Without them (or outside a project) the PR step blocks and names the remedy instead.
     """
+    from app.cycle.pr_opener import HostPrOpener  # noqa: PLC0415
     from app.domain.binding import resolve_binding  # noqa: PLC0415
     from app.engine.manifest import load_project_config  # noqa: PLC0415
-    from app.engine.pr_opener import HostPrOpener  # noqa: PLC0415
     from app.hosting import HostSettings, build_host  # noqa: PLC0415
 
     try:
@@ -255,7 +255,7 @@ def _card_request(number: str, words: list[str], trigger: str) -> Any:
 
 
 def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
-    from app.engine.cycle import CycleEnv, handle_request, tick  # noqa: PLC0415
+    from app.cycle.driver import CycleEnv, handle_request, tick  # noqa: PLC0415
     from app.engine.manifest import load_project_config  # noqa: PLC0415
 
     project = load_project_config(root)
@@ -279,7 +279,8 @@ def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
 
 
 def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
-    from app.engine import humans, render  # noqa: PLC0415
+    from app.cycle import humans  # noqa: PLC0415
+    from app.engine import render  # noqa: PLC0415
     from app.engine.runner import apply_batch, batch_status  # noqa: PLC0415
 
     verb = args.batch_verb

@@ -48,7 +48,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.e2e.action_harness import REPO_ROOT, ActionRepo, action_repo, read_outputs
-from tests.e2e.github_server import checkout
+from tests.support.github_server import checkout
 
 SCENARIOS = ("no-card", "cycle", "merge")
 IDLE_TARGET = 2  # counted requests per idle tick
@@ -59,9 +59,9 @@ BASELINE_RUNS = 5
 ACTION_IMPORTS = (
     "action.__main__",
     "action.comments",
-    "app.engine.cycle",
-    "app.engine.cycle_report",
-    "app.engine.statebranch",
+    "app.cycle.driver",
+    "app.cycle.report",
+    "action.statebranch",
     "app.runtime.select",
     "hosts.github",
 )
@@ -197,7 +197,7 @@ def _interpreter_s(code: str, runs: int) -> float:
 
 def breakdown(tmp: Path, runs: int) -> dict[str, float]:
     """Where the start-up goes, part by part, each the median of `runs`."""
-    from app.engine.statebranch import StateBranch  # noqa: PLC0415  # the project, on sys.path
+    from action.statebranch import StateBranch  # noqa: PLC0415  # the project, on sys.path
     from app.engine.step import utc_now  # noqa: PLC0415
 
     parts = {

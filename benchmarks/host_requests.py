@@ -7,7 +7,7 @@ the `pair-review` status on the reviewed head, set the `pr-state:*` label. Re-pu
 same thing (a restart, a re-run tick) must be close to free: GitHub's primary limit is 5,000
 requests an hour per installation, and a write also feeds the secondary limits.
 
-Against the fake GitHub (`tests/hosts/fake_github.py`, real response shapes, ETags), for a
+Against the fake GitHub (`tests/support/fake_github.py`, real response shapes, ETags), for a
 GitHub App installation and for a plain token, side by side:
 
     first        a cold host publishes on a fresh pull (identity, token mint, writes, read-backs)
@@ -37,7 +37,7 @@ from hosts.github import GitHubHost
 from hosts.labels import PrState
 from hosts.markers import make_marker
 from hosts.models import Target
-from tests.hosts.fake_github import FakeGitHub, rsa_key
+from tests.support.fake_github import FakeGitHub, rsa_key
 
 Mode = Literal["app", "token"]
 

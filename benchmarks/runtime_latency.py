@@ -40,7 +40,7 @@ if __package__ in (None, ""):
 from app.engine.agent import AgentEvent, AgentRuntime, AgentSpawnRequest
 from app.runtime.process import ProcessRuntime
 from app.runtime.rex import DEFAULT_POLL_INTERVAL_S, LocalLocus, RemoteLocus, RexRuntime
-from tests.swerex_server import SwerexServer, swerex_server
+from tests.support.swerex_server import SwerexServer, swerex_server
 
 TARGET_P95_S = 0.400
 LINE_INTERVAL_S = 0.013  # not a divisor of the poll interval, so stamps land all over it

@@ -1,6 +1,6 @@
 """Shared fixtures: real git projects in temp dirs, driven by the scripted agent.
 
-`make_project` writes `.pair/config.yaml` (agent `command` running tests/agents/scripted_agent.py
+`make_project` writes `.pair/config.yaml` (agent `command` running tests/support/scripted_agent.py
 with this interpreter), one batch manifest and an optional agent script, and commits it all in
 a real git repository. `apply_once` runs one real `apply_batch` in-process through the real
 `ProcessRuntime`; `cli` runs the installed `pairbot` console script as a subprocess.
@@ -25,7 +25,7 @@ from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, StepResult
 from app.runtime.process import ProcessRuntime
 
-AGENT = Path(__file__).parent / "agents" / "scripted_agent.py"
+AGENT = Path(__file__).parent / "support" / "scripted_agent.py"
 PAIRBOT = Path(sys.executable).parent / "pairbot"
 
 ONE_PHASE: dict[str, Any] = {

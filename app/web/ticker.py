@@ -8,7 +8,7 @@ first step and stop there. So the App ticks itself:
     checkout_tick(root, env, …)        the production tick: `cycle.tick` on each checkout
 
 A tick is exactly what the Action's scheduled run is — one step of the batch that has waited
-longest (`app.engine.cycle.tick`; a card waiting for a person costs no API call) — on the root
+longest (`app.cycle.driver.tick`; a card waiting for a person costs no API call) — on the root
 and on each checkout under PAIR_WORKER_CHECKOUTS in turn, stopping at the first that ran a
 step. After a step the next tick follows at once (a card goes from refinement to a reviewed
 pull request without anyone commenting again), at most `chain` in a row before the interval
@@ -105,7 +105,7 @@ def checkout_tick(
         return known.get(repo)
 
     async def tick() -> bool:
-        from app.engine import cycle  # noqa: PLC0415  # lazy: the engine loads on first use
+        from app.cycle import driver as cycle  # noqa: PLC0415  # lazy: the engine loads on first use
 
         for path in await asyncio.to_thread(_candidates, root, checkouts):
             tick_env = await _acting_as(path, env, installation)

@@ -155,7 +155,7 @@ def cycle_executor(
     deps_for: Callable[[Path], Any] | None = None,
     any_repository: bool = False,
 ) -> Executor:
-    """The production executor: one step of the card cycle (`app.engine.cycle`) on the checkout
+    """The production executor: one step of the card cycle (`app.cycle.driver`) on the checkout
     of the job's repository.
 
     Which checkout is `app.web.checkouts.find_checkout`'s decision: `root` or one under the
@@ -176,7 +176,7 @@ def cycle_executor(
         raise ValueError("a checkouts directory needs deps_for: the deps of each checkout")
 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
-        from app.engine import cycle  # noqa: PLC0415  # lazy: see the docstring
+        from app.cycle import driver as cycle  # noqa: PLC0415  # lazy: see the docstring
         from app.web.checkouts import find_checkout  # noqa: PLC0415
 
         # Reading the candidates' remotes runs git: off the event loop, which serves webhooks.

@@ -5,7 +5,7 @@ host: `.pair/config.yaml` binds pm (work items are the cards) and code (Azure Re
 requests) to `azure-devops`, the checkout is a real `git clone` of the fake's git smart-HTTP
 URL (`origin`), and the hosts are built the way a run builds them — `CycleEnv.from_environment`
 with the `PAIR_AZURE_DEVOPS_*` variables — so the adapter, the SDK and every request are real;
-only the server is `tests.hosts.fake_azure.FakeAzureDevOps`.
+only the server is `tests.support.fake_azure.FakeAzureDevOps`.
 
 The checkout authenticates to the fake as a CI checkout does (actions/checkout,
 Azure Pipelines `persistCredentials`): an `http.<origin>/.extraheader` in its git config. The
@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from app.engine.cycle import (
+from app.cycle.driver import (
     CardStep,
     CycleEnv,
     handle_head_moved,
@@ -41,7 +41,7 @@ from app.runtime.process import ProcessRuntime
 from hosts.azure_devops import AzureDevOpsHost, split_tags
 from tests.conftest import agent_env
 from tests.cycle.harness import CardDriver, card_journal, cycle_events, git, project_config
-from tests.hosts.fake_azure import ORG, PROJECT, REPO, FakeAzureDevOps
+from tests.support.fake_azure import ORG, PROJECT, REPO, FakeAzureDevOps
 
 TOKEN = "azdopat" + "3" * 45  # shaped like a PAT; never a real one
 QUIET = ("nothing-ready", "blocked", "awaiting-approval")

@@ -2,7 +2,7 @@
 
 `CardProject` is a project whose `.pair/config.yaml` binds the `local` host (a forge kept in a
 directory beside it), runs the scripted agent through the real process runtime, and tests with
-`tests/agents/checks.py` writing real JUnit XML. Commands go through the same grammar as a
+`tests/support/checks.py` writing real JUnit XML. Commands go through the same grammar as a
 `/pair` comment (`command("implement until: merged")`), and every step through the real
 `handle_request` / `advance_card` — nothing in the engine is replaced.
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
+from app.cycle.driver import CardStep, CycleEnv, advance_card, handle_request
 from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
-from app.engine.cycle import CardStep, CycleEnv, advance_card, handle_request
 from app.engine.step import EngineDeps
 from app.hosting import BoundHosts
 from app.runtime.process import ProcessRuntime
@@ -33,7 +33,7 @@ from hosts.local import LocalForge
 from hosts.models import Author, Target
 from tests.conftest import AGENT, agent_env
 
-CHECKS = Path(__file__).resolve().parents[1] / "agents" / "checks.py"
+CHECKS = Path(__file__).resolve().parents[1] / "support" / "checks.py"
 MAINTAINER = Author(login="octocat", id="583231")
 
 
@@ -41,7 +41,7 @@ def project_config(
     host: str, cycle: dict[str, Any] | None = None, agent_timeout_ms: int = 60_000
 ) -> dict[str, Any]:
     """`.pair/config.yaml` for a cycle test: one host for cards and PRs, the maintainer, tests
-    run by tests/agents/checks.py, the scripted agent through the `command` adapter."""
+    run by tests/support/checks.py, the scripted agent through the `command` adapter."""
     return {
         "hosts": {"pm": host, "code": host},
         "maintainer": MAINTAINER.login,

@@ -1,7 +1,7 @@
 """End to end on Azure DevOps: a work item from `/pair implement` to a reviewed, merged PR.
 
-The card cycle (`app.engine.cycle`) runs unchanged on a real clone whose `origin` is the
-loopback fake Azure DevOps (`tests.hosts.fake_azure`): the hosts are built from
+The card cycle (`app.cycle.driver`) runs unchanged on a real clone whose `origin` is the
+loopback fake Azure DevOps (`tests.support.fake_azure`): the hosts are built from
 `.pair/config.yaml` (pm and code bound to `azure-devops`) and the `PAIR_AZURE_DEVOPS_*`
 variables, the real azure-devops SDK makes every REST call, and pairbot's pushes go through
 `git http-backend` into a real bare repository, so PR heads, iterations and the merge commit
@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from app.engine.cardstate import CardStep
+from app.cycle.state import CardStep
 from app.engine.step import StepResult
 from hosts.models import Author
 from tests.cycle.azure_harness import TOKEN, AzureCardProject
 from tests.cycle.harness import scope_decision_comment
-from tests.hosts.fake_azure import REPO, FakeAzureDevOps, running
+from tests.support.fake_azure import REPO, FakeAzureDevOps, running
 
 Make = Callable[..., AzureCardProject]
 

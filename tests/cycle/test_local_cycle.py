@@ -221,7 +221,7 @@ def test_a_tick_also_runs_committed_batches_and_skips_waiting_cards(tmp_path: Pa
 
     import yaml
 
-    from app.engine.cycle import tick
+    from app.cycle.driver import tick
 
     project = CardProject.create(tmp_path, cycle={"prepare": "always"})
     project.command("implement")  # the card now waits for approval: a tick leaves it alone

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.engine.cycle import handle_scope_decision
+from app.cycle.driver import handle_scope_decision
 from app.errors import CommandNotRun, UserError
 from hosts.models import Author, Target
 from tests.conftest import PAIRBOT, agent_env
@@ -186,9 +186,9 @@ def test_bad_card_commands_exit_2_with_the_usage(
 
 
 def test_a_redelivered_command_runs_nothing(tmp_path: Path) -> None:
+    from app.cycle.driver import handle_request
     from app.domain.commands import Command, parse_commands
     from app.domain.dispatch import PairRequest
-    from app.engine.cycle import handle_request
 
     project = CardProject.create(tmp_path, cycle={"prepare": "always"})
     project.command("implement")
@@ -210,9 +210,9 @@ def test_a_command_the_app_announced_on_the_tracking_comment_republishes_it(
     """The App acknowledges a card comment by rewriting the card's tracking comment to "queued
     `/pair …`" (app/web/handling.py); the step must write the card's state back even when its
     own body is unchanged, or "queued … runs next" would stand for good."""
+    from app.cycle.driver import handle_request
     from app.domain.commands import Command, parse_commands
     from app.domain.dispatch import CommentRef, PairRequest
-    from app.engine.cycle import handle_request
     from hosts.markers import make_marker
 
     project = CardProject.create(tmp_path)
@@ -250,9 +250,9 @@ def test_a_command_the_app_announced_on_the_tracking_comment_republishes_it(
 def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) -> None:
     """The App forwards a PR comment's command with the PR's number (it cannot know the card);
     the cycle finds the card behind the pull request. A PR no cycle opened is refused."""
+    from app.cycle.driver import handle_request
     from app.domain.commands import Command, parse_commands
     from app.domain.dispatch import CommentRef, PairRequest
-    from app.engine.cycle import handle_request
 
     project = CardProject.create(tmp_path)
     project.script({"verify": ["crash", "ok"]})

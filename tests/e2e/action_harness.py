@@ -25,7 +25,8 @@ import yaml
 
 from tests.conftest import PAIRBOT
 from tests.cycle.harness import project_config
-from tests.e2e.github_server import (
+from tests.support.fake_github import FakeGitHub
+from tests.support.github_server import (
     WallClock,
     accept_actions_token,
     checkout,
@@ -33,7 +34,6 @@ from tests.e2e.github_server import (
     github_env,
     serve_fake_github,
 )
-from tests.hosts.fake_github import FakeGitHub
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@
         world.settle(1)                                     # one job in the store, finished
         assert world.fake.pulls ...                             # the fake lives in this process
 
-The fake GitHub is the one the Action's end-to-end tests use (tests/e2e/github_server.py): REST
+The fake GitHub is the one the Action's end-to-end tests use (tests/support/github_server.py): REST
 and git smart HTTP over a real bare repository, on loopback, keeping wall-clock time so that the
 App's own JWTs verify against the App's public key. The App is the installed console script,
 configured the way an operator configures it (docs/app.md, "Settings" and "Worker mode"): its
@@ -41,8 +41,8 @@ from app.web.signature import sign
 from tests.conftest import PAIRBOT
 from tests.cycle.harness import card_journal, cycle_events
 from tests.e2e.action_harness import MAINTAINER, pair_markers, project_files, seed_bare
-from tests.e2e.github_server import WallClock, git_env, serve_fake_github
-from tests.hosts.fake_github import FakeGitHub, rsa_key
+from tests.support.fake_github import FakeGitHub, rsa_key
+from tests.support.github_server import WallClock, git_env, serve_fake_github
 
 FIXTURE = (
     Path(__file__).resolve().parents[1]

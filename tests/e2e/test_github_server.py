@@ -20,11 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
-from app.engine.statebranch import LOCK_FILE, StateBranch
+from action.statebranch import LOCK_FILE, StateBranch
 from hosts.errors import Conflict, Forbidden
 from hosts.github import ACTIONS_BOT, GitHubHost
 from hosts.models import REVIEW_CONTEXT, ReviewStatus
-from tests.e2e.github_server import (
+from tests.support.fake_github import FakeGitHub, rsa_key
+from tests.support.github_server import (
     ACTIONS_TOKEN,
     WallClock,
     accept_actions_token,
@@ -32,7 +33,6 @@ from tests.e2e.github_server import (
     github_env,
     serve_fake_github,
 )
-from tests.hosts.fake_github import FakeGitHub, rsa_key
 
 REPO = "octocat/Hello-World"
 STRANGER = "ghs_notAcceptedByTheFake0123456789abcdef"  # a token the fake never issued

@@ -42,7 +42,7 @@ from hosts.markers import make_marker
 from hosts.models import MergeResult, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for azure-devops
 from tests.hosts.contract import ContractHarness
-from tests.hosts.fake_azure import (
+from tests.support.fake_azure import (
     ADMIN,
     CONTRIBUTE,
     PROJECT,

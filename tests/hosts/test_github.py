@@ -1,7 +1,7 @@
 """The GitHub adapter: the whole host contract over the fake, plus what only GitHub has.
 
 The contract runs twice, as a GitHub App installation and with a plain token. The adapter talks
-to `tests.hosts.fake_github` through an injected `httpx.MockTransport` (no sockets); time is a
+to `tests.support.fake_github` through an injected `httpx.MockTransport` (no sockets); time is a
 `FakeClock` the adapter and the fake share, so rate-limit windows and token lifetimes are exact
 and no test sleeps. `push_branch` pushes for real, to a local bare repository (and, for the
 header test, to a loopback HTTP server that only records what git sends).
@@ -41,7 +41,7 @@ from hosts.markers import make_marker, render
 from hosts.models import Author, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `github`
 from tests.hosts.contract import ContractHarness
-from tests.hosts.fake_github import FakeClock, FakeGitHub, rsa_key
+from tests.support.fake_github import FakeClock, FakeGitHub, rsa_key
 
 Mode = Literal["app", "token"]
 HUMAN = Author(login="octocat", id="1")

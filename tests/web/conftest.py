@@ -1,7 +1,7 @@
 """The webhook service under test: the real app, served by real uvicorn on 127.0.0.1.
 
     served(app)          uvicorn in a thread on a free loopback port; yields a `Served`
-    AppGitHub            tests/hosts/fake_github.py's FakeGitHub plus repository_dispatch
+    AppGitHub            tests/support/fake_github.py's FakeGitHub plus repository_dispatch
     github_forges(fake)  the production GitHubForges over the fake's MockTransport
     app_settings(...)    AppSettings for a test (real SQLite in tmp_path)
     comment_event(...)   an issue_comment delivery built from the real corpus example
@@ -36,7 +36,7 @@ from app.web.forge import GitHubForges
 from app.web.jobs import Job
 from app.web.settings import AppSettings
 from app.web.signature import sign
-from tests.hosts.fake_github import FakeGitHub, User, _Request, rsa_key
+from tests.support.fake_github import FakeGitHub, User, _Request, rsa_key
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SECRET = "It's a Secret to Everybody, in tests"  # noqa: S105 - a test fixture

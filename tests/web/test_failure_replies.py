@@ -26,7 +26,7 @@ from app.web.handling import JobHandler, PermissionCache
 from app.web.jobs import Job
 from app.web.worker import cycle_executor
 from hosts.markers import make_marker
-from tests.hosts.fake_github import StoredComment
+from tests.support.fake_github import StoredComment
 from tests.web.conftest import AppGitHub, app_settings, comment_event, github_forges, served
 
 NO_CYCLE = "card #{card} has no pairbot cycle yet; comment `/pair implement` on it first"

@@ -8,7 +8,7 @@ import pytest
 
 from app.errors import ConfigError
 from app.web.settings import AppSettings, parse_allowlist
-from tests.hosts.fake_github import rsa_key
+from tests.support.fake_github import rsa_key
 
 
 def test_defaults(tmp_path: Path) -> None:

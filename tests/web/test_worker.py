@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from app.cycle import driver as cycle
 from app.domain.dispatch import PairRequest
-from app.engine import cycle
 from app.errors import ConfigError, UserError
 from app.web.checkouts import RepoId, find_checkout, repo_of_remote
 from app.web.jobs import HeadMovedJob, ScopeDecisionJob

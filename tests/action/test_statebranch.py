@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.jsonl import append_record, read_records
-from app.engine.runstate import RunLocus
-from app.engine.statebranch import (
+from action.statebranch import (
     LOCK_FILE,
     LeaseNotHeldError,
     LockLease,
@@ -28,6 +26,8 @@ from app.engine.statebranch import (
     StateBranchGitError,
     lock_is_stale,
 )
+from app.engine.jsonl import append_record, read_records
+from app.engine.runstate import RunLocus
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 STALE_S = 30 * 60.0

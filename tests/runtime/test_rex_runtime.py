@@ -1,9 +1,9 @@
 """The SWE-ReX runtime's streaming contract, run for real on the local and remote loci.
 
-Every behavioural test runs twice: once through swerex's in-process `LocalRuntime`, once through
-a real `swerex-remote` server on 127.0.0.1 (tests/swerex_server.py). The agents are small child
-Pythons; nothing is mocked or patched. Pure helpers (line assembly, exit statuses, the env
-script) are checked directly, the line assembler with a Hypothesis property.
+Every behavioural test runs twice: once through swerex's in-process `LocalRuntime`, once
+through a real `swerex-remote` server on 127.0.0.1 (tests/support/swerex_server.py). The agents
+are small child Pythons; nothing is mocked or patched. Pure helpers (line assembly, exit
+statuses, the env script) are checked directly, the line assembler with a Hypothesis property.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from app.runtime.rex import (
 )
 from app.runtime.select import select_runtime
 from app.settings import resolve_settings
-from tests.swerex_server import SwerexServer, swerex_server
+from tests.support.swerex_server import SwerexServer, swerex_server
 
 # Without it the child Python may coerce a C locale by adding LC_CTYPE to its own environment.
 BASE_ENV = {"PYTHONCOERCECLOCALE": "0"}
@@ -512,6 +512,6 @@ def test_selecting_a_runtime_module_does_not_import_swerex() -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     ).stdout
     assert shown.strip() == "[]"

@@ -26,7 +26,7 @@ Each call consumes the next behaviour of the most specific list (counters persis
     red-passing        (red) write a check that already passes (refused: proves nothing)
 
 `red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
-into `<change>.txt`; tests/agents/checks.py runs the checks and writes JUnit XML.
+into `<change>.txt`; tests/support/checks.py runs the checks and writes JUnit XML.
 Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
 """
 

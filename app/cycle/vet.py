@@ -24,12 +24,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 
+from app.cycle import worktree as wt
+from app.cycle.state import CardState
+from app.cycle.testrun import run_tests
 from app.domain.guarded import guarded_violations
 from app.domain.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
-from app.engine import worktree as wt
-from app.engine.cardstate import CardState
 from app.engine.outcome import EngineStepOutcome
-from app.engine.testrun import run_tests
 from app.engine.transition import Transition
 from app.settings import ResolvedSettings
 from hosts.models import Card

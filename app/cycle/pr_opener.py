@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.engine import worktree as wt
+from app.cycle import worktree as wt
 from app.engine.step import PrRequest
 from hosts.base import Host
 from hosts.errors import NotFound

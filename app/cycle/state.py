@@ -7,7 +7,7 @@
     status_of       the `pr-state:*` a derivation stands for
     pending_scope   scope proposals no applied decision has settled
 
-`app.engine.cycle` drives a step, `cycle_vet` checks an agent's result, `cycle_report`
+`app.cycle.driver` drives a step, `app.cycle.vet` checks an agent's result, `app.cycle.report`
 publishes; they share these without importing each other.
 """
 
@@ -18,15 +18,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from app.cycle.batch import card_key
+from app.cycle.publish import Publisher
+from app.cycle.records import CycleRecord, fold_cycle
 from app.domain import cycle_end as ce
 from app.domain.autonomy import GateCondition, parse_gate_condition
 from app.domain.explain import Explanation
 from app.domain.sanitize import strip_hidden
 from app.domain.verdict import ScopeChange
 from app.engine import jsonl
-from app.engine.cardbatch import card_key
-from app.engine.cycle_publish import Publisher
-from app.engine.cyclelog import CycleRecord, fold_cycle
 from app.engine.journal import KeyHistory, fold_records
 from app.engine.manifest import ProjectConfig, load_project_config
 from app.engine.runstate import RunLocus

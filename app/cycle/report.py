@@ -1,7 +1,7 @@
 """What a card step leaves on the hosts: the review, the PR, the cycle's end, label and tracking.
 
-The card cycle (`app.engine.cycle`) decides; this module renders and publishes through
-`app.engine.cycle_publish.Publisher`, after the step's outcome is recorded:
+The card cycle (`app.cycle.driver`) decides; this module renders and publishes through
+`app.cycle.publish.Publisher`, after the step's outcome is recorded:
 
     after_transition   push → draft PR; verify → review comment + `pair-review` on its head
     act_on_decision    the cycle end: scope packet or decision, synthesis read back,
@@ -15,6 +15,15 @@ import re
 from typing import Any
 
 from app import __version__
+from app.cycle.state import (
+    CardState,
+    CardStep,
+    pending_scope,
+    pull_text,
+    read_card,
+    status_of,
+)
+from app.cycle.worktree import Worktree
 from app.domain import cycle_end as ce
 from app.domain.explain import CardFacts, explain
 from app.domain.metrics import reduce_metrics
@@ -33,18 +42,9 @@ from app.domain.scope import (
 from app.domain.synthesis import render_synthesis, synthesis_marker
 from app.domain.tracking import TrackingStep, render_tracking
 from app.domain.verdict import FindingsReport
-from app.engine.cardstate import (
-    CardState,
-    CardStep,
-    pending_scope,
-    pull_text,
-    read_card,
-    status_of,
-)
 from app.engine.runstate import read_parks
 from app.engine.step import StepResult, iso_now, journal_event
 from app.engine.transition import Derivation, derive_change, read_change_disk
-from app.engine.worktree import Worktree
 from hosts.cardhash import card_hash
 from hosts.labels import PrState
 from hosts.markers import human_tail, render, same_text

@@ -13,7 +13,7 @@ import pytest
 from app.engine.jsonl import append_record, append_records, count_records, read_records
 from app.errors import JournalCorruptError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

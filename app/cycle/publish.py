@@ -1,7 +1,7 @@
 """The card cycle's writes to the hosts, each idempotent and recorded in the journal.
 
 Every function here does one publication through the `Host` protocol and then journals a
-`cycle` entry saying it is done (`app.engine.cyclelog`), so a re-run skips what is already
+`cycle` entry saying it is done (`app.cycle.records`), so a re-run skips what is already
 there and a killed run redoes only what it had not recorded — and redoing is harmless, because
 comments are upserted by marker, the review status is set on one exact head, the label is
 exclusive, and a pull is opened only when none is open for the branch.
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.cycle.records import CycleRecord
 from app.domain.scope import scope_baseline_hash
 from app.domain.verdict import ScopeChange
-from app.engine.cyclelog import CycleRecord
 from app.engine.runstate import RunLocus
 from app.engine.step import Clock, journal_event
 from hosts.base import Host

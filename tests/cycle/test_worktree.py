@@ -1,4 +1,4 @@
-"""Where a card's step starts (`app.engine.worktree.branch_tip`), with real repositories."""
+"""Where a card's step starts (`app.cycle.worktree.branch_tip`), with real repositories."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.worktree import WorktreeError, branch_tip, prepare
+from app.cycle.worktree import WorktreeError, branch_tip, prepare
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -1,7 +1,7 @@
 """The remote locus against a real `swerex-remote` on 127.0.0.1: refusals, failures, secrecy.
 
-The streaming contract itself runs on this locus in tests/test_rex_runtime.py. Here: what the
-agent's environment and working directory become on the server, the scheme and token rules
+The streaming contract itself runs on this locus in tests/runtime/test_rex_runtime.py. Here:
+what the agent's environment and working directory become on the server, the scheme and token rules
 (refused before any request), and every way the server can fail — wrong token, nothing
 listening, a server that never answers, one that dies mid-run, a swerexception — each ending as
 an actionable failed spawn, never an exception, with the token nowhere in what comes out.
@@ -29,7 +29,7 @@ from app.engine.agent import AgentEvent, AgentSpawnRequest, AgentSpawnResult
 from app.runtime.remote_url import RemoteUrlError, is_loopback_host, remote_base_url
 from app.runtime.rex import RemoteLocus, RexError, RexRuntime
 from app.settings import RemoteSettings
-from tests.swerex_server import HOST, SwerexServer, free_port, swerex_server
+from tests.support.swerex_server import HOST, SwerexServer, free_port, swerex_server
 
 BASE_ENV = {"PYTHONCOERCECLOCALE": "0"}
 FAST_POLL_S = 0.02

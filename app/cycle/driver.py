@@ -4,14 +4,14 @@
     advance_card(env, card)        lock the card batch, derive, run ONE step, publish, release
     tick(env, batch=None)          the schedule: the oldest-waiting runnable batch, one step
 
-A step of a card (`card-<n>`, see `app.engine.cardbatch`), in order:
+A step of a card (`card-<n>`, see `app.cycle.batch`), in order:
 
 1. read the journal (agents' reports, the engine's outcomes, the cycle's host records);
 2. a park (awaiting approval, blocked, needs input) or an abandoned card runs nothing;
 3. the card's worktree is made fresh on `pair/card-<n>` at its newest tip
-   (`app.engine.worktree`), and `derive_change` names the transition from its plan;
+   (`app.cycle.worktree`), and `derive_change` names the transition from its plan;
 4. an agent transition runs through the engine's `run_change_step` with a vet
-   (`app.engine.cycle_vet`): tests before and after, sealed files, commit and push — a result
+   (`app.cycle.vet`): tests before and after, sealed files, commit and push — a result
    that breaks tests or touches sealed files is sent back, never recorded as advanced;
 5. its publication follows in the same step: the draft PR after the first push, the review
    comment and `pair-review` status on the reviewed head after a verify;
@@ -30,13 +30,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.domain import cycle_end as ce
-from app.domain.commands import help_text
-from app.domain.dispatch import PairRequest
-from app.engine import jsonl, lock
-from app.engine import worktree as wt
-from app.engine.cardbatch import card_batches, card_branch, card_key, write_manifest
-from app.engine.cardstate import (
+from app.cycle import worktree as wt
+from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
+from app.cycle.records import fold_cycle
+from app.cycle.report import (
+    act_on_decision,
+    after_transition,
+    publish_review,
+    publish_status,
+)
+from app.cycle.state import (
     CardState,
     CardStep,
     CycleEnv,
@@ -47,14 +50,11 @@ from app.engine.cardstate import (
     read_card,
     status_of,
 )
-from app.engine.cycle_report import (
-    act_on_decision,
-    after_transition,
-    publish_review,
-    publish_status,
-)
-from app.engine.cycle_vet import Vetter
-from app.engine.cyclelog import fold_cycle
+from app.cycle.vet import Vetter
+from app.domain import cycle_end as ce
+from app.domain.commands import help_text
+from app.domain.dispatch import PairRequest
+from app.engine import jsonl, lock
 from app.engine.manifest import load_manifest, load_project_config
 from app.engine.runner import ChangeStepContext, run_change_step
 from app.engine.runstate import RunLocus, read_parks
@@ -170,7 +170,7 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
         data = {"event": "merge-approved", "head": rec.reviewed_head}
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
         return await _recorded(env, locus, request)
-    from app.engine import humans  # noqa: PLC0415  # only the human verbs need it
+    from app.cycle import humans  # noqa: PLC0415  # only the human verbs need it
 
     verb = request.verb
     if verb not in ("approve", "answer", "feedback", "retry"):  # pragma: no cover - exhaustive
@@ -415,7 +415,7 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
     so an idle tick makes no API call) and every committed batch manifest; the one whose
     journal moved longest ago goes first, so no batch starves another.
     """
-    from app.engine.cardbatch import card_of  # noqa: PLC0415
+    from app.cycle.batch import card_of  # noqa: PLC0415
     from app.engine.manifest import list_batches  # noqa: PLC0415
     from app.engine.runner import apply_batch  # noqa: PLC0415
 

@@ -17,7 +17,7 @@ from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, StepResult
 from app.runtime.select import select_runtime
 from tests.conftest import Project, agent_env
-from tests.swerex_server import swerex_server
+from tests.support.swerex_server import swerex_server
 
 
 def run_steps(project: Project, limit: int = 10) -> list[StepResult]:

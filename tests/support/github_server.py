@@ -63,7 +63,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from hosts.github_auth import basic_credential
-from tests.hosts.fake_github import FakeClock, FakeGitHub, PullState
+from tests.support.fake_github import FakeClock, FakeGitHub, PullState
 
 HOST = "127.0.0.1"
 API_PREFIX = "/api/v3"

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from app.engine.agent import AgentUsage
 from app.runtime.streamjson import StreamJsonRenderer, compact_json
 
-FIXTURES = Path(__file__).parent / "fixtures" / "streamjson"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "streamjson"
 
 
 def render(

@@ -29,7 +29,7 @@ Shapes the corpus has no example for (`GET /app`, `GET /user(s)`, GraphQL) are t
 documented subset, noted where they are built.
 
 Branches live in `branches` (in memory) unless two optional hooks say otherwise — the end-to-end
-server (`tests/e2e/github_server.py`) backs them with a real bare repository:
+server (`tests/support/github_server.py`) backs them with a real bare repository:
 
     branch_source  read before every request: the branch → SHA map replaces `branches`, and each
                    open pull's head follows its branch (a `git push` moves the pull)

@@ -1,1 +1,0 @@
-"""Scripted agents the tests drive through the real runtime."""
