@@ -1,0 +1,182 @@
+"""The import contract: dependencies between pairbot's packages point one way.
+
+docs/architecture.md draws the same picture.
+
+Every `import` and `from … import` in the product counts, lazy ones inside functions and
+type-only ones under `TYPE_CHECKING` included: a lazy import is still a dependency, it only
+moves the cost. The rules are a table (importer prefix, forbidden prefixes, allowed exceptions)
+so a new package states its place by adding a row, and a violation names the file, the line
+and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ("app", "hosts", "action")
+
+# The pure pieces of hosts/ every layer may use: models, errors, markers, labels, hashes.
+HOSTS_PURE = (
+    "hosts.base",
+    "hosts.models",
+    "hosts.errors",
+    "hosts.labels",
+    "hosts.markers",
+    "hosts.cardhash",
+    "hosts.decisions",
+)
+SURFACES = ("app.web", "app.cli", "app.demo", "action")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Modules under `importer` may not import `forbidden`, except what `allowed` names."""
+
+    name: str
+    importer: str
+    forbidden: tuple[str, ...]
+    allowed: tuple[str, ...] = ()
+
+
+RULES = (
+    Rule("hosts/ never imports app/ or action/", "hosts", ("app", "action")),
+    Rule(
+        "app/domain is pure policy: no engine, cycle, runtime, web, store, surface or adapter",
+        "app.domain",
+        ("app", "hosts", "action"),
+        allowed=("app.domain", "app.errors", "app.settings", *HOSTS_PURE),
+    ),
+    Rule(
+        "the engine reaches agents only through its seam and knows no host, cycle or surface",
+        "app.engine",
+        ("app.runtime", "app.cycle", "app.hosting", "app.store", "hosts", *SURFACES),
+        allowed=("app.proc",),
+    ),
+    Rule(
+        "the runtime sits under the engine's agent seam; it knows no cycle, host or surface",
+        "app.runtime",
+        ("app.cycle", "app.hosting", "app.store", "app.engine", "hosts", *SURFACES),
+        # The seam's types, and the project files `pairbot doctor` reads to know which agents
+        # and loci the project uses.
+        allowed=("app.engine.agent", "app.engine.manifest"),
+    ),
+    Rule(
+        "the card cycle is driven by the surfaces, never the other way round",
+        "app.cycle",
+        ("app.store", *SURFACES),
+    ),
+    Rule(
+        "the store is a leaf: deliveries and jobs, no policy",
+        "app.store",
+        ("app", "hosts", "action"),
+        allowed=("app.store", "app.errors"),
+    ),
+    Rule("the App does not import the Action", "app.web", ("action", "app.cli")),
+    Rule("the CLI does not import the Action", "app.cli", ("action",)),
+    Rule("the Action does not import the App's web edge", "action", ("app.web", "app.cli")),
+)
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported module) for every import in the file; `from a import b` yields a.b too,
+    since `b` may be a submodule and a rule may name it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _module_of(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                anchor = (package or _module_of(path)).split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                found.append((node.lineno, f"{base}.{alias.name}"))
+    return found
+
+
+def _violations(rule: Rule, imports: dict[str, list[tuple[int, str]]]) -> list[str]:
+    out: list[str] = []
+    for module, found in imports.items():
+        if not _under(module, rule.importer):
+            continue
+        for line, target in found:
+            if not any(_under(target, f) for f in rule.forbidden):
+                continue
+            if any(_under(target, a) for a in rule.allowed):
+                continue
+            out.append(f"{module}:{line} imports {target}")
+    return out
+
+
+def _product_imports() -> dict[str, list[tuple[int, str]]]:
+    return {
+        _module_of(path): _imports(path)
+        for top in PRODUCT
+        for path in sorted((ROOT / top).rglob("*.py"))
+    }
+
+
+IMPORTS = _product_imports()
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])
+def test_dependencies_point_one_way(rule: Rule) -> None:
+    assert _violations(rule, IMPORTS) == [], rule.name
+
+
+def test_the_contract_sees_every_product_package() -> None:
+    packages = {
+        m.split(".")[0] if m.split(".")[0] != "app" else ".".join(m.split(".")[:2]) for m in IMPORTS
+    }
+    for expected in (
+        "hosts",
+        "action",
+        "app.domain",
+        "app.engine",
+        "app.cycle",
+        "app.runtime",
+        "app.web",
+        "app.store",
+    ):
+        assert expected in packages
+
+
+@pytest.mark.parametrize(
+    ("rule", "module", "target", "breaks"),
+    [
+        pytest.param(RULES[0], "hosts.github", "app.errors", True, id="hosts-importing-app"),
+        pytest.param(RULES[0], "hosts.github", "hosts.markers", False, id="hosts-internal"),
+        pytest.param(
+            RULES[1], "app.domain.x", "app.engine.step", True, id="domain-importing-engine"
+        ),
+        pytest.param(RULES[1], "app.domain.x", "hosts.markers", False, id="domain-pure-hosts"),
+        pytest.param(RULES[1], "app.domain.x", "hosts.github", True, id="domain-importing-adapter"),
+        pytest.param(RULES[2], "app.engine.step", "app.runtime.rex", True, id="engine-to-runtime"),
+        pytest.param(
+            RULES[2], "app.engine.step", "app.domain.verdict", False, id="engine-to-domain"
+        ),
+        pytest.param(RULES[3], "app.runtime.rex", "app.engine.agent", False, id="runtime-to-seam"),
+        pytest.param(RULES[3], "app.runtime.rex", "app.engine.step", True, id="runtime-past-seam"),
+    ],
+)
+def test_a_rule_catches_what_it_names(rule: Rule, module: str, target: str, breaks: bool) -> None:
+    assert bool(_violations(rule, {module: [(1, target)]})) is breaks
