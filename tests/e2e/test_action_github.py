@@ -73,7 +73,7 @@ def test_a_read_only_commenter_is_refused_once_and_nothing_runs(tmp_path: Path) 
             done = repo.run(repo.comment_event("/pair implement", login="mallory"))
             assert done.code == 0
             assert done.outputs["transition"] == ""
-        refusals = [m for m in repo.markers() if "pair:refusal" in m]
+        refusals = [m for m in repo.markers() if "pair:reply" in m]
         assert len(refusals) == 1
         assert not repo.fake.pulls
         assert repo.state_journal() == []
