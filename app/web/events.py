@@ -51,7 +51,17 @@ from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
 from hosts.models import Author
 
-__all__ = ["AZURE", "GITHUB", "Policy", "Routed", "html_to_text", "route_azure", "route_github"]
+__all__ = [
+    "AZURE",
+    "AZURE_ROUTES",
+    "GITHUB",
+    "GITHUB_ROUTES",
+    "Policy",
+    "Routed",
+    "html_to_text",
+    "route_azure",
+    "route_github",
+]
 
 Payload = Mapping[str, Any]
 
@@ -243,6 +253,23 @@ def route_github(
         label = _label(where, True, intent.pull)
         return Routed(f"head of {label} moved to {intent.head_sha[:12]}", (job,), intent=intent)
     return _comment_jobs(intent, where, policy)
+
+
+# The (event, action) pairs whose intents the App acts on (jobs or installation bookkeeping);
+# app.yml subscribes to exactly these events (tests/packaging holds the two together).
+GITHUB_ROUTES: Final[frozenset[tuple[str, str | None]]] = frozenset(
+    {
+        ("issue_comment", "created"),
+        ("pull_request", "synchronize"),
+        *(
+            ("installation", a)
+            for a in ("created", "deleted", "suspend", "unsuspend", "new_permissions_accepted")
+        ),
+        ("installation_repositories", "added"),
+        ("installation_repositories", "removed"),
+        ("ping", None),
+    }
+)
 
 
 def _installation_id(payload: Payload) -> int | None:

@@ -10,7 +10,14 @@ from app.domain.commands import CommandError
 from app.domain.dispatch import PairRequest, PayloadError
 from app.domain.replies import usage_reply
 from app.errors import BatchLockedError, ConfigError
-from app.web.events import Policy, html_to_text, route_azure, route_github, serial_key
+from app.web.events import (
+    GITHUB_ROUTES,
+    Policy,
+    html_to_text,
+    route_azure,
+    route_github,
+    serial_key,
+)
 from app.web.handling import on_failure, tracking_body
 from app.web.jobs import (
     CommandJob,
@@ -210,3 +217,14 @@ def test_azure_pull_request_updates_on_pairbot_branches_move_the_head() -> None:
     )
     created = fixture("azure-devops/git.pullrequest.created.json")
     assert route_azure(created, POLICY, "n").reason == "git.pullrequest.created is not for pairbot"
+
+
+def test_the_app_acts_only_on_the_routes_it_declares() -> None:
+    from tests.domain.test_intake_equivalence import corpus, hostile, variants
+
+    for case in [*corpus(), *variants(), *hostile()]:
+        event, payload = case.values
+        action = payload.get("action") if isinstance(payload.get("action"), str) else None
+        routed = route_github(event, action, payload, POLICY, "d")
+        if routed.jobs or routed.installation is not None:
+            assert (event, action) in GITHUB_ROUTES, case.id
