@@ -31,7 +31,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from action.context import ActionContext
-from action.event import Comment, HeadMoved, Ignore, Intent, Run, ScopeDecision, Tick, classify
+from action.event import (
+    Comment,
+    HeadMoved,
+    Intent,
+    Run,
+    ScopeDecision,
+    Tick,
+    classify,
+    ignored_reason,
+    policy_of,
+)
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
 from app.domain.commands import CommandError
 from app.errors import CommandNotRun, PairbotError, UserError
@@ -66,15 +76,10 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
     for secret in ctx.secrets():
         mask(secret, out)
     try:
-        intent = classify(
-            ctx.event_name,
-            ctx.read_event(),
-            trigger=ctx.trigger,
-            app_slug=ctx.app_slug,
-            batch=ctx.batch,
-        )
-        if isinstance(intent, Ignore):
-            outcome = Outcome(status="ignored", message=intent.reason)
+        intent = classify(ctx.event_name, ctx.read_event(), policy_of(ctx))
+        reason = ignored_reason(intent)
+        if reason is not None:
+            outcome = Outcome(status="ignored", message=reason)
         else:
             outcome = asyncio.run(_locked(ctx, intent, env, out))
     except PairbotError as err:

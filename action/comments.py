@@ -1,9 +1,11 @@
 """A `/pair` comment the Action received directly (a repository without the App).
 
-The same decisions as the App, from the same modules: `app.domain.commands.may_act` on the
-author's permission level (from the code host, never `author_association`) and the numeric-id
-allowlist; a malformed command gets its usage and runs nothing; a refused author gets one
-polite reply (edited in place on a repeat, never a second comment); an accepted command is
+The same decisions and the same replies as the App, from the same modules:
+`app.domain.intake.decide` on the author's permission level (from the code host, never
+`author_association`) and the numeric-id allowlist, then `app.domain.replies.answer_comment`: a
+refused author gets one polite reply, a malformed command its usage, `help` the help — each
+under the comment's own reply marker (`<!-- pair:reply #<n> run:<comment id> -->`, edited in
+place on a repeat, never a second comment) — and nothing runs. An accepted command is
 acknowledged with 👀 and then handled by the card cycle like a command the App forwarded.
 """
 
@@ -14,11 +16,28 @@ from typing import Any
 from action.context import ActionContext
 from action.event import Comment
 from app.cycle import driver as cycle
-from app.domain.commands import CommandError, may_act
+from app.domain.commands import CommandError, Decision
 from app.domain.dispatch import PairRequest
+from app.domain.intake import decide, needs_permission
+from app.domain.replies import Reply, answer_comment
 from app.engine.step import StepResult
-from hosts.markers import make_marker
 from hosts.models import Target
+
+
+def comment_answer(
+    intent: Comment, decision: Decision, trigger: str, fallback: str
+) -> Reply | None:
+    """The reply this comment gets instead of a run (refusal, usage, help), or None. Pure."""
+    command = intent.command
+    return answer_comment(
+        decision,
+        number=intent.card,
+        comment_id=intent.comment.id,
+        fallback=fallback,
+        error=command if isinstance(command, CommandError) else None,
+        verb=None if isinstance(command, CommandError) else command.verb,
+        trigger=trigger,
+    )
 
 
 async def handle_comment(
@@ -27,23 +46,20 @@ async def handle_comment(
     """Authorize, acknowledge and run one comment's command."""
     code = env.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
-    permission = None if intent.author_is_bot else await code.permission(intent.author_login)
-    decision = may_act(
-        author_id=intent.author_id,
-        author_login=intent.author_login,
-        author_is_bot=intent.author_is_bot,
-        permission=permission,
-        allowlist=ctx.allowlist,
-        own_bot_id=None,
-    )
-    if not decision.allowed:
-        if not decision.silent:
-            await _reply(env, target, "refusal", decision.reason)
-        return StepResult("nothing-ready", "", "", message=f"refused: {decision.reason}")
+    permission = None
+    if needs_permission(intent.author, ctx.allowlist):
+        permission = await code.permission(intent.author_login)
+    decision = decide(intent.author, permission, ctx.allowlist)
+    reply = comment_answer(intent, decision, ctx.trigger, ctx.run_id or "action")
+    if reply is not None:
+        await _reply(env, target, reply)
     command = intent.command
+    if not decision.allowed:
+        return StepResult("nothing-ready", "", "", message=f"refused: {decision.reason}")
     if isinstance(command, CommandError):
-        await _reply(env, target, "usage", f"{command.message}\n\n```text\n{command.usage}\n```")
         return StepResult("nothing-ready", "", "", message=command.message)
+    if reply is not None:  # help: answered, nothing runs
+        return StepResult("nothing-ready", "", "", message=f"answered with {reply.kind}")
     await code.react(target, intent.comment.id, "eyes")
     # On a pull request the cycle finds the card behind it (`cycle.handle_request`), for the
     # App's dispatches as for this comment.
@@ -53,7 +69,6 @@ async def handle_comment(
     return await cycle.handle_request(env, request)
 
 
-async def _reply(env: cycle.CycleEnv, target: Target, kind: str, body: str) -> Any:
+async def _reply(env: cycle.CycleEnv, target: Target, reply: Reply) -> Any:
     host = env.hosts.code if target.kind == "pull" else env.hosts.pm
-    pr = target.number if target.kind == "pull" else None
-    return await host.upsert_comment(target, make_marker(kind, target.number, pr), body)
+    return await host.upsert_comment(target, reply.marker, reply.text)

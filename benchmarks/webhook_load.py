@@ -75,7 +75,7 @@ if __package__ in (None, ""):
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "webhook-load-benchmark-secret"  # noqa: S105 - a throwaway secret for loopback
-PAYLOAD = ROOT / "tests" / "web" / "fixtures" / "github-webhooks" / "issue_comment"
+PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issue_comment"
 GOAL_RATIO = 0.5
 GOAL_P99_MS = 50.0
 RATE = 100.0

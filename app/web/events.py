@@ -1,29 +1,23 @@
-"""A verified delivery → the jobs it asks for, routed on (event, action). Pure.
+"""The App's adapter: a verified delivery → the shared intake → the jobs it asks for.
 
     route_github(event, action, payload, policy, delivery) -> Routed
     route_azure(payload, policy, delivery)                 -> Routed
 
-A small table per source maps (event, action) to a handler, as gidgethub's router does; an
-unrouted pair is "not for pairbot" (2xx and one log line). Every field is read defensively:
-a signed payload is GitHub's, but a missing field is an ignored delivery, never a 500.
+What a GitHub event asks for is decided once, for the App and the Action alike, by the pure
+intake (`app.domain.intake.intake`: own comments, bots, commands, scope decisions, moved heads,
+dispatches, installations — its docstring states the rules). This module only translates: the
+intent becomes the store's jobs (`command`, `scope-decision`, `head-moved`), an installation
+change, or an ignored delivery (`Routed.silent`: dropped before anything is written). Intents
+only the Action acts on (ticks, the App's own `pair` dispatches) and malformed payloads are
+"not for the App": 2xx and one log line, never a 500. `Routed.intent` keeps the intent, so a
+test can hold the App's reading of a payload against the Action's.
 
-What acts, and what is ignored before anything is written (`Routed.silent`):
-
-- `issue_comment.created` only: an edited or deleted comment never acts.
-- pairbot's own comments (its App id in `performed_via_github_app`, or its `<slug>[bot]` login)
-  and any other bot not on the allowlist are ignored silently, before any store write or lock.
-- A comment on a pull request holding a fenced scope-decision JSON (hosts.decisions) becomes a
-  `scope-decision` job; otherwise the first command line (app.domain.commands.parse_commands)
-  becomes a `command` job carrying the parsed request, or the problem to answer with usage.
-- `pull_request.synchronize` on a pairbot branch (`pair/…`) of the repository itself (never
-  a fork's) becomes a `head-moved` job.
-- A bot's scope decision is ignored even when the bot is allowlisted: only a person decides
-  scope (the same rules as the Action's, action/event.py).
-- `installation` and `installation_repositories` keep the installation table.
-- Azure DevOps: PR comments (`ms.vss-code.git-pullrequest-comment-event`) and work-item
-  comments (`workitem.commented`) route like issue comments; `git.pullrequest.updated` on a
-  pairbot branch like `synchronize`. An Azure DevOps PR comment event also fires on an edit:
-  a comment whose content changed after it was published never acts.
+Azure DevOps has no Action: its service hooks are read here into the same host-neutral
+comment (`app.domain.intake.comment_intent`). PR comments
+(`ms.vss-code.git-pullrequest-comment-event`) and work-item comments (`workitem.commented`)
+route like issue comments; `git.pullrequest.updated` on a pairbot branch like `synchronize`.
+A service hook names no identity for pairbot, so there a comment that opens with a pair marker
+is pairbot's own; a PR comment event also fires on an edit, and an edited comment never acts.
 """
 
 from __future__ import annotations
@@ -34,33 +28,45 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.domain.commands import Command, CommandError, parse_commands
-from app.domain.dispatch import CommentRef, PairRequest
+from app.domain.commands import Command
+from app.domain.dispatch import PairRequest
+from app.domain.intake import (
+    BRANCH_PREFIX,
+    OWN_MARKER,
+    Comment,
+    HeadMoved,
+    Ignore,
+    Installation,
+    Intent,
+    Malformed,
+    NewComment,
+    Policy,
+    Run,
+    ScopeDecision,
+    Tick,
+    comment_intent,
+    intake,
+)
 from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
-from hosts.decisions import holds_scope_decision
+from hosts.models import Author
+
+__all__ = [
+    "AZURE",
+    "AZURE_ROUTES",
+    "GITHUB",
+    "GITHUB_ROUTES",
+    "Policy",
+    "Routed",
+    "html_to_text",
+    "route_azure",
+    "route_github",
+]
 
 Payload = Mapping[str, Any]
 
 GITHUB: Final = "github"
 AZURE: Final = "azure-devops"
-# The branches pairbot pushes (app.engine.phase_steps: `pair/<batch>[/<group>]`).
-BRANCH_PREFIX: Final = "pair/"
-_OWN_MARKER: Final = "<!-- pair:"
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What routing needs to know about this App."""
-
-    trigger: str
-    app_slug: str | None = None
-    app_id: int | None = None
-    allowlist: frozenset[int] = frozenset()
-
-    @property
-    def bot_login(self) -> str | None:
-        return f"{self.app_slug}[bot]".lower() if self.app_slug else None
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class Routed:
     jobs: tuple[NewJob, ...] = ()
     silent: bool = False
     installation: InstallationChange | None = None
+    intent: Intent | None = None  # the shared intake's reading (None for Azure DevOps' own)
 
 
 def ignored(reason: str) -> Routed:
@@ -107,277 +114,169 @@ def _marker_safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", text)
 
 
-# -- comments (shared by both sources) ------------------------------------------------------------
+# -- intents → jobs (both sources) ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Comment:
+class _Where:
+    """Where a comment or pull lives, which the intent does not say: the store's keys."""
+
     source: str
     repo: str
     installation: int | None
-    target: TargetKind
-    number: int
-    comment_id: str  # the host's id, "" when the notification names none
-    url: str
-    body: str
-    author: Commenter
     delivery: str
-    dedupe_id: str = ""  # what makes the comment unique when it has no id
-
-    @property
-    def identity(self) -> str:
-        return self.comment_id or self.dedupe_id
+    dedupe_id: str = ""  # what makes a comment unique when the host names no id for it
 
 
-def _comment_jobs(comment: _Comment, policy: Policy) -> Routed:
-    """A new comment by someone who may be allowed to act → a scope-decision or command job."""
-    author = comment.author
-    decision = comment.target == "pull" and holds_scope_decision(comment.body)
-    if author.is_bot and decision:
-        return silent(f"scope decision by bot {author.login!r}: only a person decides scope")
-    if author.is_bot and author.numeric_id not in policy.allowlist:
-        return silent(f"comment by bot {author.login!r}, which is not on the allowlist")
-    dedupe = f"{comment.source}:{comment.repo}:comment:{comment.identity}"
-    serial = serial_key(comment.source, comment.repo, comment.target, comment.number)
-    where = f"{comment.repo}{'!' if comment.target == 'pull' else '#'}{comment.number}"
-    if decision:
-        scope = ScopeDecisionJob(
-            pull=comment.number,
-            comment_id=comment.identity,
-            delivery=comment.delivery,
-        )
+def _label(where: _Where, pull: bool, number: int) -> str:
+    return f"{where.repo}{'!' if pull else '#'}{number}"
+
+
+def _comment_jobs(
+    intent: Comment | ScopeDecision | Ignore, where: _Where, policy: Policy
+) -> Routed:
+    """A comment's intent → its `command` or `scope-decision` job."""
+    if isinstance(intent, Ignore):
+        return Routed(intent.reason, silent=intent.silent, intent=intent)
+    if isinstance(intent, ScopeDecision):
+        author = intent.author or Author(login="", id="")
+        identity = intent.comment_id or where.dedupe_id
+        scope = ScopeDecisionJob(pull=intent.pull, comment_id=identity, delivery=where.delivery)
         job = NewJob(
             kind="scope-decision",
-            source=comment.source,
-            repo=comment.repo,
-            installation=comment.installation,
+            source=where.source,
+            repo=where.repo,
+            installation=where.installation,
             target="pull",
-            number=comment.number,
-            dedupe_key=dedupe,
-            serial_key=serial,
-            request={"job": scope.to_payload(), "author": author.to_json()},
+            number=intent.pull,
+            dedupe_key=f"{where.source}:{where.repo}:comment:{identity}",
+            serial_key=serial_key(where.source, where.repo, "pull", intent.pull),
+            request={"job": scope.to_payload(), "author": _commenter(author).to_json()},
         )
-        return Routed(f"scope decision on {where}", (job,))
-    results = parse_commands(comment.body, trigger=policy.trigger, app_slug=policy.app_slug)
-    if not results:
-        return ignored(f"comment on {where} holds no command for pairbot")
-    ref = CommentRef(
-        id=comment.comment_id,
-        author_login=author.login,
-        author_id=author.numeric_id or 0,
-        url=comment.url,
-        on_pull=comment.target == "pull",
-    )
-    first = results[0]
+        label = _label(where, True, intent.pull)
+        return Routed(f"scope decision on {label}", (job,), intent=intent)
+    target: TargetKind = "pull" if intent.is_pull else "card"
+    identity = intent.comment.id or where.dedupe_id
+    commenter = _commenter(intent.author)
+    first = intent.command
     record: CommandRecord | None = None
     if isinstance(first, Command):
         request = PairRequest.from_command(
-            comment.number, first, comment=ref, delivery=comment.delivery
+            intent.card, first, comment=intent.comment, delivery=where.delivery
         )
-        command = CommandJob(comment.number, ref, author, request=request)
+        command = CommandJob(intent.card, intent.comment, commenter, request=request)
         record = CommandRecord(
             verb=request.verb,
             args=request.args,
-            author_id=author.id,
-            author_login=author.login,
-            comment_id=comment.identity,
-            comment_url=comment.url,
+            author_id=commenter.id,
+            author_login=commenter.login,
+            comment_id=identity,
+            comment_url=intent.comment.url,
         )
-        reason = f"/{policy.trigger} {request.verb} on {where}"
+        reason = f"/{policy.trigger} {request.verb} on {_label(where, intent.is_pull, intent.card)}"
     else:
-        problem = _problem(first)
-        command = CommandJob(comment.number, ref, author, problem=problem)
-        reason = f"malformed command on {where}"
+        problem = CommandProblem(first.message, first.usage, first.raw)
+        command = CommandJob(intent.card, intent.comment, commenter, problem=problem)
+        reason = f"malformed command on {_label(where, intent.is_pull, intent.card)}"
     job = NewJob(
         kind="command",
-        source=comment.source,
-        repo=comment.repo,
-        installation=comment.installation,
-        target=comment.target,
-        number=comment.number,
-        dedupe_key=dedupe,
-        serial_key=serial,
+        source=where.source,
+        repo=where.repo,
+        installation=where.installation,
+        target=target,
+        number=intent.card,
+        dedupe_key=f"{where.source}:{where.repo}:comment:{identity}",
+        serial_key=serial_key(where.source, where.repo, target, intent.card),
         request=command.to_json(),
         command=record,
     )
-    return Routed(reason, (job,))
+    return Routed(reason, (job,), intent=intent)
 
 
-def _problem(error: CommandError) -> CommandProblem:
-    return CommandProblem(error.message, error.usage)
+def _commenter(author: Author) -> Commenter:
+    return Commenter(login=author.login or "ghost", id=author.id, is_bot=author.is_bot)
+
+
+def _head_moved(where: _Where, *, number: int, sha: str) -> NewJob:
+    moved = HeadMovedJob(pull=number, head_sha=sha, delivery=where.delivery)
+    return NewJob(
+        kind="head-moved",
+        source=where.source,
+        repo=where.repo,
+        installation=where.installation,
+        target="pull",
+        number=number,
+        dedupe_key=f"{where.source}:{where.repo}:head:{number}:{sha}",
+        serial_key=serial_key(where.source, where.repo, "pull", number),
+        request={"job": moved.to_payload()},
+    )
 
 
 # -- GitHub ---------------------------------------------------------------------------------------
+
+
+def route_github(
+    event: str, action: str | None, payload: Payload, policy: Policy, delivery: str
+) -> Routed:
+    """The jobs a verified GitHub delivery asks for: the shared intake, translated."""
+    intent = intake(event, action, payload, policy)
+    if isinstance(intent, Ignore):
+        return Routed(intent.reason, silent=intent.silent, intent=intent)
+    if isinstance(intent, Malformed):
+        return Routed(intent.reason, intent=intent)
+    if isinstance(intent, Tick):
+        return Routed(f"{event}: a tick runs in the Action, not in the App", intent=intent)
+    if isinstance(intent, Run):
+        return Routed("a pair repository_dispatch is the Action's to run", intent=intent)
+    if isinstance(intent, Installation):
+        change = InstallationChange(
+            id=intent.id,
+            account=intent.account,
+            repos=intent.repos if intent.action == "created" else None,
+            suspended={"suspend": True, "unsuspend": False, "created": False}.get(intent.action),
+            deleted=intent.action == "deleted",
+            added=intent.added,
+            removed=intent.removed,
+        )
+        what = "repositories " if intent.event == "installation_repositories" else ""
+        return Routed(
+            f"installation {intent.id} ({intent.account}) {what}{intent.action}",
+            installation=change,
+            intent=intent,
+        )
+    repo = _text(_obj(payload.get("repository")).get("full_name"))
+    if not repo:
+        return Routed(f"{event}.{action} without a repository", intent=intent)
+    where = _Where(GITHUB, repo, _installation_id(payload), delivery)
+    if isinstance(intent, HeadMoved):
+        job = _head_moved(where, number=intent.pull, sha=intent.head_sha)
+        label = _label(where, True, intent.pull)
+        return Routed(f"head of {label} moved to {intent.head_sha[:12]}", (job,), intent=intent)
+    return _comment_jobs(intent, where, policy)
+
+
+# The (event, action) pairs whose intents the App acts on (jobs or installation bookkeeping);
+# app.yml subscribes to exactly these events (tests/packaging holds the two together).
+GITHUB_ROUTES: Final[frozenset[tuple[str, str | None]]] = frozenset(
+    {
+        ("issue_comment", "created"),
+        ("pull_request", "synchronize"),
+        *(
+            ("installation", a)
+            for a in ("created", "deleted", "suspend", "unsuspend", "new_permissions_accepted")
+        ),
+        ("installation_repositories", "added"),
+        ("installation_repositories", "removed"),
+        ("ping", None),
+    }
+)
 
 
 def _installation_id(payload: Payload) -> int | None:
     return _int(_obj(payload.get("installation")).get("id"))
 
 
-def _is_own(user: Payload, via: Payload, policy: Policy) -> bool:
-    if policy.app_id is not None and _int(via.get("id")) == policy.app_id:
-        return True
-    login = _text(user.get("login")).lower()
-    return policy.bot_login is not None and login == policy.bot_login
-
-
-def _commenter(user: Payload) -> Commenter:
-    uid = _int(user.get("id"))
-    return Commenter(
-        login=_text(user.get("login")) or "ghost",
-        id=str(uid) if uid is not None else "",
-        is_bot=user.get("type") == "Bot",
-    )
-
-
-def _issue_comment_created(payload: Payload, policy: Policy, delivery: str) -> Routed:
-    comment, issue = _obj(payload.get("comment")), _obj(payload.get("issue"))
-    repo = _text(_obj(payload.get("repository")).get("full_name"))
-    number, comment_id = _int(issue.get("number")), _int(comment.get("id"))
-    if not repo or number is None or comment_id is None:
-        return ignored("issue_comment without a repository, an issue number or a comment id")
-    user = _obj(comment.get("user")) or _obj(payload.get("sender"))
-    if _is_own(user, _obj(comment.get("performed_via_github_app")), policy):
-        return silent("pairbot's own comment")
-    return _comment_jobs(
-        _Comment(
-            source=GITHUB,
-            repo=repo,
-            installation=_installation_id(payload),
-            target="pull" if isinstance(issue.get("pull_request"), dict) else "card",
-            number=number,
-            comment_id=str(comment_id),
-            url=_text(comment.get("html_url")),
-            body=_text(comment.get("body")),
-            author=_commenter(user),
-            delivery=delivery,
-        ),
-        policy,
-    )
-
-
-def _pull_synchronize(payload: Payload, policy: Policy, delivery: str) -> Routed:
-    pull = _obj(payload.get("pull_request"))
-    repo = _text(_obj(payload.get("repository")).get("full_name"))
-    number = _int(payload.get("number")) or _int(pull.get("number"))
-    head = _obj(pull.get("head"))
-    sha = _text(head.get("sha")) or _text(payload.get("after"))
-    if not repo or number is None or not sha:
-        return ignored("pull_request.synchronize without a repository, a number or a head")
-    sender = _obj(payload.get("sender"))
-    if _is_own(sender, {}, policy):
-        return silent(f"pairbot's own push to {repo}!{number}")
-    author = _commenter(sender)
-    if author.is_bot and author.numeric_id not in policy.allowlist:
-        return silent(f"push by bot {author.login!r}, which is not on the allowlist")
-    head_repo = _text(_obj(head.get("repo")).get("full_name"))
-    if head_repo != repo:
-        # A fork's pull request never runs anything with this repository's secrets.
-        return ignored(f"{repo}!{number} comes from another repository ({head_repo or '?'})")
-    if not _text(head.get("ref")).startswith(BRANCH_PREFIX):
-        return ignored(f"{repo}!{number} is not on a pairbot branch ({BRANCH_PREFIX}…)")
-    return _head_moved(
-        GITHUB, repo, _installation_id(payload), number=number, sha=sha, delivery=delivery
-    )
-
-
-def _head_moved(
-    source: str, repo: str, installation: int | None, *, number: int, sha: str, delivery: str
-) -> Routed:
-    moved = HeadMovedJob(pull=number, head_sha=sha, delivery=delivery)
-    job = NewJob(
-        kind="head-moved",
-        source=source,
-        repo=repo,
-        installation=installation,
-        target="pull",
-        number=number,
-        dedupe_key=f"{source}:{repo}:head:{number}:{sha}",
-        serial_key=serial_key(source, repo, "pull", number),
-        request={"job": moved.to_payload()},
-    )
-    return Routed(f"head of {repo}!{number} moved to {sha[:12]}", (job,))
-
-
-def _repos(items: Any) -> tuple[str, ...]:
-    if not isinstance(items, list):
-        return ()
-    return tuple(name for item in items if (name := _text(_obj(item).get("full_name"))))
-
-
-def _installation(payload: Payload, action: str) -> Routed:
-    installation = _obj(payload.get("installation"))
-    ident = _int(installation.get("id"))
-    if ident is None:
-        return ignored(f"installation.{action} without an installation id")
-    account = _text(_obj(installation.get("account")).get("login"))
-    change = InstallationChange(
-        id=ident,
-        account=account,
-        repos=_repos(payload.get("repositories")) if action == "created" else None,
-        suspended={"suspend": True, "unsuspend": False, "created": False}.get(action),
-        deleted=action == "deleted",
-    )
-    return Routed(f"installation {ident} ({account}) {action}", installation=change)
-
-
-def _installation_repositories(payload: Payload, action: str) -> Routed:
-    installation = _obj(payload.get("installation"))
-    ident = _int(installation.get("id"))
-    if ident is None:
-        return ignored(f"installation_repositories.{action} without an installation id")
-    change = InstallationChange(
-        id=ident,
-        account=_text(_obj(installation.get("account")).get("login")),
-        added=_repos(payload.get("repositories_added")),
-        removed=_repos(payload.get("repositories_removed")),
-    )
-    return Routed(f"installation {ident}: repositories {action}", installation=change)
-
-
 Handler = Callable[[Payload, Policy, str], Routed]
-
-
-def _installation_route(action: str) -> Handler:
-    def handle(payload: Payload, _policy: Policy, _delivery: str) -> Routed:
-        return _installation(payload, action)
-
-    return handle
-
-
-def _repositories_route(action: str) -> Handler:
-    def handle(payload: Payload, _policy: Policy, _delivery: str) -> Routed:
-        return _installation_repositories(payload, action)
-
-    return handle
-
-
-def _ping(payload: Payload, _policy: Policy, _delivery: str) -> Routed:
-    return ignored(f"ping for hook {_int(payload.get('hook_id'))}")
-
-
-_INSTALLATION_ACTIONS: Final = ("created", "deleted", "suspend", "unsuspend")
-
-GITHUB_ROUTES: Final[Mapping[tuple[str, str | None], Handler]] = {
-    ("issue_comment", "created"): _issue_comment_created,
-    ("pull_request", "synchronize"): _pull_synchronize,
-    **{("installation", a): _installation_route(a) for a in _INSTALLATION_ACTIONS},
-    ("installation", "new_permissions_accepted"): _installation_route("new_permissions_accepted"),
-    **{("installation_repositories", a): _repositories_route(a) for a in ("added", "removed")},
-    ("ping", None): _ping,
-}
-
-
-def route_github(
-    event: str, action: str | None, payload: Payload, policy: Policy, delivery: str
-) -> Routed:
-    """The jobs a verified GitHub delivery asks for (see the module docstring)."""
-    handler = GITHUB_ROUTES.get((event, action))
-    if handler is not None:
-        return handler(payload, policy, delivery)
-    if event == "issue_comment":
-        return ignored(f"issue_comment.{action}: only a newly created comment acts")
-    return ignored(f"{event}{f'.{action}' if action else ''} is not for pairbot")
 
 
 # -- Azure DevOps ---------------------------------------------------------------------------------
@@ -396,15 +295,15 @@ def _azure_repo(repository: Payload) -> str:
     return f"{project}/{name}" if project and name else ""
 
 
-def _azure_identity(value: Any) -> Commenter:
+def _azure_identity(value: Any) -> Author:
     """An identity object, or the `Name <account>` text work-item fields hold."""
     if isinstance(value, dict):
         unique = _text(value.get("uniqueName")) or _text(value.get("displayName"))
-        return Commenter(login=unique, id=_text(value.get("id")) or unique)
+        return Author(login=unique, id=_text(value.get("id")) or unique)
     text = _text(value)
     account = re.search(r"<([^<>]+)>\s*\Z", text)
     login = account.group(1) if account else text
-    return Commenter(login=login, id=login)
+    return Author(login=login, id=login)
 
 
 def _thread_id(comment: Payload) -> str:
@@ -422,7 +321,7 @@ def _azure_pr_comment(payload: Payload, policy: Policy, delivery: str) -> Routed
     if not repo or number is None or comment_number is None or not thread:
         return ignored("pull request comment without a repository, a pull, a thread or an id")
     body = _text(comment.get("content"))
-    if body.lstrip().startswith(_OWN_MARKER):
+    if body.lstrip().startswith(OWN_MARKER):
         return silent("pairbot's own comment (it opens with a pair marker)")
     if _text(comment.get("commentType")) == "system":
         return ignored("a system comment")
@@ -430,21 +329,15 @@ def _azure_pr_comment(payload: Payload, policy: Policy, delivery: str) -> Routed
     changed = _text(comment.get("lastContentUpdatedDate")) or published
     if published and changed != published:
         return ignored("an edited comment never acts")
-    return _comment_jobs(
-        _Comment(
-            source=AZURE,
-            repo=repo,
-            installation=None,
-            target="pull",
-            number=number,
-            comment_id=f"{thread}/{comment_number}",
-            url=_text(_obj(_obj(comment.get("_links")).get("self")).get("href")),
-            body=body,
-            author=_azure_identity(comment.get("author")),
-            delivery=delivery,
-        ),
-        policy,
+    new = NewComment(
+        target="pull",
+        number=number,
+        comment_id=f"{thread}/{comment_number}",
+        url=_text(_obj(_obj(comment.get("_links")).get("self")).get("href")),
+        body=body,
+        author=_azure_identity(comment.get("author")),
     )
+    return _comment_jobs(comment_intent(new, policy), _Where(AZURE, repo, None, delivery), policy)
 
 
 def _azure_workitem_commented(payload: Payload, policy: Policy, delivery: str) -> Routed:
@@ -455,27 +348,28 @@ def _azure_workitem_commented(payload: Payload, policy: Policy, delivery: str) -
     history = _text(fields.get("System.History"))
     if number is None or not project or not history:
         return ignored("work item comment without an id, a project or a comment")
-    if _OWN_MARKER in history.lstrip()[:64]:
+    if OWN_MARKER in history.lstrip()[:64]:
         return silent("pairbot's own comment (it opens with a pair marker)")
     revision = _int(resource.get("rev"))
-    return _comment_jobs(
-        _Comment(
-            source=AZURE,
-            repo=project,  # a work item belongs to a project; the worker's host names the repo
-            installation=None,
-            target="card",
-            number=number,
-            # The notification names no comment id (nothing to react to): the revision that
-            # added the comment identifies it.
-            comment_id="",
-            dedupe_id=_marker_safe(f"rev{revision if revision is not None else delivery}"),
-            url=_text(resource.get("url")),
-            body=html_to_text(history),
-            author=_azure_identity(fields.get("System.ChangedBy")),
-            delivery=delivery,
-        ),
-        policy,
+    new = NewComment(
+        target="card",
+        number=number,
+        # The notification names no comment id (nothing to react to): the revision that
+        # added the comment identifies it.
+        comment_id="",
+        url=_text(resource.get("url")),
+        body=html_to_text(history),
+        author=_azure_identity(fields.get("System.ChangedBy")),
     )
+    # A work item belongs to a project; the worker's host names the repository.
+    where = _Where(
+        AZURE,
+        project,
+        None,
+        delivery,
+        dedupe_id=_marker_safe(f"rev{revision if revision is not None else delivery}"),
+    )
+    return _comment_jobs(comment_intent(new, policy), where, policy)
 
 
 def _azure_pull_updated(payload: Payload, policy: Policy, delivery: str) -> Routed:
@@ -487,7 +381,8 @@ def _azure_pull_updated(payload: Payload, policy: Policy, delivery: str) -> Rout
         return ignored("git.pullrequest.updated without a repository, a pull or a source commit")
     if not _text(resource.get("sourceRefName")).startswith(f"refs/heads/{BRANCH_PREFIX}"):
         return ignored(f"{repo}!{number} is not on a pairbot branch ({BRANCH_PREFIX}…)")
-    return _head_moved(AZURE, repo, None, number=number, sha=sha, delivery=delivery)
+    job = _head_moved(_Where(AZURE, repo, None, delivery), number=number, sha=sha)
+    return Routed(f"head of {repo}!{number} moved to {sha[:12]}", (job,))
 
 
 AZURE_ROUTES: Final[Mapping[str, Handler]] = {

@@ -2,9 +2,10 @@
 
 A `command` job, in order:
 
-    authorize      the author (app.domain.commands.may_act; the permission comes from the
+    authorize      the author (app.domain.intake.decide; the permission comes from the
                    collaborator-permission API, cached briefly) — a refused human gets ONE
-                   polite reply; a malformed command or `help` gets its usage reply; done
+                   polite reply; a malformed command gets its usage, `help` the help; done
+                   (app.domain.replies.answer_comment: the Action answers the same)
     acknowledge    👀 on the comment and, for a comment on a card, the card's tracking
                    comment (marker `tracking #<card>`), "queued `/pair <verb>`…" (a command on
                    a pull request acts on the card behind it, which the cycle finds)
@@ -41,9 +42,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from app.domain.commands import Decision, help_text, may_act
+from app.domain.commands import CommandError, Decision
 from app.domain.dispatch import PairRequest
+from app.domain.intake import decide, needs_permission
 from app.domain.replies import (
+    Reply,
+    answer_comment,
     comment_reply_marker,
     could_not_run,
     failed_tracking_body,
@@ -65,7 +69,7 @@ from app.web.jobs import (
 from app.web.settings import Execution
 from hosts.errors import HostError, HostUnavailable, RateLimited, Unsupported
 from hosts.markers import make_marker
-from hosts.models import Permission, Target
+from hosts.models import Author, Permission, Target
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +109,30 @@ def on_failure(error: BaseException, attempts: int, max_attempts: int = MAX_ATTE
     return Failure("fail", f"{type(error).__name__}: {message}", expected=False)
 
 
-def usage_reply(problem: CommandProblem) -> str:
-    """The reply to a line that runs nothing: what was wrong, then the correct usage."""
-    usage = problem.usage
-    shown = usage if "\n" in usage else f"Usage: {inline_code(usage)}"
-    return f"pairbot did not run this: {inline_code(problem.message)}.\n\n{shown}"
+def command_answer(
+    command: CommandJob, decision: Decision, *, number: int, fallback: str, trigger: str
+) -> Reply | None:
+    """The reply a command job on #`number` gets instead of a run (refusal, usage, help), or
+    None; `fallback` names the comment when it has no id (see `comment_reply_marker`)."""
+    problem = command.problem
+    return answer_comment(
+        decision,
+        number=number,
+        comment_id=command.comment.id,
+        fallback=fallback,
+        error=_as_error(problem) if problem is not None else None,
+        verb=command.request.verb if command.request is not None else None,
+        trigger=trigger,
+    )
+
+
+def _as_error(problem: CommandProblem) -> CommandError:
+    return CommandError(0, problem.raw, problem.message, problem.usage)
+
+
+def _fallback(job: JobRecord) -> str:
+    """What identifies a comment without an id (an Azure Boards notification names none)."""
+    return f"job{job.id}"
 
 
 def tracking_body(request: PairRequest, trigger: str, where: str) -> str:
@@ -122,7 +145,7 @@ def tracking_body(request: PairRequest, trigger: str, where: str) -> str:
 
 def reply_marker(number: int, job: JobRecord, comment_id: str) -> str:
     """The marker of the one reply a comment can get."""
-    return comment_reply_marker(number, comment_id, fallback=f"job{job.id}")
+    return comment_reply_marker(number, comment_id, fallback=_fallback(job))
 
 
 def failure_reason(error: BaseException, job_id: int) -> str:
@@ -280,15 +303,20 @@ class JobHandler:
         target = Target("pull" if command.comment.on_pull else "card", job.number)
         if job.stage != "dispatching":
             decision = await self._authorize(forge, job, command.author)
+            reply = command_answer(
+                command,
+                decision,
+                number=job.number,
+                fallback=_fallback(job),
+                trigger=self.policy().trigger,
+            )
+            if reply is not None:
+                await forge.upsert_comment(target, reply.marker, reply.text)
+                if reply.kind == "refusal":
+                    return f"refused: {decision.reason}"
+                return f"answered with {reply.kind}"
             if not decision.allowed:
-                return await self._refuse(forge, job, decision, command.comment.id)
-            marker = reply_marker(job.number, job, command.comment.id)
-            if command.problem is not None:
-                await forge.upsert_comment(target, marker, usage_reply(command.problem))
-                return "answered with usage"
-            if command.request is not None and command.request.verb == "help":
-                await forge.upsert_comment(target, marker, help_text(self.policy().trigger))
-                return "answered with help"
+                return f"ignored: {decision.reason}"
         request = command.request
         if request is None:  # a problem is answered above; nothing else lacks a request
             raise PairbotError(f"job {job.id} has neither a request nor a problem")
@@ -311,33 +339,34 @@ class JobHandler:
                 await forge.upsert_comment(target, make_marker("tracking", job.number), body)
         return await self._deliver(job, request)
 
-    async def _authorize(self, forge: Forge, job: JobRecord, author: Commenter) -> Decision:
-        policy = self.policy()
-        uid = author.numeric_id
+    async def _authorize(self, forge: Forge, job: JobRecord, commenter: Commenter) -> Decision:
+        # pairbot's own events never reach a job: the intake drops them (app.domain.intake).
+        allowlist = self.policy().allowlist
+        author = Author(login=commenter.login, id=commenter.id, is_bot=commenter.is_bot)
         permission: Permission | None = None
-        if not author.is_bot and (uid is None or uid not in policy.allowlist) and author.login:
+        if needs_permission(author, allowlist):
             permission = await self.permissions.get(
                 (job.source, job.repo, author.login.lower()),
                 lambda: forge.permission(author.login),
             )
-        return may_act(
-            author_id=uid if uid is not None else -1,
-            author_login=author.login,
-            author_is_bot=author.is_bot,
-            permission=permission,
-            allowlist=policy.allowlist,
-            own_bot_id=None,  # pairbot's own events never reach a job (events.py drops them)
-        )
+        return decide(author, permission, allowlist)
 
     async def _refuse(
         self, forge: Forge, job: JobRecord, decision: Decision, comment_id: str
     ) -> str:
-        if decision.silent:
-            return f"ignored: {decision.reason}"
-        target = Target(job.target, job.number)
-        await forge.upsert_comment(
-            target, reply_marker(job.number, job, comment_id), decision.reason
+        """A scope decision's author who may not act: the refusal, or nothing for a bot."""
+        reply = answer_comment(
+            decision,
+            number=job.number,
+            comment_id=comment_id,
+            fallback=_fallback(job),
+            error=None,
+            verb=None,
+            trigger=self.policy().trigger,
         )
+        if reply is None:
+            return f"ignored: {decision.reason}"
+        await forge.upsert_comment(Target(job.target, job.number), reply.marker, reply.text)
         return f"refused: {decision.reason}"
 
     async def _react(self, forge: Forge, target: Target, comment_id: str) -> None:

@@ -63,10 +63,12 @@ class Commenter:
 
 @dataclass(frozen=True)
 class CommandProblem:
-    """A line addressed to pairbot that runs nothing: what was wrong and the usage to show."""
+    """A line addressed to pairbot that runs nothing: what was wrong, the usage to show, and
+    the line itself (`raw`, echoed in the reply; "" in a job queued before it was kept)."""
 
     message: str
     usage: str
+    raw: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,11 @@ class CommandJob:
             "author": self.author.to_json(),
             "request": self.request.to_payload() if self.request is not None else None,
             "problem": (
-                {"message": self.problem.message, "usage": self.problem.usage}
+                {
+                    "message": self.problem.message,
+                    "usage": self.problem.usage,
+                    "raw": self.problem.raw,
+                }
                 if self.problem is not None
                 else None
             ),
@@ -102,7 +108,9 @@ class CommandJob:
             author=Commenter.from_json(data["author"]),
             request=PairRequest.from_payload(request) if request is not None else None,
             problem=(
-                CommandProblem(str(problem["message"]), str(problem["usage"]))
+                CommandProblem(
+                    str(problem["message"]), str(problem["usage"]), str(problem.get("raw") or "")
+                )
                 if problem is not None
                 else None
             ),

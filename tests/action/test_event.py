@@ -1,4 +1,6 @@
-"""`classify` over real webhook payloads (tests/fixtures/github-webhooks), and `authorize`.
+"""The Action's adapter: `classify` over real webhook payloads (tests/fixtures/github-webhooks),
+and what `action.comments` answers a comment with (the App's text and marker: the equivalence
+of the two surfaces is tests/domain/test_intake_equivalence.py).
 
 Each case starts from a real delivery and changes only what it is about (a comment body, an
 action, an author), so everything else is what GitHub really sends.
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from action.comments import comment_answer
 from action.event import (
     ACTIONS_BOT_ID,
     Comment,
@@ -21,18 +24,20 @@ from action.event import (
     Ignore,
     Intent,
     MalformedEventError,
-    Reply,
+    Policy,
     Run,
     ScopeDecision,
     Tick,
-    authorize,
     classify,
-    needs_permission,
-    own_logins,
+    ignored_reason,
 )
 from app.domain.commands import Command, CommandError
 from app.domain.dispatch import CommentRef, PairRequest, PayloadError
+from app.domain.intake import Installation, decide, needs_permission
+from app.domain.replies import Reply
 from app.errors import OperatorError, UserError
+from hosts.markers import make_marker
+from hosts.models import Author
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
 HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"  # pull_request/synchronize.json's head
@@ -85,6 +90,11 @@ def dispatch(client_payload: object, action: str = "pair") -> dict[str, Any]:
     return payload
 
 
+# An Action that minted the App's token writes as octo-pair[bot]; one on GITHUB_TOKEN as
+# github-actions[bot]. Both are in this policy so that both own-comment cases are exercised.
+POLICY = Policy(app_slug="octo-pair", actions_token=True)
+CODERTOCAT = Author(login="Codertocat", id="21031067")
+NO_COMMAND = Ignore("the comment on issue #1 holds no command for pairbot")
 REF = CommentRef(
     id="492700400",
     author_login="Codertocat",
@@ -107,7 +117,7 @@ def implement_comment(
         card=1,
         comment=ref,
         command=command or Command("implement", {}, None, 1, "/pair implement"),
-        author_is_bot=bot,
+        author=Author(login=ref.author_login, id=str(ref.author_id), is_bot=bot),
     )
 
 
@@ -141,13 +151,13 @@ def implement_comment(
         pytest.param(
             "issue_comment",
             load("issue_comment/created.json"),
-            Ignore("comment 492700400 holds no pairbot command"),
+            NO_COMMAND,
             id="corpus-comment-no-command",
         ),
         pytest.param(
             "issue_comment",
             load("issue_comment/created.with-installation.json"),
-            Ignore("comment 492700400 holds no pairbot command"),
+            NO_COMMAND,
             id="corpus-comment-with-installation",
         ),
         # -- commands --
@@ -160,7 +170,7 @@ def implement_comment(
                 command=Command(
                     "implement", {"until": "merged"}, None, 2, "/pair implement until: merged"
                 ),
-                author_is_bot=False,
+                author=CODERTOCAT,
             ),
             id="command",
         ),
@@ -173,38 +183,38 @@ def implement_comment(
         pytest.param(
             "issue_comment",
             comment("Try this:\n\n```\n/pair implement\n```\n"),
-            Ignore("comment 492700400 holds no pairbot command"),
+            NO_COMMAND,
             id="command-in-a-code-block",
         ),
         pytest.param(
             "issue_comment",
             comment("> /pair approve\n\nquoting the above"),
-            Ignore("comment 492700400 holds no pairbot command"),
+            NO_COMMAND,
             id="command-in-a-quote",
         ),
         pytest.param(
             "issue_comment",
             comment("<!-- /pair approve -->"),
-            Ignore("comment 492700400 holds no pairbot command"),
+            NO_COMMAND,
             id="command-in-an-html-comment",
         ),
         pytest.param(
             "issue_comment",
             comment("/pair implement", action="edited"),
-            Ignore("issue_comment 'edited': only a newly created comment acts"),
+            Ignore("issue_comment.edited: only a newly created comment acts"),
             id="edited-comment",
         ),
         pytest.param(
             "issue_comment",
             comment("/pair implement", action="deleted"),
-            Ignore("issue_comment 'deleted': only a newly created comment acts"),
+            Ignore("issue_comment.deleted: only a newly created comment acts"),
             id="deleted-comment",
         ),
         pytest.param(
             "issue_comment",
             by("dependabot[bot]", 49699333, "Bot")(comment("/pair approve")),
-            "bot-command",
-            id="bot-author-is-classified-then-silenced-by-authorize",
+            Ignore("comment by bot 'dependabot[bot]', which is not on the allowlist", silent=True),
+            id="bot-author-off-the-allowlist-is-dropped-by-the-intake",
         ),
         # -- pairbot's own comments, before anything else --
         pytest.param(
@@ -212,13 +222,13 @@ def implement_comment(
             by("github-actions[bot]", ACTIONS_BOT_ID, "Bot")(
                 comment("<!-- pair:tracking #1 -->\nNext: `/pair approve`\n/pair approve")
             ),
-            Ignore("pairbot's own comment (by github-actions[bot])"),
+            Ignore("pairbot's own comment (by github-actions[bot])", silent=True),
             id="own-comment-actions-bot",
         ),
         pytest.param(
             "issue_comment",
             by("octo-pair[bot]", 1, "Bot")(comment("<!-- pair:synthesis #1 -->\n/pair status")),
-            Ignore("pairbot's own comment (by octo-pair[bot])"),
+            Ignore("pairbot's own comment (by octo-pair[bot])", silent=True),
             id="own-comment-app-bot",
         ),
         pytest.param(
@@ -226,32 +236,32 @@ def implement_comment(
             by("github-actions[bot]", ACTIONS_BOT_ID, "Bot")(
                 comment("<!-- pair:tracking #1 -->", action="edited")
             ),
-            Ignore("pairbot's own comment (by github-actions[bot])"),
+            Ignore("pairbot's own comment (by github-actions[bot])", silent=True),
             id="own-comment-edited",
         ),
         # -- scope decisions --
         pytest.param(
             "issue_comment",
             on_pull(comment(DECISION)),
-            ScopeDecision(1, "492700400"),
+            ScopeDecision(1, "492700400", CODERTOCAT),
             id="scope-decision-on-a-pull",
         ),
         pytest.param(
             "issue_comment",
             on_pull(comment(DECISION + "\n/pair approve\n")),
-            ScopeDecision(1, "492700400"),
+            ScopeDecision(1, "492700400", CODERTOCAT),
             id="scope-decision-wins-over-a-command",
         ),
         pytest.param(
             "issue_comment",
             comment(DECISION),
-            Ignore("comment 492700400 holds no pairbot command"),
+            NO_COMMAND,
             id="scope-decision-on-an-issue-is-not-one",
         ),
         pytest.param(
             "issue_comment",
             by("renovate[bot]", 29139614, "Bot")(on_pull(comment(DECISION))),
-            Ignore("scope decision by bot renovate[bot]: only a person can decide scope"),
+            Ignore("scope decision by bot 'renovate[bot]': only a person decides scope", True),
             id="scope-decision-by-a-bot",
         ),
         pytest.param(
@@ -259,7 +269,7 @@ def implement_comment(
             by("octo-pair[bot]", 7, "Bot")(
                 on_pull(comment("<!-- pair:scope-packet #1 PR#2 -->\n" + DECISION))
             ),
-            Ignore("pairbot's own comment (by octo-pair[bot])"),
+            Ignore("pairbot's own comment (by octo-pair[bot])", silent=True),
             id="own-scope-packet-showing-the-json",
         ),
         # -- head moved --
@@ -279,7 +289,7 @@ def implement_comment(
         pytest.param(
             "pull_request",
             load("pull_request/opened.json"),
-            Ignore("pull_request 'opened': only synchronize (a moved head) concerns pairbot"),
+            Ignore("pull_request.opened: only synchronize (a moved head) concerns pairbot"),
             id="pull-request-opened",
         ),
         # -- dispatches --
@@ -308,27 +318,23 @@ def implement_comment(
         pytest.param(
             "issues",
             load("issues/opened.json"),
-            Ignore("event 'issues' is not one pairbot handles"),
+            Ignore("issues.opened is not for pairbot"),
             id="unhandled-event",
         ),
         pytest.param(
             "pull_request_target",
             synchronize(),
-            Ignore("event 'pull_request_target' is not one pairbot handles"),
+            Ignore("pull_request_target.synchronize is not for pairbot"),
             id="pull-request-target-never-runs",
         ),
     ],
 )
 def test_classify(event: str, payload: dict[str, Any], expected: Intent | str) -> None:
-    intent = classify(event, payload, app_slug="octo-pair")
+    intent = classify(event, payload, POLICY)
     if expected == "command-error":
         assert isinstance(intent, Comment)
         assert isinstance(intent.command, CommandError)
         assert "unknown verb 'frobnicate'" in intent.command.message
-    elif expected == "bot-command":
-        assert isinstance(intent, Comment)
-        assert intent.author_is_bot
-        assert intent.author_login == "dependabot[bot]"
     else:
         assert intent == expected
 
@@ -346,35 +352,61 @@ def test_a_comment_carries_what_authorization_and_the_reply_need() -> None:
 
 
 def test_the_app_slug_is_a_command_address_and_a_trigger_is_honoured() -> None:
-    intent = classify("issue_comment", comment("@octo-pair[bot] status"), app_slug="octo-pair")
+    intent = classify("issue_comment", comment("@octo-pair[bot] status"), POLICY)
     assert isinstance(intent, Comment)
     assert isinstance(intent.command, Command)
     assert intent.command.verb == "status"
-    ignored = classify("issue_comment", comment("/pair status"), trigger="bot")
-    assert ignored == Ignore("comment 492700400 holds no pairbot command")
+    ignored = classify("issue_comment", comment("/pair status"), Policy(trigger="bot"))
+    assert ignored == NO_COMMAND
 
 
-def test_a_comment_by_the_own_id_with_a_marker_is_ignored_whatever_its_login() -> None:
-    payload = by("renamed-bot[bot]", 555, "Bot")(comment("<!-- pair:tracking #1 -->"))
-    assert classify("issue_comment", payload, own_id=555) == Ignore(
-        "pairbot's own comment (by renamed-bot[bot])"
+@pytest.mark.parametrize("body", ["<!-- pair:tracking #1 -->", "/pair approve"])
+def test_a_comment_by_the_own_id_is_ignored_whatever_its_login_and_marker(body: str) -> None:
+    payload = by("renamed-bot[bot]", 555, "Bot")(comment(body))
+    assert classify("issue_comment", payload, Policy(own_id=555)) == Ignore(
+        "pairbot's own comment (by renamed-bot[bot])", silent=True
     )
 
 
+def test_github_actions_bot_is_pairbot_only_when_the_action_writes_with_github_token() -> None:
+    payload = by("github-actions[bot]", ACTIONS_BOT_ID, "Bot")(comment("/pair approve"))
+    own = classify("issue_comment", payload, Policy(actions_token=True))
+    assert own == Ignore("pairbot's own comment (by github-actions[bot])", silent=True)
+    # With an App token it is another bot: ignored unless allowlisted, like any bot.
+    other = classify("issue_comment", payload, Policy(app_slug="octo-pair"))
+    assert other == Ignore(
+        "comment by bot 'github-actions[bot]', which is not on the allowlist", silent=True
+    )
+    allowed = Policy(app_slug="octo-pair", allowlist=frozenset({ACTIONS_BOT_ID}))
+    assert isinstance(classify("issue_comment", payload, allowed), Comment)
+
+
 def test_a_person_quoting_a_marker_is_not_pairbot() -> None:
-    intent = classify("issue_comment", comment("<!-- pair:tracking #1 -->\n/pair status"))
-    assert isinstance(intent, Comment)
+    body = "<!-- pair:tracking #1 -->\n/pair status"
+    assert isinstance(classify("issue_comment", comment(body), POLICY), Comment)
 
 
 def test_the_batch_input_is_the_tick_batch_unless_the_event_names_one() -> None:
-    assert classify("schedule", {"schedule": "0 * * * *"}, batch="nightly") == Tick("nightly")
+    nightly = Policy(batch="nightly")
+    assert classify("schedule", {"schedule": "0 * * * *"}, nightly) == Tick("nightly")
     named = {"inputs": {"batch": "release"}}
-    assert classify("workflow_dispatch", named, batch="nightly") == Tick("release")
+    assert classify("workflow_dispatch", named, nightly) == Tick("release")
 
 
 def test_own_logins() -> None:
-    assert own_logins(None) == frozenset({"github-actions[bot]"})
-    assert own_logins("octo-pair[bot]") == frozenset({"github-actions[bot]", "octo-pair[bot]"})
+    assert Policy().own_logins == frozenset()
+    assert Policy(actions_token=True).own_logins == frozenset({"github-actions[bot]"})
+    assert Policy(app_slug="Octo-Pair[bot]").own_logins == frozenset({"octo-pair[bot]"})
+    assert Policy(actions_token=True, own_id=7).own_ids == frozenset({ACTIONS_BOT_ID, 7})
+
+
+def test_installations_are_the_apps_bookkeeping() -> None:
+    intent = classify("installation", load("installation/created.json"), POLICY)
+    assert isinstance(intent, Installation)
+    assert (
+        ignored_reason(intent) == "installation.created is the App's bookkeeping, not the Action's"
+    )
+    assert ignored_reason(Tick()) is None
 
 
 @pytest.mark.parametrize(
@@ -497,72 +529,65 @@ def test_a_workflow_dispatch_batch_that_is_not_a_name_is_a_user_error() -> None:
         classify("workflow_dispatch", {"inputs": {"batch": "../x"}})
 
 
-# -- authorize -----------------------------------------------------------------------------
+# -- what a comment gets (action.comments.comment_answer) -----------------------------------
 
 
-def test_a_writer_runs_the_command() -> None:
-    outcome = authorize(
-        implement_comment(),
-        permission="write",
-        allowlist=frozenset(),
-        own_bot_id=None,
-        delivery="run-42",
-    )
-    assert outcome == Run(
-        PairRequest(card=1, verb="implement", args={}, comment=REF, delivery="run-42")
-    )
+def answer(
+    intent: Comment, permission: str | None, allowlist: frozenset[int] = frozenset()
+) -> Reply | None:
+    return comment_answer(intent, decide(intent.author, permission, allowlist), "pair", "run-1")
 
 
-def test_a_reader_gets_a_polite_refusal_and_nothing_runs() -> None:
-    outcome = authorize(
-        implement_comment(), permission="read", allowlist=frozenset(), own_bot_id=None
-    )
-    assert isinstance(outcome, Reply)
-    assert outcome.comment == REF
-    assert "Codertocat (id 21031067) has read permission" in outcome.text
+def test_a_writer_gets_no_reply_and_the_command_runs() -> None:
+    intent = implement_comment()
+    assert decide(intent.author, "write", frozenset()).allowed
+    assert answer(intent, "write") is None
+
+
+def test_a_reader_gets_a_polite_refusal_under_the_comments_reply_marker() -> None:
+    reply = answer(implement_comment(), "read")
+    assert reply is not None and reply.kind == "refusal"
+    assert reply.marker == make_marker("reply", 1, run="492700400")
+    assert "Codertocat (id 21031067) has read permission" in reply.text
 
 
 def test_a_bot_is_ignored_silently_unless_allowlisted() -> None:
-    bot_ref = CommentRef("5", "dependabot[bot]", 49699333)
-    bot = implement_comment(bot_ref, bot=True)
-    assert not needs_permission(bot, allowlist=frozenset())
-    assert authorize(bot, permission=None, allowlist=frozenset(), own_bot_id=None) == Ignore(
-        "bot id 49699333 is not on the operator's allowlist"
-    )
-    allowed = authorize(bot, permission=None, allowlist=frozenset({49699333}), own_bot_id=None)
-    assert isinstance(allowed, Run)
-
-
-def test_pairbots_own_id_is_ignored_even_when_allowlisted() -> None:
-    own = implement_comment(CommentRef("5", "octo-pair[bot]", 77), bot=True)
-    outcome = authorize(own, permission=None, allowlist=frozenset({77}), own_bot_id=77)
-    assert outcome == Ignore("pairbot's own event")
+    bot = implement_comment(CommentRef("5", "dependabot[bot]", 49699333), bot=True)
+    assert not needs_permission(bot.author, frozenset())
+    assert answer(bot, None) is None
+    assert not decide(bot.author, None, frozenset()).allowed
+    assert decide(bot.author, None, frozenset({49699333})).allowed
 
 
 def test_permission_is_looked_up_only_for_people_off_the_allowlist() -> None:
-    assert needs_permission(implement_comment(), allowlist=frozenset())
-    assert not needs_permission(implement_comment(), allowlist=frozenset({21031067}))
+    assert needs_permission(implement_comment().author, frozenset())
+    assert not needs_permission(implement_comment().author, frozenset({21031067}))
 
 
 def test_a_malformed_command_gets_its_usage_with_the_line_as_inert_code() -> None:
     error = CommandError(1, "/pair implement until: `@org/team`", "until: must be …", "/pair x")
-    outcome = authorize(
-        implement_comment(command=error),
-        permission="admin",
-        allowlist=frozenset(),
-        own_bot_id=None,
-    )
-    assert isinstance(outcome, Reply)
+    reply = answer(implement_comment(command=error), "admin")
+    assert reply is not None and reply.kind == "usage"
     # The echoed line sits in a code span longer than any backtick run inside it, so a mention
     # or a link in it does nothing.
-    assert outcome.text.startswith("`` /pair implement until: `@org/team` ``: until: must be …")
-    assert outcome.text.endswith("Usage: `/pair x`")
+    assert reply.text.startswith(
+        "pairbot did not run `` /pair implement until: `@org/team` ``: until: must be …."
+    )
+    assert reply.text.endswith("Usage: `/pair x`")
 
 
 def test_an_unknown_verb_gets_the_whole_help() -> None:
-    intent = classify("issue_comment", comment("/pair frobnicate"))
+    intent = classify("issue_comment", comment("/pair frobnicate"), POLICY)
     assert isinstance(intent, Comment)
-    outcome = authorize(intent, permission="maintain", allowlist=frozenset(), own_bot_id=None)
-    assert isinstance(outcome, Reply)
-    assert "`/pair implement" in outcome.text
-    assert "`/pair rerun-proof <phase>`" in outcome.text
+    reply = answer(intent, "maintain")
+    assert reply is not None and reply.kind == "usage"
+    assert "`/pair implement" in reply.text
+    assert "`/pair rerun-proof <phase>`" in reply.text
+
+
+def test_help_is_answered_not_run() -> None:
+    intent = classify("issue_comment", comment("/pair help"), POLICY)
+    assert isinstance(intent, Comment)
+    reply = answer(intent, "write")
+    assert reply is not None and reply.kind == "help"
+    assert reply.marker == make_marker("reply", 1, run="492700400")

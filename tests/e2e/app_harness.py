@@ -46,7 +46,6 @@ from tests.support.github_server import WallClock, git_env, serve_fake_github
 
 FIXTURE = (
     Path(__file__).resolve().parents[1]
-    / "web"
     / "fixtures"
     / "github-webhooks"
     / "issue_comment"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hosts.markers import make_marker
 from tests.e2e.action_harness import action_repo
 
 pytestmark = pytest.mark.slow
@@ -69,12 +70,17 @@ def test_a_read_only_commenter_is_refused_once_and_nothing_runs(tmp_path: Path) 
     with action_repo(tmp_path) as repo:
         repo.fake.user("mallory")
         repo.fake.collaborators["mallory"] = "read"
-        for _ in range(2):
-            done = repo.run(repo.comment_event("/pair implement", login="mallory"))
+        event = repo.comment_event("/pair implement", login="mallory")
+        for _ in range(2):  # the same comment twice (a re-run): one reply, edited in place
+            done = repo.run(event)
             assert done.code == 0
             assert done.outputs["transition"] == ""
-        refusals = [m for m in repo.markers() if "pair:refusal" in m]
-        assert len(refusals) == 1
+        comment = event[1]["comment"]["id"]
+        assert repo.markers() == {make_marker("reply", repo.card, run=str(comment)): 1}
+        # A second comment is a second request: it gets its own one reply (the App's scheme).
+        repo.run(repo.comment_event("/pair implement", login="mallory"))
+        refusals = [m for m in repo.markers() if "pair:reply" in m]
+        assert len(refusals) == 2 and set(repo.markers().values()) == {1}
         assert not repo.fake.pulls
         assert repo.state_journal() == []
 

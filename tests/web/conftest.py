@@ -38,7 +38,7 @@ from app.web.settings import AppSettings
 from app.web.signature import sign
 from tests.support.fake_github import FakeGitHub, User, _Request, rsa_key
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SECRET = "It's a Secret to Everybody, in tests"  # noqa: S105 - a test fixture
 REPO_WEB = "https://github.com"
 

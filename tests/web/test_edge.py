@@ -419,7 +419,10 @@ def test_azure_devops_without_valid_credentials_is_401_never_410(
     fake: AppGitHub, tmp_path: Path, authorization: str | None
 ) -> None:
     body = (
-        Path(__file__).parent / "fixtures" / "azure-devops" / "git.pullrequest.created.json"
+        Path(__file__).resolve().parents[1]
+        / "fixtures"
+        / "azure-devops"
+        / "git.pullrequest.created.json"
     ).read_bytes()
     headers = {"Content-Type": "application/json; charset=utf-8"}
     if authorization is not None:
@@ -449,7 +452,7 @@ def test_azure_devops_samples_are_answered_and_deduplicated_on_their_id(
     fake: AppGitHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    folder = Path(__file__).parent / "fixtures" / "azure-devops"
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "azure-devops"
     headers = {
         "Content-Type": "application/json; charset=utf-8",
         "Authorization": basic(ADO_USER, ADO_PASSWORD),

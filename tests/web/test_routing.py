@@ -6,13 +6,21 @@ from typing import Any
 
 import pytest
 
+from app.domain.commands import CommandError
 from app.domain.dispatch import PairRequest, PayloadError
+from app.domain.replies import usage_reply
 from app.errors import BatchLockedError, ConfigError
-from app.web.events import Policy, html_to_text, route_azure, route_github, serial_key
-from app.web.handling import on_failure, tracking_body, usage_reply
+from app.web.events import (
+    GITHUB_ROUTES,
+    Policy,
+    html_to_text,
+    route_azure,
+    route_github,
+    serial_key,
+)
+from app.web.handling import on_failure, tracking_body
 from app.web.jobs import (
     CommandJob,
-    CommandProblem,
     HeadMovedJob,
     ScopeDecisionJob,
     job_from_payload,
@@ -75,16 +83,16 @@ def test_a_bots_scope_decision_is_ignored_even_when_the_bot_is_allowlisted() -> 
 
 
 def test_deleted_comments_and_other_events_are_not_for_pairbot() -> None:
-    assert (
-        "only a newly created" in route_github("issue_comment", "deleted", {}, POLICY, "d").reason
-    )
+    deleted = route_github("issue_comment", "deleted", comment("/pair retry"), POLICY, "d")
+    assert deleted.reason == "issue_comment.deleted: only a newly created comment acts"
     assert (
         route_github("issues", "opened", {}, POLICY, "d").reason
         == "issues.opened is not for pairbot"
     )
     assert route_github("ping", None, {"hook_id": 7}, POLICY, "d").reason == "ping for hook 7"
     malformed = route_github("issue_comment", "created", {"comment": "x"}, POLICY, "d")
-    assert malformed.jobs == () and "without" in malformed.reason
+    assert malformed.jobs == () and not malformed.silent
+    assert malformed.reason == "issue_comment: comment must be an object"
 
 
 def test_serial_keys_join_github_issues_and_pulls_but_not_azure_cards_and_pulls() -> None:
@@ -141,10 +149,11 @@ def test_failures_retry_what_time_can_fix(error: Exception, attempts: int, actio
 
 
 def test_replies_quote_user_text_as_code() -> None:
-    reply = usage_reply(CommandProblem("unknown verb '@everyone`x'", "/pair approve"))
-    assert "``unknown verb '@everyone`x'``" in reply
+    reply = usage_reply(CommandError(1, "/pair `x", "unknown verb '@everyone`x'", "/pair approve"))
+    # The line is inert code; the message is literal prose (no ping, no code span to break).
+    assert reply.startswith("pairbot did not run ``/pair `x``: unknown verb '@\u200beveryone\\`x'.")
     assert "Usage: `/pair approve`" in reply
-    multi = usage_reply(CommandProblem("a verb is missing", "line one\nline two"))
+    multi = usage_reply(CommandError(1, "/pair", "a verb is missing", "line one\nline two"))
     assert multi.endswith("line one\nline two")
     body = tracking_body(PairRequest(card=1, verb="implement"), "pair", "GitHub Actions")
     assert body == "queued `/pair implement`; it runs next in GitHub Actions."
@@ -208,3 +217,14 @@ def test_azure_pull_request_updates_on_pairbot_branches_move_the_head() -> None:
     )
     created = fixture("azure-devops/git.pullrequest.created.json")
     assert route_azure(created, POLICY, "n").reason == "git.pullrequest.created is not for pairbot"
+
+
+def test_the_app_acts_only_on_the_routes_it_declares() -> None:
+    from tests.domain.test_intake_equivalence import corpus, hostile, variants
+
+    for case in [*corpus(), *variants(), *hostile()]:
+        event, payload = case.values
+        action = payload.get("action") if isinstance(payload.get("action"), str) else None
+        routed = route_github(event, action, payload, POLICY, "d")
+        if routed.jobs or routed.installation is not None:
+            assert (event, action) in GITHUB_ROUTES, case.id
