@@ -26,7 +26,8 @@ from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.engine.selection import Park
 from app.errors import UserError
-from app.runtime.adapters import agent_environment, resolve_argv
+from app.proc import agent_environment
+from app.runtime.adapters import resolve_argv
 from app.runtime.commands import CommandId, ensure_command_in_spawn_locus
 from app.runtime.permissions import WarnOnce
 from app.runtime.streamjson import StreamJsonRenderer
