@@ -1,8 +1,8 @@
 """The launcher behind the engine's agent seam: one step's stage in, one running agent out.
 
 `Launcher` implements `AgentLauncher` (app/engine/agent.py). It is the only door from the engine
-into this package; the surfaces (the CLI, the App's worker, the Action) build one per process
-and inject it in `EngineDeps`:
+into this package; the surfaces build one (`project_launcher`) and inject it in
+`EngineDeps.launcher`: app/cli.py, whose deps the App's worker uses too, and action/__main__.py.
 
     launch(AgentLaunch, on_line)
       1. resolve the stage's argv (adapters.py, with permissions.py's flags)
