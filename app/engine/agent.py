@@ -3,10 +3,11 @@
 The dependency is one-way: `app/runtime` implements these protocols and imports this module;
 nothing under `app/engine` imports `app/runtime` (tests/engine/test_seam.py holds that).
 
-    engine ──AgentLaunch──▶ AgentLauncher (app/runtime/launcher.py, injected by the surfaces)
-                              argv, permission warning, command files, stream rendering
-                              └──AgentSpawnRequest──▶ AgentRuntime ──AgentEvent…──▶
-    engine ◀──AgentSpawnResult | AgentNotStarted──┘
+    engine     AgentLaunch ─────────▶ AgentLauncher   argv, permission warning, command files,
+               ◀── AgentSpawnResult                   stream rendering (app/runtime/launcher.py,
+                   | AgentNotStarted                  injected by the surfaces in EngineDeps)
+    launcher   AgentSpawnRequest ───▶ AgentRuntime    one per locus; streams AgentEvents
+               ◀── AgentSpawnResult
 
 The engine says which stage runs, with which instructions and which PAIR_* keys, and gets back
 how the agent ended. The launcher turns that into a spawn request for an `AgentRuntime` (one per
