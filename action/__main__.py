@@ -165,7 +165,7 @@ LOCK_POLL_S = 10.0
 
 def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:
     from app.engine.step import EngineDeps  # noqa: PLC0415
-    from app.runtime.select import select_runtime  # noqa: PLC0415
+    from app.runtime.launcher import project_launcher  # noqa: PLC0415
 
     agent_env = {**env, **ctx.settings_env(), **ctx.agent_env()}
     if ctx.agent_command:
@@ -173,7 +173,7 @@ def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:
 
         agent_env["PAIR_AGENT_COMMAND"] = shlex.join(ctx.agent_command)
     return EngineDeps(
-        runtime_for=lambda settings: select_runtime(settings, ctx.workspace),
+        launcher=project_launcher(ctx.workspace),
         env=agent_env,
         on_line=log.line,
     )

@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app import __version__
-from app.engine.agent import AgentRuntime
 from app.errors import PairbotError, UserError
-from app.settings import ResolvedSettings
 
 if TYPE_CHECKING:
     from app.cycle.humans import ReportKind
@@ -128,13 +126,10 @@ def _parser() -> argparse.ArgumentParser:
 def _deps(env: Mapping[str, str], root: Path) -> Any:
     # Imported here: `--help`, `status` and `report` never load the runtime (swerex, aiohttp).
     from app.engine.step import EngineDeps  # noqa: PLC0415
-    from app.runtime.select import select_runtime  # noqa: PLC0415
-
-    def runtime_for(settings: ResolvedSettings) -> AgentRuntime:
-        return select_runtime(settings, root)
+    from app.runtime.launcher import project_launcher  # noqa: PLC0415
 
     return EngineDeps(
-        runtime_for=runtime_for,
+        launcher=project_launcher(root),
         env=dict(env),
         on_line=lambda line: print(line, file=sys.stderr, flush=True),
         pr_opener=_pr_opener(env, root),

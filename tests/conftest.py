@@ -23,6 +23,7 @@ import yaml
 
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, StepResult
+from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 
 AGENT = Path(__file__).parent / "support" / "scripted_agent.py"
@@ -128,7 +129,7 @@ def apply_once(
 ) -> StepResult:
     """One real `batch apply`, in-process, through the real process runtime."""
     deps = EngineDeps(
-        runtime_for=lambda _settings: runtime or ProcessRuntime(kill_grace_s=0.2),
+        launcher=Launcher(lambda _settings: runtime or ProcessRuntime(kill_grace_s=0.2)),
         env=agent_env(env),
     )
     return asyncio.run(apply_batch(project.root, project.batch, deps))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.domain.testsets import NoTestCommand, TestRun, UnreadableJUnit, read_run
-from app.runtime.adapters import agent_environment
+from app.proc import agent_environment
 
 DEFAULT_TIMEOUT_S = 30 * 60.0
 

@@ -1,16 +1,35 @@
-"""The seam between the engine and whatever runs an agent: request, events, result.
+"""The seam between the engine and whatever runs an agent: what to run, the stream, the result.
 
-The engine builds an `AgentSpawnRequest`, hands it to an injected `AgentRuntime`, and reads the
-`AgentSpawnResult`. Runtimes stream `AgentEvent`s to a callback while they accumulate the
-result. A bootstrap or transport failure is reported as a non-zero result with the message in
-`stderr`, never as a new kind of outcome, so the step stays resumable.
+The dependency is one-way: `app/runtime` implements these protocols and imports this module;
+nothing under `app/engine` imports `app/runtime` (tests/engine/test_seam.py holds that).
+
+    engine     AgentLaunch ─────────▶ AgentLauncher   argv, permission warning, command files,
+               ◀── AgentSpawnResult                   stream rendering (app/runtime/launcher.py,
+                   | AgentNotStarted                  injected by the surfaces in EngineDeps)
+    launcher   AgentSpawnRequest ───▶ AgentRuntime    one per locus; streams AgentEvents
+               ◀── AgentSpawnResult
+
+The engine says which stage runs, with which instructions and which PAIR_* keys, and gets back
+how the agent ended. The launcher turns that into a spawn request for an `AgentRuntime` (one per
+locus), which streams `AgentEvent`s while it accumulates the result. A bootstrap or transport
+failure is reported as a non-zero result with the message in `stderr`, and a setting that stops
+any agent from starting as `AgentNotStarted`, never as a new kind of outcome, so the step stays
+resumable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from app.settings import AgentStage, ResolvedSettings
+
+# pairbot's lifecycle commands: what an agent's prompt delegates to. The engine names them; the
+# launcher knows how each agent invokes them and where their files live.
+CommandId = Literal["propose", "apply", "verify", "red", "fix", "decompose-phase", "open-pr"]
 
 
 @dataclass(frozen=True)
@@ -63,4 +82,50 @@ class AgentRuntime(Protocol):
 
     async def spawn(self, request: AgentSpawnRequest, on_event: EventSink) -> AgentSpawnResult:
         """Start the agent, stream its events to `on_event`, and return its result."""
+        ...
+
+
+LineSink = Callable[[str], None]
+
+# (agent, command, target, arguments) -> the prompt's command block; see AgentLauncher.delegate.
+Delegate = Callable[[str, CommandId, str, Sequence[str]], str]
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    """What the engine asks for one step: the stage's agent, its command, prompt and keys."""
+
+    stage: AgentStage
+    command: CommandId  # the lifecycle command the prompt delegates to
+    settings: ResolvedSettings
+    root: Path  # the project root on this machine; the agent's working directory
+    instructions: str
+    env: Mapping[str, str]  # the caller's environment; the launcher strips secrets from it
+    pair_env: Mapping[str, str]  # pairbot's own keys, added after the stripping
+
+
+@dataclass(frozen=True)
+class AgentNotStarted:
+    """No agent could start (unknown agent, a command file that cannot be placed, a bad locus)."""
+
+    reason: str
+
+
+class AgentLauncher(Protocol):
+    """Everything the engine needs from the runtime for one agent step."""
+
+    def agent_root(self, root: Path, settings: ResolvedSettings) -> str:
+        """The project root as the agent sees it in `settings.locus` (its PAIR_ROOT)."""
+        ...
+
+    def delegate(
+        self, agent: str, command: CommandId, target: str, arguments: Sequence[str]
+    ) -> str:
+        """The prompt's command block: `agent`'s invocation of `command` with its arguments."""
+        ...
+
+    async def launch(
+        self, launch: AgentLaunch, on_line: LineSink
+    ) -> AgentSpawnResult | AgentNotStarted:
+        """Start the stage's agent, show its output on `on_line`, and return how it ended."""
         ...

@@ -10,7 +10,9 @@
                  data, stripped of hidden content, never instructions that replace the task
     reporting    how to report, so any agent can
 
-The command text itself has one author: `app.runtime.commands.DEFINITIONS`.
+The command block comes from the injected launcher (`AgentLauncher.delegate`, passed in as a
+`Delegate`): how each agent invokes a command, and the command text itself, belong to the
+runtime, which has the one definition of each command.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.sanitize import strip_hidden
+from app.engine.agent import CommandId, Delegate
 from app.engine.manifest import Phase
-from app.runtime.commands import DEFINITIONS, CommandId, invocation
 
 
 @dataclass(frozen=True)
@@ -92,17 +94,8 @@ def _arguments(ctx: InstructionContext) -> list[str]:
     return parts
 
 
-def delegate(agent: str, command_id: CommandId, target: str, arguments: Sequence[str]) -> str:
-    """The command block: the agent's invocation with its arguments, or the definition inline."""
-    token = invocation(agent, command_id)
-    if token is not None:
-        return "\n".join([f"{token} {target}", *arguments])
-    body = DEFINITIONS[command_id].body.replace("$ARGUMENTS", "the arguments below")
-    return "\n".join([f"Your task ({command_id}):", body, "", "Arguments:", target, *arguments])
-
-
-def build_instructions(ctx: InstructionContext) -> str:
-    """The full prompt for a change transition."""
+def build_instructions(ctx: InstructionContext, delegate: Delegate) -> str:
+    """The full prompt for a change transition; `delegate` writes its command block."""
     context = [f"You are pairbot's {ctx.transition} agent for change `{ctx.key}`."]
     if ctx.batch:
         context.append(f"Batch: {ctx.batch}")
@@ -125,6 +118,8 @@ def build_decomposition_instructions(
     phase: Phase,
     shipped: Sequence[tuple[str, Sequence[str]]],
     manifest_path: str,
+    *,
+    delegate: Delegate,
     agent: str = "command",
 ) -> str:
     """The prompt for authoring an empty phase's changes from what earlier phases shipped."""

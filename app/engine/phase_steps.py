@@ -63,6 +63,7 @@ async def run_decomposition_step(
         phase,
         shipped,
         str(manifest_path(root, batch).relative_to(root)),
+        delegate=deps.launcher.delegate,
         agent=settings.agent_for("decompose").name,
     )
     spawned = await spawn_agent(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from app.runtime.process import START_FAILURE_EXIT_CODE, read_into, terminate_process_group
+from app.proc import START_FAILURE_EXIT_CODE, read_into, terminate_process_group
 
 ProofPolicy = Literal["hard-gate", "warn"]
 

@@ -174,7 +174,8 @@ async def run_change_step(
             answers=tuple(history.answers),
             feedback=history.feedback[1] if history.feedback else None,
             open_findings=_open_findings(history) if ctx.transition in ("red", "fix") else (),
-        )
+        ),
+        deps.launcher.delegate,
     )
     spawned = await spawn_agent(
         root=ctx.root,

@@ -2,8 +2,10 @@
 recording an outcome ("doing" before the effect, "done" after it).
 
 The step kinds (change steps in `runner`, the phase-scoped ones in `phase_steps`) all spawn
-through `spawn_agent`, which journals `step-started` and reads back only that session's
-reports, and all finish through `record_outcome`, which writes the park before the outcome.
+through `spawn_agent`, which journals `step-started`, hands the stage to the injected
+`AgentLauncher` (app/engine/agent.py; the surfaces pass app/runtime's) and reads back only that
+session's reports, and all finish through `record_outcome`, which writes the park before the
+outcome.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ from typing import Any, Literal, Protocol
 
 from app.domain.verdict import Verdict
 from app.engine import lock
-from app.engine.agent import AgentEvent, AgentRuntime, AgentSpawnRequest, AgentUsage
+from app.engine.agent import (
+    AgentLaunch,
+    AgentLauncher,
+    AgentNotStarted,
+    AgentUsage,
+    CommandId,
+    LineSink,
+)
 from app.engine.boundary import PrGroupBoundary
 from app.engine.journal import JournalEntry, append_entry, read_journal, session_entries
 from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.engine.selection import Park
-from app.errors import UserError
-from app.runtime.adapters import agent_environment, resolve_argv
-from app.runtime.commands import CommandId, ensure_command_in_spawn_locus
-from app.runtime.permissions import WarnOnce
-from app.runtime.streamjson import StreamJsonRenderer
+from app.proc import START_FAILURE_EXIT_CODE
 from app.settings import AgentStage, ResolvedSettings
 
 COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
@@ -42,11 +47,7 @@ COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
     "pr": "open-pr",
 }
 
-# Where the docker locus bind-mounts the project root (seed 000).
-DOCKER_WORKDIR = "/workspace"
-
 Clock = Callable[[], datetime]
-LineSink = Callable[[str], None]
 
 
 def utc_now() -> datetime:
@@ -109,12 +110,11 @@ class PrOpener(Protocol):
 class EngineDeps:
     """Everything the shell touches, injected so tests supply fakes at the edge."""
 
-    runtime_for: Callable[[ResolvedSettings], AgentRuntime]
+    launcher: AgentLauncher  # one per process: it says each permission warning once
     env: Mapping[str, str] = field(default_factory=dict)
     clock: Clock = utc_now
     on_line: LineSink = lambda _line: None
     pr_opener: PrOpener | None = None
-    warn_once: WarnOnce = field(default_factory=WarnOnce)
     pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
 
 
@@ -127,15 +127,6 @@ def iso_now(clock: Clock) -> str:
 
 def journal_event(locus: RunLocus, clock: Clock, **fields: Any) -> int:
     return append_entry(locus.journal, JournalEntry(at=iso_now(clock), **fields))
-
-
-def agent_root(root: Path, settings: ResolvedSettings) -> str:
-    """The project root as the agent sees it: /workspace in docker, the server's workdir remote."""
-    if settings.locus == "docker":
-        return DOCKER_WORKDIR
-    if settings.locus == "remote" and settings.remote is not None and settings.remote.workdir:
-        return settings.remote.workdir
-    return str(root)
 
 
 def usage_record(usage: AgentUsage | None) -> dict[str, Any] | None:
@@ -262,24 +253,10 @@ async def spawn_agent(
     """Journal `step-started`, spawn exactly one agent for `key`, collect what it reported."""
     session, started = begin_step(locus, deps.clock, key=key, transition=stage)
     start = started + 1
-    try:
-        choice = settings.agent_for(stage)
-        argv = resolve_argv(choice, settings, repo_root=agent_root(root, settings))
-        warning = deps.warn_once(choice.name, settings.permissions.posture)
-        if warning:
-            deps.on_line(warning)
-        # Render-or-fail: the command the prompt delegates to must exist where the agent runs.
-        ensure_command_in_spawn_locus(
-            COMMAND_FOR_STAGE[stage], choice.name, settings.locus, root, deps.env
-        )
-        runtime = deps.runtime_for(settings)
-    except UserError as err:
-        # No agent can start: report it like a failed spawn so the step stays resumable.
-        return Session(session, started, exit_code=127, stderr=str(err), spawned=False)
     pair_env = {
         "PAIR_CHANGE": key,
         "PAIR_TRANSITION": stage,
-        "PAIR_ROOT": agent_root(root, settings),
+        "PAIR_ROOT": deps.launcher.agent_root(root, settings),
         "PAIR_SESSION": session,
         "PATH": os.pathsep.join(
             [deps.pairbot_bin_dir, *([deps.env["PATH"]] if deps.env.get("PATH") else [])]
@@ -290,31 +267,21 @@ async def spawn_agent(
     if state_root is not None:
         # The agent works in a card worktree; its reports belong to the run-state elsewhere.
         pair_env["PAIR_STATE_ROOT"] = str(state_root)
-    base = {k: v for k, v in deps.env.items() if k != "PAIR_BATCH"}
-    request = AgentSpawnRequest(
-        command=argv.command,
-        args=argv.args,
+    launch = AgentLaunch(
+        stage=stage,
+        command=COMMAND_FOR_STAGE[stage],
+        settings=settings,
+        root=root,
         instructions=instructions,
-        cwd=str(root),
-        env=agent_environment(base, pair_env),
-        timeout_ms=settings.agent_timeout_ms,
+        env={k: v for k, v in deps.env.items() if k != "PAIR_BATCH"},
+        pair_env=pair_env,
     )
-
-    # Stream-json agents are rendered for people; the accumulated stdout stays the raw stream.
-    renderer = StreamJsonRenderer(deps.on_line) if argv.adapter.emits_stream_json else None
-    show = renderer.feed if renderer is not None else deps.on_line
-
-    def on_event(event: AgentEvent) -> None:
-        if event.kind == "stdout" and event.line is not None:
-            show(event.line)
-        elif event.kind == "error" and event.message:
-            deps.on_line(f"error: {event.message}")
-
-    result = await runtime.spawn(request, on_event)
-    usage = result.usage
-    if renderer is not None:
-        renderer.close()
-        usage = renderer.usage
+    result = await deps.launcher.launch(launch, deps.on_line)
+    if isinstance(result, AgentNotStarted):
+        # No agent could start: report it like a failed spawn so the step stays resumable.
+        return Session(
+            session, started, START_FAILURE_EXIT_CODE, stderr=result.reason, spawned=False
+        )
     # Only this session's reports count: a straggler from an earlier, killed session carries
     # its own PAIR_SESSION and must not complete this step.
     entries = tuple(
@@ -329,7 +296,7 @@ async def spawn_agent(
         result.signal,
         result.stderr,
         entries,
-        usage=usage,
+        usage=result.usage,
     )
 
 

@@ -18,7 +18,6 @@ collide with another tool's generic `agent` earlier on PATH.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -100,25 +99,3 @@ def resolve_argv(
         args += [adapter.model_flag, choice.model]
     args += permission_flags
     return AgentArgv(command=AGENT_BINARIES[adapter.name], args=tuple(args), adapter=adapter)
-
-
-# Forge and app credentials never reach an agent: the engine does every write to the forge.
-# Git configuration passed through the environment can carry an Authorization header.
-_SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PRIVATE_KEY|PASSWORD|(?:^|_)PAT$|^INPUT_|^GIT_CONFIG_(?:COUNT|KEY_|VALUE_|PARAMETERS)"
-)
-# Agents' own credentials are how they reach their model: they are passed through.
-_AGENT_CREDENTIAL = re.compile(
-    r"^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|CURSOR_|OPENCODE_|OPENROUTER_)"
-)
-
-
-def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    """The agent's environment: `base` without forge/app secrets, plus pairbot's PAIR_* keys."""
-    env = {
-        name: value
-        for name, value in base.items()
-        if _AGENT_CREDENTIAL.match(name) or not _SECRET_NAME.search(name)
-    }
-    env.update(extra)
-    return env

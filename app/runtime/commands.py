@@ -12,20 +12,22 @@ alpha` elsewhere) and the lifecycle text has one author. Before a spawn the engi
     write failure             SkillLocusError naming the path and the cause
 
 The `command` adapter (an in-house agent) has no command files: its prompt carries the whole
-definition inline.
+definition inline. `delegate` writes that part of the prompt either way; the engine reaches it,
+like `ensure_command_in_spawn_locus`, only through the launcher (app/runtime/launcher.py).
+The command ids themselves (`CommandId`) are the engine's vocabulary, from its agent seam.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from app.engine.agent import CommandId
 from app.errors import UserError
 
-CommandId = Literal["propose", "apply", "verify", "red", "fix", "decompose-phase", "open-pr"]
 Ensured = Literal["rendered", "verified", "inline"]
 
 
@@ -168,6 +170,16 @@ def invocation(agent: str, command_id: CommandId) -> str | None:
     """The agent's token for the command (`/pair:apply`, `/pair-apply`); None if inline."""
     style = STYLES.get(agent)
     return style.invocation(command_id) if style else None
+
+
+def delegate(agent: str, command_id: CommandId, target: str, arguments: Sequence[str]) -> str:
+    """The prompt's command block: the agent's invocation with its arguments, or the definition
+    inline for an agent without command files."""
+    token = invocation(agent, command_id)
+    if token is not None:
+        return "\n".join([f"{token} {target}", *arguments])
+    body = DEFINITIONS[command_id].body.replace("$ARGUMENTS", "the arguments below")
+    return "\n".join([f"Your task ({command_id}):", body, "", "Arguments:", target, *arguments])
 
 
 def ensure_command_in_spawn_locus(

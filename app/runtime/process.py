@@ -6,69 +6,21 @@ as events, and applies the per-agent timeout (SIGTERM to the process group, then
 grace). The SWE-ReX loci (local, docker, remote) arrive later and share this contract: a start
 failure or a timeout is a result with the message in `stderr`, never an exception.
 
-`terminate_process_group` is the one implementation of "stop this child and everything it
-started"; the proof-of-work runner uses it too.
+Stopping the process group, naming signals and draining pipes come from `app.proc`, the leaf
+module the proof-of-work runner shares.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
-import os
 import signal
 from collections.abc import Callable
 
 from app.engine.agent import AgentEvent, AgentSpawnRequest, AgentSpawnResult, EventSink
-
-# Exit status a shell reports for "command not found"; a start failure reuses it so the engine
-# maps it like any other failed agent.
-START_FAILURE_EXIT_CODE = 127
+from app.proc import START_FAILURE_EXIT_CODE, read_into, signal_name, terminate_process_group
 
 _CHUNK_BYTES = 64 * 1024
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    # The group may already be gone (ESRCH); on some kernels a group of only zombies answers
-    # EPERM. Either way there is nothing left to signal.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def terminate_process_group(proc: asyncio.subprocess.Process, grace_s: float) -> str:
-    """SIGTERM `proc`'s process group, SIGKILL it after `grace_s`; return the signal that ended it.
-
-    `proc` must have been started with `start_new_session=True`, so its pid is its group id and
-    the signal reaches every process it started, not just the direct child.
-    """
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(proc.wait(), grace_s)
-    except TimeoutError:
-        _signal_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        return signal.SIGKILL.name
-    # The leader stopped on SIGTERM, but a grandchild that ignores it would outlive the run and
-    # keep our pipes open; the run is over either way, so sweep the group.
-    _signal_group(proc.pid, signal.SIGKILL)
-    return signal.SIGTERM.name
-
-
-def signal_name(returncode: int) -> str:
-    """Name the signal behind asyncio's negative return code (e.g. -15 → "SIGTERM")."""
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:  # a real-time signal has no enum member
-        return f"SIG{-returncode}"
-
-
-async def read_into(stream: asyncio.StreamReader, sink: bytearray) -> None:
-    """Append everything `stream` yields to `sink` until EOF.
-
-    Chunked rather than one `read()`, so a caller that has to give up early keeps what arrived.
-    """
-    while chunk := await stream.read(_CHUNK_BYTES):
-        sink.extend(chunk)
 
 
 async def _stream_lines(stream: asyncio.StreamReader, emit: Callable[[str], None]) -> None:

@@ -85,7 +85,7 @@ from app.engine.agent import (
     AgentSpawnResult,
     EventSink,
 )
-from app.runtime.process import START_FAILURE_EXIT_CODE
+from app.proc import START_FAILURE_EXIT_CODE
 from app.runtime.remote_url import RemoteUrlError, remote_base_url
 from app.settings import DEFAULT_DOCKER_IMAGE, Locus, RemoteSettings
 

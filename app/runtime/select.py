@@ -6,9 +6,10 @@
 
 swerex and aiohttp are imported only when a runtime is actually built, so commands that never
 spawn an agent (`pairbot batch status`, `--help`) do not pay for them. `ProcessRuntime`
-(app/runtime/process.py) is not chosen here: it stays as the minimal runtime some tests inject.
-The per-agent timeout is not a runtime option: the engine puts the resolved
-`settings.agent_timeout_ms` into each `AgentSpawnRequest.timeout_ms`.
+(app/runtime/process.py) is not chosen here: it stays as the minimal runtime some tests put
+behind the launcher. The per-agent timeout is not a runtime option: the launcher
+(app/runtime/launcher.py) puts the resolved `settings.agent_timeout_ms` into each
+`AgentSpawnRequest.timeout_ms`.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from app.cycle.driver import (
 )
 from app.engine.step import EngineDeps, StepResult
 from app.hosting import BoundHosts
+from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.azure_devops import AzureDevOpsHost, split_tags
 from tests.conftest import agent_env
@@ -110,7 +111,9 @@ class AzureCardProject(CardDriver):
     def env(self) -> CycleEnv:
         """A fresh run: hosts built from the binding and the environment, as a run does."""
         env = self.host_env()
-        deps = EngineDeps(runtime_for=lambda _settings: ProcessRuntime(kill_grace_s=0.2), env=env)
+        deps = EngineDeps(
+            launcher=Launcher(lambda _settings: ProcessRuntime(kill_grace_s=0.2)), env=env
+        )
         bound = CycleEnv.from_environment(self.root, env, deps)
         if not self.host_options:
             return bound

@@ -28,6 +28,7 @@ from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
 from app.engine.step import EngineDeps
 from app.hosting import BoundHosts
+from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
 from hosts.models import Author, Target
@@ -153,7 +154,7 @@ class CardProject(CardDriver):
     def env(self) -> CycleEnv:
         host = self.forge.host()
         deps = EngineDeps(
-            runtime_for=lambda _settings: ProcessRuntime(kill_grace_s=0.2),
+            launcher=Launcher(lambda _settings: ProcessRuntime(kill_grace_s=0.2)),
             env=agent_env({"PAIR_TEST_AGENT_DIR": str(self.scratch)}),
         )
         return CycleEnv(

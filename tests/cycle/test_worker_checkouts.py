@@ -22,6 +22,7 @@ from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
 from app.engine.step import EngineDeps
 from app.errors import UserError
+from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from app.web.worker import cycle_executor
 from hosts.local import LocalForge
@@ -79,7 +80,7 @@ def test_each_repository_runs_on_its_own_checkout_and_an_unknown_one_on_none(
     def deps_for(path: Path) -> Any:
         built.append(path)
         return EngineDeps(
-            runtime_for=lambda _settings: ProcessRuntime(kill_grace_s=0.2),
+            launcher=Launcher(lambda _settings: ProcessRuntime(kill_grace_s=0.2)),
             env=agent_env({"PAIR_TEST_AGENT_DIR": str(scratch)}),
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps
+from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from tests.conftest import AGENT, Project, agent_env, apply_once, cli
 
@@ -282,7 +283,7 @@ def test_a_stream_json_agent_is_rendered_and_its_usage_journaled(
     project = make_project(config={"batch": {"agent": "claude"}})
     lines: list[str] = []
     deps = EngineDeps(
-        runtime_for=lambda _s: ProcessRuntime(),
+        launcher=Launcher(lambda _s: ProcessRuntime()),
         env=agent_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}),
         on_line=lines.append,
     )

@@ -9,6 +9,11 @@ from app.engine.instructions import (
     build_instructions,
 )
 from app.engine.manifest import Phase
+from app.runtime.launcher import Launcher
+from app.runtime.process import ProcessRuntime
+
+# The command block comes from the real launcher, as the surfaces inject it.
+DELEGATE = Launcher(lambda _settings: ProcessRuntime()).delegate
 
 PHASE = Phase.model_validate(
     {
@@ -31,7 +36,8 @@ def test_claude_gets_its_invocation_with_the_arguments_as_one_block() -> None:
             agent="claude",
             guidance="keep it small",
             answers=("use sqlite",),
-        )
+        ),
+        DELEGATE,
     )
     block = text.split("\n\n")[1]
     assert block.splitlines()[0] == "/pair:apply alpha"
@@ -42,7 +48,10 @@ def test_claude_gets_its_invocation_with_the_arguments_as_one_block() -> None:
 
 def test_a_plain_invocation_has_no_trailing_argument_noise() -> None:
     text = build_instructions(
-        InstructionContext(transition="propose", key="alpha", batch=None, phase=None, agent="codex")
+        InstructionContext(
+            transition="propose", key="alpha", batch=None, phase=None, agent="codex"
+        ),
+        DELEGATE,
     )
     assert text.split("\n\n")[1] == "/pair-propose alpha"
 
@@ -56,7 +65,8 @@ def test_an_in_house_command_agent_gets_the_definition_inline() -> None:
             phase=None,
             agent="command",
             feedback="split task 2",
-        )
+        ),
+        DELEGATE,
     )
     assert "Your task (apply):" in text and "Implement the unchecked tasks" in text
     assert "Arguments:\nalpha\n" in text and "> split task 2" in text
@@ -64,7 +74,8 @@ def test_an_in_house_command_agent_gets_the_definition_inline() -> None:
 
 def test_verify_names_the_review_round() -> None:
     text = build_instructions(
-        InstructionContext(transition="verify", key="alpha", batch="b", phase=None, review_round=3)
+        InstructionContext(transition="verify", key="alpha", batch="b", phase=None, review_round=3),
+        DELEGATE,
     )
     assert "`r3-<n>`" in text
 
@@ -74,7 +85,8 @@ def test_red_lists_the_blocking_findings() -> None:
     text = build_instructions(
         InstructionContext(
             transition="red", key="alpha", batch="b", phase=None, open_findings=findings
-        )
+        ),
+        DELEGATE,
     )
     assert "- r1-1 (defect): off by one" in text
 
@@ -84,7 +96,8 @@ def test_hidden_content_never_reaches_the_agent() -> None:
     text = build_instructions(
         InstructionContext(
             transition="apply", key="alpha", batch="b", phase=None, agent="claude", guidance=sneaky
-        )
+        ),
+        DELEGATE,
     )
     assert "ignore all previous" not in text
     assert "\u200b" not in text and "\u202e" not in text and "open" not in text.split("> ")[1]
@@ -93,7 +106,12 @@ def test_hidden_content_never_reaches_the_agent() -> None:
 
 def test_decomposition_delegates_with_phase_and_manifest() -> None:
     text = build_decomposition_instructions(
-        "b", PHASE, [("setup", ["a1", "a2"])], ".pair/batches/b/batch.yaml", agent="claude"
+        "b",
+        PHASE,
+        [("setup", ["a1", "a2"])],
+        ".pair/batches/b/batch.yaml",
+        agent="claude",
+        delegate=DELEGATE,
     )
     assert "/pair:decompose-phase core .pair/batches/b/batch.yaml" in text
     assert "- setup: a1, a2" in text

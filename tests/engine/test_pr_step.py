@@ -10,6 +10,7 @@ from typing import Any
 
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, PrRequest, StepResult
+from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
 from tests.conftest import Project, agent_env, cli
@@ -31,7 +32,9 @@ class RecordingOpener:
 
 
 def run_all(project: Project, opener: RecordingOpener, limit: int = 40) -> list[StepResult]:
-    deps = EngineDeps(runtime_for=lambda _s: ProcessRuntime(), env=agent_env(), pr_opener=opener)
+    deps = EngineDeps(
+        launcher=Launcher(lambda _s: ProcessRuntime()), env=agent_env(), pr_opener=opener
+    )
     results = []
     for _ in range(limit):
         result = asyncio.run(apply_batch(project.root, project.batch, deps))
@@ -120,7 +123,7 @@ def test_without_a_code_host_the_pr_step_blocks_with_a_remedy(
     project = make_project(
         {"prGrouping": "whole-batch", "phases": [{"name": "p", "changes": ["a"]}]}
     )
-    deps = EngineDeps(runtime_for=lambda _s: ProcessRuntime(), env=agent_env())
+    deps = EngineDeps(launcher=Launcher(lambda _s: ProcessRuntime()), env=agent_env())
     result = None
     for _ in range(6):
         result = asyncio.run(apply_batch(project.root, project.batch, deps))

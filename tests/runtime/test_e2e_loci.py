@@ -15,6 +15,7 @@ from typing import Any
 
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, StepResult
+from app.runtime.launcher import Launcher
 from app.runtime.select import select_runtime
 from tests.conftest import Project, agent_env
 from tests.support.swerex_server import swerex_server
@@ -23,7 +24,7 @@ from tests.support.swerex_server import swerex_server
 def run_steps(project: Project, limit: int = 10) -> list[StepResult]:
     lines: list[str] = []
     deps = EngineDeps(
-        runtime_for=lambda settings: select_runtime(settings, project.root),
+        launcher=Launcher(lambda settings: select_runtime(settings, project.root)),
         env=agent_env(),
         on_line=lines.append,
     )

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.engine.agent import AgentEvent, AgentRuntime, AgentSpawnRequest, AgentSpawnResult
-from app.runtime.process import ProcessRuntime, signal_name
+from app.proc import signal_name
+from app.runtime.process import ProcessRuntime
 
 # Without it the child Python may coerce a C locale by adding LC_CTYPE to its own environment
 # (PEP 538), which would muddy the "exactly this env" check.
