@@ -76,6 +76,11 @@ RULES = (
         ("app", "hosts", "action"),
         allowed=("app.store", "app.errors"),
     ),
+    Rule(
+        "the process helpers are a leaf shared by the engine, the runtime and the cycle",
+        "app.proc",
+        ("app", "hosts", "action"),
+    ),
     Rule("the App does not import the Action", "app.web", ("action", "app.cli")),
     Rule("the CLI does not import the Action", "app.cli", ("action",)),
     Rule("the Action does not import the App's web edge", "action", ("app.web", "app.cli")),
@@ -93,10 +98,11 @@ def _module_of(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
+def _imports(path: Path, source: str | None = None) -> list[tuple[int, str]]:
     """(line, imported module) for every import in the file; `from a import b` yields a.b too,
     since `b` may be a submodule and a rule may name it."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    text = path.read_text(encoding="utf-8") if source is None else source
+    tree = ast.parse(text, filename=str(path))
     package = _module_of(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -180,3 +186,24 @@ def test_the_contract_sees_every_product_package() -> None:
 )
 def test_a_rule_catches_what_it_names(rule: Rule, module: str, target: str, breaks: bool) -> None:
     assert bool(_violations(rule, {module: [(1, target)]})) is breaks
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("import app.runtime.rex", id="import"),
+        pytest.param("from app.runtime import launcher", id="from-package"),
+        pytest.param("from app import runtime", id="from-app"),
+        pytest.param("from .. import runtime as r", id="relative-package"),
+        pytest.param("def lazy() -> None:\n    from ..runtime.adapters import ADAPTERS", id="lazy"),
+    ],
+)
+def test_the_parser_sees_every_form_of_import(source: str) -> None:
+    # The contract is only as good as this parser.
+    found = _imports(ROOT / "app" / "engine" / "probe.py", source + "\n")
+    assert _violations(RULES[2], {"app.engine.probe": found})
+
+
+def test_the_parser_is_not_fooled_by_a_lookalike() -> None:
+    found = _imports(ROOT / "app" / "engine" / "probe.py", "import app.runtimes\n")
+    assert not _violations(RULES[2], {"app.engine.probe": found})
