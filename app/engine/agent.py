@@ -1,7 +1,7 @@
 """The seam between the engine and whatever runs an agent: what to run, the stream, the result.
 
 The dependency is one-way: `app/runtime` implements these protocols and imports this module;
-nothing under `app/engine` imports `app/runtime` (tests/engine/test_seam.py holds that).
+nothing under `app/engine` imports `app/runtime` (tests/packaging/test_layering.py holds that).
 
     engine     AgentLaunch ─────────▶ AgentLauncher   argv, permission warning, command files,
                ◀── AgentSpawnResult                   stream rendering (app/runtime/launcher.py,
