@@ -42,7 +42,7 @@ made by the pure modules beside it. What each operation maps to:
 Ids: a card is a work item id; a pull is a pull request id; a card comment's id is its
 work-item comment id; a PR comment's id is `<thread id>/<comment id>` (`147/1`).
 
-Transport rules (`_call`, and `_prepare_session` for every requests session the SDK makes):
+Transport rules (`hosts.azure_devops.connection`, for every requests session the SDK makes):
 - the SDK is synchronous: every call runs in a worker thread (`asyncio.to_thread`);
 - one requests adapter on every SDK session (`hosts.azure_devops.sdk`) — the SDK's internal
   resource-area discovery client included, reached through the credentials' `signed_session` —

@@ -4,7 +4,10 @@ retried, scrubbing. Adapter-independent: one githubkit call over respx shows it 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +19,8 @@ from hosts.errors import HostError, HostUnavailable, RateLimited
 from hosts.github import GitHubCredentials, GitHubHost, GitHubOptions
 from hosts.models import Target
 from hosts.secrets import Secret, Secrets
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Clock:
@@ -251,3 +256,18 @@ def test_github_never_retries_a_refused_write() -> None:
             asyncio.run(host.react(Target("card", 7), None, "+1"))
     assert route.call_count == 1
     assert "ghp_abcdefgh" not in str(raised.value)
+
+
+def test_no_adapter_loads_another_adapters_library() -> None:
+    script = (
+        "import sys\n"
+        "import hosts, hosts.calls, hosts.git, hosts.local, hosts.azure_devops\n"
+        "from hosts.github import GitHubCredentials, GitHubOptions\n"
+        "GitHubCredentials.token('t0ken-value')\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('githubkit', 'azure', 'msrest')]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
