@@ -145,7 +145,7 @@ def _authenticate_git(ctx: ActionContext, root: Path) -> None:
     if ctx.github_token is None:
         return
     from app.cycle.worktree import git  # noqa: PLC0415
-    from hosts.github_git import push_env  # noqa: PLC0415
+    from hosts.github.push import push_env  # noqa: PLC0415
 
     url = git(root, "remote", "get-url", "origin", check=False)
     if url.startswith(("http://", "https://")):

@@ -52,7 +52,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from pathlib import Path
 
 from app.engine.manifest import NAME_PATTERN
 from app.errors import OperatorError, PairbotError
+from hosts.git import GitError, GitResult, run_git
 
 __all__ = [
     "DEFAULT_STALE_AFTER_S",
@@ -87,8 +87,6 @@ _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 _REGULAR_MODES = ("100644", "100755")
 _CREDENTIAL_IN_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
-# Inherited variables that would point git at another repository, index or work tree.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 
 
 class StateBranchConflict(PairbotError):
@@ -471,36 +469,32 @@ class StateBranch:
         stdin: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
-    ) -> subprocess.CompletedProcess[str]:
+    ) -> GitResult:
+        # hosts.git: no inherited location variables, no prompt; `env` goes on top (the
+        # throwaway GIT_INDEX_FILE), and PATH, HOME and the runner's credential config stay.
         try:
-            result = subprocess.run(
-                self._argv(args),
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env=_environment(env or {}),
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as err:
-            raise StateBranchGitError(
-                f"git {args[0]} on {self.remote}/{self.branch} timed out after {err.timeout:.0f}s"
-            ) from None
-        return result
+            return run_git(self._argv(args), stdin=stdin, env=env, timeout_s=timeout, check=False)
+        except GitError as err:
+            if err.timed_out:
+                raise StateBranchGitError(
+                    f"git {args[0]} on {self.remote}/{self.branch} timed out after "
+                    f"{timeout or 0:.0f}s"
+                ) from None
+            raise StateBranchGitError(_mask(str(err))) from None
 
     def _run_bytes(self, *args: str, stdin: str | bytes) -> bytes:
-        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        result = subprocess.run(
-            self._argv(args), input=data, capture_output=True, env=_environment({}), check=False
-        )
+        try:
+            result = run_git(
+                self._argv(args), stdin=stdin, timeout_s=None, check=False, binary=True
+            )
+        except GitError as err:
+            raise StateBranchGitError(_mask(str(err))) from None
         if result.returncode != 0:
-            stderr = result.stderr.decode("utf-8", "replace")
-            raise _git_error(args, subprocess.CompletedProcess(args, result.returncode, "", stderr))
-        return result.stdout
+            raise _git_error(args, result)
+        return result.raw
 
     def _argv(self, args: Sequence[str]) -> list[str]:
         return [
-            "git",
             "-C",
             str(self.repo),
             *IDENTITY,
@@ -511,17 +505,7 @@ class StateBranch:
         ]
 
 
-def _environment(extra: Mapping[str, str]) -> dict[str, str]:
-    # The shell edge: git needs PATH, HOME and any credential helper the runner configured.
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env.update(extra)
-    return env
-
-
-def _git_error(
-    args: Sequence[str], result: subprocess.CompletedProcess[str]
-) -> StateBranchGitError:
+def _git_error(args: Sequence[str], result: GitResult) -> StateBranchGitError:
     stderr = _mask(result.stderr.strip()) or "(no output)"
     return StateBranchGitError(
         f"git {' '.join(_mask(a) for a in args[:3])} failed (exit {result.returncode}): {stderr}"

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 from pathlib import Path
 
 from app.engine.render import status_text
 from app.engine.runner import apply_batch, batch_status
 from app.engine.step import EngineDeps
+from hosts.git import run_git
 
 EXAMPLE = Path(__file__).parent / "examples" / "demo"
 BATCH = "hello"
 
 
 def _git(directory: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=directory, check=True, capture_output=True)
+    run_git(args, cwd=directory)  # hosts.git: no inherited GIT_DIR, no prompt, GitError on failure
 
 
 def prepare(directory: Path) -> bool:

@@ -135,29 +135,25 @@ def build_host(name: str, settings: HostSettings, root: Path) -> Host:
         forge = Path(settings.local_forge) if settings.local_forge else root / LOCAL_FORGE_DIR
         return LocalHost(forge)
     if name == "github":
-        from hosts.github import ACTIONS_BOT, GitHubHost  # noqa: PLC0415
+        from hosts.github import GitHubCredentials, GitHubHost, GitHubOptions  # noqa: PLC0415
 
         _need(settings.github_repository, "GITHUB_REPOSITORY (owner/name)", name)
         repo = str(settings.github_repository)
+        options = GitHubOptions(write_spacing_s=settings.github_write_spacing_s)
         if settings.github_app_id:
             key = _secret(settings.github_private_key, "PAIR_GITHUB_PRIVATE_KEY", name)
             _need(settings.github_installation_id, "PAIR_GITHUB_INSTALLATION_ID", name)
-            return GitHubHost(
-                repo,
-                app_id=settings.github_app_id,
-                private_key=key,
-                installation_id=settings.github_installation_id,
-                base_url=settings.github_api_url,
-                write_spacing_s=settings.github_write_spacing_s,
+            credentials = GitHubCredentials.app(
+                settings.github_app_id, key, int(str(settings.github_installation_id))
             )
-        token = _secret(settings.github_token, "GITHUB_TOKEN (or PAIR_GITHUB_APP_ID)", name)
-        return GitHubHost(
-            repo,
-            token=token,
-            base_url=settings.github_api_url,
-            write_spacing_s=settings.github_write_spacing_s,
-            identity=ACTIONS_BOT if settings.github_token_is_actions else None,
-        )
+        else:
+            token = _secret(settings.github_token, "GITHUB_TOKEN (or PAIR_GITHUB_APP_ID)", name)
+            credentials = (
+                GitHubCredentials.actions(token)
+                if settings.github_token_is_actions
+                else GitHubCredentials.token(token)
+            )
+        return GitHubHost(repo, credentials, base_url=settings.github_api_url, options=options)
     if name == "azure-devops":
         from hosts.azure_devops import AzureDevOpsHost  # noqa: PLC0415  # the SDK only here
 

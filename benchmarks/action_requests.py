@@ -63,7 +63,7 @@ ACTION_IMPORTS = (
     "app.cycle.report",
     "action.statebranch",
     "app.runtime.select",
-    "hosts.github",
+    "hosts.github.host",
 )
 
 

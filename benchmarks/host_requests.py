@@ -33,7 +33,7 @@ if __package__ in (None, ""):
     # `python benchmarks/host_requests.py` puts benchmarks/ first on sys.path, not the project.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hosts.github import GitHubHost
+from hosts.github import GitHubCredentials, GitHubHost
 from hosts.labels import PrState
 from hosts.markers import make_marker
 from hosts.models import Target
@@ -60,7 +60,7 @@ def host_for(fake: FakeGitHub, mode: Mode) -> GitHubHost:
     if mode == "token":
         return GitHubHost(
             repo,
-            token=fake.pat,
+            GitHubCredentials.token(fake.pat),
             base_url=fake.base_url,
             transport=fake.transport,
             clock=fake.clock,
@@ -68,9 +68,7 @@ def host_for(fake: FakeGitHub, mode: Mode) -> GitHubHost:
         )
     return GitHubHost(
         repo,
-        app_id=fake.app_id,
-        private_key=rsa_key()[0],
-        installation_id=fake.installation_id,
+        GitHubCredentials.app(fake.app_id, rsa_key()[0], fake.installation_id),
         base_url=fake.base_url,
         transport=fake.transport,
         clock=fake.clock,

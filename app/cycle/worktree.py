@@ -15,14 +15,13 @@ Git runs with a fixed identity (a fresh runner has no `user.name`) and never pro
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain.guarded import ChangedPath, parse_name_status
 from app.errors import OperatorError
+from hosts.git import GitError, run_git
 
 IDENTITY = ("-c", "user.name=pairbot", "-c", "user.email=pairbot@users.noreply.invalid")
 _TIMEOUT_S = 300.0
@@ -44,24 +43,13 @@ class Worktree:
 def git(
     cwd: Path, *args: str, check: bool = True, timeout: float = _TIMEOUT_S, strip: bool = True
 ) -> str:
-    """Run git in `cwd`; stdout (stripped). A failure names the command and git's stderr."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
-    }
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    done = subprocess.run(
-        ["git", *IDENTITY, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if check and done.returncode != 0:
-        raise WorktreeError(f"git {' '.join(args[:3])} failed in {cwd}: {done.stderr.strip()}")
+    """Run git in `cwd` (through `hosts.git`: no inherited GIT_DIR, no prompt); stdout
+    (stripped). A failure names the command and git's stderr."""
+    try:
+        done = run_git([*IDENTITY, *args], cwd=cwd, timeout_s=timeout, check=check)
+    except GitError as error:
+        said = error.stderr if error.returncode is not None else str(error)
+        raise WorktreeError(f"git {' '.join(args[:3])} failed in {cwd}: {said}") from None
     return done.stdout.strip() if strip else done.stdout
 
 
@@ -117,26 +105,25 @@ def branch_tip(root: Path, branch: str, base: str, remote: str = "origin") -> st
 def _fetch(root: Path, remote: str, branch: str, private: str) -> str | None:
     """`branch` of `remote` fetched into the private ref `private`; its commit, or None when
     the remote cannot be reached or has no such branch (the caller falls back)."""
-    fetched = subprocess.run(
-        # `--refmap=`: without it git also moves `origin/<branch>` (its "opportunistic"
-        # update), and the user's remote-tracking refs are theirs.
-        [
-            "git",
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--refmap=",
-            remote,
-            f"+refs/heads/{branch}:{private}",
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=_TIMEOUT_S,
-        check=False,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-    )
-    return _resolve(root, private) if fetched.returncode == 0 else None
+    try:
+        fetched = run_git(
+            # `--refmap=`: without it git also moves `origin/<branch>` (its "opportunistic"
+            # update), and the user's remote-tracking refs are theirs.
+            [
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--refmap=",
+                remote,
+                f"+refs/heads/{branch}:{private}",
+            ],
+            cwd=root,
+            timeout_s=_TIMEOUT_S,
+            check=False,
+        )
+    except GitError as error:  # hung or missing git: not a remote to fall back from
+        raise WorktreeError(f"{error} (in {root})") from None
+    return _resolve(root, private) if fetched.ok else None
 
 
 def worktree_path(root: Path, card_key: str) -> Path:

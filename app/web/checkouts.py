@@ -31,8 +31,6 @@ lands on an Azure DevOps checkout of the same name.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import Final, Literal
 from urllib.parse import unquote, urlsplit
 
 from app.errors import UserError
+from hosts.git import GitError, run_git
 
 HostKind = Literal["github", "azure-devops"]
 _GIT_TIMEOUT_S: Final = 30.0
@@ -156,20 +155,12 @@ def choose(
 
 
 def _git(path: Path, *args: str) -> str | None:
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
+    """git's stdout in `path` (through `hosts.git`), or None when it fails."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(path), *args],
-            capture_output=True,
-            text=True,
-            timeout=_GIT_TIMEOUT_S,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_git(["-C", str(path), *args], timeout_s=_GIT_TIMEOUT_S, check=False)
+    except GitError:
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout.strip() if done.ok else None
 
 
 def is_work_tree_top(path: Path) -> bool:

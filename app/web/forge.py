@@ -11,7 +11,7 @@
     AzureForges    Azure DevOps, from the host credentials of docs/hosts.md (worker only)
 
 `repository_dispatch` goes through its own small client with the App's installation token
-(`hosts.github_auth.AppInstallation`: minted once, shared, refreshed early). It is never retried
+(`hosts.github.auth.AppInstallation`: minted once, shared, refreshed early). It is never retried
 here — a POST that failed may have been stored — the worker's retry re-sends it (at least
 once). A second dispatch of one command costs at most one more step: the cycle runs exactly one
 step per invocation, and every payload carries the delivery id it came from.
@@ -33,6 +33,7 @@ from app.domain.dispatch import DISPATCH_EVENT_TYPE
 from app.errors import ConfigError
 from app.hosting import LOCAL_FORGE_DIR, HostSettings, build_host
 from hosts.base import Host, Reaction
+from hosts.calls import retry_after_seconds
 from hosts.errors import (
     Forbidden,
     HostError,
@@ -41,9 +42,10 @@ from hosts.errors import (
     RateLimited,
     Unsupported,
 )
-from hosts.github_auth import AppInstallation, MintedToken, Secrets, parse_expiry
-from hosts.github_transport import retry_after_seconds
+from hosts.github.auth import AppInstallation, MintedToken, parse_expiry
+from hosts.github.credentials import GitHubCredentials, GitHubOptions
 from hosts.models import Permission, Target, UpsertResult
+from hosts.secrets import Secrets
 
 log = logging.getLogger(__name__)
 
@@ -169,15 +171,12 @@ class GitHubForges:
             app_id, private_key = self._credentials()
             host = GitHubHost(
                 repo,
-                app_id=app_id,
-                private_key=private_key,
-                installation_id=installation,
+                GitHubCredentials.app(app_id, private_key, installation),
                 base_url=self.base_url,
+                options=GitHubOptions(timeout_s=self._timeout_s, **self._host_options),
                 transport=self._transport,
                 clock=self._clock,
                 sleep=self._sleep,
-                timeout_s=self._timeout_s,
-                **self._host_options,
             )
             self._forges[key] = HostForge(
                 host, lambda payload: self._dispatch(repo, installation, payload)

@@ -22,7 +22,7 @@ import pytest
 
 from action.statebranch import LOCK_FILE, StateBranch
 from hosts.errors import Conflict, Forbidden
-from hosts.github import ACTIONS_BOT, GitHubHost
+from hosts.github import ACTIONS_BOT, GitHubCredentials, GitHubHost, GitHubOptions
 from hosts.models import REVIEW_CONTEXT, ReviewStatus
 from tests.support.fake_github import FakeGitHub, rsa_key
 from tests.support.github_server import (
@@ -64,8 +64,13 @@ async def _no_sleep(_: float) -> None:
 
 
 def make_host(base_url: str, token: str = ACTIONS_TOKEN, **options: Any) -> GitHubHost:
+    """A token host over the server; `options` are `GitHubOptions` fields."""
     return GitHubHost(
-        REPO, token=token, base_url=base_url, write_spacing_s=0.0, sleep=_no_sleep, **options
+        REPO,
+        GitHubCredentials.token(token),
+        base_url=base_url,
+        options=GitHubOptions(write_spacing_s=0.0, **options),
+        sleep=_no_sleep,
     )
 
 
@@ -300,11 +305,9 @@ def test_app_credentials_over_http(fake: FakeGitHub, bare: Path, work: Path) -> 
     async def scenario(base_url: str) -> None:
         async with GitHubHost(
             REPO,
-            app_id=fake.app_id,
-            private_key=rsa_key()[0],
-            installation_id=fake.installation_id,
+            GitHubCredentials.app(fake.app_id, rsa_key()[0], fake.installation_id),
             base_url=base_url,
-            write_spacing_s=0.0,
+            options=GitHubOptions(write_spacing_s=0.0),
             sleep=_no_sleep,
         ) as host:
             assert (await host.identity()).login == "pairbot[bot]"

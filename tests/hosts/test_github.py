@@ -34,8 +34,8 @@ from hosts.errors import (
     NotFound,
     RateLimited,
 )
-from hosts.github import ACTIONS_BOT, GitHubHost
-from hosts.github_auth import basic_credential
+from hosts.github import ACTIONS_BOT, GitHubCredentials, GitHubHost, GitHubOptions
+from hosts.github.auth import basic_credential
 from hosts.labels import PrState
 from hosts.markers import make_marker, render
 from hosts.models import Author, Target, Upserted
@@ -48,25 +48,24 @@ HUMAN = Author(login="octocat", id="1")
 OTHER_BOT = Author(login="dependabot[bot]", id="49699333", is_bot=True)
 
 
+SEAMS = ("base_url", "transport", "clock", "sleep")
+
+
 def make_host(fake: FakeGitHub, mode: Mode = "app", **options: Any) -> GitHubHost:
-    """An adapter over `fake`, on the fake's clock."""
+    """An adapter over `fake`, on the fake's clock; other keywords are `GitHubOptions`."""
     settings: dict[str, Any] = {
         "base_url": fake.base_url,
         "transport": fake.transport,
         "clock": fake.clock,
         "sleep": fake.clock.sleep,
-        **options,
+        **{key: value for key, value in options.items() if key in SEAMS},
     }
+    limits = GitHubOptions(**{k: v for k, v in options.items() if k not in SEAMS})
     repo = f"{fake.owner}/{fake.repo}"
     if mode == "token":
-        return GitHubHost(repo, token=fake.pat, **settings)
-    return GitHubHost(
-        repo,
-        app_id=fake.app_id,
-        private_key=rsa_key()[0],
-        installation_id=fake.installation_id,
-        **settings,
-    )
+        return GitHubHost(repo, GitHubCredentials.token(fake.pat), options=limits, **settings)
+    credentials = GitHubCredentials.app(fake.app_id, rsa_key()[0], fake.installation_id)
+    return GitHubHost(repo, credentials, options=limits, **settings)
 
 
 def pairbot_identity(fake: FakeGitHub, mode: Mode) -> Author:
@@ -237,18 +236,23 @@ def test_a_bad_token_is_forbidden_without_retry(fake: FakeGitHub) -> None:
 def test_credentials_are_validated() -> None:
     # The literals below are validation probes, not secrets.
     with pytest.raises(ValueError, match="empty"):
-        GitHubHost("o/r", token="  ")  # noqa: S106 - a blank probe
-    with pytest.raises(ValueError, match="either"):
-        GitHubHost("o/r", token="x", app_id=1)  # noqa: S106 - a probe
+        GitHubCredentials.token("  ")
+    with pytest.raises(ValueError, match="empty"):
+        GitHubCredentials.actions("")
     with pytest.raises(ValueError, match="all of"):
-        GitHubHost("o/r", app_id=1, private_key=rsa_key()[0])
+        GitHubCredentials.app(1, rsa_key()[0], 0)
+    with pytest.raises(ValueError, match="all of"):
+        GitHubCredentials.app(" ", rsa_key()[0], 3)
     with pytest.raises(ValueError, match="owner/name"):
-        GitHubHost("just-a-name", token="t0ken")  # noqa: S106 - a probe
+        GitHubHost("just-a-name", GitHubCredentials.token("t0ken"))
+    shown = repr(GitHubCredentials.app(7, rsa_key()[0], 9)) + str(GitHubCredentials.token("t0ken"))
+    assert "t0ken" not in shown
+    assert "PRIVATE KEY" not in shown
     secret = (
         "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1tYXRlcmlhbA==\n-----END PRIVATE KEY-----\n"  # noqa: S105 - made up
     )
     with pytest.raises(ValueError) as raised:
-        GitHubHost("o/r", app_id=1, private_key=secret, installation_id=2)
+        GitHubHost("o/r", GitHubCredentials.app(1, secret, 2))
     assert "c2VjcmV0" not in str(raised.value)
     assert raised.value.__cause__ is None
     assert raised.value.__context__ is None or "c2VjcmV0" not in str(raised.value.__context__)

@@ -25,8 +25,8 @@ from hosts.local import (
     DEFAULT_HUMAN,
     LocalForge,
     LocalHost,
-    _Store,
 )
+from hosts.local.store import Store
 from hosts.markers import make_marker
 from hosts.models import Author, Comment, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `local`
@@ -387,7 +387,7 @@ def test_edits_that_change_nothing_write_nothing(forge: LocalForge) -> None:
 
 
 def test_upsert_read_back_mismatch_is_host_unavailable(forge: LocalForge) -> None:
-    class LossyStore(_Store):
+    class LossyStore(Store):
         """A forge whose disk keeps something other than what was written."""
 
         def write(self, rel: str, data: object) -> None:
@@ -500,7 +500,7 @@ def test_a_branch_moves_only_from_where_it_was(forge: LocalForge) -> None:
     first = forge.commit("main", {"a": "1"}, "one")
     second = forge.commit("main", {"a": "2"}, "two")
     with pytest.raises(Conflict, match="moved meanwhile"):
-        _Store(forge.root).move_branch("main", first, first)  # main is at `second` now
+        Store(forge.root).move_branch("main", first, first)  # main is at `second` now
     assert forge.branch_sha("main") == second
 
 

@@ -15,20 +15,20 @@ be sent beside it, which GitHub refuses as a duplicate Authorization header). Th
 first clears whatever an earlier config level set for the same key.
 (https://git-scm.com/docs/git-config#Documentation/git-config.txt-httpextraHeader)
 
-Errors are scrubbed of the token (both its plain and its base64 form) before they are raised.
+Git runs through `hosts.git` (no inherited `GIT_DIR`, no prompt, credentials scrubbed from
+errors); its failures become `hosts.errors` here.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hosts.errors import Conflict, Forbidden, HostError, HostUnavailable, NotFound
-from hosts.github_auth import basic_credential
+from hosts.git import GitError, git_env, run_git_async
+from hosts.github.auth import basic_credential
 
 _BRANCH = re.compile(r"(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])")
 _REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "stale info", "[remote rejected]")
@@ -37,26 +37,20 @@ _HTTP_DENIED = re.compile(r"\b40[13]\b")  # "The requested URL returned error: 4
 _MISSING = ("not found", "does not appear to be a git repository", "no such file")
 
 
-def push_env(base: Mapping[str, str], remote_url: str, token: str) -> dict[str, str]:
-    """The environment for one authenticated push: `base` without inherited git config
-    overrides, plus the header, the reset and no credential helper."""
-    env = {
-        key: value
-        for key, value in base.items()
-        if not key.startswith("GIT_CONFIG_") and key != "GIT_CONFIG_PARAMETERS"
-    }
+def auth_config(remote_url: str, token: str) -> list[tuple[str, str]]:
+    """The git configuration of one authenticated push: the reset, the header, no helper."""
     key = f"http.{remote_url}.extraheader"
-    entries = [
+    return [
         (key, ""),
         (key, f"AUTHORIZATION: basic {basic_credential(token)}"),
         ("credential.helper", ""),
     ]
-    env["GIT_CONFIG_COUNT"] = str(len(entries))
-    for index, (name, value) in enumerate(entries):
-        env[f"GIT_CONFIG_KEY_{index}"] = name
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    return env
+
+
+def push_env(base: Mapping[str, str], remote_url: str, token: str) -> dict[str, str]:
+    """The environment for one authenticated push: `base` without inherited git config
+    overrides or git location variables, plus the header, the reset and no credential helper."""
+    return git_env(config=auth_config(remote_url, token), base=base)
 
 
 def check_branch(branch: str) -> str:
@@ -64,28 +58,6 @@ def check_branch(branch: str) -> str:
     if not _BRANCH.fullmatch(branch) or branch.endswith(".lock"):
         raise ValueError(f"{branch!r} is not a branch name pairbot pushes")
     return branch
-
-
-async def _run(
-    argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float
-) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        async with asyncio.timeout(timeout_s):
-            out, err = await process.communicate()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise
-    return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 async def push(
@@ -104,27 +76,42 @@ async def push(
     check_branch(branch)
     env_base = dict(os.environ if base_env is None else base_env)
     plain = {key: value for key, value in env_base.items() if not key.startswith("GIT_CONFIG")}
-    code, out, err = await _run(
-        [git, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"],
-        repo_dir,
-        plain,
-        timeout_s,
-    )
-    if code != 0 or not out.strip():
-        raise NotFound(f"push: no local branch {branch!r} in {repo_dir}")
-    head = out.strip()
-    refspec = f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{branch}"
-    argv = [git, "push", "--porcelain", remote_url, refspec]
     try:
-        code, out, err = await _run(
-            argv, repo_dir, push_env(env_base, remote_url, token), timeout_s
+        found = await run_git_async(
+            ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"],
+            cwd=repo_dir,
+            git=git,
+            timeout_s=timeout_s,
+            check=False,
+            base_env=plain,
         )
-    except TimeoutError:
-        raise HostUnavailable(f"push {branch}: git push timed out after {timeout_s:.0f}s") from None
-    if code == 0:
+    except GitError as error:
+        raise HostUnavailable(f"push {branch}: {scrub(str(error))}") from None
+    if not found.ok or not found.stdout.strip():
+        raise NotFound(f"push: no local branch {branch!r} in {repo_dir}")
+    head = found.stdout.strip()
+    refspec = f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{branch}"
+    try:
+        done = await run_git_async(
+            ["push", "--porcelain", remote_url, refspec],
+            cwd=repo_dir,
+            git=git,
+            config=auth_config(remote_url, token),
+            secrets=(token,),
+            timeout_s=timeout_s,
+            check=False,
+            base_env=env_base,
+        )
+    except GitError as error:
+        if error.timed_out:
+            raise HostUnavailable(
+                f"push {branch}: git push timed out after {timeout_s:.0f}s"
+            ) from None
+        raise HostUnavailable(f"push {branch}: {scrub(str(error))}") from None
+    if done.ok:
         return head
-    detail = scrub(f"{err}\n{out}".strip())[-600:]
-    raise _classify(detail)(f"push {branch}: git push failed ({code}): {detail}")
+    detail = scrub(f"{done.stderr}\n{done.stdout}".strip())[-600:]
+    raise _classify(detail)(f"push {branch}: git push failed ({done.returncode}): {detail}")
 
 
 def _classify(detail: str) -> type[HostError]:

@@ -1,28 +1,22 @@
-"""The GitHub host adapter: the `Host` protocol over githubkit, translating and nothing more.
+"""`GitHubHost`: the `Host` protocol over githubkit, translating and nothing more.
 
-    GitHubHost(repo="owner/name", token=...)                       a PAT or the Actions token
-    GitHubHost(repo=..., app_id=..., private_key=..., installation_id=...)   a GitHub App
+    GitHubHost("owner/name", GitHubCredentials.token(pat))
+    GitHubHost("owner/name", GitHubCredentials.actions(github_token))
+    GitHubHost("owner/name", GitHubCredentials.app(app_id, pem, installation_id))
     base_url="https://ghe.example.com/api/v3"                      GitHub Enterprise Server
 
 Cards are issues, targets (card or pull) are issue numbers, comments are issue comments, the
 review status is the commit status `pair-review` on the exact head SHA, state labels are issue
 labels, merges are pinned with `sha=`.
 
-How calls behave (all of it here, nothing left to githubkit's defaults):
-
-- Every request has a timeout (`timeout_s` per phase, twice that per attempt end to end).
-- githubkit's auto-retry is off: it would retry a POST on a 5xx and post twice. Reads retry a
-  bounded number of times on 5xx, timeouts and short rate-limit windows, with backoff through
-  the injectable `sleep`. Mutations are never retried: a create that may have been stored is
-  reconciled by reading (the marker, the head branch, the title), never re-posted blindly.
-- Mutations go one at a time (an `asyncio.Lock`), spaced `write_spacing_s` apart as GitHub asks.
-- Rate limits: see `hosts.github_transport` — no request inside a known window; a short window
-  is waited out, a long one raises `RateLimited(retry_after)`.
-- A 401 drops the installation token, mints once and retries once; never a loop.
-- Repeated reads are conditional (ETag → 304, which costs no rate limit), so an idempotent
-  publication (same comment, same status, same label) costs conditional reads and no writes.
-- Errors become `hosts.errors`; every message is scrubbed of tokens, JWTs and keys, and the
-  githubkit exception is not chained (its request object carries the Authorization header).
+How calls behave: every request goes through `hosts.calls.Calls` (reads retried a bounded number
+of times, mutations one at a time, spaced `write_spacing_s` apart and never retried; a create
+that may have been stored is reconciled by reading: the marker, the head branch, the title) and
+through the edge transport of `hosts.github.transport` (no request inside a known rate-limit
+window; conditional reads, so an idempotent publication costs 304s and no writes). githubkit
+itself is configured in `hosts.github.client`, its errors translated in
+`hosts.github.translate`. A 401 drops the installation token, mints once and repeats once;
+never a loop.
 """
 
 from __future__ import annotations
@@ -32,24 +26,16 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
 from githubkit import GitHub
-from githubkit.auth.base import BaseAuthStrategy
-from githubkit.exception import (
-    GraphQLFailed,
-    RateLimitExceeded,
-    RequestError,
-    RequestFailed,
-    RequestTimeout,
-)
 
-from hosts import github_git
 from hosts.base import Reaction
+from hosts.calls import Calls, RateWindow
 from hosts.cardhash import card_hash as compute_card_hash
 from hosts.decisions import scope_decision_in
 from hosts.errors import (
@@ -58,18 +44,20 @@ from hosts.errors import (
     HostError,
     HostUnavailable,
     NotFound,
-    RateLimited,
 )
-from hosts.github_auth import (
-    DEFAULT_REFRESH_MARGIN_S,
+from hosts.github import payloads
+from hosts.github import push as github_push
+from hosts.github.auth import (
     AppInstallation,
     Credentials,
     MintedToken,
-    Secrets,
     StaticToken,
     parse_expiry,
 )
-from hosts.github_transport import EdgeTransport, RateGate, retry_after_seconds
+from hosts.github.client import BearerStrategy, make_client
+from hosts.github.credentials import GitHubCredentials, GitHubOptions
+from hosts.github.translate import BadCredentials, Translator
+from hosts.github.transport import EdgeTransport
 from hosts.labels import PrState, plan_state_labels
 from hosts.markers import owned_comments, plan_upsert, same_text
 from hosts.models import (
@@ -87,10 +75,9 @@ from hosts.models import (
     Upserted,
     UpsertResult,
 )
+from hosts.secrets import Secrets
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 GITHUB_API = "https://api.github.com"
 # The REST version GitHub Enterprise Server understands; github.com takes githubkit's newer one.
@@ -107,139 +94,6 @@ _READY_FOR_REVIEW = (
 )
 
 
-class _BadCredentials(Forbidden):
-    """A 401: the credential was refused. Internal — it leaves as `Forbidden`."""
-
-    def __init__(self, message: str, bearer: str) -> None:
-        super().__init__(message)
-        self._bearer = bearer  # the refused token, to drop exactly it; never shown
-
-
-class _BearerAuth(httpx.Auth):
-    """Sets `Authorization: Bearer <token>` from an async source on every request."""
-
-    def __init__(self, source: Callable[[], Awaitable[str]]) -> None:
-        self._source = source
-
-    async def async_auth_flow(
-        self, request: httpx.Request
-    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        request.headers["Authorization"] = f"Bearer {await self._source()}"
-        yield request
-
-    def __repr__(self) -> str:
-        return "_BearerAuth(***)"
-
-
-class _Strategy(BaseAuthStrategy):
-    """githubkit's hook for `_BearerAuth`."""
-
-    def __init__(self, source: Callable[[], Awaitable[str]]) -> None:
-        self._source = source
-
-    def get_auth_flow(self, github: Any) -> httpx.Auth:
-        return _BearerAuth(self._source)
-
-    def __repr__(self) -> str:
-        return "_Strategy(***)"
-
-
-def _obj(response: Any) -> dict[str, Any]:
-    """The JSON object of a githubkit response (read tolerantly: only the fields used)."""
-    data = _json(response)
-    if not isinstance(data, dict):
-        raise HostError(f"GitHub answered {type(data).__name__} where an object was expected")
-    return cast(dict[str, Any], data)
-
-
-def _objs(response: Any) -> list[dict[str, Any]]:
-    """The JSON list of objects of a githubkit response."""
-    data = _json(response)
-    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-        raise HostError(f"GitHub answered {type(data).__name__} where a list was expected")
-    return cast(list[dict[str, Any]], data)
-
-
-def _json(response: Any) -> Any:
-    # The raw JSON, not githubkit's `parsed_data`: its models follow the newest API schema and
-    # refuse older (GHES) or leaner answers — e.g. a label without `archived_at`.
-    try:
-        return response.raw_response.json()
-    except ValueError:
-        raise HostError("GitHub answered a body that is not JSON") from None
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _author(user: Any) -> Author:
-    if not isinstance(user, dict):
-        return Author(login="ghost", id="")  # a deleted account
-    return Author(
-        login=_text(user.get("login")),
-        id=str(user.get("id", "")),
-        is_bot=user.get("type") == "Bot",
-    )
-
-
-def _labels(data: Mapping[str, Any]) -> tuple[str, ...]:
-    names = []
-    for label in data.get("labels") or ():
-        names.append(label.get("name", "") if isinstance(label, dict) else str(label))
-    return tuple(name for name in names if name)
-
-
-def _logins(data: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(_author(user).login for user in data.get("assignees") or ())
-
-
-def _comment(data: Mapping[str, Any]) -> Comment:
-    return Comment(
-        id=str(data.get("id", "")),
-        body=_text(data.get("body")),
-        author=_author(data.get("user")),
-        created_at=_text(data.get("created_at")),
-        url=_text(data.get("html_url")),
-    )
-
-
-def _card(data: Mapping[str, Any]) -> Card:
-    return Card(
-        number=int(data["number"]),
-        title=_text(data.get("title")),
-        body=_text(data.get("body")),
-        labels=_labels(data),
-        assignees=_logins(data),
-        state="closed" if data.get("state") == "closed" else "open",
-        url=_text(data.get("html_url")),
-    )
-
-
-def _pull(data: Mapping[str, Any]) -> Pull:
-    head = data.get("head") or {}
-    base = data.get("base") or {}
-    merged = bool(data.get("merged")) or bool(data.get("merged_at"))
-    state: Literal["open", "closed", "merged"] = (
-        "merged" if merged else "closed" if data.get("state") == "closed" else "open"
-    )
-    mergeable = data.get("mergeable")
-    return Pull(
-        number=int(data["number"]),
-        head_branch=_text(head.get("ref")),
-        head_sha=_text(head.get("sha")),
-        base_branch=_text(base.get("ref")),
-        state=state,
-        draft=bool(data.get("draft")),
-        mergeable=mergeable if isinstance(mergeable, bool) else None,
-        title=_text(data.get("title")),
-        body=_text(data.get("body")),
-        url=_text(data.get("html_url")),
-        labels=_labels(data),
-        assignees=_logins(data),
-    )
-
-
 def _server_url(base_url: str) -> str:
     """The web/git server behind an API base URL (api.github.com → github.com)."""
     parts = urlsplit(base_url.rstrip("/"))
@@ -252,19 +106,12 @@ def _server_url(base_url: str) -> str:
 class GitHubHost:
     """`Host` on GitHub or GitHub Enterprise Server, through githubkit.
 
-    Credentials: `token=` (a PAT or the Actions `GITHUB_TOKEN`), or `app_id=`, `private_key=`
-    (PEM) and `installation_id=`. `base_url` is `https://api.github.com` or a GHES
-    `https://<host>/api/v3` (which also selects the REST version GHES speaks, unless
-    `api_version=` says otherwise).
-
-    Seams, all with production defaults: `transport` (an `httpx.AsyncBaseTransport`; tests inject
-    an `httpx.MockTransport`), `clock` and `sleep` (rate-limit windows, token lifetimes, write
-    spacing and backoff all use them), `remote_url` and `git` (where and with which binary
-    `push_branch` pushes). Limits: `timeout_s` per request phase, `max_wait_s` the longest
-    rate-limit window waited out before `RateLimited` is raised instead, `read_attempts` per
-    read, `write_spacing_s` between mutations, `token_refresh_margin_s` before an installation
-    token's expiry, `push_timeout_s` per push. Proxies come from `proxy=`, never from the
-    environment (environment proxies would route around the rate-limit gate).
+    `credentials` says who it acts as (`GitHubCredentials.app/.token/.actions`); `base_url` is
+    `https://api.github.com` or a GHES `https://<host>/api/v3` (which also selects the REST
+    version GHES speaks, unless `options.api_version` says otherwise); `options` holds the
+    limits (`GitHubOptions`). Seams, with production defaults: `transport` (an
+    `httpx.AsyncBaseTransport`; tests inject an `httpx.MockTransport` or respx), `clock` and
+    `sleep` (rate-limit windows, token lifetimes, write spacing and backoff all use them).
 
     One instance belongs to one event loop (its locks and connection pool do); `aclose()` it, or
     use it as an async context manager.
@@ -275,101 +122,78 @@ class GitHubHost:
     def __init__(
         self,
         repo: str,
+        credentials: GitHubCredentials,
         *,
-        token: str | None = None,
-        app_id: int | str | None = None,
-        private_key: str | bytes | None = None,
-        installation_id: int | None = None,
         base_url: str = GITHUB_API,
-        timeout_s: float = 30.0,
+        options: GitHubOptions | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        max_wait_s: float = 60.0,
-        read_attempts: int = 3,
-        write_spacing_s: float = 1.0,
-        token_refresh_margin_s: float = DEFAULT_REFRESH_MARGIN_S,
-        api_version: str | None = None,
-        proxy: str | None = None,
-        remote_url: str | None = None,
-        git: str = "git",
-        push_timeout_s: float = 300.0,
-        identity: Author | None = None,
     ) -> None:
-        """`identity`: who the credentials act as, when the caller knows it (the Actions
-        GITHUB_TOKEN is `ACTIONS_BOT`): then `identity()` asks GitHub nothing."""
         owner, _, name = repo.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"repo must be 'owner/name', not {repo!r}")
-        if timeout_s <= 0:
-            raise ValueError("timeout_s must be positive: a call without a timeout can hang")
+        opts = options or GitHubOptions()
         self.repo = repo
+        self.credentials = credentials
         self._owner, self._name = owner, name
         self.base_url = base_url.rstrip("/")
-        self._timeout_s = timeout_s
-        self._clock = clock
-        self._sleep = sleep
-        self._max_wait_s = max_wait_s
-        self._read_attempts = max(1, read_attempts)
-        self._write_spacing_s = write_spacing_s
-        self._git = git
-        self._push_timeout_s = push_timeout_s
-        self._remote_url = remote_url or f"{_server_url(self.base_url)}/{owner}/{name}.git"
+        self._git = opts.git
+        self._push_timeout_s = opts.push_timeout_s
+        self._remote_url = opts.remote_url or f"{_server_url(self.base_url)}/{owner}/{name}.git"
         self._secrets = Secrets()
-        self._gate = RateGate(clock)
+        window = RateWindow(clock)
+        api_version = opts.api_version
         if api_version is None and urlsplit(self.base_url).netloc != "api.github.com":
             api_version = GHES_API_VERSION
-        inner = transport or httpx.AsyncHTTPTransport(proxy=proxy, retries=0)
-        self._edge = EdgeTransport(inner, self._gate, api_version=api_version)
-        self._write_lock = asyncio.Lock()
+        inner = transport or httpx.AsyncHTTPTransport(proxy=opts.proxy, retries=0)
+        self._edge = EdgeTransport(inner, window, api_version=api_version)
+        self._calls = Calls(
+            host="GitHub",
+            translate=Translator(window, self._secrets, clock),
+            window=window,
+            clock=clock,
+            sleep=sleep,
+            secrets=self._secrets,
+            max_wait_s=opts.max_wait_s,
+            read_attempts=opts.read_attempts,
+            write_spacing_s=opts.write_spacing_s,
+            timeout_s=2 * opts.timeout_s,
+            recover=self._recover,
+        )
+        self._timeout_s = opts.timeout_s
         self._publish_lock = asyncio.Lock()
         self._identity_lock = asyncio.Lock()
-        self._last_write = float("-inf")
-        self._me: Author | None = identity
+        self._me: Author | None = ACTIONS_BOT if credentials.kind == "actions" else None
 
         self._creds: Credentials
         self._app: AppInstallation | None = None
-        if token is not None:
-            if app_id is not None or private_key is not None or installation_id is not None:
-                raise ValueError("give either token= or app_id=/private_key=/installation_id=")
-            self._creds = StaticToken(token, self._secrets)
-        else:
-            if app_id is None or private_key is None or installation_id is None:
-                raise ValueError(
-                    "GitHub needs token=, or all of app_id=, private_key=, installation_id="
-                )
+        if credentials.kind == "app":
             self._app = AppInstallation(
-                app_id,
-                private_key,
-                installation_id,
+                credentials.app_id,
+                credentials.secret.reveal(),
+                credentials.installation_id,
                 secrets=self._secrets,
                 clock=clock,
-                refresh_margin_s=token_refresh_margin_s,
+                refresh_margin_s=opts.token_refresh_margin_s,
             )
             self._app.bind(self._mint)
             self._creds = self._app
+        else:
+            self._creds = StaticToken(credentials.secret.reveal(), self._secrets)
         self._gh = self._client(self._creds.token)
         self._app_gh = self._client(self._app.app_bearer) if self._app is not None else None
 
-    def _client(self, source: Callable[[], Awaitable[str]]) -> GitHub[_Strategy]:
-        return GitHub(
-            _Strategy(source),
-            base_url=self.base_url,
-            user_agent="pairbot",
-            timeout=httpx.Timeout(self._timeout_s),
-            async_transport=self._edge,
-            trust_env=False,  # env proxies would mount transports that bypass the edge
-            http_cache=False,  # conditional reads live in the edge (see github_transport)
-            auto_retry=False,  # see the module docstring: reads retry here, writes never
+    def _client(self, source: Callable[[], Awaitable[str]]) -> GitHub[BearerStrategy]:
+        return make_client(
+            source, base_url=self.base_url, timeout_s=self._timeout_s, transport=self._edge
         )
 
     def __repr__(self) -> str:
-        auth = (
-            f"app {self._app.app_id} installation {self._app.installation_id}"
-            if self._app is not None
-            else "token"
+        return (
+            f"GitHubHost(repo={self.repo!r}, base_url={self.base_url!r}, "
+            f"auth={self.credentials.describe()!r})"
         )
-        return f"GitHubHost(repo={self.repo!r}, base_url={self.base_url!r}, auth={auth!r})"
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -381,170 +205,25 @@ class GitHubHost:
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 
-    # -- the call discipline -------------------------------------------------------------
+    # -- the call discipline (hosts.calls) -------------------------------------------------
 
-    async def _await_window(self, op: str) -> None:
-        """Wait out a short known rate-limit window; refuse to wait a long one."""
-        while (wait := self._gate.remaining()) > 0:
-            if wait > self._max_wait_s:
-                raise RateLimited(
-                    f"{op}: GitHub rate limit ({self._gate.reason}): {wait:.0f}s left, more "
-                    f"than the {self._max_wait_s:.0f}s pairbot waits; try again later",
-                    retry_after=wait,
-                )
-            log.warning(
-                "%s: waiting %.1fs for GitHub's rate limit (%s)", op, wait, self._gate.reason
-            )
-            await self._sleep(wait)
+    def _recover(self, error: HostError, again: bool) -> HostError | None:
+        """A refused installation token is dropped and minted once; otherwise `error`."""
+        if not isinstance(error, BadCredentials):
+            return error
+        if not again and self._creds.invalidate(error.bearer):
+            log.warning("GitHub refused the installation token; minting once")
+            return None
+        return Forbidden(str(error))
 
-    async def _call(self, op: str, fn: Callable[[], Awaitable[T]], *, write: bool) -> T:
-        reminted = False
-        attempt = 0
-        while True:
-            attempt += 1
-            await self._await_window(op)
-            try:
-                async with asyncio.timeout(2 * self._timeout_s):
-                    return await fn()
-            except Exception as exc:
-                error = self._translate(op, exc)
-                if error is None:
-                    raise
-            if isinstance(error, _BadCredentials):
-                if not reminted and self._creds.invalidate(error._bearer):
-                    reminted = True
-                    log.warning("%s: GitHub refused the installation token; minting once", op)
-                    continue
-                raise Forbidden(str(error)) from None
-            retryable = isinstance(error, HostUnavailable) or (
-                isinstance(error, RateLimited) and (error.retry_after or 0.0) <= self._max_wait_s
-            )
-            if write or not retryable or attempt >= self._read_attempts:
-                raise error from None
-            if isinstance(error, HostUnavailable):
-                delay = min(8.0, 0.5 * 2 ** (attempt - 1))
-                log.info("%s: %s; retrying in %.1fs", op, error, delay)
-                await self._sleep(delay)
-            # a RateLimited read loops back to `_await_window`, which waits the window out
+    async def _read(self, op: str, fn: Callable[[], Awaitable[Any]]) -> Any:
+        return await self._calls.read(op, fn)
 
-    async def _read(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
-        return await self._call(op, fn, write=False)
-
-    async def _write(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
-        async with self._write_lock:
-            gap = self._last_write + self._write_spacing_s - self._clock()
-            if gap > 0:
-                await self._sleep(gap)
-            try:
-                return await self._call(op, fn, write=True)
-            finally:
-                self._last_write = self._clock()
+    async def _write(self, op: str, fn: Callable[[], Awaitable[Any]]) -> Any:
+        return await self._calls.write(op, fn)
 
     def _fail(self, kind: type[HostError], message: str) -> HostError:
-        return kind(self._secrets.scrub(message))
-
-    def _translate(self, op: str, exc: Exception) -> HostError | None:
-        """The `hosts.errors` form of a githubkit/httpx failure (None: not ours, re-raise)."""
-        if isinstance(exc, HostError):
-            return exc
-        if isinstance(exc, TimeoutError):
-            return self._fail(HostUnavailable, f"{op}: GitHub did not answer in time")
-        if isinstance(exc, RequestFailed):
-            return self._translate_status(op, exc)
-        if isinstance(exc, RequestTimeout):
-            return self._fail(HostUnavailable, f"{op}: GitHub timed out ({type(exc.exc).__name__})")
-        if isinstance(exc, RequestError):
-            inner = exc.exc
-            if isinstance(inner, HostError):
-                return inner
-            if isinstance(inner, httpx.TimeoutException):
-                return self._fail(HostUnavailable, f"{op}: GitHub timed out")
-            if isinstance(inner, httpx.TransportError):
-                return self._fail(
-                    HostUnavailable,
-                    f"{op}: could not reach GitHub ({type(inner).__name__}: {inner})",
-                )
-            return None
-        if isinstance(exc, GraphQLFailed):
-            errors = exc.response.errors or []
-            kinds = {error.type for error in errors}
-            text = "; ".join(error.message for error in errors)[:300]
-            kind: type[HostError] = (
-                NotFound
-                if "NOT_FOUND" in kinds
-                else Forbidden
-                if "FORBIDDEN" in kinds
-                else HostError
-            )
-            return self._fail(kind, f"{op}: GitHub GraphQL refused: {text}")
-        return None
-
-    def _translate_status(self, op: str, exc: RequestFailed) -> HostError:
-        response = exc.response.raw_response
-        status = response.status_code
-        message = self._message(response)
-        said = f"{op}: GitHub answered {status}" + (f": {message}" if message else "")
-        if status in (403, 429) or isinstance(exc, RateLimitExceeded):
-            wait = self._rate_limit_wait(status, response.headers, message)
-            if wait is None and isinstance(exc, RateLimitExceeded):
-                wait = (exc.retry_after.total_seconds(), "GraphQL rate limit")
-            if wait is not None:
-                seconds, why = wait
-                self._gate.block_for(seconds, why)
-                return RateLimited(
-                    self._secrets.scrub(f"{said} ({why}; retry after {seconds:.0f}s)"),
-                    retry_after=seconds,
-                )
-        if status == 401:
-            bearer = response.request.headers.get("authorization", "").partition(" ")[2]
-            return _BadCredentials(self._secrets.scrub(said), bearer)
-        if status == 403:
-            return self._fail(Forbidden, said)
-        if status in (404, 410):
-            return self._fail(NotFound, said)
-        if status in (405, 409, 422):
-            return self._fail(Conflict, said)
-        if status >= 500:
-            return self._fail(HostUnavailable, said)
-        return self._fail(HostError, said)
-
-    def _message(self, response: httpx.Response) -> str:
-        try:
-            data = response.json()
-        except ValueError:
-            return ""
-        if not isinstance(data, dict):
-            return ""
-        parts = [_text(data.get("message"))]
-        for error in data.get("errors") or ():
-            if isinstance(error, dict) and error.get("message"):
-                parts.append(_text(error.get("message")))
-        return self._secrets.scrub("; ".join(part for part in parts if part))[:300]
-
-    def _rate_limit_wait(
-        self, status: int, headers: httpx.Headers, message: str
-    ) -> tuple[float, str] | None:
-        """How long a 403/429 asks to wait, or None when it is not a rate limit.
-
-        In GitHub's documented order: `retry-after`; a spent quota until `x-ratelimit-reset`;
-        otherwise a secondary limit, or any 429, waits at least a minute.
-        https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
-        """
-        now = self._clock()
-        if "retry-after" in headers:
-            seconds = retry_after_seconds(headers["retry-after"], now)
-            if seconds is not None:
-                return seconds, "secondary rate limit"
-        if headers.get("x-ratelimit-remaining") == "0":
-            try:
-                reset = float(headers.get("x-ratelimit-reset", ""))
-            except ValueError:
-                return 60.0, "primary rate limit"
-            return max(0.0, reset - now), "primary rate limit"
-        lowered = message.lower()
-        if "secondary rate limit" in lowered or "abuse" in lowered or status == 429:
-            return 60.0, "secondary rate limit"
-        return None
+        return self._calls.fail(kind, message)
 
     async def _mint(self) -> MintedToken:
         """POST /app/installations/{id}/access_tokens with the app's JWT."""
@@ -558,16 +237,16 @@ class GitHubHost:
                     app.installation_id
                 )
         except Exception as exc:
-            error = self._translate(op, exc)
+            error = self._calls.translate(op, exc)
             if error is None:
                 raise
-            if isinstance(error, _BadCredentials):  # the JWT itself was refused: no re-mint
+            if isinstance(error, BadCredentials):  # the JWT itself was refused: no re-mint
                 error = Forbidden(str(error))
             raise error from None
-        data = _obj(response)
-        token = _text(data.get("token"))
+        data = payloads.obj(response)
+        token = payloads.text(data.get("token"))
         try:
-            expires_at = parse_expiry(_text(data.get("expires_at")))
+            expires_at = parse_expiry(payloads.text(data.get("expires_at")))
         except ValueError:
             raise HostError(f"{op}: GitHub answered no usable expires_at") from None
         if not token:
@@ -587,12 +266,14 @@ class GitHubHost:
     async def _lookup_identity(self) -> Author:
         if self._app_gh is not None:
             app_client = self._app_gh
-            app = _obj(await self._read("identity", app_client.rest.apps.async_get_authenticated))
-            slug = _text(app.get("slug"))
+            app = payloads.obj(
+                await self._read("identity", app_client.rest.apps.async_get_authenticated)
+            )
+            slug = payloads.text(app.get("slug"))
             if not slug:
                 raise HostError("identity: GitHub answered GET /app without a slug")
             login = f"{slug}[bot]"
-            user = _obj(
+            user = payloads.obj(
                 await self._read(
                     "identity", lambda: self._gh.rest.users.async_get_by_username(login)
                 )
@@ -604,7 +285,7 @@ class GitHubHost:
             if "not accessible by integration" in str(error).lower():
                 return ACTIONS_BOT  # the Actions GITHUB_TOKEN
             raise
-        return _author(_obj(response))
+        return payloads.author(payloads.obj(response))
 
     # -- cards -----------------------------------------------------------------------------
 
@@ -613,10 +294,10 @@ class GitHubHost:
             f"read #{number}",
             lambda: self._gh.rest.issues.async_get(self._owner, self._name, number),
         )
-        return _obj(response)
+        return payloads.obj(response)
 
     async def get_card(self, number: int) -> Card:
-        return _card(await self._issue(number))
+        return payloads.card(await self._issue(number))
 
     async def card_hash(self, number: int) -> str:
         card = await self.get_card(number)
@@ -639,7 +320,7 @@ class GitHubHost:
                 raise
             log.warning("%s: GitHub failed after storing #%s; using it", op, found.number)
             return found
-        return _card(_obj(response))
+        return payloads.card(payloads.obj(response))
 
     async def _find_created_card(self, title: str, body: str) -> Card | None:
         me = await self.identity()
@@ -649,9 +330,9 @@ class GitHubHost:
                 self._owner, self._name, state="all", sort="created", direction="desc", per_page=30
             ),
         )
-        for data in _objs(response):
-            card = _card(data)
-            mine = _author(data.get("user")).id == me.id
+        for data in payloads.objs(response):
+            card = payloads.card(data)
+            mine = payloads.author(data.get("user")).id == me.id
             if mine and card.title == title and same_text(card.body, body):
                 return card
         return None
@@ -672,7 +353,7 @@ class GitHubHost:
                 self._owner, self._name, number, data=cast(Any, fields)
             ),
         )
-        return _card(_obj(response))
+        return payloads.card(payloads.obj(response))
 
     async def close(self, target: Target) -> None:
         op = f"close {target.kind} #{target.number}"
@@ -700,8 +381,8 @@ class GitHubHost:
             response = await self._read(
                 f"list comments on #{target.number}", self._comments_page(target.number, page)
             )
-            items = _objs(response)
-            comments.extend(_comment(item) for item in items)
+            items = payloads.objs(response)
+            comments.extend(payloads.comment(item) for item in items)
             if not items or "next" not in response.raw_response.links:
                 return comments
             page += 1
@@ -752,7 +433,7 @@ class GitHubHost:
                 raise
             log.warning("%s: GitHub failed after storing comment %s; keeping it", op, again[0].id)
             return again[0].id
-        return str(_obj(response).get("id", ""))
+        return str(payloads.obj(response).get("id", ""))
 
     async def _update_comment(self, comment_id: str, text: str) -> None:
         number = self._comment_number(comment_id)
@@ -816,10 +497,10 @@ class GitHubHost:
             f"read comment {number}",
             lambda: self._gh.rest.issues.async_get_comment(self._owner, self._name, number),
         )
-        data = _obj(response)
-        if not _text(data.get("issue_url")).endswith(f"/issues/{pull}"):
+        data = payloads.obj(response)
+        if not payloads.text(data.get("issue_url")).endswith(f"/issues/{pull}"):
             raise NotFound(f"comment {number} is not on PR #{pull}")
-        return _comment(data)
+        return payloads.comment(data)
 
     # -- people ----------------------------------------------------------------------------
 
@@ -833,16 +514,16 @@ class GitHubHost:
             )
         except NotFound:
             return "none"  # no such user (or not visible): never a reason to act
-        data = _obj(response)
-        role = _text(data.get("role_name"))
-        level = role if role in _PERMISSIONS else _text(data.get("permission"))
+        data = payloads.obj(response)
+        role = payloads.text(data.get("role_name"))
+        level = role if role in _PERMISSIONS else payloads.text(data.get("permission"))
         return cast(Permission, level if level in _PERMISSIONS else "none")
 
     # -- code ------------------------------------------------------------------------------
 
     async def push_branch(self, repo_dir: Path, branch: str, *, force: bool = False) -> str:
         token = await self._creds.token()
-        return await github_git.push(
+        return await github_push.push(
             git=self._git,
             repo_dir=repo_dir,
             remote_url=self._remote_url,
@@ -860,7 +541,7 @@ class GitHubHost:
                 self._owner, self._name, head=f"{self._owner}:{head}", state="open"
             ),
         )
-        pulls = [_pull(item) for item in _objs(response)]
+        pulls = [payloads.pull(item) for item in payloads.objs(response)]
         return pulls[0] if pulls else None
 
     async def open_pull(
@@ -885,17 +566,17 @@ class GitHubHost:
             if found is None:
                 raise
             return found
-        return _pull(_obj(response))
+        return payloads.pull(payloads.obj(response))
 
     async def _pull_data(self, number: int) -> dict[str, Any]:
         response = await self._read(
             f"read PR #{number}",
             lambda: self._gh.rest.pulls.async_get(self._owner, self._name, number),
         )
-        return _obj(response)
+        return payloads.obj(response)
 
     async def get_pull(self, number: int) -> Pull:
-        return _pull(await self._pull_data(number))
+        return payloads.pull(await self._pull_data(number))
 
     # -- review status ---------------------------------------------------------------------
 
@@ -906,12 +587,12 @@ class GitHubHost:
                 self._owner, self._name, head_sha, per_page=PAGE
             ),
         )
-        for status in _obj(response).get("statuses") or ():
+        for status in payloads.obj(response).get("statuses") or ():
             if isinstance(status, dict) and status.get("context") == REVIEW_CONTEXT:
                 return ReviewStatus(
                     head_sha=head_sha,
                     state=cast(ReviewState, status.get("state")),
-                    description=_text(status.get("description")),
+                    description=payloads.text(status.get("description")),
                 )
         return None
 
@@ -942,7 +623,7 @@ class GitHubHost:
     async def set_state_label(self, target: Target, state: PrState) -> bool:
         number = target.number
         async with self._publish_lock:
-            plan = plan_state_labels(_labels(await self._issue(number)), state)
+            plan = plan_state_labels(payloads.labels(await self._issue(number)), state)
             if plan.noop:
                 return False
             if plan.add:
@@ -955,7 +636,7 @@ class GitHubHost:
             for label in plan.remove:
                 with contextlib.suppress(NotFound):  # removed meanwhile: the goal holds
                     await self._write(f"unlabel #{number}", self._remove_label(number, label))
-            after = plan_state_labels(_labels(await self._issue(number)), state)
+            after = plan_state_labels(payloads.labels(await self._issue(number)), state)
         if not after.noop:
             raise self._fail(Conflict, f"#{number} reads back labels that still need {after}")
         return True
@@ -969,9 +650,9 @@ class GitHubHost:
 
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
         data = await self._pull_data(pull)
-        current = _pull(data)
+        current = payloads.pull(data)
         if current.merged and current.head_sha == head_sha:
-            return MergeResult(merged=True, sha=_text(data.get("merge_commit_sha")) or None)
+            return MergeResult(merged=True, sha=payloads.text(data.get("merge_commit_sha")) or None)
         if current.state != "open":
             raise Conflict(f"merge PR #{pull}: it is {current.state}")
         if current.head_sha != head_sha:
@@ -980,7 +661,7 @@ class GitHubHost:
                 f"to {current.head_sha[:12]}"
             )
         if current.draft:
-            await self._mark_ready(pull, _text(data.get("node_id")))
+            await self._mark_ready(pull, payloads.text(data.get("node_id")))
         op = f"merge PR #{pull}"
         try:
             response = await self._write(
@@ -994,11 +675,15 @@ class GitHubHost:
             )
         except HostUnavailable:
             after = await self._pull_data(pull)  # merged before the 5xx?
-            if not _pull(after).merged:
+            if not payloads.pull(after).merged:
                 raise
-            return MergeResult(merged=True, sha=_text(after.get("merge_commit_sha")) or None)
-        result = _obj(response)
-        return MergeResult(merged=bool(result.get("merged")), sha=_text(result.get("sha")) or None)
+            return MergeResult(
+                merged=True, sha=payloads.text(after.get("merge_commit_sha")) or None
+            )
+        result = payloads.obj(response)
+        return MergeResult(
+            merged=bool(result.get("merged")), sha=payloads.text(result.get("sha")) or None
+        )
 
     async def _mark_ready(self, pull: int, node_id: str) -> None:
         """Draft → ready: REST cannot, GraphQL `markPullRequestReadyForReview` can."""

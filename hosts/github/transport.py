@@ -3,8 +3,8 @@
 Every request the GitHub adapter sends — REST, GraphQL, token mints — passes through one
 `EdgeTransport`, so two rules hold structurally rather than by each caller's care:
 
-- **No request inside a known rate-limit window.** `RateGate` remembers the end of the window
-  a response announced (`retry-after`, or `x-ratelimit-remaining: 0` with
+- **No request inside a known rate-limit window.** `hosts.calls.RateWindow` remembers the end
+  of the window a response announced (`retry-after`, or `x-ratelimit-remaining: 0` with
   `x-ratelimit-reset`); while it is open the transport refuses to send and raises
   `RateLimited` with the seconds left. (Waiting, when the wait is short, is the host's job,
   before it starts an attempt and outside its timeout.)
@@ -26,12 +26,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 
 import httpx
 
+from hosts.calls import RateWindow
 from hosts.errors import RateLimited
 
 log = logging.getLogger(__name__)
@@ -48,58 +47,6 @@ _FRESH_HEADERS = (
     "x-github-request-id",
     "date",
 )
-
-
-def retry_after_seconds(value: str, now: float) -> float | None:
-    """A `retry-after` header (seconds, or an HTTP date) as seconds from `now`."""
-    text = value.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(text).timestamp() - now)
-    except (TypeError, ValueError):
-        return None
-
-
-class RateGate:
-    """The end of the rate-limit window GitHub last announced, on the host's clock."""
-
-    __slots__ = ("_clock", "_until", "reason")
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._clock = clock
-        self._until = 0.0
-        self.reason = ""
-
-    def remaining(self) -> float:
-        """Seconds until a request may be sent again (0 when the window is closed)."""
-        return max(0.0, self._until - self._clock())
-
-    def block_for(self, seconds: float, reason: str) -> None:
-        """No request for `seconds` from now (a window only ever grows)."""
-        until = self._clock() + max(0.0, seconds)
-        if until > self._until:
-            self._until = until
-            self.reason = reason
-
-    def observe(self, status: int, headers: httpx.Headers) -> None:
-        """Learn a window from any response: `retry-after` on a refusal, or a spent quota."""
-        if status in (403, 429) and "retry-after" in headers:
-            seconds = retry_after_seconds(headers["retry-after"], self._clock())
-            if seconds is not None:
-                self.block_for(seconds, f"retry-after on a {status}")
-        if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
-            try:
-                reset = float(headers["x-ratelimit-reset"])
-            except ValueError:
-                return
-            resource = headers.get("x-ratelimit-resource", "core")
-            self.block_for(reset - self._clock(), f"the {resource} rate limit is spent")
-
-    def __repr__(self) -> str:
-        return f"RateGate(remaining={self.remaining():.1f}s)"
 
 
 @dataclass(frozen=True)
@@ -130,7 +77,7 @@ class EdgeTransport(httpx.AsyncBaseTransport):
     def __init__(
         self,
         inner: httpx.AsyncBaseTransport,
-        gate: RateGate,
+        gate: RateWindow,
         *,
         api_version: str | None = None,
         entries: int = CACHE_ENTRIES,
@@ -164,7 +111,7 @@ class EdgeTransport(httpx.AsyncBaseTransport):
         if entry is not None:
             request.headers["If-None-Match"] = entry.etag
         response = await self._inner.handle_async_request(request)
-        self._gate.observe(response.status_code, response.headers)
+        self._gate.observe(response.status_code, response.headers)  # learns any window
         if key is None:
             return response
         if response.status_code == 304 and entry is not None:

@@ -1,4 +1,4 @@
-"""The Azure DevOps adapter: Azure Boards work items and Azure Repos pull requests, via the SDK.
+"""`AzureDevOpsHost`: Azure Boards work items and Azure Repos pull requests, via the SDK.
 
 `AzureDevOpsHost` implements `hosts.base.Host` with the azure-devops SDK (7.1, msrest over
 requests). It only translates; every decision (which comment, which label, when to merge) is
@@ -30,7 +30,7 @@ made by the pure modules beside it. What each operation maps to:
                         iteration whose sourceRefCommit is the reviewed head (none: Conflict);
                         statuses are per iteration, so a moved head has no status
     set_state_label     card: System.Tags (replace, guarded by `test /rev`); pull: PR labels
-    read_scope_decision the pull's comments, chosen by the shared `hosts.local.scope_decision_in`
+    read_scope_decision the pull's comments, chosen by `hosts.decisions.scope_decision_in`
                         (pairbot's own packet is never the maintainer's answer)
     merge               PATCH status=completed with lastMergeSourceCommit = the reviewed head (the
                         server refuses a stale one too) and mergeStrategy squash/noFastForward;
@@ -42,20 +42,20 @@ made by the pure modules beside it. What each operation maps to:
 Ids: a card is a work item id; a pull is a pull request id; a card comment's id is its
 work-item comment id; a PR comment's id is `<thread id>/<comment id>` (`147/1`).
 
-Transport rules (`_call`, and `_prepare_session` for every requests session the SDK makes):
+Transport rules (`hosts.azure_devops.connection`, for every requests session the SDK makes):
 - the SDK is synchronous: every call runs in a worker thread (`asyncio.to_thread`);
-- one requests adapter on every SDK session — the SDK's internal resource-area discovery client
-  included, reached through the credentials' `signed_session` — caps the timeout and never
-  retries (msrest's default retries POST and PATCH on 5xx with real sleeps, and a retried create
-  can post twice); reads are retried a bounded number of times with the injected sleep, writes
-  never, and a comment create that failed after the server stored it is reconciled by marker;
+- one requests adapter on every SDK session (`hosts.azure_devops.sdk`) — the SDK's internal
+  resource-area discovery client included, reached through the credentials' `signed_session` —
+  caps the timeout and never retries; the call discipline is `hosts.calls` (reads retried a
+  bounded number of times with the injected sleep, writes one at a time and never retried; a
+  comment create that failed after the server stored it is reconciled by marker);
 - `Retry-After` is honoured on every response, a 200 included (Azure DevOps delays before it
   blocks: https://learn.microsoft.com/azure/devops/integrate/concepts/rate-limits): a response
   hook records the window and the next HTTP request (even within the same SDK call) first
   awaits the injectable sleep until it closes, or raises RateLimited when the wait is longer
   than `max_wait_s`;
-- SDK exceptions carry no HTTP status: they are mapped by `type_key` and TF code first, then by
-  the status the response hook saw (`classify`); no token reaches a message, a log or a repr.
+- SDK exceptions are translated in `hosts.azure_devops.translate`; no token reaches a message,
+  a log or a repr.
 
 Known limits: System.Description is a rich-text (HTML) field and Azure DevOps may sanitise what
 it stores (pairbot writes text as given; Markdown multiline fields are not used, as Azure DevOps
@@ -68,30 +68,23 @@ The SDK is imported lazily, on the first call: importing `hosts` or another adap
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
 import logging
-import os
-import re
-import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from hosts.azure_devops import convert
+from hosts.azure_devops.connection import SdkConnection
+from hosts.azure_devops.push import local_head, push
+from hosts.azure_devops.sdk import Clients, Sdk, models
 from hosts.cardhash import card_hash
 from hosts.decisions import scope_decision_in
 from hosts.errors import (
     Conflict,
-    Forbidden,
-    HostError,
     HostUnavailable,
     NotFound,
-    RateLimited,
     Unsupported,
 )
 from hosts.labels import PrState, plan_state_labels
@@ -105,239 +98,22 @@ from hosts.models import (
     MergeResult,
     Permission,
     Pull,
-    PullState,
     ReviewState,
     ReviewStatus,
     Target,
     Upserted,
     UpsertResult,
 )
+from hosts.secrets import Secret
 
 if TYPE_CHECKING:
-    import requests
-
     from hosts.base import Host, Reaction
 
-__all__ = [
-    "AzureDevOpsHost",
-    "classify",
-    "permission_from_bits",
-    "push_command",
-    "retry_after_seconds",
-    "split_tags",
-]
+__all__ = ["AzureDevOpsHost"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# The azure-devops SDK ships no type information. Everything it hands back is `Sdk` (Any) and is
-# turned into host-neutral models by the `_…_from` functions below; nothing typed `Sdk` leaves
-# this module.
-Sdk = Any
-
-NEW_CARD_TYPE: Final = "User Story"
-REVIEW_GENRE: Final = "pair"
-# Azure DevOps caps a PR description at 4,000 characters (Pull Requests - Update).
-MAX_PR_DESCRIPTION: Final = 4000
-# The Git repositories security namespace and its permission bits:
-# https://learn.microsoft.com/azure/devops/organizations/security/namespace-reference
-GIT_NAMESPACE: Final = "2e9eb7ed-3c0a-47d4-87c1-0ffdd275fd87"
-GIT_ADMINISTER: Final = 1
-GIT_READ: Final = 2
-GIT_CONTRIBUTE: Final = 4
-GIT_EDIT_POLICIES: Final = 2048
-GIT_MANAGE_PERMISSIONS: Final = 8192
-GIT_PR_CONTRIBUTE: Final = 16384
-GIT_PR_BYPASS_POLICY: Final = 32768
-
-_TO_AZURE_STATE: Final[Mapping[str, str]] = {
-    "pending": "pending",
-    "success": "succeeded",
-    "failure": "failed",
-    "error": "error",
-}
-_FROM_AZURE_STATE: Final[Mapping[str, ReviewState]] = {
-    "pending": "pending",
-    "succeeded": "success",
-    "failed": "failure",
-    "error": "error",
-    "notSet": "pending",
-    "notApplicable": "success",
-    "partiallySucceeded": "failure",
-}
-_PULL_STATE: Final[Mapping[str, PullState]] = {
-    "active": "open",
-    "abandoned": "closed",
-    "completed": "merged",
-}
-_MERGEABLE: Final[Mapping[str, bool]] = {
-    "succeeded": True,
-    "conflicts": False,
-    "failure": False,
-    "rejectedByPolicy": False,
-}
-_MERGE_STRATEGY: Final[Mapping[str, str]] = {"squash": "squash", "merge": "noFastForward"}
-_CARD_REACTIONS: Final[Mapping[str, str]] = {"+1": "like", "-1": "dislike", "confused": "confused"}
-_CLOSED_CATEGORIES: Final = frozenset({"Completed", "Removed"})
-
-# Errors. `type_key` first, then the TF code at the start of the message, then the HTTP status
-# the response hook saw. Keys and codes from the Azure DevOps REST docs and observed responses.
-_BY_TYPE_KEY: Final[Mapping[str, type[HostError]]] = {
-    "GitPullRequestNotFoundException": NotFound,
-    "GitRepositoryNotFoundException": NotFound,
-    "GitItemNotFoundException": NotFound,
-    "ProjectDoesNotExistWithNameException": NotFound,
-    "ProjectDoesNotExistException": NotFound,
-    "WorkItemUnauthorizedAccessException": NotFound,  # TF401232: "does not exist, or …"
-    "WorkItemDoesNotExistException": NotFound,
-    "GitPullRequestStaleException": Conflict,
-    "GitPullRequestExistsException": Conflict,
-    "InvalidPullRequestStatusTransitionException": Conflict,
-    "WorkItemRevisionMismatchException": Conflict,
-    "UnauthorizedRequestException": Forbidden,
-    "AccessCheckException": Forbidden,
-    "GitNeedsPermissionException": Forbidden,
-    "RequestBlockedException": RateLimited,
-}
-_BY_TF_CODE: Final[Mapping[str, type[HostError]]] = {
-    "TF401019": NotFound,  # the Git repository does not exist or you do not have permissions
-    "TF401180": NotFound,  # the requested pull request was not found
-    "TF401232": NotFound,  # work item does not exist, or you do not have permissions to read it
-    "TF200016": NotFound,  # the project does not exist
-    "TF401398": NotFound,  # the source and/or the target branch no longer exists
-    "TF401179": Conflict,  # an active pull request for the source and target already exists
-    "TF401181": Conflict,  # the pull request cannot be edited due to its state
-    "TF26071": Conflict,  # the work item has been changed by someone else
-    "TF401027": Forbidden,  # you need the Git permission …
-    "TF400813": Forbidden,  # the user is not authorized to access this resource
-    "TF400733": RateLimited,  # request was blocked due to exceeding usage of resource
-}
-_TF_CODE = re.compile(r"\b(TF\d{5,6})\b")
-_SDK_STATUS = re.compile(r"returned an? (\d{3}) status code")
-_PUSH_REJECTED = re.compile(r"\[rejected\]|non-fast-forward|fetch first|stale info", re.I)
-# A refused header makes git fall back to asking for a username, which GIT_TERMINAL_PROMPT=0
-# turns into "could not read Username".
-_PUSH_DENIED = re.compile(
-    r"Authentication failed|could not read Username|HTTP 40[13]|error: 40[13]|TF401027", re.I
-)
-
-
-def permission_from_bits(allow: int) -> Permission:
-    """Effective Git repository permission bits → the host-neutral level. Pure.
-
-    An approximation, to be stated in the capability matrix: Administer or Manage permissions
-    is `admin`; Contribute with Edit policies or Bypass policies on pull requests is `maintain`;
-    Contribute (push) is `write`; Contribute to pull requests alone is `triage`; Read is `read`.
-    Branch-level overrides (a locked or policy-protected `main`) are not looked at.
-    """
-    if allow & (GIT_ADMINISTER | GIT_MANAGE_PERMISSIONS):
-        return "admin"
-    if allow & GIT_CONTRIBUTE and allow & (GIT_EDIT_POLICIES | GIT_PR_BYPASS_POLICY):
-        return "maintain"
-    if allow & GIT_CONTRIBUTE:
-        return "write"
-    if allow & GIT_PR_CONTRIBUTE:
-        return "triage"
-    if allow & GIT_READ:
-        return "read"
-    return "none"
-
-
-def push_command(
-    remote_url: str, branch: str, token: str, *, force: bool, base_env: Mapping[str, str]
-) -> tuple[list[str], dict[str, str]]:
-    """The argv and environment of a `git push` authenticated by an HTTP header. Pure.
-
-    The PAT travels as `Authorization: Basic base64(:PAT)` in `http.<scheme://host/>.extraheader`,
-    set through GIT_CONFIG_COUNT / GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n (git 2.31+) after any
-    entries the environment already has: never in argv (visible in `ps`) or in a URL (printed in
-    git's errors). Scoped to the remote's origin: a redirect or submodule elsewhere never sees it.
-    """
-    ref = f"refs/heads/{branch}"
-    argv = [
-        "git",
-        "push",
-        "--porcelain",
-        *(["--force"] if force else []),
-        remote_url,
-        f"{ref}:{ref}",
-    ]
-    parts = urlsplit(remote_url)
-    host = parts.hostname or ""
-    origin = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}/"
-    env = dict(base_env)
-    count = env.get("GIT_CONFIG_COUNT", "")
-    index = int(count) if count.isdigit() else 0
-    basic = base64.b64encode(f":{token}".encode()).decode("ascii")
-    env[f"GIT_CONFIG_KEY_{index}"] = f"http.{origin}.extraheader"
-    env[f"GIT_CONFIG_VALUE_{index}"] = f"Authorization: Basic {basic}"
-    env["GIT_CONFIG_COUNT"] = str(index + 1)
-    env["GIT_TERMINAL_PROMPT"] = "0"  # never wait on a password prompt
-    env["GCM_INTERACTIVE"] = "never"  # nor on Git Credential Manager's
-    return argv, env
-
-
-def retry_after_seconds(value: str | None, now: float) -> float | None:
-    """A `Retry-After` value (delta-seconds or an HTTP date) as seconds from `now`. Pure."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
-def classify(
-    type_key: str | None, message: str, status: int | None, *, auth: bool, transport: bool
-) -> type[HostError]:
-    """Which `hosts.errors` class an SDK failure is. Pure."""
-    if type_key and type_key in _BY_TYPE_KEY:
-        return _BY_TYPE_KEY[type_key]
-    code = _TF_CODE.search(message)
-    if code and code.group(1) in _BY_TF_CODE:
-        return _BY_TF_CODE[code.group(1)]
-    if status == 429:
-        return RateLimited
-    if auth or status in (401, 403):
-        return Forbidden
-    if status == 404:
-        return NotFound
-    if status in (409, 412):
-        return Conflict
-    if transport or (status is not None and status >= 500):
-        return HostUnavailable
-    return HostError
-
-
-def split_tags(value: object) -> tuple[str, ...]:
-    """System.Tags (`"a; b"`) as a tuple of tags. Pure."""
-    if not isinstance(value, str):
-        return ()
-    return tuple(tag.strip() for tag in value.split(";") if tag.strip())
-
-
-class _Secret:
-    """The PAT: never printed by repr or str."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    __str__ = __repr__
 
 
 @dataclass(frozen=True)
@@ -348,233 +124,6 @@ class _Repo:
     project_id: str
     remote_url: str
     web_url: str
-
-
-class _SdkFailure(Exception):
-    """An SDK exception reduced to what translation needs (no SDK object, no token)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        type_key: str | None,
-        status: int | None,
-        retry_after: float | None,
-        auth: bool,
-        transport: bool,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.type_key = type_key
-        self.status = status
-        self.retry_after = retry_after
-        self.auth = auth
-        self.transport = transport
-
-
-class _Clients:
-    """The SDK connection and its clients, made on first use (in a worker thread)."""
-
-    def __init__(self, connection: Sdk) -> None:
-        self._connection = connection
-        self._lock = threading.Lock()
-        self._made: dict[str, Sdk] = {}
-
-    def _client(self, kind: str) -> Sdk:
-        with self._lock:
-            client = self._made.get(kind)
-            if client is None:
-                # Connection.get_client discovers the area's URL (cached on disk by the SDK).
-                client = getattr(self._connection.clients_v7_1, f"get_{kind}_client")()
-                self._made[kind] = client
-            return client
-
-    @property
-    def git(self) -> Sdk:
-        return self._client("git")
-
-    @property
-    def wit(self) -> Sdk:
-        return self._client("work_item_tracking")
-
-    @property
-    def location(self) -> Sdk:
-        return self._client("location")
-
-    @property
-    def identity(self) -> Sdk:
-        return self._client("identity")
-
-    @property
-    def security(self) -> Sdk:
-        return self._client("security")
-
-
-@dataclass(frozen=True)
-class _SdkModules:
-    """What this adapter uses of the SDK stack, imported on first use."""
-
-    Connection: Sdk
-    file_cache: Sdk
-    git: Sdk  # azure.devops.v7_1.git.models
-    wit: Sdk  # azure.devops.v7_1.work_item_tracking.models
-    Adapter: Sdk  # requests HTTPAdapter: capped timeout, no retries
-    errors: tuple[type[Exception], ...]  # what the SDK raises for a failed request
-    AuthenticationError: type[Exception]
-    RequestException: type[Exception]
-
-
-@functools.cache
-def _sdk() -> _SdkModules:
-    """Import the SDK stack. Lazy on purpose: importing `hosts` or running another host's tick
-    must never load azure-devops, msrest or requests, hence the local imports (PLC0415)."""
-    import requests  # noqa: PLC0415
-    from azure.devops import _file_cache  # type: ignore[import-untyped]  # noqa: PLC0415  no stubs
-    from azure.devops.connection import (  # type: ignore[import-untyped]  # noqa: PLC0415
-        Connection,
-    )
-    from azure.devops.v7_1.git import (  # type: ignore[import-untyped]  # noqa: PLC0415
-        models as git,
-    )
-    from azure.devops.v7_1.work_item_tracking import (  # type: ignore[import-untyped]  # noqa: PLC0415
-        models as wit,
-    )
-    from msrest.exceptions import AuthenticationError, ClientException  # noqa: PLC0415
-    from requests.adapters import HTTPAdapter  # noqa: PLC0415
-    from urllib3.util.retry import Retry  # noqa: PLC0415
-
-    class Adapter(HTTPAdapter):
-        """No retries at all (reads are retried by the adapter, writes never); timeout capped."""
-
-        def __init__(self, timeout_s: float) -> None:
-            super().__init__(max_retries=Retry(total=0, read=False, raise_on_status=False))
-            self.timeout_s = timeout_s
-
-        def send(  # noqa: PLR0917 — the signature is requests' HTTPAdapter.send
-            self,
-            request: requests.PreparedRequest,
-            stream: bool = False,
-            timeout: float | tuple[float | None, float | None] | None = None,
-            verify: bool | str = True,
-            cert: str | tuple[str, str] | None = None,
-            proxies: dict[str, str] | None = None,
-        ) -> requests.Response:
-            capped: float | tuple[float, float]
-            if isinstance(timeout, tuple):
-                connect, read = timeout
-                capped = (
-                    min(connect or self.timeout_s, self.timeout_s),
-                    min(read or self.timeout_s, self.timeout_s),
-                )
-            else:
-                capped = min(timeout or self.timeout_s, self.timeout_s)
-            return super().send(request, stream, capped, verify, cert, proxies)
-
-    return _SdkModules(
-        Connection=Connection,
-        file_cache=_file_cache,
-        git=git,
-        wit=wit,
-        Adapter=Adapter,
-        errors=(ClientException, requests.RequestException),
-        AuthenticationError=AuthenticationError,
-        RequestException=requests.RequestException,
-    )
-
-
-def _authentication(token: str, prepare: Callable[[requests.Session], None]) -> Sdk:
-    """msrest Basic credentials (any user name, the PAT as password) that also `prepare` every
-    session they sign: msrest's documented seam for customising its requests sessions."""
-    from msrest.authentication import BasicAuthentication  # noqa: PLC0415 — lazy, see _sdk
-
-    class PatAuthentication(BasicAuthentication):
-        def signed_session(self, session: requests.Session | None = None) -> requests.Session:
-            signed = super().signed_session(session)
-            prepare(signed)
-            return signed
-
-        def __repr__(self) -> str:
-            return "PatAuthentication(<secret>)"
-
-    return PatAuthentication("", token)
-
-
-def _models() -> tuple[Sdk, Sdk]:
-    """The SDK's git and work-item-tracking model modules."""
-    sdk = _sdk()
-    return sdk.git, sdk.wit
-
-
-def _is_sdk_error(exc: Exception) -> bool:
-    if isinstance(exc, _sdk().errors):
-        return True
-    # Raised by the SDK when the server has no route for an API (an older Azure DevOps Server).
-    return isinstance(exc, ValueError) and "is not registered on" in str(exc)
-
-
-def _timestamp(value: object) -> str:
-    """An SDK date as fixed-width UTC ISO text, so that text order is time order."""
-    if isinstance(value, datetime):
-        when = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return when.astimezone(UTC).isoformat(timespec="microseconds")
-    return str(value or "")
-
-
-def _author_from(ref: Sdk) -> Author:
-    """An IdentityRef (object or, inside work-item fields, a dict) as an Author."""
-    if ref is None:
-        return Author(login="", id="")
-    if isinstance(ref, Mapping):
-        login = ref.get("uniqueName") or ref.get("displayName") or ""
-        ident, descriptor = ref.get("id") or "", ref.get("descriptor") or ""
-        container = bool(ref.get("isContainer"))
-    else:
-        login = ref.unique_name or ref.display_name or ""
-        ident, descriptor = ref.id or "", ref.descriptor or ""
-        container = bool(ref.is_container)
-    # Service identities (build service, service principals) have `svc.`/`s2s.` descriptors.
-    is_bot = container or str(descriptor).startswith(("svc.", "s2s."))
-    return Author(login=str(login), id=str(ident), is_bot=is_bot)
-
-
-def _identity_from(user: Sdk) -> Author:
-    """ConnectionData.authenticatedUser as an Author (login = its Account, e.g. an e-mail)."""
-    props = user.properties if isinstance(user.properties, Mapping) else {}
-    account = props.get("Account")
-    login = account.get("$value") if isinstance(account, Mapping) else None
-    subject = str(user.subject_descriptor or "")
-    return Author(
-        login=str(login or user.provider_display_name or ""),
-        id=str(user.id or ""),
-        is_bot=subject.startswith(("svc.", "s2s.")),
-    )
-
-
-def _truncate_description(body: str) -> str:
-    if len(body) <= MAX_PR_DESCRIPTION:
-        return body
-    notice = f"\n\n… (truncated by pairbot to Azure DevOps' {MAX_PR_DESCRIPTION} characters)"
-    return body[: MAX_PR_DESCRIPTION - len(notice)] + notice
-
-
-def _branch(ref: object) -> str:
-    return str(ref or "").removeprefix("refs/heads/")
-
-
-def _commit(ref: Sdk) -> str:
-    return str(ref.commit_id) if ref is not None and ref.commit_id else ""
-
-
-def _pr_comment_id(thread: int, comment: int) -> str:
-    """A PR comment's id: its thread and its id in the thread (`147/1`)."""
-    return f"{thread}/{comment}"
-
-
-def _parse_pr_comment_id(value: str) -> tuple[int, int]:
-    thread, _, comment = value.partition("/")
-    if not thread.isdigit() or not comment.isdigit():
-        raise NotFound(f"{value!r} is not an Azure DevOps PR comment id (<thread>/<comment>)")
-    return int(thread), int(comment)
 
 
 class AzureDevOpsHost:
@@ -606,21 +155,21 @@ class AzureDevOpsHost:
         self.organization_url = organization_url.rstrip("/")
         self.project = project
         self.repository = repository
-        self._token = _Secret(token)
-        self._timeout_s = timeout_s
-        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self._sleep = sleep
-        self._clock = clock
-        self._max_wait_s = max_wait_s
-        self._read_attempts = max(1, read_attempts)
-        self._backoff_s = backoff_s
+        self._token = Secret(token)
         self._merge_polls = merge_polls
         self._push_timeout_s = push_timeout_s
-        self._sdk_lock = threading.Lock()
-        self._window_lock = threading.Lock()
-        self._clients_: _Clients | None = None
-        self._observed = threading.local()
-        self._not_before = 0.0
+        self._sleep = sleep
+        self._sdk = SdkConnection(
+            self.organization_url,
+            self._token,
+            timeout_s=timeout_s,
+            cache_dir=Path(cache_dir) if cache_dir is not None else None,
+            sleep=sleep,
+            clock=clock,
+            max_wait_s=max_wait_s,
+            read_attempts=read_attempts,
+            backoff_s=backoff_s,
+        )
         self._me: Author | None = None
         self._repo: _Repo | None = None
         self._states: dict[str, dict[str, str]] = {}  # work item type → state → category
@@ -631,163 +180,16 @@ class AzureDevOpsHost:
             f"project={self.project!r}, repository={self.repository!r})"
         )
 
-    # -- transport ------------------------------------------------------------------------------
-
-    def _clients(self) -> _Clients:
-        """The SDK connection (imported and built on first use, in a worker thread)."""
-        with self._sdk_lock:
-            if self._clients_ is None:
-                sdk = _sdk()
-                if self._cache_dir is not None:
-                    self._cache_dir.mkdir(parents=True, exist_ok=True)
-                    for cache, name in (
-                        (sdk.file_cache.OPTIONS_CACHE, "options"),
-                        (sdk.file_cache.RESOURCE_CACHE, "resources"),
-                    ):
-                        path = str(self._cache_dir / f"{name}.json")
-                        if cache.file_name != path:
-                            cache.file_name = path
-                            cache.data = {}
-                            cache.initial_load_occurred = False
-                creds = _authentication(self._token.reveal(), self._prepare_session)
-                connection = sdk.Connection(base_url=self.organization_url, creds=creds)
-                self._clients_ = _Clients(connection)
-            return self._clients_
-
-    def _prepare_session(self, session: requests.Session) -> None:
-        """Worker thread, before every HTTP request the SDK sends: the one transport policy.
-
-        Reached through the credentials, which msrest asks to sign every session before every
-        request — the SDK's internal discovery client included, which no client configuration
-        reaches. Each session gets, once, an adapter that caps the timeout and never retries
-        (msrest's default retries POST and PATCH on 5xx with real sleeps) and the response hook;
-        every request first waits out an open Retry-After window, so the window holds between
-        the several requests one SDK call can make (discovery, then the call itself).
-        """
-        if not getattr(session, "_pairbot_transport", False):
-            adapter = _sdk().Adapter(self._timeout_s)
-            session.mount("https://", adapter)
-            session.mount("http://", adapter)
-            session.hooks["response"].append(self._observe)
-            session._pairbot_transport = True  # type: ignore[attr-defined]  # our own flag
-        wait = self._window()
-        loop: asyncio.AbstractEventLoop | None = getattr(self._observed, "loop", None)
-        if wait > 0 and loop is not None:
-            # The injected sleep is a coroutine: run it on the caller's loop (which is only
-            # awaiting this thread) and block this worker thread until it is done.
-            asyncio.run_coroutine_threadsafe(self._sleep(wait), loop).result()
-
-    def _observe(self, response: Sdk, *args: object, **kwargs: object) -> None:
-        """requests response hook (worker thread): note the status and any Retry-After."""
-        # Read the body now: msrest asks for streamed responses and never reads the body of a
-        # call that returns nothing (a DELETE, a like), which keeps the connection checked out
-        # until garbage collection. The SDK's later reads use the cached content.
-        _ = response.content
-        status = int(response.status_code)
-        delay = retry_after_seconds(response.headers.get("Retry-After"), time.time())
-        self._observed.status = status
-        self._observed.retry_after = delay
-        if delay is not None:
-            with self._window_lock:
-                self._not_before = max(self._not_before, self._clock() + delay)
-            log.warning(
-                "Azure DevOps asked for a %.1fs pause (Retry-After on HTTP %s)", delay, status
-            )
-
-    def _run(self, fn: Callable[[_Clients], T], loop: asyncio.AbstractEventLoop) -> T:
-        """Worker thread: one SDK call, its failure reduced to an `_SdkFailure`."""
-        self._observed.status = None
-        self._observed.retry_after = None
-        self._observed.loop = loop
-        try:
-            return fn(self._clients())
-        except Exception as exc:
-            if not _is_sdk_error(exc):
-                raise
-            raise self._failure(exc) from None
-
-    def _failure(self, exc: Exception) -> _SdkFailure:
-        sdk = _sdk()
-        inner = getattr(exc, "inner_exception", None)
-        # msrest wraps a requests failure (refused, reset, timed out) as ClientRequestError.
-        transport = isinstance(exc, sdk.RequestException) or isinstance(inner, sdk.RequestException)
-        type_key = getattr(exc, "type_key", None)
-        status = None if transport else getattr(self._observed, "status", None)
-        message = str(getattr(exc, "message", None) or exc)
-        if transport:
-            # The text of a connection error repeats urllib3's internals; its class is enough.
-            message = f"cannot reach Azure DevOps ({type(inner or exc).__name__})"
-        elif status is None and (said := _SDK_STATUS.search(message)):
-            status = int(said.group(1))  # "… Operation returned a 404 status code."
-        return _SdkFailure(
-            self._scrub(message),
-            type_key=str(type_key) if type_key else None,
-            status=status,
-            retry_after=getattr(self._observed, "retry_after", None),
-            auth=isinstance(exc, sdk.AuthenticationError),
-            transport=transport,
-        )
-
-    def _scrub(self, text: str) -> str:
-        token = self._token.reveal()
-        for secret in (token, base64.b64encode(f":{token}".encode()).decode("ascii")):
-            text = text.replace(secret, "***")
-        return text
-
-    def _window(self) -> float:
-        """Seconds left in the Retry-After window (0 when closed); RateLimited when too long."""
-        wait = self._not_before - self._clock()
-        if wait > self._max_wait_s:
-            raise RateLimited(
-                f"Azure DevOps asked for a {wait:.0f}s pause (more than {self._max_wait_s:.0f}s)",
-                retry_after=wait,
-            )
-        return max(0.0, wait)
-
-    async def _respect_window(self) -> None:
-        wait = self._window()
-        if wait > 0:
-            await self._sleep(wait)
-
-    async def _call(self, what: str, fn: Callable[[_Clients], T], *, write: bool = False) -> T:
-        """One SDK call in a worker thread, after any Retry-After window; reads retried."""
-        attempts = 1 if write else self._read_attempts
-        attempt = 0
-        while True:
-            attempt += 1
-            await self._respect_window()
-            try:
-                return await asyncio.to_thread(self._run, fn, asyncio.get_running_loop())
-            except _SdkFailure as failure:
-                error = self._error(what, failure)
-            if write or attempt >= attempts or not isinstance(error, HostUnavailable | RateLimited):
-                raise error
-            log.info("%s: %s; retrying (%d/%d)", what, error, attempt, attempts)
-            if self._not_before <= self._clock():  # no Retry-After to honour: back off
-                await self._sleep(self._backoff_s * 2 ** (attempt - 1))
-
-    @staticmethod
-    def _error(what: str, failure: _SdkFailure) -> HostError:
-        kind = classify(
-            failure.type_key,
-            failure.message,
-            failure.status,
-            auth=failure.auth,
-            transport=failure.transport,
-        )
-        suffix = f" ({failure.type_key})" if failure.type_key else ""
-        status = f" [HTTP {failure.status}]" if failure.status else ""
-        text = f"Azure DevOps {what}: {failure.message}{suffix}{status}"
-        if kind is RateLimited:
-            return RateLimited(text, retry_after=failure.retry_after)
-        return kind(text)
+    async def _call(self, what: str, fn: Callable[[Clients], T], *, write: bool = False) -> T:
+        """One SDK call in a worker thread, under the shared discipline (`hosts.calls`)."""
+        return await self._sdk.call(what, fn, write=write)
 
     # -- identity and repository ----------------------------------------------------------------
 
     async def identity(self) -> Author:
         if self._me is None:
             data = await self._call("identity", lambda c: c.location.get_connection_data())
-            self._me = _identity_from(data.authenticated_user)
+            self._me = convert.identity_from(data.authenticated_user)
         return self._me
 
     async def _repository(self) -> _Repo:
@@ -823,7 +225,7 @@ class AzureDevOpsHost:
 
     async def _card_from(self, item: Sdk) -> Card:
         fields: Mapping[str, Any] = item.fields or {}
-        item_type = str(fields.get("System.WorkItemType") or NEW_CARD_TYPE)
+        item_type = str(fields.get("System.WorkItemType") or convert.NEW_CARD_TYPE)
         state = str(fields.get("System.State") or "")
         category = (await self._categories(item_type)).get(state, "")
         assigned = fields.get("System.AssignedTo")
@@ -831,9 +233,9 @@ class AzureDevOpsHost:
             number=int(item.id),
             title=str(fields.get("System.Title") or ""),
             body=str(fields.get("System.Description") or ""),
-            labels=split_tags(fields.get("System.Tags")),
-            assignees=(_author_from(assigned).login,) if assigned else (),
-            state="closed" if category in _CLOSED_CATEGORIES else "open",
+            labels=convert.split_tags(fields.get("System.Tags")),
+            assignees=(convert.author_from(assigned).login,) if assigned else (),
+            state="closed" if category in convert.CLOSED_CATEGORIES else "open",
             url=f"{self.organization_url}/{self.project}/_workitems/edit/{item.id}",
         )
 
@@ -846,7 +248,7 @@ class AzureDevOpsHost:
 
     @staticmethod
     def _patch(op: str, path: str, value: object) -> Sdk:
-        _, wit = _models()
+        _, wit = models()
         return wit.JsonPatchOperation(op=op, path=path, value=value)
 
     async def create_card(self, title: str, body: str, labels: tuple[str, ...] = ()) -> Card:
@@ -857,7 +259,7 @@ class AzureDevOpsHost:
             ops.append(self._patch("add", "/fields/System.Tags", "; ".join(dict.fromkeys(labels))))
         item = await self._call(
             "create_card",
-            lambda c: c.wit.create_work_item(ops, self.project, NEW_CARD_TYPE),
+            lambda c: c.wit.create_work_item(ops, self.project, convert.NEW_CARD_TYPE),
             write=True,
         )
         return await self._card_from(item)
@@ -885,8 +287,8 @@ class AzureDevOpsHost:
         return Comment(
             id=str(raw.id),
             body=str(raw.text or ""),
-            author=_author_from(raw.created_by),
-            created_at=_timestamp(raw.created_date),
+            author=convert.author_from(raw.created_by),
+            created_at=convert.timestamp(raw.created_date),
             url=str(raw.url or ""),
         )
 
@@ -916,10 +318,10 @@ class AzureDevOpsHost:
 
     def _pr_comment(self, pull: int, thread: int, raw: Sdk, web_url: str) -> Comment:
         return Comment(
-            id=_pr_comment_id(thread, int(raw.id)),
+            id=convert.pr_comment_id(thread, int(raw.id)),
             body=str(raw.content or ""),
-            author=_author_from(raw.author),
-            created_at=_timestamp(raw.published_date),
+            author=convert.author_from(raw.author),
+            created_at=convert.timestamp(raw.published_date),
             url=f"{web_url}/pullrequest/{pull}?discussionId={thread}",
         )
 
@@ -935,7 +337,7 @@ class AzureDevOpsHost:
             if first_only:
                 texts = texts[:1] if texts and int(texts[0].id) == 1 else []
             out += [self._pr_comment(pull, int(thread.id), raw, web_url) for raw in texts]
-        return sorted(out, key=lambda c: (c.created_at, *_parse_pr_comment_id(c.id)))
+        return sorted(out, key=lambda c: (c.created_at, *convert.parse_pr_comment_id(c.id)))
 
     async def list_comments(self, target: Target) -> list[Comment]:
         if target.kind == "card":
@@ -944,7 +346,7 @@ class AzureDevOpsHost:
 
     async def _create_comment(self, target: Target, body: str) -> str:
         if target.kind == "card":
-            _, wit = _models()
+            _, wit = models()
             created = await self._call(
                 f"comment on card #{target.number}",
                 lambda c: c.wit.add_work_item_comment(
@@ -953,7 +355,7 @@ class AzureDevOpsHost:
                 write=True,
             )
             return str(created.id)
-        git, _ = _models()
+        git, _ = models()
         thread = git.GitPullRequestCommentThread(
             comments=[git.Comment(parent_comment_id=0, content=body, comment_type="text")],
             status="closed",
@@ -963,11 +365,11 @@ class AzureDevOpsHost:
             lambda c: c.git.create_thread(thread, self.repository, target.number, self.project),
             write=True,
         )
-        return _pr_comment_id(int(made.id), int(made.comments[0].id))
+        return convert.pr_comment_id(int(made.id), int(made.comments[0].id))
 
     async def _edit_comment(self, target: Target, comment_id: str, body: str) -> None:
         if target.kind == "card":
-            _, wit = _models()
+            _, wit = models()
             await self._call(
                 f"edit comment {comment_id} on card #{target.number}",
                 lambda c: c.wit.update_work_item_comment(
@@ -980,8 +382,8 @@ class AzureDevOpsHost:
                 write=True,
             )
             return
-        git, _ = _models()
-        thread, comment = _parse_pr_comment_id(comment_id)
+        git, _ = models()
+        thread, comment = convert.parse_pr_comment_id(comment_id)
         await self._call(
             f"edit comment {comment_id} on PR #{target.number}",
             lambda c: c.git.update_comment(
@@ -1002,7 +404,7 @@ class AzureDevOpsHost:
                 lambda c: c.wit.get_comment(self.project, target.number, int(comment_id)),
             )
             return self._card_comment(raw)
-        thread, comment = _parse_pr_comment_id(comment_id)
+        thread, comment = convert.parse_pr_comment_id(comment_id)
         raw = await self._call(
             f"read back comment {comment_id} on PR #{target.number}",
             lambda c: c.git.get_comment(
@@ -1053,7 +455,7 @@ class AzureDevOpsHost:
         if comment_id is None:
             raise Unsupported("react", "Azure DevOps has no reactions on a work item or PR itself")
         if target.kind == "card":
-            kind = _CARD_REACTIONS.get(reaction)
+            kind = convert.CARD_REACTIONS.get(reaction)
             if kind is None:
                 raise Unsupported("react", f"work-item comments have no {reaction!r} reaction")
             await self._call(
@@ -1066,7 +468,7 @@ class AzureDevOpsHost:
             return
         if reaction != "+1":
             raise Unsupported("react", f"PR comments can only be liked, not {reaction!r}")
-        thread, comment = _parse_pr_comment_id(comment_id)
+        thread, comment = convert.parse_pr_comment_id(comment_id)
         await self._call(
             f"like comment {comment_id} on PR #{target.number}",
             lambda c: c.git.create_like(
@@ -1101,7 +503,10 @@ class AzureDevOpsHost:
         acls = await self._call(
             f"permissions of {user!r}",
             lambda c: c.security.query_access_control_lists(
-                GIT_NAMESPACE, token=token, descriptors=descriptor, include_extended_info=True
+                convert.GIT_NAMESPACE,
+                token=token,
+                descriptors=descriptor,
+                include_extended_info=True,
             ),
         )
         allow = 0
@@ -1113,66 +518,46 @@ class AzureDevOpsHost:
                 effective = (info.effective_allow if info else None) or ace.allow or 0
                 denied = (info.effective_deny if info else None) or ace.deny or 0
                 allow |= int(effective) & ~int(denied)
-        return permission_from_bits(allow)
+        return convert.permission_from_bits(allow)
 
     # -- code -----------------------------------------------------------------------------------
 
     async def push_branch(self, repo_dir: Path, branch: str, *, force: bool = False) -> str:
         if not branch or branch.startswith(("-", "refs/")):
             raise NotFound(f"{branch!r} is not a branch name")
-        head = await _git_output(
-            repo_dir, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"
-        )
+        head = await local_head(repo_dir, branch)
         if head is None:
             raise NotFound(f"branch {branch!r} does not exist in {repo_dir}")
         remote = (await self._repository()).remote_url
-        argv, env = push_command(
-            remote, branch, self._token.reveal(), force=force, base_env=os.environ
+        await self._sdk.calls.await_window(f"push of {branch!r}")
+        await push(
+            repo_dir,
+            remote,
+            branch,
+            self._token.reveal(),
+            force=force,
+            timeout_s=self._push_timeout_s,
         )
-        await self._respect_window()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=repo_dir,
-                env=env,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-        except OSError as exc:
-            raise HostUnavailable(f"push of {branch!r}: git did not start ({exc})") from None
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), self._push_timeout_s)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            raise HostUnavailable(
-                f"push of {branch!r} timed out after {self._push_timeout_s:.0f}s"
-            ) from None
-        if proc.returncode != 0:
-            text = self._scrub((err or b"").decode(errors="replace") + (out or b"").decode())
-            if _PUSH_REJECTED.search(text):
-                raise Conflict(f"push of {branch!r} rejected: the remote has commits it lacks")
-            if _PUSH_DENIED.search(text):
-                raise Forbidden(f"push of {branch!r} refused: {text.strip()[-300:]}")
-            raise HostUnavailable(f"push of {branch!r} failed: {text.strip()[-300:]}")
         return head
 
     def _pull_from(self, pr: Sdk, web_url: str) -> Pull:
-        mergeable = _MERGEABLE.get(str(pr.merge_status or ""))  # queued / notSet: not known yet
+        mergeable = convert.MERGEABLE.get(
+            str(pr.merge_status or "")
+        )  # queued / notSet: not known yet
         reviewers = [r for r in pr.reviewers or [] if not r.is_container]
         return Pull(
             number=int(pr.pull_request_id),
-            head_branch=_branch(pr.source_ref_name),
-            head_sha=_commit(pr.last_merge_source_commit),
-            base_branch=_branch(pr.target_ref_name),
-            state=_PULL_STATE.get(str(pr.status), "open"),
+            head_branch=convert.branch(pr.source_ref_name),
+            head_sha=convert.commit(pr.last_merge_source_commit),
+            base_branch=convert.branch(pr.target_ref_name),
+            state=convert.PULL_STATE.get(str(pr.status), "open"),
             draft=bool(pr.is_draft),
             mergeable=mergeable,
             title=str(pr.title or ""),
             body=str(pr.description or ""),
             url=f"{web_url}/pullrequest/{pr.pull_request_id}",
             labels=tuple(str(lb.name) for lb in pr.labels or [] if lb.active is not False),
-            assignees=tuple(_author_from(r).login for r in reviewers),
+            assignees=tuple(convert.author_from(r).login for r in reviewers),
         )
 
     async def _pr(self, number: int) -> Sdk:
@@ -1186,7 +571,7 @@ class AzureDevOpsHost:
         return self._pull_from(pr, (await self._repository()).web_url)
 
     async def _active_pull_for(self, head: str) -> Sdk | None:
-        git, _ = _models()
+        git, _ = models()
         criteria = git.GitPullRequestSearchCriteria(
             source_ref_name=f"refs/heads/{head}", status="active"
         )
@@ -1206,12 +591,12 @@ class AzureDevOpsHost:
             return self._pull_from(existing, web_url)
         if head == base:
             raise Conflict(f"a pull request needs two branches; head and base are {head!r}")
-        git, _ = _models()
+        git, _ = models()
         new = git.GitPullRequest(
             source_ref_name=f"refs/heads/{head}",
             target_ref_name=f"refs/heads/{base}",
             title=title,
-            description=_truncate_description(body),
+            description=convert.truncate_description(body),
             is_draft=draft,
         )
         try:
@@ -1240,7 +625,9 @@ class AzureDevOpsHost:
         )
         sha = head_sha.lower()
         ids = [
-            int(it.id) for it in iterations or [] if _commit(it.source_ref_commit).lower() == sha
+            int(it.id)
+            for it in iterations or []
+            if convert.commit(it.source_ref_commit).lower() == sha
         ]
         return sorted(ids, reverse=True)
 
@@ -1255,7 +642,7 @@ class AzureDevOpsHost:
             s
             for s in statuses or []
             if s.context is not None
-            and s.context.genre == REVIEW_GENRE
+            and s.context.genre == convert.REVIEW_GENRE
             and s.context.name == REVIEW_CONTEXT
         ]
         return sorted(ours, key=lambda s: int(s.id or 0))
@@ -1263,7 +650,7 @@ class AzureDevOpsHost:
     async def set_review_status(
         self, pull: int, head_sha: str, state: ReviewState, description: str
     ) -> ReviewStatus:
-        if state not in _TO_AZURE_STATE:
+        if state not in convert.TO_AZURE_STATE:
             raise ValueError(f"{state!r} is not a review state")
         iterations = await self._iterations_of(pull, head_sha)
         if not iterations:
@@ -1272,15 +659,15 @@ class AzureDevOpsHost:
         wanted = ReviewStatus(head_sha=head_sha, state=state, description=description)
         ours = await self._our_statuses(pull, iteration)
         if ours and (str(ours[-1].state), ours[-1].description or "") == (
-            _TO_AZURE_STATE[state],
+            convert.TO_AZURE_STATE[state],
             description,
         ):
             return wanted  # already so: re-setting the same status writes nothing
-        git, _ = _models()
+        git, _ = models()
         status = git.GitPullRequestStatus(
-            state=_TO_AZURE_STATE[state],
+            state=convert.TO_AZURE_STATE[state],
             description=description,
-            context=git.GitStatusContext(genre=REVIEW_GENRE, name=REVIEW_CONTEXT),
+            context=git.GitStatusContext(genre=convert.REVIEW_GENRE, name=REVIEW_CONTEXT),
         )
         await self._call(
             f"set pair-review on PR #{pull}",
@@ -1298,7 +685,7 @@ class AzureDevOpsHost:
                 latest = ours[-1]
                 return ReviewStatus(
                     head_sha=head_sha,
-                    state=_FROM_AZURE_STATE.get(str(latest.state), "error"),
+                    state=convert.FROM_AZURE_STATE.get(str(latest.state), "error"),
                     description=str(latest.description or ""),
                 )
         return None
@@ -1326,7 +713,7 @@ class AzureDevOpsHost:
 
     async def _pull_label(self, pull: int, name: str, *, add: bool) -> None:
         if add:
-            git, _ = _models()
+            git, _ = models()
             await self._call(
                 f"add label {name!r} to PR #{pull}",
                 lambda c: c.git.create_pull_request_label(
@@ -1348,7 +735,7 @@ class AzureDevOpsHost:
 
     async def _set_card_state_label(self, number: int, state: PrState) -> bool:
         item = await self._work_item(number)
-        current = split_tags((item.fields or {}).get("System.Tags"))
+        current = convert.split_tags((item.fields or {}).get("System.Tags"))
         plan = plan_state_labels(current, state)
         if plan.noop:
             return False
@@ -1377,7 +764,7 @@ class AzureDevOpsHost:
     # -- merge and close ------------------------------------------------------------------------
 
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
-        strategy = _MERGE_STRATEGY.get(method)
+        strategy = convert.MERGE_STRATEGY.get(method)
         if strategy is None:
             raise Unsupported(
                 f"merge:{method}",
@@ -1385,22 +772,22 @@ class AzureDevOpsHost:
                 "completion rewrites the source branch, so the merged commits are not the reviewed",
             )
         pr = await self._pr(pull)
-        same_head = _commit(pr.last_merge_source_commit).lower() == head_sha.lower()
+        same_head = convert.commit(pr.last_merge_source_commit).lower() == head_sha.lower()
         if str(pr.status) == "completed" and same_head:
             # Idempotent: a resumed merge of the same reviewed head gets the first result.
-            return MergeResult(merged=True, sha=_commit(pr.last_merge_commit) or None)
+            return MergeResult(merged=True, sha=convert.commit(pr.last_merge_commit) or None)
         if str(pr.status) != "active":
             raise Conflict(f"PR #{pull} is {pr.status}, not active")
         if not same_head:
             raise Conflict(
-                f"PR #{pull} head is {_commit(pr.last_merge_source_commit)[:12]}, "
+                f"PR #{pull} head is {convert.commit(pr.last_merge_source_commit)[:12]}, "
                 f"not the reviewed {head_sha[:12]}"
             )
         if pr.completion_options is not None and str(pr.merge_status) == "queued":
             # A completion an earlier call requested is still running: wait for it rather than
             # request it again (a write whose effect on a queued completion is not documented).
             return await self._await_completion(pull, pr)
-        git, _ = _models()
+        git, _ = models()
         if pr.is_draft:
             # Azure DevOps cannot complete a draft: publish it first (as GitHub marks it ready).
             await self._call(
@@ -1429,7 +816,7 @@ class AzureDevOpsHost:
         still running after them (the caller asks again later)."""
         for _ in range(self._merge_polls):
             if str(done.status) == "completed":
-                return MergeResult(merged=True, sha=_commit(done.last_merge_commit) or None)
+                return MergeResult(merged=True, sha=convert.commit(done.last_merge_commit) or None)
             if str(done.status) == "abandoned" or str(done.merge_status) in (
                 "conflicts",
                 "failure",
@@ -1440,7 +827,7 @@ class AzureDevOpsHost:
             await self._sleep(1.0)
             done = await self._pr(pull)
         if str(done.status) == "completed":
-            return MergeResult(merged=True, sha=_commit(done.last_merge_commit) or None)
+            return MergeResult(merged=True, sha=convert.commit(done.last_merge_commit) or None)
         return MergeResult(merged=False)
 
     async def close(self, target: Target) -> None:
@@ -1450,7 +837,7 @@ class AzureDevOpsHost:
                 raise Conflict(f"PR #{target.number} is completed; it cannot be abandoned")
             if str(pr.status) == "abandoned":
                 return
-            git, _ = _models()
+            git, _ = models()
             await self._call(
                 f"abandon PR #{target.number}",
                 lambda c: c.git.update_pull_request(
@@ -1464,9 +851,9 @@ class AzureDevOpsHost:
             return
         item = await self._work_item(target.number)
         fields: Mapping[str, Any] = item.fields or {}
-        item_type = str(fields.get("System.WorkItemType") or NEW_CARD_TYPE)
+        item_type = str(fields.get("System.WorkItemType") or convert.NEW_CARD_TYPE)
         categories = await self._categories(item_type)
-        if categories.get(str(fields.get("System.State") or "")) in _CLOSED_CATEGORIES:
+        if categories.get(str(fields.get("System.State") or "")) in convert.CLOSED_CATEGORIES:
             return
         done = next((s for s, cat in categories.items() if cat == "Completed"), None)
         if done is None:
@@ -1477,22 +864,6 @@ class AzureDevOpsHost:
             lambda c: c.wit.update_work_item(ops, target.number, project=self.project),
             write=True,
         )
-
-
-async def _git_output(repo_dir: Path, *args: str) -> str | None:
-    """stdout of a local `git` command, or None when it fails."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=repo_dir,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        out, _ = await proc.communicate()
-    except OSError:
-        return None
-    return out.decode().strip() if proc.returncode == 0 else None
 
 
 if TYPE_CHECKING:  # AzureDevOpsHost is a Host: checked by mypy, costs nothing at run time.

@@ -1,0 +1,155 @@
+"""Azure DevOps SDK objects as host-neutral models, and the fixed mappings between them. Pure.
+
+Nothing typed `Sdk` (the SDK ships no type information) leaves the adapter: these functions
+turn work items, identities, pull requests and permission bits into `hosts.models` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from hosts.errors import NotFound
+from hosts.models import Author, Permission, PullState, ReviewState
+
+# The azure-devops SDK ships no type information: everything it hands back is `Sdk` (Any).
+Sdk = Any
+
+NEW_CARD_TYPE: Final = "User Story"
+REVIEW_GENRE: Final = "pair"
+# Azure DevOps caps a PR description at 4,000 characters (Pull Requests - Update).
+MAX_PR_DESCRIPTION: Final = 4000
+# The Git repositories security namespace and its permission bits:
+# https://learn.microsoft.com/azure/devops/organizations/security/namespace-reference
+GIT_NAMESPACE: Final = "2e9eb7ed-3c0a-47d4-87c1-0ffdd275fd87"
+GIT_ADMINISTER: Final = 1
+GIT_READ: Final = 2
+GIT_CONTRIBUTE: Final = 4
+GIT_EDIT_POLICIES: Final = 2048
+GIT_MANAGE_PERMISSIONS: Final = 8192
+GIT_PR_CONTRIBUTE: Final = 16384
+GIT_PR_BYPASS_POLICY: Final = 32768
+
+TO_AZURE_STATE: Final[Mapping[str, str]] = {
+    "pending": "pending",
+    "success": "succeeded",
+    "failure": "failed",
+    "error": "error",
+}
+FROM_AZURE_STATE: Final[Mapping[str, ReviewState]] = {
+    "pending": "pending",
+    "succeeded": "success",
+    "failed": "failure",
+    "error": "error",
+    "notSet": "pending",
+    "notApplicable": "success",
+    "partiallySucceeded": "failure",
+}
+PULL_STATE: Final[Mapping[str, PullState]] = {
+    "active": "open",
+    "abandoned": "closed",
+    "completed": "merged",
+}
+MERGEABLE: Final[Mapping[str, bool]] = {
+    "succeeded": True,
+    "conflicts": False,
+    "failure": False,
+    "rejectedByPolicy": False,
+}
+MERGE_STRATEGY: Final[Mapping[str, str]] = {"squash": "squash", "merge": "noFastForward"}
+CARD_REACTIONS: Final[Mapping[str, str]] = {"+1": "like", "-1": "dislike", "confused": "confused"}
+CLOSED_CATEGORIES: Final = frozenset({"Completed", "Removed"})
+
+
+def permission_from_bits(allow: int) -> Permission:
+    """Effective Git repository permission bits → the host-neutral level. Pure.
+
+    An approximation, to be stated in the capability matrix: Administer or Manage permissions
+    is `admin`; Contribute with Edit policies or Bypass policies on pull requests is `maintain`;
+    Contribute (push) is `write`; Contribute to pull requests alone is `triage`; Read is `read`.
+    Branch-level overrides (a locked or policy-protected `main`) are not looked at.
+    """
+    if allow & (GIT_ADMINISTER | GIT_MANAGE_PERMISSIONS):
+        return "admin"
+    if allow & GIT_CONTRIBUTE and allow & (GIT_EDIT_POLICIES | GIT_PR_BYPASS_POLICY):
+        return "maintain"
+    if allow & GIT_CONTRIBUTE:
+        return "write"
+    if allow & GIT_PR_CONTRIBUTE:
+        return "triage"
+    if allow & GIT_READ:
+        return "read"
+    return "none"
+
+
+def split_tags(value: object) -> tuple[str, ...]:
+    """System.Tags (`"a; b"`) as a tuple of tags. Pure."""
+    if not isinstance(value, str):
+        return ()
+    return tuple(tag.strip() for tag in value.split(";") if tag.strip())
+
+
+def timestamp(value: object) -> str:
+    """An SDK date as fixed-width UTC ISO text, so that text order is time order."""
+    if isinstance(value, datetime):
+        when = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return when.astimezone(UTC).isoformat(timespec="microseconds")
+    return str(value or "")
+
+
+def author_from(ref: Sdk) -> Author:
+    """An IdentityRef (object or, inside work-item fields, a dict) as an Author."""
+    if ref is None:
+        return Author(login="", id="")
+    if isinstance(ref, Mapping):
+        login = ref.get("uniqueName") or ref.get("displayName") or ""
+        ident, descriptor = ref.get("id") or "", ref.get("descriptor") or ""
+        container = bool(ref.get("isContainer"))
+    else:
+        login = ref.unique_name or ref.display_name or ""
+        ident, descriptor = ref.id or "", ref.descriptor or ""
+        container = bool(ref.is_container)
+    # Service identities (build service, service principals) have `svc.`/`s2s.` descriptors.
+    is_bot = container or str(descriptor).startswith(("svc.", "s2s."))
+    return Author(login=str(login), id=str(ident), is_bot=is_bot)
+
+
+def identity_from(user: Sdk) -> Author:
+    """ConnectionData.authenticatedUser as an Author (login = its Account, e.g. an e-mail)."""
+    props = user.properties if isinstance(user.properties, Mapping) else {}
+    account = props.get("Account")
+    login = account.get("$value") if isinstance(account, Mapping) else None
+    subject = str(user.subject_descriptor or "")
+    return Author(
+        login=str(login or user.provider_display_name or ""),
+        id=str(user.id or ""),
+        is_bot=subject.startswith(("svc.", "s2s.")),
+    )
+
+
+def truncate_description(body: str) -> str:
+    if len(body) <= MAX_PR_DESCRIPTION:
+        return body
+    notice = f"\n\n… (truncated by pairbot to Azure DevOps' {MAX_PR_DESCRIPTION} characters)"
+    return body[: MAX_PR_DESCRIPTION - len(notice)] + notice
+
+
+def branch(ref: object) -> str:
+    return str(ref or "").removeprefix("refs/heads/")
+
+
+def commit(ref: Sdk) -> str:
+    return str(ref.commit_id) if ref is not None and ref.commit_id else ""
+
+
+def pr_comment_id(thread: int, comment: int) -> str:
+    """A PR comment's id: its thread and its id in the thread (`147/1`)."""
+    return f"{thread}/{comment}"
+
+
+def parse_pr_comment_id(value: str) -> tuple[int, int]:
+    thread, _, comment = value.partition("/")
+    if not thread.isdigit() or not comment.isdigit():
+        raise NotFound(f"{value!r} is not an Azure DevOps PR comment id (<thread>/<comment>)")
+    return int(thread), int(comment)
