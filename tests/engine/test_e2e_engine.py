@@ -13,7 +13,7 @@ from typing import Any
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps
 from app.runtime.process import ProcessRuntime
-from tests.conftest import AGENT, Project, agent_env, apply_once, cli
+from tests.support.project import AGENT, Project, agent_env, apply_once, cli
 
 TWO_PHASES: dict[str, Any] = {
     "gate": "voluntary",

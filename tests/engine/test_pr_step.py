@@ -12,7 +12,7 @@ from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, PrRequest, StepResult
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
-from tests.conftest import Project, agent_env, cli
+from tests.support.project import Project, agent_env, cli
 
 
 class RecordingOpener:

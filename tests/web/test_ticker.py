@@ -21,7 +21,7 @@ from app.store.base import NewJob
 from app.store.sqlite import SqliteStore
 from app.web.settings import AppSettings
 from app.web.ticker import Ticker, _acting_as, checkout_tick
-from tests.cycle.harness import CardProject
+from tests.support.card_project import CardProject
 from tests.web.conftest import (
     AppGitHub,
     RecordingExecutor,
