@@ -28,20 +28,10 @@ from action.statebranch import (
 )
 from app.engine.jsonl import append_record, read_records
 from app.engine.runstate import RunLocus
+from tests.support.git import git, run_git
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 STALE_S = 30 * 60.0
-
-
-def git(cwd: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return result.stdout
 
 
 @dataclass
@@ -96,7 +86,8 @@ class World:
 
     def origin_files(self) -> dict[str, str]:
         listing = git(self.origin, "ls-tree", "-r", "--name-only", "pair-state").split()
-        return {p: git(self.origin, "show", f"pair-state:{p}") for p in listing}
+        # Byte for byte: a journal's trailing newline is part of what was pushed.
+        return {p: run_git(self.origin, "show", f"pair-state:{p}").stdout for p in listing}
 
     def assert_untouched(self) -> None:
         self.a.assert_untouched()

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from app.engine.lock import process_start_time
-from tests.conftest import ONE_PHASE, Project, apply_once, cli
+from tests.support.project import ONE_PHASE, Project, apply_once, cli
 
 MakeProject = Callable[..., Project]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import cli
+from tests.support.project import cli
 
 
 def test_demo_runs_the_example_batch_to_done_and_resumes(tmp_path: Path) -> None:

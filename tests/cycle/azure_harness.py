@@ -1,6 +1,6 @@
 """A card project on Azure DevOps for end-to-end cycle tests: the loopback fake, a real clone.
 
-`AzureCardProject` is `tests.cycle.harness.CardProject`'s counterpart on the `azure-devops`
+`AzureCardProject` is `tests.support.card_project.CardProject`'s counterpart on the `azure-devops`
 host: `.pair/config.yaml` binds pm (work items are the cards) and code (Azure Repos pull
 requests) to `azure-devops`, the checkout is a real `git clone` of the fake's git smart-HTTP
 URL (`origin`), and the hosts are built the way a run builds them — `CycleEnv.from_environment`
@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,10 @@ from app.hosting import BoundHosts
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.azure_devops import AzureDevOpsHost, split_tags
-from tests.conftest import agent_env
-from tests.cycle.harness import CardDriver, card_journal, cycle_events, git, project_config
+from tests.support.card_project import CardDriver, card_journal, cycle_events, project_config
 from tests.support.fake_azure import ORG, PROJECT, REPO, FakeAzureDevOps
+from tests.support.git import git
+from tests.support.project import agent_env
 
 TOKEN = "azdopat" + "3" * 45  # shaped like a PAT; never a real one
 QUIET = ("nothing-ready", "blocked", "awaiting-approval")
@@ -215,14 +215,7 @@ class AzureCardProject(CardDriver):
 
     def files_at(self, sha: str) -> list[str]:
         """The paths in the fake's repository at `sha` (what was really pushed)."""
-        done = subprocess.run(
-            ["git", "ls-tree", "-r", "--name-only", sha],
-            cwd=self.fake.repo,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout.splitlines()
+        return git(self.fake.repo, "ls-tree", "-r", "--name-only", sha).splitlines()
 
     def assert_invariants(self) -> None:
         """Every pairbot comment once; one `pr-state:*` on the work item, the same on its PR."""

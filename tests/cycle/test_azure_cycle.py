@@ -25,7 +25,7 @@ from app.cycle.state import CardStep
 from app.engine.step import StepResult
 from hosts.models import Author
 from tests.cycle.azure_harness import TOKEN, AzureCardProject
-from tests.cycle.harness import scope_decision_comment
+from tests.support.card_project import scope_decision_comment
 from tests.support.fake_azure import REPO, FakeAzureDevOps, running
 
 Make = Callable[..., AzureCardProject]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from hosts.models import Target
-from tests.cycle.harness import CardProject, git
+from tests.support.card_project import CardProject
+from tests.support.git import git
 
 
 def test_implement_reaches_ready_for_merge_with_the_status_on_the_reviewed_head(

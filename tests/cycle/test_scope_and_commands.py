@@ -18,8 +18,8 @@ import pytest
 from app.cycle.driver import handle_scope_decision
 from app.errors import CommandNotRun, UserError
 from hosts.models import Author, Target
-from tests.conftest import PAIRBOT, agent_env
-from tests.cycle.harness import CardProject, scope_decision_comment
+from tests.support.card_project import CardProject, scope_decision_comment
+from tests.support.project import PAIRBOT, agent_env
 
 
 def _converge_with_a_proposal(tmp_path: Path) -> tuple[CardProject, int, str]:

@@ -26,8 +26,9 @@ from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from app.web.worker import cycle_executor
 from hosts.local import LocalForge
-from tests.conftest import agent_env
-from tests.cycle.harness import MAINTAINER, git, project_config
+from tests.support.card_project import MAINTAINER, project_config
+from tests.support.git import git
+from tests.support.project import agent_env
 
 
 def make_checkout(root: Path, origin: str, title: str) -> int:

@@ -23,17 +23,17 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import PAIRBOT
-from tests.cycle.harness import project_config
+from tests.support.card_project import project_config
 from tests.support.fake_github import FakeGitHub
+from tests.support.git import git, git_env, init_bare, init_repo, run_git
 from tests.support.github_server import (
     WallClock,
     accept_actions_token,
     checkout,
-    git_env,
     github_env,
     serve_fake_github,
 )
+from tests.support.project import PAIRBOT
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -107,16 +107,13 @@ class ActionRepo:
         home.mkdir()
         workspace = checkout(self.fake, self.base_url, home / "ws")
         if not persist_credentials:  # actions/checkout with `persist-credentials: false`
-            subprocess.run(
-                ["git", "config", "--local", "--remove-section", f"http.{self.server}/"],
-                cwd=workspace,
-                check=True,
-                capture_output=True,
-            )
+            git(workspace, "config", "--local", "--remove-section", f"http.{self.server}/")
         name, payload = event
         (home / "event.json").write_text(json.dumps(payload))
         env = {
-            **git_env(),
+            # A runner's git: no GIT_* or config of this machine, and no identity but the one
+            # pairbot gives its own commits.
+            **git_env(identity=None),
             **github_env(self.fake, self.base_url),
             "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "HOME": str(home),
@@ -199,12 +196,8 @@ class ActionRepo:
         assert ("GET", "/user") not in [(m, p) for _, m, p in self.fake.arrivals]
 
     def state_journal(self) -> list[dict[str, Any]]:
-        show = subprocess.run(
-            ["git", "show", f"pair-state:.pair/batches/card-{self.card}/run/journal.jsonl"],
-            cwd=self.bare,
-            capture_output=True,
-            text=True,
-            check=False,
+        show = run_git(
+            self.bare, "show", f"pair-state:.pair/batches/card-{self.card}/run/journal.jsonl"
         )
         return [json.loads(line) for line in show.stdout.splitlines() if line]
 
@@ -243,21 +236,10 @@ def pair_markers(fake: FakeGitHub) -> dict[str, int]:
 
 def seed_bare(tmp: Path, files: Mapping[str, str]) -> Path:
     """`tmp/origin.git`: a bare repository whose `main` holds `files` in one commit."""
-    bare = tmp / "origin.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    bare = init_bare(tmp / "origin.git")
     seed = tmp / "seed"
-    seed.mkdir()
-    for name, text in files.items():
-        (seed / name).parent.mkdir(parents=True, exist_ok=True)
-        (seed / name).write_text(text)
-    env = git_env()
-    for argv in (
-        ["git", "init", "-q", "-b", "main"],
-        ["git", "add", "-A"],
-        ["git", "commit", "-qm", "init"],
-        ["git", "push", "-q", str(bare), "main"],
-    ):
-        subprocess.run(argv, cwd=seed, env=env, check=True, capture_output=True)
+    init_repo(seed, files)
+    git(seed, "push", "-q", str(bare), "main")
     return bare
 
 

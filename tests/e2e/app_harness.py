@@ -38,11 +38,12 @@ from typing import Any
 import httpx
 
 from app.web.signature import sign
-from tests.conftest import PAIRBOT
-from tests.cycle.harness import card_journal, cycle_events
 from tests.e2e.action_harness import MAINTAINER, pair_markers, project_files, seed_bare
+from tests.support.card_project import card_journal, cycle_events
 from tests.support.fake_github import FakeGitHub, rsa_key
-from tests.support.github_server import WallClock, git_env, serve_fake_github
+from tests.support.git import git
+from tests.support.github_server import WallClock, serve_fake_github
+from tests.support.project import PAIRBOT
 
 FIXTURE = (
     Path(__file__).resolve().parents[1]
@@ -153,10 +154,7 @@ class AppWorld:
         return pair_markers(self.fake)
 
     def bare_git(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=self.bare, env=git_env(), capture_output=True, text=True, check=True
-        )
-        return done.stdout.strip()
+        return git(self.bare, *args)
 
 
 def operator_checkout(fake: FakeGitHub, base_url: str, dest: Path, home: Path) -> Path:
@@ -169,14 +167,9 @@ def operator_checkout(fake: FakeGitHub, base_url: str, dest: Path, home: Path) -
     credentials.write_text(f"http://x-access-token:{fake.pat}@{host}\n")
     credentials.chmod(0o600)
     helper = f"store --file={credentials}"
-    env = git_env()
-    env["GIT_TERMINAL_PROMPT"] = "0"
     remote = f"{server}/{fake.owner}/{fake.repo}"
-    for argv in (
-        ["git", "-c", f"credential.helper={helper}", "clone", "-q", remote, str(dest)],
-        ["git", "-C", str(dest), "config", "--local", "credential.helper", helper],
-    ):
-        subprocess.run(argv, env=env, check=True, capture_output=True)
+    git(dest.parent, "-c", f"credential.helper={helper}", "clone", "-q", remote, str(dest))
+    git(dest, "config", "--local", "credential.helper", helper)
     return dest
 
 

@@ -54,6 +54,7 @@ import pytest
 
 from action.context import ENV_STALE_AFTER_S
 from tests.e2e.action_harness import ActionRepo, Invocation, action_repo, read_outputs
+from tests.support.git import run_git
 
 SEED = 20_261_201
 CARDS = 2  # driven one after the other, each from /pair implement to ready-for-merge
@@ -140,32 +141,28 @@ def _kill_runner(process: subprocess.Popen[str], home: Path) -> None:
 # ---------------------------------------------------------------- the bare repository
 
 
-def _git(repo: ActionRepo, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=repo.bare, capture_output=True, text=True, check=False
-    )
-
-
 def _tip(repo: ActionRepo, branch: str) -> str | None:
     return (
-        _git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").stdout.strip()
+        run_git(
+            repo.bare, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"
+        ).stdout.strip()
         or None
     )
 
 
 def _lock(repo: ActionRepo, commit: str = "pair-state") -> dict[str, Any] | None:
-    shown = _git(repo, "show", f"{commit}:lock.json")
+    shown = run_git(repo.bare, "show", f"{commit}:lock.json")
     return json.loads(shown.stdout) if shown.returncode == 0 else None
 
 
 def _state_subject(repo: ActionRepo) -> str:
-    return _git(repo, "log", "-1", "--format=%s", "pair-state").stdout.strip()
+    return run_git(repo.bare, "log", "-1", "--format=%s", "pair-state").stdout.strip()
 
 
 def _journal(repo: ActionRepo, card: int) -> list[dict[str, Any]]:
     """A card's journal on `pair-state`: every line complete and parsing as a JSON object."""
     path = f"pair-state:.pair/batches/card-{card}/run/journal.jsonl"
-    shown = _git(repo, "show", path)
+    shown = run_git(repo.bare, "show", path)
     if shown.returncode != 0:
         return []
     assert shown.stdout.endswith("\n"), "the journal on pair-state ends in a torn line"
@@ -178,7 +175,7 @@ def _journal(repo: ActionRepo, card: int) -> list[dict[str, Any]]:
 
 
 def _reclaims(repo: ActionRepo) -> int:
-    log = _git(repo, "log", "--format=%s", "pair-state").stdout
+    log = run_git(repo.bare, "log", "--format=%s", "pair-state").stdout
     return sum(line.startswith("pairbot: reclaim stale lock") for line in log.splitlines())
 
 
@@ -202,7 +199,7 @@ def _landing(repo: ActionRepo, run_id: str, tip_before: str | None, writes: int)
     tip = _tip(repo, "pair-state")
     if tip == tip_before or tip is None:
         return "before taking the lock" if writes == 0 else "with a foreign lock (?)"
-    subject = _git(repo, "log", "-1", "--format=%s", tip).stdout.strip()
+    subject = run_git(repo.bare, "log", "-1", "--format=%s", tip).stdout.strip()
     lock = _lock(repo, tip)
     ours = lock is not None and str(lock.get("runId", "")).startswith(f"{run_id}-")
     if f"run {run_id}-" not in subject:

@@ -25,6 +25,7 @@ from hosts.errors import Conflict, Forbidden
 from hosts.github import ACTIONS_BOT, GitHubCredentials, GitHubHost, GitHubOptions
 from hosts.models import REVIEW_CONTEXT, ReviewStatus
 from tests.support.fake_github import FakeGitHub, rsa_key
+from tests.support.git import git
 from tests.support.github_server import (
     ACTIONS_TOKEN,
     WallClock,
@@ -36,20 +37,6 @@ from tests.support.github_server import (
 
 REPO = "octocat/Hello-World"
 STRANGER = "ghs_notAcceptedByTheFake0123456789abcdef"  # a token the fake never issued
-
-
-def git(cwd: Path, *args: str) -> str:
-    """git as a developer runs it, isolated from this machine's config and any `GIT_DIR`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def commit(work: Path, name: str, text: str, message: str) -> str:

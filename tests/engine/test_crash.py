@@ -49,7 +49,7 @@ import pytest
 from app.domain.plan import count_tasks
 from app.engine import jsonl
 from app.engine.lock import EMPTY_GRACE_SECONDS
-from tests.conftest import PAIRBOT, Project, agent_env
+from tests.support.project import PAIRBOT, Project, agent_env
 
 pytestmark = [
     pytest.mark.slow,

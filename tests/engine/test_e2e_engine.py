@@ -14,7 +14,7 @@ from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
-from tests.conftest import AGENT, Project, agent_env, apply_once, cli
+from tests.support.project import AGENT, Project, agent_env, apply_once, cli
 
 TWO_PHASES: dict[str, Any] = {
     "gate": "voluntary",

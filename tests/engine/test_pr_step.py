@@ -13,7 +13,7 @@ from app.engine.step import EngineDeps, PrRequest, StepResult
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
-from tests.conftest import Project, agent_env, cli
+from tests.support.project import Project, agent_env, cli
 
 
 class RecordingOpener:

@@ -52,6 +52,7 @@ from tests.support.fake_azure import (
     FakeAzureDevOps,
     running,
 )
+from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "azdopat" + "7" * 45  # shaped like a PAT; never a real one
@@ -123,17 +124,6 @@ def harness(fake: FakeAzureDevOps, cache_dir: Path, clock: Clock) -> ContractHar
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 # -- the SDK stays out of the way -----------------------------------------------------------------

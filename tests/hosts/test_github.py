@@ -13,7 +13,6 @@ import asyncio
 import http.server
 import json
 import logging
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from hosts.models import Author, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `github`
 from tests.hosts.contract import ContractHarness
 from tests.support.fake_github import FakeClock, FakeGitHub, rsa_key
+from tests.support.git import git
 
 Mode = Literal["app", "token"]
 HUMAN = Author(login="octocat", id="1")
@@ -640,16 +640,6 @@ def test_scrubbing_covers_a_token_echoed_by_the_server(fake: FakeGitHub) -> None
 
 
 # -- push_branch ----------------------------------------------------------------------------------
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture

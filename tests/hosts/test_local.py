@@ -31,6 +31,7 @@ from hosts.markers import make_marker
 from hosts.models import Author, Comment, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `local`
 from tests.hosts.contract import ContractHarness
+from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRBOT = Author(login="pairbot", id="local:pairbot", is_bot=True)
@@ -85,17 +86,6 @@ def harness(tmp_path: Path) -> Iterator[ContractHarness]:
 @pytest.fixture
 def forge(tmp_path: Path) -> LocalForge:
     return LocalForge(tmp_path / "forge")
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def checkout(forge: LocalForge, where: Path) -> Path:

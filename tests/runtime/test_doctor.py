@@ -27,7 +27,7 @@ from app.runtime.doctor import (
     run_command,
 )
 from app.settings import RemoteSettings
-from tests.conftest import Project, cli
+from tests.support.project import Project, cli
 
 TOKEN = "s3cr3t-token-value"  # noqa: S105  # a fake, to prove it is never printed
 DOCKER_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock."

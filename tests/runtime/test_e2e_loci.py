@@ -17,7 +17,7 @@ from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, StepResult
 from app.runtime.launcher import Launcher
 from app.runtime.select import select_runtime
-from tests.conftest import Project, agent_env
+from tests.support.project import Project, agent_env
 from tests.support.swerex_server import swerex_server
 
 

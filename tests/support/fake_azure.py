@@ -1,7 +1,8 @@
 """A stateful fake Azure DevOps, served on a real loopback HTTP server for the SDK to talk to.
 
 The azure-devops SDK speaks `requests`, so instead of patching it the tests give it a server:
-`FakeAzureDevOps` binds 127.0.0.1 on a free port and answers what the SDK really asks —
+`FakeAzureDevOps` binds 127.0.0.1 on a free port (tests/support/loopback.py's server, the one
+the fake GitHub uses too) and answers what the SDK really asks —
 
     OPTIONS {org}/_apis                        resource locations (route templates per API)
     GET     {org}/_apis/ResourceAreas          where each area lives (all here)
@@ -13,6 +14,7 @@ The azure-devops SDK speaks `requests`, so instead of patching it the tests give
     …/{project}/_apis/wit/…                    work items (JSON patch), comments, reactions,
                                                work item type states
     …/{project}/_git/{repo}/…                  git smart HTTP through `git http-backend`
+                                               (loopback's `git_http_backend`)
 
 — with the shapes of ../shared/corpora/azure-devops/ (api-version 7.1; MicrosoftDocs/
 vsts-rest-api-specs @ adb2878, MIT). Route templates, location ids and the identity/ACL/
@@ -35,27 +37,26 @@ are real commits and completing a PR makes a real squash or merge commit.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import copy
 import itertools
 import json
-import os
 import re
-import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 from hosts.base import Host
 from hosts.models import Author, Target
+from tests.support import loopback
+from tests.support.git import git, git_env, init_bare, run_git
 
 ORG = "fabrikam"
 PROJECT = "Fabrikam-Fiber-Git"
@@ -350,28 +351,19 @@ class FakeAzureDevOps:
         # `active`/`queued` and the merge happens on a later read of the pull request.
         self.complete_async = False
         self.queued_reads = 0  # reads of a queued PR answered `queued` before it merges
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: loopback.LoopbackServer | None = None
         self._git_init()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> FakeAzureDevOps:
-        handler = _handler_for(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = loopback.LoopbackServer(self._serve, name="fake Azure DevOps")
+        self._server.start()
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
     def __enter__(self) -> FakeAzureDevOps:
         return self.start()
@@ -382,7 +374,7 @@ class FakeAzureDevOps:
     @property
     def origin(self) -> str:
         assert self._server is not None, "start() the fake first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._server.origin
 
     @property
     def base_url(self) -> str:
@@ -501,12 +493,8 @@ class FakeAzureDevOps:
             return sha
 
     def branch_sha(self, branch: str) -> str | None:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"],
-            cwd=self.repo,
-            capture_output=True,
-            text=True,
-            check=False,
+        done = run_git(
+            self.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"
         )
         return done.stdout.strip() if done.returncode == 0 else None
 
@@ -789,24 +777,10 @@ class FakeAzureDevOps:
     def _git(
         self, *args: str, stdin: str | None = None, env: Mapping[str, str] | None = None
     ) -> str:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=self.repo,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, **(env or {})},
-        )
-        return done.stdout.strip()
+        return git(self.repo, *args, input=stdin, env={**git_env(), **(env or {})})
 
     def _git_init(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["git", "init", "--quiet", "--bare", "--initial-branch=main", str(self.repo)],
-            check=True,
-            capture_output=True,
-        )
+        init_bare(self.repo)
         self._git("config", "http.receivepack", "true")
         self.commit("main", {"README.md": "# pairbot demo\n"}, "initial commit")
 
@@ -827,13 +801,7 @@ class FakeAzureDevOps:
 
     def _complete(self, pr: _Pull, strategy: str) -> None:
         base = self.branch_sha(pr.target) or pr.base_sha
-        merged = subprocess.run(
-            ["git", "merge-tree", "--write-tree", "--no-messages", base, pr.head],
-            cwd=self.repo,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        merged = run_git(self.repo, "merge-tree", "--write-tree", "--no-messages", base, pr.head)
         if merged.returncode != 0:
             pr.merge_status = "conflicts"
             raise AzureError(
@@ -1008,6 +976,15 @@ class FakeAzureDevOps:
                 fault.times -= 1
                 return fault
         return None
+
+    async def _serve(self, request: loopback.Request) -> loopback.Response:
+        """The loopback server's handler: `handle` in a worker thread, so that requests are
+        served concurrently as by the service, and the fake's lock keeps its state consistent."""
+        req = _Request(
+            request.method, request.path, request.query, request.headers, request.body, request
+        )
+        answer = await asyncio.to_thread(self.handle, req)
+        return loopback.Response.of(answer.status, answer.body, answer.headers)
 
     def handle(self, req: _Request) -> _Response:
         """Answer one request (under the lock: the fake is one consistent server)."""
@@ -1586,34 +1563,15 @@ class FakeAzureDevOps:
             self.unexpected.append(f"git {req.method} {req.path}")
             return _Response(404, b"not found", {"Content-Type": "text/plain"})
         tail = req.path[len(prefix) :]
-        env = {
-            **os.environ,
-            "GIT_PROJECT_ROOT": str(self.root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": f"/repo.git{tail}",
-            "REQUEST_METHOD": req.method,
-            "QUERY_STRING": req.query,
-            "CONTENT_TYPE": req.headers.get("Content-Type", ""),
-            "CONTENT_LENGTH": str(len(req.body)),
-            "REMOTE_USER": self.pairbot.author.login,
-            "REMOTE_ADDR": "127.0.0.1",
-            "HTTP_CONTENT_ENCODING": req.headers.get("Content-Encoding", ""),
-            "GIT_HTTP_MAX_REQUEST_BUFFER": "100M",
-        }
-        done = subprocess.run(
-            ["git", "http-backend"], input=req.body, capture_output=True, env=env, check=False
+        answer = loopback.git_http_backend(
+            req.raw,
+            project_root=self.root,
+            path_info=f"/{self.repo.name}{tail}",
+            remote_user=self.pairbot.author.login,
         )
-        head, _, body = done.stdout.partition(b"\r\n\r\n")
-        status, headers = 200, {}
-        for line in head.decode("latin-1").splitlines():
-            name, _, value = line.partition(":")
-            if name.lower() == "status":
-                status = int(value.split()[0])
-            elif name:
-                headers[name.strip()] = value.strip()
         if req.method == "POST" and tail.endswith("git-receive-pack"):
             self._sync_iterations()
-        return _Response(status, body, headers)
+        return _Response(answer.status, answer.body, dict(answer.headers))
 
 
 # -- HTTP plumbing ------------------------------------------------------------------------------
@@ -1628,8 +1586,9 @@ class _Request:
     method: str
     path: str
     query: str
-    headers: Message[str, str]  # case-insensitive lookups, as HTTP wants
+    headers: Mapping[str, str]  # case-insensitive lookups, as HTTP wants
     body: bytes
+    raw: loopback.Request  # as served, for the git bridge
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
@@ -1742,42 +1701,6 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Callable[..., tuple[int, Any]]], ...]
         ),
     )
 )
-
-
-def _handler_for(fake: FakeAzureDevOps) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def _serve(self) -> None:
-            parts = urlsplit(self.path)
-            body = self._body()
-            request = _Request(self.command, parts.path, parts.query, self.headers, body)
-            response = fake.handle(request)
-            self.send_response(response.status)
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(response.body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(response.body)
-
-        def _body(self) -> bytes:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                chunks: list[bytes] = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        self.rfile.readline()
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
-
-        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_OPTIONS = _serve
-
-        def log_message(self, format: str, *args: object) -> None:
-            """Quiet: the fake records requests itself."""
-
-    return Handler
 
 
 @contextlib.contextmanager

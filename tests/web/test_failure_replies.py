@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +26,7 @@ from app.web.jobs import Job
 from app.web.worker import cycle_executor
 from hosts.markers import make_marker
 from tests.support.fake_github import StoredComment
+from tests.support.git import git
 from tests.web.conftest import AppGitHub, app_settings, comment_event, github_forges, served
 
 NO_CYCLE = "card #{card} has no pairbot cycle yet; comment `/pair implement` on it first"
@@ -227,10 +227,6 @@ def test_a_scope_decision_that_fails_is_answered_on_the_pull(
     )
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def _tree(root: Path) -> list[str]:
     return sorted(
         str(p.relative_to(root)) for p in root.rglob("*") if ".git" not in p.relative_to(root).parts
@@ -245,8 +241,8 @@ def test_a_job_for_a_repository_without_a_checkout_is_refused_on_its_comment(
     root = tmp_path / "other"
     root.mkdir()
     (root / "README.md").write_text("# octo/other\n")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "remote", "add", "origin", "https://github.com/octo/other.git")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "https://github.com/octo/other.git")
     before = _tree(root)
 
     def no_deps() -> Any:

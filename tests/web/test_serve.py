@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import PAIRBOT, agent_env, cli
+from tests.support.project import PAIRBOT, agent_env, cli
 from tests.web.conftest import github_headers
 
 

@@ -9,7 +9,6 @@ agent (tests/cycle/harness.py).
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,8 @@ from app.store.base import NewJob
 from app.store.sqlite import SqliteStore
 from app.web.settings import AppSettings
 from app.web.ticker import Ticker, _acting_as, checkout_tick
-from tests.cycle.harness import CardProject
+from tests.support.card_project import CardProject
+from tests.support.git import git
 from tests.web.conftest import (
     AppGitHub,
     RecordingExecutor,
@@ -162,10 +162,8 @@ def test_the_production_tick_advances_a_card_one_step_a_tick_until_it_waits(
 def test_a_checkout_acts_as_its_repository_and_its_last_installation(tmp_path: Path) -> None:
     path = tmp_path / "octo" / "svc"
     path.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
-    subprocess.run(
-        ["git", "remote", "add", "origin", "https://github.com/Octo/Svc.git"], cwd=path, check=True
-    )
+    git(path, "init", "-q")
+    git(path, "remote", "add", "origin", "https://github.com/Octo/Svc.git")
     asked: list[str] = []
 
     async def installation_of(repo: str) -> int | None:

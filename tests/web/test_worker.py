@@ -4,7 +4,6 @@ of the job's own repository (app.web.checkouts, with real git repositories)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,15 @@ from app.web.checkouts import RepoId, find_checkout, repo_of_remote
 from app.web.jobs import HeadMovedJob, ScopeDecisionJob
 from app.web.settings import AppSettings
 from app.web.worker import cycle_executor
+from tests.support.git import git
 
 
 def checkout(path: Path, origin: str | None, config: str | None = None) -> Path:
     """A git work tree at `path` whose `origin` is `origin` (none for None)."""
     path.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True)
+    git(path, "init", "-q", "-b", "main")
     if origin is not None:
-        subprocess.run(["git", "remote", "add", "origin", origin], cwd=path, check=True)
+        git(path, "remote", "add", "origin", origin)
     if config is not None:
         (path / ".pair").mkdir()
         (path / ".pair" / "config.yaml").write_text(config)

@@ -1,5 +1,9 @@
 """A card project for end-to-end cycle tests: a real git repo, a local forge, a scripted agent.
 
+Shared by the cycle, web (ticker) and end-to-end tests: `project_config` is the configuration
+every card test starts from, whatever its host; `CardDriver` drives a card through the command
+grammar on any host (tests/cycle/azure_harness.py drives it on Azure DevOps).
+
 `CardProject` is a project whose `.pair/config.yaml` binds the `local` host (a forge kept in a
 directory beside it), runs the scripted agent through the real process runtime, and tests with
 `tests/support/checks.py` writing real JUnit XML. Commands go through the same grammar as a
@@ -15,7 +19,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +35,10 @@ from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
 from hosts.models import Author, Target
-from tests.conftest import AGENT, agent_env
+from tests.support.git import git, init_repo
+from tests.support.project import AGENT, agent_env
 
-CHECKS = Path(__file__).resolve().parents[1] / "support" / "checks.py"
+CHECKS = Path(__file__).resolve().parent / "checks.py"
 MAINTAINER = Author(login="octocat", id="583231")
 
 
@@ -82,17 +86,6 @@ def scope_decision_comment(baseline: str, item: dict[str, Any]) -> str:
     return f"My decision:\n```json\n{json.dumps(body)}\n```\n"
 
 
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
-
-
 class CardDriver(abc.ABC):
     """A card's commands and steps, whatever hosts `env()` binds (local, Azure DevOps)."""
 
@@ -135,10 +128,7 @@ class CardProject(CardDriver):
         (root / ".pair").mkdir(parents=True)
         config = project_config("local", cycle)
         (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
-        (root / "README.md").write_text("# project\n")
-        git(root, "init", "-q", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "-qm", "init")
+        init_repo(root, {"README.md": "# project\n"})
         forge = LocalForge(tmp / "forge")
         git(root, "push", "-q", str(forge.repo), "main")
         card = forge.seed_card("Add the widget", body, labels=labels, author=MAINTAINER)
