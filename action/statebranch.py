@@ -122,11 +122,6 @@ class PullResult:
     tip: str | None
     files: tuple[str, ...]
 
-    @property
-    def recorded_manifests(self) -> tuple[str, ...]:
-        """Names of the card batches whose manifest is recorded with the run-state."""
-        return tuple(m["batch"] for f in self.files if (m := _MANIFEST.match(f)) is not None)
-
 
 @dataclass(frozen=True)
 class _Entry:

@@ -189,12 +189,6 @@ def ac_number(ac_id: str) -> int:
     return number
 
 
-def same_ac(left: str, right: str) -> bool:
-    """Two ids name the same AC: numeric compare, case-insensitive (AC-1 == ac-01)."""
-    a, b = parse_ac_id(left), parse_ac_id(right)
-    return a is not None and a == b
-
-
 # ---------------------------------------------------------------- reading
 
 

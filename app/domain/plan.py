@@ -23,11 +23,6 @@ class TaskCount:
     total: int
     complete: int
 
-    @property
-    def all_checked(self) -> bool:
-        """Every task is checked, and there is at least one."""
-        return self.total > 0 and self.complete == self.total
-
 
 def count_tasks(plan_text: str) -> TaskCount:
     """Count `- [ ]` / `- [x]` task lines outside fenced code blocks."""

@@ -29,7 +29,6 @@ from typing import Final
 
 from app.domain import mdtext
 from app.domain.verdict import FindingsReport, Verdict, verdict_from_findings
-from hosts.models import ReviewState
 
 STATUS_DESCRIPTION_MAX: Final = 140  # GitHub refuses a longer commit-status description
 _SHA: Final = re.compile(r"[0-9a-fA-F]{40}")
@@ -179,8 +178,3 @@ def review_status_description(
     if ok and pending_scope:
         text += f"; {_plural(pending_scope, 'scope proposal')} to decide (never blocking)"
     return _fit(text)
-
-
-def review_status_state(verdict: Verdict) -> ReviewState:
-    """`success` when the review converged, else `failure`."""
-    return "success" if verdict.converged and verdict.blocking == 0 else "failure"

@@ -144,15 +144,3 @@ def derive_change(disk: ChangeDisk, history: KeyHistory, max_fix_rounds: int) ->
     if fix_rounds >= max_fix_rounds:
         return result("failed-fix", None)
     return result("in-progress", "red")
-
-
-def compute_next_transition(
-    disk: ChangeDisk, history: KeyHistory, max_fix_rounds: int
-) -> Transition | None:
-    """The authoritative next transition of a change; None when it is done or failed."""
-    return derive_change(disk, history, max_fix_rounds).next
-
-
-def is_change_done(disk: ChangeDisk, history: KeyHistory, max_fix_rounds: int) -> bool:
-    """The single done-rule: archived, or applied and the last review converged."""
-    return derive_change(disk, history, max_fix_rounds).status == "done"

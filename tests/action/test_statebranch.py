@@ -190,7 +190,7 @@ def test_pull_materialises_what_was_pushed(world: World) -> None:
     into = world.dir("into")
     pulled = world.state(world.b, "host-b").pull(into)
     assert pulled.tip == tip
-    assert pulled.recorded_manifests == ("card-7",)
+    assert (into / ".pair" / "batches" / "card-7" / "batch.yaml").read_text() == "phases: []\n"
     locus = RunLocus.for_batch(into, "b1")
     assert read_records(locus.journal) == [{"kind": "step-started", "n": 1}]
     assert locus.state.read_text() == '{"version": 1, "parks": {}}\n'

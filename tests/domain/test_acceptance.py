@@ -23,7 +23,6 @@ from app.domain.acceptance import (
     parse_criteria,
     resolve_criterion,
     rewrite_criterion,
-    same_ac,
 )
 from app.errors import UserError
 
@@ -69,20 +68,6 @@ def test_ac_number_refuses_a_non_id() -> None:
     assert caught.value.code == "invalid-ac-id"
     assert "'criterion two'" in caught.value.message
     assert "AC-<n>" in caught.value.message
-
-
-@pytest.mark.parametrize(
-    ("left", "right", "same"),
-    [
-        pytest.param("AC-1", "AC-01", True, id="padding"),
-        pytest.param("AC-1", "ac-1", True, id="case"),
-        pytest.param("AC-1", "AC-10", False, id="different"),
-        pytest.param("AC-1", "nope", False, id="invalid-right"),
-        pytest.param("nope", "nope", False, id="both-invalid"),
-    ],
-)
-def test_same_ac(left: str, right: str, same: bool) -> None:
-    assert same_ac(left, right) is same
 
 
 def test_acceptance_error_is_user_facing() -> None:

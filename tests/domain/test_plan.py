@@ -57,18 +57,6 @@ def test_count_tasks(text: str, total: int, complete: int) -> None:
     assert count_tasks(text) == TaskCount(total=total, complete=complete)
 
 
-@pytest.mark.parametrize(
-    ("count", "all_checked"),
-    [
-        pytest.param(TaskCount(0, 0), False, id="no-tasks-is-not-applied"),
-        pytest.param(TaskCount(2, 1), False, id="some-open"),
-        pytest.param(TaskCount(2, 2), True, id="all-checked"),
-    ],
-)
-def test_all_checked(count: TaskCount, all_checked: bool) -> None:
-    assert count.all_checked is all_checked
-
-
 @given(st.lists(st.tuples(st.booleans(), st.sampled_from(["-", "*", "+"])), max_size=30))
 def test_counts_match_the_lines_written(tasks: list[tuple[bool, str]]) -> None:
     text = "\n".join(

@@ -13,7 +13,6 @@ from app.domain.review_comment import (
     STATUS_DESCRIPTION_MAX,
     render_review,
     review_status_description,
-    review_status_state,
     verdict_line,
 )
 from app.domain.verdict import FindingsReport, Verdict, verdict_from_findings
@@ -198,12 +197,6 @@ def test_review_status_description_needs_a_verdict() -> None:
 def test_the_status_description_always_fits(converged: bool, blocking: int, scope: int) -> None:
     verdict = Verdict(converged, blocking, "findings", pending_scope=scope)
     assert len(review_status_description(verdict)) <= STATUS_DESCRIPTION_MAX
-
-
-def test_review_status_state() -> None:
-    assert review_status_state(Verdict(True, 0, "findings")) == "success"
-    assert review_status_state(Verdict(False, 1, "findings")) == "failure"
-    assert review_status_state(Verdict(False, 0, "message")) == "failure"
 
 
 def test_verdict_line_words() -> None:

@@ -310,7 +310,7 @@ def _assert_changes_went_through(project: Project, entries: list[dict[str, Any]]
         assert accepted[-1]["transition"] == "verify", (change, accepted[-1])
         assert accepted[-1]["verdict"]["converged"] is True
         plan = count_tasks((project.root / ".pair" / "changes" / change / "plan.md").read_text())
-        assert plan.all_checked, change
+        assert plan.total > 0 and plan.complete == plan.total, change
         assert (project.root / f"{change}.txt").exists()
     ran = {(c["change"], c["transition"]) for c in _agent_calls(project.root)}
     for change in CHANGES:

@@ -12,9 +12,7 @@ from app.engine.transition import (
     ChangeStatus,
     Derivation,
     Transition,
-    compute_next_transition,
     derive_change,
-    is_change_done,
     read_change_disk,
 )
 
@@ -344,14 +342,6 @@ def test_derive_change(
     disk: ChangeDisk, hist: KeyHistory, max_fix_rounds: int, expected: Derivation
 ) -> None:
     assert derive_change(disk, hist, max_fix_rounds) == expected
-
-
-@pytest.mark.parametrize(("disk", "hist", "max_fix_rounds", "expected"), ROWS)
-def test_next_transition_and_done_rule_agree_with_derivation(
-    disk: ChangeDisk, hist: KeyHistory, max_fix_rounds: int, expected: Derivation
-) -> None:
-    assert compute_next_transition(disk, hist, max_fix_rounds) == expected.next
-    assert is_change_done(disk, hist, max_fix_rounds) is (expected.status == "done")
 
 
 @pytest.mark.parametrize(
