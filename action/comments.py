@@ -13,7 +13,7 @@ from typing import Any
 
 from action.context import ActionContext
 from action.event import Comment
-from app.cycle import driver as cycle
+from app.cycle.card_cycle import CardCycle, CardStep
 from app.domain.commands import CommandError, may_act
 from app.domain.dispatch import PairRequest
 from app.engine.step import StepResult
@@ -22,10 +22,10 @@ from hosts.models import Target
 
 
 async def handle_comment(
-    ctx: ActionContext, env: cycle.CycleEnv, intent: Comment
-) -> cycle.CardStep | StepResult:
+    ctx: ActionContext, cycle: CardCycle, intent: Comment
+) -> CardStep | StepResult:
     """Authorize, acknowledge and run one comment's command."""
-    code = env.hosts.code
+    code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
     permission = None if intent.author_is_bot else await code.permission(intent.author_login)
     decision = may_act(
@@ -38,22 +38,22 @@ async def handle_comment(
     )
     if not decision.allowed:
         if not decision.silent:
-            await _reply(env, target, "refusal", decision.reason)
+            await _reply(cycle, target, "refusal", decision.reason)
         return StepResult("nothing-ready", "", "", message=f"refused: {decision.reason}")
     command = intent.command
     if isinstance(command, CommandError):
-        await _reply(env, target, "usage", f"{command.message}\n\n```text\n{command.usage}\n```")
+        await _reply(cycle, target, "usage", f"{command.message}\n\n```text\n{command.usage}\n```")
         return StepResult("nothing-ready", "", "", message=command.message)
     await code.react(target, intent.comment.id, "eyes")
-    # On a pull request the cycle finds the card behind it (`cycle.handle_request`), for the
+    # On a pull request the cycle finds the card behind it (`CardCycle.handle_request`), for the
     # App's dispatches as for this comment.
     request = PairRequest.from_command(
         intent.card, command, comment=intent.comment, delivery=ctx.run_id or ""
     )
-    return await cycle.handle_request(env, request)
+    return await cycle.handle_request(request)
 
 
-async def _reply(env: cycle.CycleEnv, target: Target, kind: str, body: str) -> Any:
-    host = env.hosts.code if target.kind == "pull" else env.hosts.pm
+async def _reply(cycle: CardCycle, target: Target, kind: str, body: str) -> Any:
+    host = cycle.hosts.code if target.kind == "pull" else cycle.hosts.pm
     pr = target.number if target.kind == "pull" else None
     return await host.upsert_comment(target, make_marker(kind, target.number, pr), body)
