@@ -4,7 +4,7 @@
     mask every secret before anything is printed    action.workflow.mask
     take the `pair-state` lock (a pushed commit)    action.statebranch — held elsewhere:
                                                     exit cleanly as nothing-ready
-    pull the run-state, act on the intent           app.cycle.driver (one step at most)
+    pull the run-state, act on the intent           app.cycle.card_cycle (one step at most)
     push the run-state, release the lock            even when the step failed
     write outputs and the job summary               status, card, transition, pr
 
@@ -48,7 +48,7 @@ from app.errors import CommandNotRun, PairbotError, UserError
 from hosts.models import Target
 
 if TYPE_CHECKING:
-    from app.cycle.state import CycleEnv
+    from app.cycle.card_cycle import CardCycle
 
 
 @dataclass(frozen=True)
@@ -186,35 +186,32 @@ async def _act(
     log: AgentLog,
     save: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
-    from app.cycle import driver as cycle  # noqa: PLC0415
+    from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
 
-    host_env = {**env, **_host_variables(ctx)}
-    cycle_env = cycle.CycleEnv.from_environment(ctx.workspace, host_env, _deps(ctx, env, log))
-    if save is not None:
-        cycle_env = cycle_env.with_checkpoint(save)
+    cycle = CardCycle.for_checkout(
+        ctx.workspace, ctx.host_settings(), _deps(ctx, env, log), checkpoint=save
+    )
     if isinstance(intent, Tick):
-        return _outcome(await cycle.tick(cycle_env, intent.batch))
+        return _outcome(await cycle.tick(intent.batch))
     if isinstance(intent, HeadMoved):
-        return _outcome(await cycle.handle_head_moved(cycle_env, intent.pull, intent.head_sha))
+        return _outcome(await cycle.handle_head_moved(intent.pull, intent.head_sha))
     try:
         if isinstance(intent, Run):
-            return _outcome(await cycle.handle_request(cycle_env, intent.request))
+            return _outcome(await cycle.handle_request(intent.request))
         if isinstance(intent, ScopeDecision):
-            return _outcome(
-                await cycle.handle_scope_decision(cycle_env, intent.pull, intent.comment_id)
-            )
+            return _outcome(await cycle.handle_scope_decision(intent.pull, intent.comment_id))
         if isinstance(intent, Comment):
             from action.comments import handle_comment  # noqa: PLC0415
 
             # A refused or malformed comment is answered there and returns; what raises
             # comes from running the command of an authorized author.
-            return _outcome(await handle_comment(ctx, cycle_env, intent))
+            return _outcome(await handle_comment(ctx, cycle, intent))
     except UserError as err:
         origin = reply_origin(intent, ctx.trigger)
         if origin is not None:
             if isinstance(err, CommandNotRun):  # the cycle wrote the card's status back
                 origin = replace(origin, announced_by=None)
-            await _answer(cycle_env, origin, str(err), ctx.run_id or "action")
+            await _answer(cycle, origin, str(err), ctx.run_id or "action")
         raise  # still the `::error::` line and exit code 2 (`main`)
     return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")
 
@@ -248,7 +245,7 @@ def reply_origin(intent: Intent, trigger: str) -> ReplyOrigin | None:
     return None
 
 
-async def _answer(env: CycleEnv, origin: ReplyOrigin, reason: str, fallback: str) -> None:
+async def _answer(cycle: CardCycle, origin: ReplyOrigin, reason: str, fallback: str) -> None:
     """Upsert the one reply to the comment (the App's text and marker, `app.domain.replies`).
 
     A reply that cannot be posted is reported on stderr and changes nothing else: the error
@@ -263,7 +260,7 @@ async def _answer(env: CycleEnv, origin: ReplyOrigin, reason: str, fallback: str
     from hosts.markers import make_marker  # noqa: PLC0415
 
     target = origin.target
-    host = env.hosts.code if target.kind == "pull" else env.hosts.pm
+    host = cycle.hosts.code if target.kind == "pull" else cycle.hosts.pm
     marker = comment_reply_marker(target.number, origin.comment_id, fallback)
     try:
         await host.upsert_comment(target, marker, could_not_run(origin.line, reason))
@@ -281,24 +278,6 @@ async def _answer(env: CycleEnv, origin: ReplyOrigin, reason: str, fallback: str
             file=sys.stderr,
             flush=True,
         )
-
-
-def _host_variables(ctx: ActionContext) -> dict[str, str]:
-    """The Action's inputs as the variables `app.hosting.HostSettings.from_env` reads."""
-    settings = ctx.host_settings()
-    variables = {
-        "PAIR_GITHUB_REPOSITORY": settings.github_repository or "",
-        "PAIR_GITHUB_API_URL": settings.github_api_url,
-        # Always set: an inherited "true" must not survive a run that minted an App token.
-        "PAIR_GITHUB_TOKEN_IS_ACTIONS": "true" if settings.github_token_is_actions else "",
-    }
-    if settings.github_token is not None:
-        variables["PAIR_GITHUB_TOKEN"] = settings.github_token.get_secret_value()
-    if settings.github_app_id and settings.github_private_key is not None:
-        variables["PAIR_GITHUB_APP_ID"] = settings.github_app_id
-        variables["PAIR_GITHUB_PRIVATE_KEY"] = settings.github_private_key.get_secret_value()
-        variables["PAIR_GITHUB_INSTALLATION_ID"] = str(settings.github_installation_id)
-    return variables
 
 
 def _outcome(step: Any) -> Outcome:

@@ -15,7 +15,7 @@ from typing import Any
 
 from action.context import ActionContext
 from action.event import Comment
-from app.cycle import driver as cycle
+from app.cycle.card_cycle import CardCycle, CardStep
 from app.domain.commands import CommandError, Decision
 from app.domain.dispatch import PairRequest
 from app.domain.intake import decide, needs_permission
@@ -41,10 +41,10 @@ def comment_answer(
 
 
 async def handle_comment(
-    ctx: ActionContext, env: cycle.CycleEnv, intent: Comment
-) -> cycle.CardStep | StepResult:
+    ctx: ActionContext, cycle: CardCycle, intent: Comment
+) -> CardStep | StepResult:
     """Authorize, acknowledge and run one comment's command."""
-    code = env.hosts.code
+    code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
     permission = None
     if needs_permission(intent.author, ctx.allowlist):
@@ -52,7 +52,7 @@ async def handle_comment(
     decision = decide(intent.author, permission, ctx.allowlist)
     reply = comment_answer(intent, decision, ctx.trigger, ctx.run_id or "action")
     if reply is not None:
-        await _reply(env, target, reply)
+        await _reply(cycle, target, reply)
     command = intent.command
     if not decision.allowed:
         return StepResult("nothing-ready", "", "", message=f"refused: {decision.reason}")
@@ -61,14 +61,14 @@ async def handle_comment(
     if reply is not None:  # help: answered, nothing runs
         return StepResult("nothing-ready", "", "", message=f"answered with {reply.kind}")
     await code.react(target, intent.comment.id, "eyes")
-    # On a pull request the cycle finds the card behind it (`cycle.handle_request`), for the
+    # On a pull request the cycle finds the card behind it (`CardCycle.handle_request`), for the
     # App's dispatches as for this comment.
     request = PairRequest.from_command(
         intent.card, command, comment=intent.comment, delivery=ctx.run_id or ""
     )
-    return await cycle.handle_request(env, request)
+    return await cycle.handle_request(request)
 
 
-async def _reply(env: cycle.CycleEnv, target: Target, reply: Reply) -> Any:
-    host = env.hosts.code if target.kind == "pull" else env.hosts.pm
+async def _reply(cycle: CardCycle, target: Target, reply: Reply) -> Any:
+    host = cycle.hosts.code if target.kind == "pull" else cycle.hosts.pm
     return await host.upsert_comment(target, reply.marker, reply.text)

@@ -15,8 +15,9 @@ and only spaces become underscores, https://github.com/actions/toolkit/blob/main
 Nothing else in the Action reads the environment (CONVENTIONS 12): the glue builds this object
 once and passes values down. Secrets are `SecretStr` (their repr is `**********`) and are only
 revealed where they are used: `agent_env()` for the agent's process, `host_settings()` for the
-host adapter, `secrets()` for `::add-mask::`. Every invalid value is a `UserError` that names
-the input, the value (never a secret's) and what is allowed; nothing has run when it is raised.
+card cycle's hosts (`app.cycle.card_cycle.CardCycle`), `secrets()` for `::add-mask::`. Every
+invalid value is a `UserError` that names the input, the value (never a secret's) and what is
+allowed; nothing has run when it is raised.
 """
 
 from __future__ import annotations
@@ -143,6 +144,11 @@ class ActionContext(BaseModel):
     lock_wait_s: float  # how long a command (never a tick) waits for a running step
     stale_after_s: float  # after how long a lock left by a dead run is reclaimed
 
+    # -- the hosts -------------------------------------------------------------------------
+    # docs/hosts.md's variables as the job's environment gives them (an Azure DevOps binding,
+    # the local forge, the write spacing); `host_settings()` lays the inputs above over them.
+    hosts: HostSettings = HostSettings()
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionContext:
         """Read and validate every variable; `UserError` on the first invalid one."""
@@ -217,6 +223,7 @@ class ActionContext(BaseModel):
             ),
             lock_wait_s=_lock_wait_s(env),
             stale_after_s=_stale_after_s(env),
+            hosts=HostSettings.from_env(env),
         )
 
     # -- reading the event -----------------------------------------------------------------
@@ -274,18 +281,23 @@ class ActionContext(BaseModel):
         return env
 
     def host_settings(self) -> HostSettings:
-        """The GitHub host's credentials: the App (minting and refreshing its own tokens) when
-        app-id and its installation are known, else the token."""
+        """The hosts' settings for the card cycle: the environment's (`hosts`), with the GitHub
+        host's credentials from the inputs — the App (minting and refreshing its own tokens)
+        when app-id and its installation are known, else the token."""
         use_app = self.app_id is not None and self.installation_id is not None
-        return HostSettings(
-            github_repository=self.repository,
-            github_api_url=self.api_url,
-            github_token=self.github_token,
-            github_app_id=self.app_id if use_app else None,
-            github_private_key=self.private_key if use_app else None,
-            github_installation_id=self.installation_id if use_app else None,
-            github_token_is_actions=self.token_is_actions and not use_app,
-        )
+        given: dict[str, object] = {
+            "github_repository": self.repository,
+            "github_api_url": self.api_url,
+            # Always set: an inherited "true" must not survive a run that minted an App token.
+            "github_token_is_actions": self.token_is_actions and not use_app,
+        }
+        if self.github_token is not None:
+            given["github_token"] = self.github_token
+        if use_app:
+            given["github_app_id"] = self.app_id
+            given["github_private_key"] = self.private_key
+            given["github_installation_id"] = self.installation_id
+        return self.hosts.model_copy(update=given)
 
     def secrets(self) -> tuple[str, ...]:
         """Every secret value this run holds, for `action.workflow.mask` before any output."""

@@ -250,18 +250,20 @@ def _card_request(number: str, words: list[str], trigger: str) -> Any:
 
 
 def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
-    from app.cycle.driver import CycleEnv, handle_request, tick  # noqa: PLC0415
+    from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
     from app.engine.manifest import load_project_config  # noqa: PLC0415
+    from app.hosting import HostSettings  # noqa: PLC0415
 
     project = load_project_config(root)
-    cycle_env = CycleEnv.from_environment(root, env, _deps(env, root))
+    # `env` is the process's own environment (`main`): read into typed settings here, once.
+    cycle = CardCycle.for_checkout(root, HostSettings.from_env(env), _deps(env, root))
     if args.verb == "card":
         as_json = args.json or "--json" in args.command
         request = _card_request(args.number, list(args.command), project.trigger)
-        step: Any = asyncio.run(handle_request(cycle_env, request))
+        step: Any = asyncio.run(cycle.handle_request(request))
     else:
         as_json = args.json
-        step = asyncio.run(tick(cycle_env, args.batch))
+        step = asyncio.run(cycle.tick(args.batch))
     result = getattr(step, "result", step)
     if as_json:
         print(json.dumps(step.to_json()))

@@ -3,6 +3,10 @@
     handle_request(env, request)   a `/pair <verb>` accepted by the App or the Action
     advance_card(env, card)        lock the card batch, derive, run ONE step, publish, release
     tick(env, batch=None)          the schedule: the oldest-waiting runnable batch, one step
+    handle_head_moved / handle_scope_decision   a pull request's events, on its card
+
+The surfaces call these through `app.cycle.card_cycle.CardCycle`, which binds them to one
+checkout built from typed settings; `env` is that object (or a test's hand-built `CycleEnv`).
 
 A step of a card (`card-<n>`, see `app.cycle.batch`), in order:
 

@@ -1,6 +1,7 @@
 """One card's state under its lock, and what every part of the card cycle shares about it.
 
     CycleEnv        the checkout, the hosts, the engine's deps, the checkpoint that saves
+                    (`app.cycle.card_cycle.CardCycle` builds one from typed settings)
     CardState       a card as read under its lock: project config, journal, cycle record, parks
     CardStep        what one invocation did to one card (result, status, PR, explanation)
     read_card       the journal once, folded three ways (records, history, cycle record)
@@ -13,8 +14,8 @@ publishes; they share these without importing each other.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from app.domain.sanitize import strip_hidden
 from app.domain.verdict import ScopeChange
 from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
-from app.engine.manifest import ProjectConfig, load_project_config
+from app.engine.manifest import ProjectConfig
 from app.engine.runstate import RunLocus
 from app.engine.selection import Park
 from app.engine.step import EngineDeps, StepResult
@@ -55,24 +56,6 @@ class CycleEnv:
         """Run the checkpoint, if there is one."""
         if self.checkpoint is not None:
             await self.checkpoint()
-
-    @classmethod
-    def from_environment(
-        cls, root: Path, env: Mapping[str, str], deps: EngineDeps, base_branch: str | None = None
-    ) -> CycleEnv:
-        """The hosts the project binds (`.pair/config.yaml` hosts), built from `env`."""
-        from app.domain.binding import resolve_binding  # noqa: PLC0415
-        from app.hosting import HostSettings, build_hosts  # noqa: PLC0415
-
-        project = load_project_config(root)
-        hosts = build_hosts(resolve_binding(project.hosts), HostSettings.from_env(env), root)
-        repo = getattr(hosts.code, "repo", None)  # the local forge pushes to its own repository
-        remote = str(repo) if isinstance(repo, Path) else "origin"
-        return cls(root=root, hosts=hosts, deps=deps, base_branch=base_branch, remote=remote)
-
-    def with_checkpoint(self, checkpoint: Callable[[], Awaitable[None]]) -> CycleEnv:
-        """The same environment, saving through `checkpoint`."""
-        return replace(self, checkpoint=checkpoint)
 
 
 @dataclass(frozen=True)

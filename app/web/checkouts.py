@@ -4,6 +4,7 @@
     choose(repo, installation, found, …)   the checkout for a job, or why there is none (pure)
     find_checkout(repo, installation, root, directory, env)
                                            the shell: read the candidates' remotes, then choose
+    acting_as(hosts, repo, installation)   the hosts' settings a step on that checkout uses (pure)
 
 An App installed on several repositories runs, in `execution: worker`, every repository's jobs
 in one process. A job must run on a checkout of ITS repository: a card of repository B run on
@@ -34,11 +35,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import unquote, urlsplit
 
 from app.errors import UserError
 from hosts.git import GitError, run_git
+
+if TYPE_CHECKING:
+    from app.hosting import HostSettings
 
 HostKind = Literal["github", "azure-devops"]
 _GIT_TIMEOUT_S: Final = 30.0
@@ -189,6 +193,18 @@ def configured_repo(env: Mapping[str, str]) -> RepoId | None:
     if project and repository:
         return RepoId("azure-devops", f"{project}/{repository}")
     return None
+
+
+def acting_as(hosts: HostSettings, repo: RepoId, installation: int | None) -> HostSettings:
+    """`hosts` acting as `repo`: a GitHub repository as `installation` (when known), an Azure
+    DevOps one as its project and repository (a work item names only its project). Pure."""
+    if repo.host == "azure-devops":
+        project, _, repository = repo.name.partition("/")
+        return hosts.model_copy(update={"azure_project": project, "azure_repository": repository})
+    update: dict[str, object] = {"github_repository": repo.name}
+    if installation is not None:
+        update["github_installation_id"] = installation
+    return hosts.model_copy(update=update)
 
 
 def binds_only_local(root: Path) -> bool:

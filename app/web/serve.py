@@ -109,6 +109,7 @@ def serve(
             root,
             env,
             deps,
+            hosts=settings.hosts,
             checkouts=settings.worker_checkouts,
             installation_of=store.last_installation,
         )
@@ -123,6 +124,7 @@ def serve(
             root,
             env,
             lambda: deps(root),
+            hosts=settings.hosts,
             checkouts=settings.worker_checkouts,
             deps_for=deps,
             # --dev answers every repository on the root's local forge: the root runs them all

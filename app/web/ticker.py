@@ -4,11 +4,12 @@ With `execution: actions` a repository's scheduled workflow ticks (`pairbot tick
 Action); with `execution: worker` nothing else would, and a `/pair implement` would run its
 first step and stop there. So the App ticks itself:
 
-    Ticker(tick, interval_s)           started in the app's lifespan when a tick is given
-    checkout_tick(root, env, …)        the production tick: `cycle.tick` on each checkout
+    Ticker(tick, interval_s)               started in the app's lifespan when a tick is given
+    checkout_tick(root, env, …, hosts=…)   the production tick: `CardCycle.tick` on each
+                                           checkout, built from the App's `HostSettings`
 
 A tick is exactly what the Action's scheduled run is — one step of the batch that has waited
-longest (`app.cycle.driver.tick`; a card waiting for a person costs no API call) — on the root
+longest (`CardCycle.tick`; a card waiting for a person costs no API call) — on the root
 and on each checkout under PAIR_WORKER_CHECKOUTS in turn, stopping at the first that ran a
 step. After a step the next tick follows at once (a card goes from refinement to a reviewed
 pull request without anyone commenting again), at most `chain` in a row before the interval
@@ -25,7 +26,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.hosting import HostSettings
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +89,19 @@ def checkout_tick(
     env: Mapping[str, str],
     deps_for: Callable[[Path], Any],
     *,
+    hosts: HostSettings,
     checkouts: Path | None,
     installation_of: Callable[[str], Awaitable[int | None]],
 ) -> Tick:
-    """The production tick: `cycle.tick` on the root, then on each checkout under `checkouts`
-    (`<owner>/<name>`), until one runs a step.
+    """The production tick: `CardCycle.tick` on the root, then on each checkout under
+    `checkouts` (`<owner>/<name>`), until one runs a step.
 
-    A checkout acts as its repository (`app.web.checkouts.checkout_repo`): a GitHub checkout as
-    the installation its last job came from (`installation_of(repo)`, from the store), an
-    Azure DevOps checkout as its project and repository. A checkout with no batch is skipped
-    before anything is built, so an idle tick reads a directory listing and journals only.
+    A checkout's cycle is built from `hosts` (`AppSettings.hosts`) acting as its repository
+    (`app.web.checkouts.checkout_repo`; `env` names the root's when its `origin` does not): a
+    GitHub checkout as the installation its last job came from (`installation_of(repo)`, from
+    the store), an Azure DevOps checkout as its project and repository. A checkout with no
+    batch is skipped before anything is built, so an idle tick reads a directory listing and
+    journals only.
     """
 
     known: dict[str, int] = {}  # an installation of a repository changes only on reinstall
@@ -105,13 +112,12 @@ def checkout_tick(
         return known.get(repo)
 
     async def tick() -> bool:
-        from app.cycle import driver as cycle  # noqa: PLC0415  # lazy: the engine loads on first use
+        from app.cycle.card_cycle import CardCycle, CardStep  # noqa: PLC0415  # lazy: the engine
 
         for path in await asyncio.to_thread(_candidates, root, checkouts):
-            tick_env = await _acting_as(path, env, installation)
-            cycle_env = cycle.CycleEnv.from_environment(path, tick_env, deps_for(path))
-            step = await cycle.tick(cycle_env)
-            result = step.result if isinstance(step, cycle.CardStep) else step
+            acting = await _acting_as(path, env, hosts, installation)
+            step = await CardCycle.for_checkout(path, acting, deps_for(path)).tick()
+            result = step.result if isinstance(step, CardStep) else step
             if result.state != "nothing-ready":
                 log.info(
                     "tick on %s: %s %s → %s",
@@ -135,22 +141,18 @@ def _candidates(root: Path, checkouts: Path | None) -> list[Path]:
 
 
 async def _acting_as(
-    path: Path, env: Mapping[str, str], installation_of: Callable[[str], Awaitable[int | None]]
-) -> dict[str, str]:
-    """The host variables a step on `path` acts with (as `cycle_executor` sets for a job)."""
-    from app.web.checkouts import checkout_repo  # noqa: PLC0415  # runs git: in a thread
+    path: Path,
+    env: Mapping[str, str],
+    hosts: HostSettings,
+    installation_of: Callable[[str], Awaitable[int | None]],
+) -> HostSettings:
+    """The hosts' settings a step on `path` acts with (as `cycle_executor` builds for a job)."""
+    from app.web.checkouts import acting_as, checkout_repo  # noqa: PLC0415
+
+    # checkout_repo runs git: in a thread, off the event loop that serves webhooks.
 
     repo = await asyncio.to_thread(checkout_repo, path, env)
-    acting = dict(env)
     if repo is None:
-        return acting  # the local-forge root: its config names everything
-    if repo.host == "azure-devops":
-        project, _, repository = repo.name.partition("/")
-        acting["PAIR_AZURE_DEVOPS_PROJECT"] = project
-        acting["PAIR_AZURE_DEVOPS_REPOSITORY"] = repository
-        return acting
-    acting["PAIR_GITHUB_REPOSITORY"] = repo.name
-    installation = await installation_of(repo.name)
-    if installation is not None:
-        acting["PAIR_GITHUB_INSTALLATION_ID"] = str(installation)
-    return acting
+        return hosts  # the local-forge root: its config names everything
+    installation = await installation_of(repo.name) if repo.host == "github" else None
+    return acting_as(hosts, repo, installation)

@@ -1,8 +1,9 @@
 """The App's background worker: drains the store's job queue, out of band of the webhook edge.
 
-    Worker(store, handle, concurrency=4)   started in the app's lifespan
-    cycle_executor(root, env, deps, …)     the production `Executor` for `execution: worker`:
-                                           each job on the checkout of its own repository
+    Worker(store, handle, concurrency=4)        started in the app's lifespan
+    cycle_executor(root, env, deps, hosts=…)    the production `Executor` for `execution:
+                                                worker`: each job on the checkout of its own
+                                                repository, its hosts acting as that repository
 
 The edge answers GitHub as soon as a delivery's jobs are committed and wakes the worker; the
 worker claims due jobs (at most one per card or pull at a time — the store guarantees it — and
@@ -19,12 +20,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.domain.dispatch import PairRequest
 from app.store.base import JobRecord, Store
 from app.web.handling import Executor
 from app.web.jobs import Job, ScopeDecisionJob
+
+if TYPE_CHECKING:
+    from app.hosting import HostSettings
 
 log = logging.getLogger(__name__)
 
@@ -151,18 +155,22 @@ def cycle_executor(
     env: Mapping[str, str],
     deps: Callable[[], Any],
     *,
+    hosts: HostSettings,
     checkouts: Path | None = None,
     deps_for: Callable[[Path], Any] | None = None,
     any_repository: bool = False,
 ) -> Executor:
-    """The production executor: one step of the card cycle (`app.cycle.driver`) on the checkout
-    of the job's repository.
+    """The production executor: one step of the card cycle (`app.cycle.card_cycle.CardCycle`)
+    on the checkout of the job's repository, its hosts `hosts` (`AppSettings.hosts`) acting as
+    that repository (`app.web.checkouts.acting_as`).
 
     Which checkout is `app.web.checkouts.find_checkout`'s decision: `root` or one under the
     `checkouts` directory (`PAIR_WORKER_CHECKOUTS`) whose `origin` is the job's repository. A
     job for a repository this worker has no checkout of raises a `UserError` (answered on the
-    comment) before anything runs. `deps()` are the engine's deps for `root`, `deps_for(path)`
-    those for another checkout (an agent's runtime is bound to the tree it works in).
+    comment) before anything runs; `env` names the root's repository when its `origin` does
+    not (`app.web.checkouts.configured_repo`). `deps()` are the engine's deps for `root`,
+    `deps_for(path)` those for another checkout (an agent's runtime is bound to the tree it
+    works in).
     `any_repository`: the App answers on the root's local forge (`pairbot serve --dev`), so
     the root serves every repository no checkout claims.
 
@@ -176,8 +184,8 @@ def cycle_executor(
         raise ValueError("a checkouts directory needs deps_for: the deps of each checkout")
 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
-        from app.cycle import driver as cycle  # noqa: PLC0415  # lazy: see the docstring
-        from app.web.checkouts import find_checkout  # noqa: PLC0415
+        from app.cycle.card_cycle import CardCycle  # noqa: PLC0415  # lazy: see the docstring
+        from app.web.checkouts import RepoId, acting_as, find_checkout  # noqa: PLC0415
 
         # Reading the candidates' remotes runs git: off the event loop, which serves webhooks.
         checkout = await asyncio.to_thread(
@@ -189,26 +197,20 @@ def cycle_executor(
             env=env,
             any_repository=any_repository,
         )
-        job_env = dict(env)
         if checkout.repo is not None and checkout.repo.host == "azure-devops":
-            # A work item names only its project: the checkout names the repository.
-            project, _, repository = checkout.repo.name.partition("/")
-            job_env["PAIR_AZURE_DEVOPS_PROJECT"] = project
-            job_env["PAIR_AZURE_DEVOPS_REPOSITORY"] = repository
+            acting = acting_as(hosts, checkout.repo, None)  # the checkout names the repository
         else:
             # The job names its repository and installation: the hosts act as that installation.
-            job_env["PAIR_GITHUB_REPOSITORY"] = repo
-            if installation_id is not None:
-                job_env["PAIR_GITHUB_INSTALLATION_ID"] = str(installation_id)
+            acting = acting_as(hosts, RepoId("github", repo), installation_id)
         same = checkout.path == root
         engine_deps = deps() if same or deps_for is None else deps_for(checkout.path)
         log.debug("a job for %s runs on the checkout at %s", repo, checkout.path)
-        env_ = cycle.CycleEnv.from_environment(checkout.path, job_env, engine_deps)
+        cycle = CardCycle.for_checkout(checkout.path, acting, engine_deps)
         if isinstance(job, PairRequest):
-            await cycle.handle_request(env_, job)
+            await cycle.handle_request(job)
         elif isinstance(job, ScopeDecisionJob):
-            await cycle.handle_scope_decision(env_, job.pull, job.comment_id)
+            await cycle.handle_scope_decision(job.pull, job.comment_id)
         else:
-            await cycle.handle_head_moved(env_, job.pull, job.head_sha)
+            await cycle.handle_head_moved(job.pull, job.head_sha)
 
     return execute

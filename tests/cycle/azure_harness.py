@@ -3,9 +3,9 @@
 `AzureCardProject` is `tests.support.card_project.CardProject`'s counterpart on the `azure-devops`
 host: `.pair/config.yaml` binds pm (work items are the cards) and code (Azure Repos pull
 requests) to `azure-devops`, the checkout is a real `git clone` of the fake's git smart-HTTP
-URL (`origin`), and the hosts are built the way a run builds them — `CycleEnv.from_environment`
-with the `PAIR_AZURE_DEVOPS_*` variables — so the adapter, the SDK and every request are real;
-only the server is `tests.support.fake_azure.FakeAzureDevOps`.
+URL (`origin`), and the hosts are built the way a run builds them — `CardCycle.for_checkout`
+from the `PAIR_AZURE_DEVOPS_*` variables read into `HostSettings` — so the adapter, the SDK
+and every request are real; only the server is `tests.support.fake_azure.FakeAzureDevOps`.
 
 The checkout authenticates to the fake as a CI checkout does (actions/checkout,
 Azure Pipelines `persistCredentials`): an `http.<origin>/.extraheader` in its git config. The
@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from app.cycle.card_cycle import CardCycle
 from app.cycle.driver import (
     CardStep,
     CycleEnv,
@@ -35,7 +36,7 @@ from app.cycle.driver import (
     tick,
 )
 from app.engine.step import EngineDeps, StepResult
-from app.hosting import BoundHosts
+from app.hosting import BoundHosts, HostSettings
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.azure_devops import AzureDevOpsHost, split_tags
@@ -114,7 +115,7 @@ class AzureCardProject(CardDriver):
         deps = EngineDeps(
             launcher=Launcher(lambda _settings: ProcessRuntime(kill_grace_s=0.2)), env=env
         )
-        bound = CycleEnv.from_environment(self.root, env, deps)
+        bound: CycleEnv = CardCycle.for_checkout(self.root, HostSettings.from_env(env), deps)
         if not self.host_options:
             return bound
         host = AzureDevOpsHost(

@@ -278,14 +278,16 @@ def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) ->
 def test_the_apps_worker_executor_runs_a_real_cycle_step(tmp_path: Path) -> None:
     from app.domain.commands import Command, parse_commands
     from app.domain.dispatch import PairRequest
+    from app.hosting import HostSettings
     from app.web.worker import cycle_executor
 
     project = CardProject.create(tmp_path)
     env = project.env()
     execute = cycle_executor(
         project.root,
-        {**env.deps.env, "PAIR_LOCAL_FORGE": str(project.forge.root)},
+        env.deps.env,
         lambda: env.deps,
+        hosts=HostSettings(local_forge=str(project.forge.root)),
     )
     parsed = parse_commands("/pair implement")[0]
     assert isinstance(parsed, Command)

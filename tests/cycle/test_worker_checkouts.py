@@ -22,6 +22,7 @@ from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
 from app.engine.step import EngineDeps
 from app.errors import UserError
+from app.hosting import HostSettings
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from app.web.worker import cycle_executor
@@ -90,6 +91,7 @@ def test_each_repository_runs_on_its_own_checkout_and_an_unknown_one_on_none(
         root,
         agent_env(),
         lambda: deps_for(root),
+        hosts=HostSettings.from_env(agent_env()),
         checkouts=tmp_path / "checkouts",
         deps_for=deps_for,
     )

@@ -18,6 +18,7 @@ import pytest
 
 from app.domain import mdtext
 from app.errors import CommandNotRun, UserError
+from app.hosting import HostSettings
 from app.store.sqlite import SqliteStore
 from app.web.app import create_app
 from app.web.events import GITHUB, Policy, route_github
@@ -251,7 +252,7 @@ def test_a_job_for_a_repository_without_a_checkout_is_refused_on_its_comment(
     card = fake.seed_issue("Card", "")
     comment = fake.add_comment(card, "/pair implement", "octocat")
     payload = comment_event(fake, card, comment, "/pair implement", fake.users["octocat"])
-    executor = cycle_executor(root, {}, no_deps)
+    executor = cycle_executor(root, {}, no_deps, hosts=HostSettings())
     with serve_worker(fake, tmp_path / "app", executor) as app:
         app.deliver("issue_comment", payload)
         app.wait_idle()

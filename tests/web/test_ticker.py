@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError
+from app.hosting import HostSettings
 from app.store.base import NewJob
 from app.store.sqlite import SqliteStore
 from app.web.settings import AppSettings
@@ -137,8 +138,9 @@ def test_the_production_tick_advances_a_card_one_step_a_tick_until_it_waits(
     project.command("implement")  # what the comment's job runs: the first step
     tick = checkout_tick(
         project.root,
-        {"PAIR_LOCAL_FORGE": str(project.forge.root)},
+        {},
         lambda _path: project.env().deps,
+        hosts=HostSettings(local_forge=str(project.forge.root)),
         checkouts=None,
         installation_of=_no_installation,
     )
@@ -170,10 +172,11 @@ def test_a_checkout_acts_as_its_repository_and_its_last_installation(tmp_path: P
         asked.append(repo)
         return 42
 
-    acting = asyncio.run(_acting_as(path, {"KEEP": "1"}, installation_of))
-    assert acting["PAIR_GITHUB_REPOSITORY"] == "Octo/Svc"
-    assert acting["PAIR_GITHUB_INSTALLATION_ID"] == "42"
-    assert acting["KEEP"] == "1" and asked == ["Octo/Svc"]
+    hosts = HostSettings(local_forge="keep")
+    acting = asyncio.run(_acting_as(path, {}, hosts, installation_of))
+    assert acting.github_repository == "Octo/Svc"
+    assert acting.github_installation_id == 42
+    assert acting.local_forge == "keep" and asked == ["Octo/Svc"]
 
 
 def test_the_store_knows_the_installation_a_repositorys_newest_job_came_from(

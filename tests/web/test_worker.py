@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from app.cycle import driver as cycle
+from app.cycle.card_cycle import CardCycle
 from app.domain.dispatch import PairRequest
 from app.errors import ConfigError, UserError
+from app.hosting import HostSettings
 from app.web.checkouts import RepoId, find_checkout, repo_of_remote
 from app.web.jobs import HeadMovedJob, ScopeDecisionJob
 from app.web.settings import AppSettings
@@ -37,30 +38,28 @@ def test_the_cycle_executor_hands_each_kind_of_job_to_its_own_cycle_entry(
     checkout(tmp_path / "root", "https://github.com/octocat/Hello-World.git")
     tmp_path = tmp_path / "root"
     calls: list[tuple[Any, ...]] = []
-    env = object()
 
-    def from_environment(root: Path, environ: Any, deps: Any) -> object:
+    class Cycle:
+        async def handle_request(self, request: PairRequest) -> None:
+            calls.append(("request", self, request.card, request.verb))
+
+        async def handle_scope_decision(self, pull: int, comment: str | None = None) -> None:
+            calls.append(("scope-decision", self, pull, comment))
+
+        async def handle_head_moved(self, pull: int, head: str) -> None:
+            calls.append(("head-moved", self, pull, head))
+
+        async def tick(self, batch: str | None = None) -> None:
+            calls.append(("tick", self))
+
+    env = Cycle()
+
+    def for_checkout(root: Path, hosts: HostSettings, deps: Any) -> object:
         assert (root, deps) == (tmp_path, "deps")
         return env
 
-    async def handle_request(env_: object, request: PairRequest) -> None:
-        calls.append(("request", env_, request.card, request.verb))
-
-    async def handle_scope_decision(env_: object, pull: int, comment: str | None = None) -> None:
-        calls.append(("scope-decision", env_, pull, comment))
-
-    async def handle_head_moved(env_: object, pull: int, head: str) -> None:
-        calls.append(("head-moved", env_, pull, head))
-
-    async def tick(env_: object, batch: str | None = None) -> None:
-        calls.append(("tick", env_))
-
-    monkeypatch.setattr(cycle.CycleEnv, "from_environment", staticmethod(from_environment))
-    monkeypatch.setattr(cycle, "handle_request", handle_request)
-    monkeypatch.setattr(cycle, "handle_scope_decision", handle_scope_decision)
-    monkeypatch.setattr(cycle, "handle_head_moved", handle_head_moved)
-    monkeypatch.setattr(cycle, "tick", tick)
-    execute = cycle_executor(tmp_path, {}, lambda: "deps")
+    monkeypatch.setattr(CardCycle, "for_checkout", staticmethod(for_checkout))
+    execute = cycle_executor(tmp_path, {}, lambda: "deps", hosts=HostSettings())
     head = "a" * 40
 
     async def go() -> None:
@@ -228,21 +227,23 @@ def test_the_executor_runs_each_job_on_its_own_checkout_with_that_checkouts_deps
     root, trees = worker_trees
     ran: list[tuple[Path, str | None, str | None, Any]] = []
 
-    def from_environment(path: Path, environ: Any, deps: Any) -> object:
-        repo = environ.get("PAIR_GITHUB_REPOSITORY")
-        ado = environ.get("PAIR_AZURE_DEVOPS_PROJECT"), environ.get("PAIR_AZURE_DEVOPS_REPOSITORY")
+    class Cycle:
+        async def handle_request(self, request: PairRequest) -> None:
+            return None
+
+    def for_checkout(path: Path, hosts: HostSettings, deps: Any) -> object:
+        repo = hosts.github_repository
+        ado = hosts.azure_project, hosts.azure_repository
         ran.append((path, repo, "/".join(ado) if all(ado) else None, deps))
-        return object()
+        return Cycle()
 
-    async def handle_request(env_: object, request: PairRequest) -> None:
-        return None
-
-    monkeypatch.setattr(cycle.CycleEnv, "from_environment", staticmethod(from_environment))
-    monkeypatch.setattr(cycle, "handle_request", handle_request)
+    monkeypatch.setattr(CardCycle, "for_checkout", staticmethod(for_checkout))
+    env = {"PAIR_AZURE_DEVOPS_PROJECT": "Elsewhere"}
     execute = cycle_executor(
         root,
-        {"PAIR_AZURE_DEVOPS_PROJECT": "Elsewhere"},
+        env,
         lambda: "root deps",
+        hosts=HostSettings.from_env(env),
         checkouts=trees,
         deps_for=lambda path: f"deps of {path.name}",
     )
@@ -264,7 +265,7 @@ def test_the_executor_runs_each_job_on_its_own_checkout_with_that_checkouts_deps
 
 def test_a_checkouts_directory_needs_the_deps_of_each_checkout(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="deps_for"):
-        cycle_executor(tmp_path, {}, lambda: None, checkouts=tmp_path)
+        cycle_executor(tmp_path, {}, lambda: None, hosts=HostSettings(), checkouts=tmp_path)
 
 
 def test_pair_worker_checkouts_is_a_directory_relative_to_the_root(tmp_path: Path) -> None:

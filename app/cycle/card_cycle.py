@@ -1,0 +1,80 @@
+"""The card cycle as one object each surface builds from its typed settings.
+
+    cycle = CardCycle.for_checkout(root, host_settings, deps, checkpoint=save)
+    await cycle.handle_request(request)           a `/pair <verb>` (App, Action, `pairbot card`)
+    await cycle.handle_scope_decision(pull, id)   a scope-decision comment on the card's PR
+    await cycle.handle_head_moved(pull, head)     a push to the card's PR branch
+    await cycle.tick(batch=None)                  the schedule: one step of one batch
+
+Each surface reads its environment once into its own settings (the App's
+`app.web.settings.AppSettings`, the Action's `action.context.ActionContext`, the CLI's
+`HostSettings.from_env(os.environ)`) and hands the `HostSettings` part here: no surface writes
+variables back into an environment for the cycle to read again. The steps themselves are
+`app.cycle.driver`'s functions; this class only binds them to one checkout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.cycle import driver
+from app.cycle.state import CardStep, CycleEnv
+from app.domain.binding import resolve_binding
+from app.domain.dispatch import PairRequest
+from app.engine.manifest import load_project_config
+from app.engine.step import EngineDeps, StepResult
+from app.hosting import HostSettings, build_hosts
+
+__all__ = ["CardCycle", "CardStep"]
+
+
+@dataclass(frozen=True)
+class CardCycle(CycleEnv):
+    """The cycle on one checkout: its hosts, the engine's deps, and the checkpoint that saves.
+
+    A `CycleEnv` itself, so the driver's functions and a test's hand-built hosts work with it
+    unchanged; the methods are the entries the surfaces call.
+    """
+
+    @classmethod
+    def for_checkout(
+        cls,
+        root: Path,
+        hosts: HostSettings,
+        deps: EngineDeps,
+        *,
+        base_branch: str | None = None,
+        checkpoint: Callable[[], Awaitable[None]] | None = None,
+    ) -> CardCycle:
+        """The hosts the project binds (`.pair/config.yaml` `hosts:`), built from `hosts`."""
+        project = load_project_config(root)
+        bound = build_hosts(resolve_binding(project.hosts), hosts, root)
+        repo = getattr(bound.code, "repo", None)  # the local forge pushes to its own repository
+        return cls(
+            root=root,
+            hosts=bound,
+            deps=deps,
+            base_branch=base_branch,
+            remote=str(repo) if isinstance(repo, Path) else "origin",
+            checkpoint=checkpoint,
+        )
+
+    async def handle_request(self, request: PairRequest) -> CardStep:
+        """Apply one accepted command to its card (`driver.handle_request`)."""
+        return await driver.handle_request(self, request)
+
+    async def handle_scope_decision(
+        self, pull: int, comment: str | None = None
+    ) -> CardStep | StepResult:
+        """Read back, validate and apply a scope decision on `pull` (`comment`: its id/URL)."""
+        return await driver.handle_scope_decision(self, pull, comment)
+
+    async def handle_head_moved(self, pull: int, head: str) -> CardStep | StepResult:
+        """Re-review a card whose PR head moved to `head` (not pairbot's own push)."""
+        return await driver.handle_head_moved(self, pull, head)
+
+    async def tick(self, batch: str | None = None) -> CardStep | StepResult:
+        """One scheduled step: `batch`, or the runnable batch that waited longest."""
+        return await driver.tick(self, batch)
