@@ -33,27 +33,17 @@ from app.domain.dispatch import DISPATCH_EVENT_TYPE
 from app.errors import ConfigError
 from app.hosting import LOCAL_FORGE_DIR, HostSettings, build_host
 from hosts.base import Host, Reaction
-from hosts.calls import retry_after_seconds
-from hosts.errors import (
-    Forbidden,
-    HostError,
-    HostUnavailable,
-    NotFound,
-    RateLimited,
-    Unsupported,
-)
+from hosts.calls import Calls, RateWindow
+from hosts.errors import HostError, HostUnavailable, Unsupported
 from hosts.github.auth import AppInstallation, MintedToken, parse_expiry
 from hosts.github.credentials import GitHubCredentials, GitHubOptions
+from hosts.github.responses import BadCredentials, response_error
 from hosts.models import Permission, Target, UpsertResult
 from hosts.secrets import Secrets
 
 log = logging.getLogger(__name__)
 
 API_VERSION = "2022-11-28"
-
-
-class _BadCredentials(Forbidden):
-    """A 401: GitHub refused the token (revoked or expired early)."""
 
 
 class Forge(Protocol):
@@ -144,6 +134,17 @@ class GitHubForges:
         self._forges: dict[tuple[str, int], HostForge] = {}
         self._installations: dict[int, AppInstallation] = {}
         self._secrets = Secrets()
+        # The App's own calls keep their own window (they are not an adapter's): a rate limit
+        # GitHub announced on one of them holds back the next.
+        self._window = RateWindow(clock)
+        self._calls = Calls(
+            host="GitHub",
+            translate=_translate,
+            window=self._window,
+            clock=clock,
+            sleep=sleep,
+            secrets=self._secrets,
+        )
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
@@ -246,7 +247,7 @@ class GitHubForges:
         token = await creds.token()
         try:
             await self._send("POST", f"/repos/{repo}/dispatches", token, op=op, json=body)
-        except _BadCredentials:
+        except BadCredentials:
             if not creds.invalidate(token):
                 raise
             # A 401: the token was revoked early. Mint once more and send once more.
@@ -257,59 +258,32 @@ class GitHubForges:
     async def _send(
         self, method: str, path: str, bearer: str, *, op: str, json: Any = None
     ) -> httpx.Response:
-        """One request; a failure becomes a `hosts.errors` error with no secret in it."""
-        try:
+        """One request under the hosts' call discipline (`hosts.calls`: the rate window, reads
+        retried a bounded number of times, writes one at a time and never retried); a failure is
+        read the way the GitHub adapter reads it (`hosts.github.responses`), with no secret."""
+
+        async def once() -> httpx.Response:
             response = await self._http().request(
                 method, path, json=json, headers={"Authorization": f"Bearer {bearer}"}
             )
-        except httpx.TimeoutException:
-            raise HostUnavailable(f"{op}: GitHub did not answer in time") from None
-        except httpx.TransportError as err:
-            raise HostUnavailable(
-                self._secrets.scrub(f"{op}: could not reach GitHub ({type(err).__name__})")
-            ) from None
-        status = response.status_code
-        if status < 300:
-            return response
-        message = self._secrets.scrub(_message(response))
-        said = f"{op}: GitHub answered {status}" + (f": {message}" if message else "")
-        wait = _rate_limit_wait(status, response.headers, message, self._clock())
-        if wait is not None:
-            raise RateLimited(f"{said} (retry after {wait:.0f}s)", retry_after=wait)
-        if status == 401:
-            raise _BadCredentials(said)
-        if status == 403:
-            raise Forbidden(said)
-        if status == 404:
-            raise NotFound(said)
-        if status >= 500:
-            raise HostUnavailable(said)
-        raise HostError(said)
+            if response.status_code < 300:
+                return response
+            raise response_error(
+                op, response, window=self._window, secrets=self._secrets, now=self._clock()
+            )
+
+        call = self._calls.read if method == "GET" else self._calls.write
+        return await call(op, once)
 
 
-def _message(response: httpx.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        return ""
-    return str(data.get("message") or "")[:300] if isinstance(data, dict) else ""
-
-
-def _rate_limit_wait(status: int, headers: httpx.Headers, message: str, now: float) -> float | None:
-    """Seconds a 403/429 asks to wait (GitHub's documented order), None if not a rate limit."""
-    if status not in (403, 429):
-        return None
-    if "retry-after" in headers:
-        seconds = retry_after_seconds(headers["retry-after"], now)
-        if seconds is not None:
-            return seconds
-    if headers.get("x-ratelimit-remaining") == "0":
-        try:
-            return max(0.0, float(headers.get("x-ratelimit-reset", "")) - now)
-        except ValueError:
-            return 60.0
-    if status == 429 or "rate limit" in message.lower():
-        return 60.0
+def _translate(op: str, exc: Exception) -> HostError | None:
+    """The `hosts.calls.Translate` of the App's own REST calls (None: not ours, re-raise)."""
+    if isinstance(exc, HostError):
+        return exc
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        return HostUnavailable(f"{op}: GitHub did not answer in time")
+    if isinstance(exc, httpx.TransportError):
+        return HostUnavailable(f"{op}: could not reach GitHub ({type(exc).__name__})")
     return None
 
 
