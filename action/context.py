@@ -257,13 +257,6 @@ class ActionContext(BaseModel):
 
     # -- handing values on -----------------------------------------------------------------
 
-    @property
-    def run_url(self) -> str:
-        """This run's page, for links in comments and the job summary ('' without a run id)."""
-        if not self.run_id:
-            return ""
-        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
-
     def agent_env(self) -> dict[str, str]:
         """The API keys, as the variables the agent CLIs read; only the keys given."""
         return {name: key.get_secret_value() for name, key in self.agent_keys.items()}

@@ -61,7 +61,7 @@ def test_a_full_environment_is_read_into_typed_values(tmp_path: Path) -> None:
     ctx = ActionContext.from_env(env)
     assert ctx.event_name == "schedule"
     assert ctx.repository == "octo-org/octo-repo"
-    assert ctx.run_url == "https://github.com/octo-org/octo-repo/actions/runs/1658821493"
+    assert ctx.run_id == "1658821493"
     assert ctx.output_path == tmp_path / "output"
     assert ctx.actor_id == 21031067
     assert ctx.agent == "claude"
@@ -104,7 +104,7 @@ def test_defaults_when_only_the_runner_variables_are_set(tmp_path: Path) -> None
     ctx = ActionContext.from_env(env)
     assert ctx.api_url == "https://api.github.com"
     assert ctx.server_url == "https://github.com"
-    assert ctx.run_url == ""
+    assert not ctx.run_id
     assert ctx.output_path is None
     assert ctx.trigger == "pair"
     assert ctx.allowlist == frozenset()
