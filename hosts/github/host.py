@@ -375,6 +375,25 @@ class GitHubHost:
     # -- comments --------------------------------------------------------------------------
 
     async def list_comments(self, target: Target) -> list[Comment]:
+        """Every comment, read `PAGE` at a time; a full page always asks for the next one.
+
+        Why the body and not the `Link` header decides where the list ends: every page is a
+        conditional GET (`hosts.github.transport`), and a 304 is answered with the headers the
+        page was stored with. Page 1 stored while it was the last page has no `rel="next"`, and
+        it stays byte-identical (so 304) when comments 101 and 102 arrive on page 2: its `Link`
+        would hide them, and every upsert of a marker living there would post it again. What a
+        304 does certify is the body, and issue comments are fixed slices of `per_page` in
+        ascending id (https://docs.github.com/en/rest/issues/comments#list-issue-comments): a
+        page shorter than `PAGE` is the last one, a full page may have a successor. So the next
+        page is read whenever this one is full (or a `Link` says there is one), and the list
+        ends at the first short or empty page. Every page stays conditional, so an unchanged
+        listing costs 304s, which GitHub does not count against the rate limit
+        (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate);
+        the price is one extra read (an empty page, then a free 304) when the count is an exact
+        multiple of `PAGE`. Bypassing the cache after page 1, or re-reading the last page
+        unconditionally, would pay a counted request on every listing instead.
+        (https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api)
+        """
         comments: list[Comment] = []
         page = 1
         while True:
@@ -383,7 +402,8 @@ class GitHubHost:
             )
             items = payloads.objs(response)
             comments.extend(payloads.comment(item) for item in items)
-            if not items or "next" not in response.raw_response.links:
+            more = len(items) >= PAGE or "next" in response.raw_response.links
+            if not items or not more:
                 return comments
             page += 1
 

@@ -13,6 +13,12 @@ Every request the GitHub adapter sends — REST, GraphQL, token mints — passes
   with `If-None-Match`; a `304 Not Modified` (which GitHub does not count against the rate
   limit) is answered from the stored body.
   https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate
+  The cache never answers without asking: the `Cache-Control: private, max-age=60` GitHub
+  sends is ignored, since a body reused for a minute would hide the edit the adapter just made
+  and must read back. A 304 refreshes only the rate-limit headers; everything else, `Link`
+  included, is the stored response's. A stored `Link` can be stale (a page 1 stored as the
+  last page has no `rel="next"` and stays 304 when page 2 appears), so no caller may decide
+  where a list ends from a replayed `Link`: `GitHubHost.list_comments` decides from the body.
 
 Why a small hand-written cache and not githubkit's hishel layer: hishel 1.x keeps entries in
 SQLite through a worker thread, and its API is the one githubkit breaks on between majors (the

@@ -48,6 +48,7 @@ __all__ = [
     "test_human_tail_survives_an_update",
     "test_identity_is_pairbots",
     "test_long_body_is_truncated_with_a_notice",
+    "test_markers_past_the_first_page_are_found",
     "test_merge_refused_on_a_moved_head",
     "test_merge_refused_when_not_open",
     "test_not_found_on_unknown_numbers",
@@ -200,6 +201,37 @@ async def test_restart_never_posts_twice(harness: ContractHarness) -> None:
 
     comments = await harness.host.list_comments(target)
     assert [c.id for c in own_with(comments, marker, harness)] == [created.comment.id]
+
+
+EARLIER = 99  # pairbot's three markers then land at 100-102: across GitHub's page of 100
+
+
+@contract
+async def test_markers_past_the_first_page_are_found(harness: ContractHarness) -> None:
+    # Three markers upserted twice each after 99 earlier comments: the second round finds each
+    # one where it lives (page 1 or page 2), even when the adapter's cached page 1 is still
+    # current and answered without its body, so nothing is posted twice; a restart (no cache)
+    # agrees. On a card and on a pull: they are different listings on Azure DevOps.
+    card = await harness.seed_card("Busy", "body")
+    pull = await harness.seed_pull("pair/busy")
+    for target in (Target("card", card), Target("pull", pull)):
+        for i in range(EARLIER):
+            await harness.comment_as(harness.human, target, f"earlier {i}")
+        markers = [
+            make_marker(kind, card, pr=pull, run="r1") for kind in ("plan", "review", "synthesis")
+        ]
+        created = [await harness.host.upsert_comment(target, m, f"{m} body") for m in markers]
+        assert [r.outcome for r in created] == [Upserted.CREATED] * 3
+        writes = harness.writes()
+        for host in (harness.host, harness.restart()):
+            again = [await host.upsert_comment(target, m, f"{m} body") for m in markers]
+            assert [r.outcome for r in again] == [Upserted.UNCHANGED] * 3
+            assert [r.comment.id for r in again] == [r.comment.id for r in created]
+        assert harness.writes() == writes
+        comments = await harness.host.list_comments(target)
+        assert len(comments) == EARLIER + 3
+        for marker, result in zip(markers, created, strict=True):
+            assert [c.id for c in own_with(comments, marker, harness)] == [result.comment.id]
 
 
 @contract

@@ -25,6 +25,7 @@ import jwt
 import pytest
 
 from hosts.base import Host
+from hosts.calls import RateWindow
 from hosts.errors import (
     Conflict,
     Forbidden,
@@ -35,6 +36,7 @@ from hosts.errors import (
 )
 from hosts.github import ACTIONS_BOT, GitHubCredentials, GitHubHost, GitHubOptions
 from hosts.github.auth import basic_credential
+from hosts.github.transport import EdgeTransport
 from hosts.labels import PrState
 from hosts.markers import make_marker, render
 from hosts.models import Author, Target, Upserted
@@ -798,6 +800,109 @@ def test_comments_are_read_across_pages(fake: FakeGitHub) -> None:
     comments = run(host.list_comments(Target("card", number)))
     assert [c.id for c in comments] == [str(i) for i in ids]
     assert len([e for e in fake.log if e[1].endswith("/comments")]) == 2
+
+
+def comment_reads(fake: FakeGitHub, number: int) -> list[tuple[int, int]]:
+    """(page, status) of every listing of #number's comments the fake answered, in order."""
+    path = f"/repos/{fake.owner}/{fake.repo}/issues/{number}/comments"
+    return [(int(query.get("page", "1")), status) for p, query, status in fake.gets if p == path]
+
+
+def test_a_cached_page_one_does_not_hide_markers_on_page_two(fake: FakeGitHub) -> None:
+    # The bug this guards: 99 earlier comments, then three markers. Page 1 (100 comments) is
+    # stored when the first marker is read back, with no `rel="next"`; it stays 304 after the
+    # second and third land on page 2, and trusting its replayed `Link` made every upsert of
+    # those two fail with "not visible yet" and post them again.
+    host = make_host(fake, "token")
+    number = fake.seed_issue("busy", "body")
+    for i in range(99):
+        fake.add_comment(number, f"earlier {i}", "octocat")
+    target = Target("card", number)
+    markers = [make_marker(kind, number) for kind in ("plan", "review", "synthesis")]
+
+    async def round_of_upserts() -> list[Upserted]:
+        return [(await host.upsert_comment(target, m, "body")).outcome for m in markers]
+
+    assert run(round_of_upserts()) == [Upserted.CREATED] * 3
+    before = (fake.counted, fake.mutations, len(comment_reads(fake, number)))
+    assert run(round_of_upserts()) == [Upserted.UNCHANGED] * 3
+    # Page 1 answered 304 every time, and page 2 was read anyway: for free, also 304.
+    assert comment_reads(fake, number)[before[2] :] == [(1, 304), (2, 304)] * 3
+    assert (fake.counted, fake.mutations) == before[:2]
+    stored = [c.body for c in fake.comments_on(number)]
+    assert len(stored) == 102
+    assert all(sum(b.startswith(m) for b in stored) == 1 for m in markers)
+
+
+def test_a_full_last_page_costs_one_empty_read_then_only_304s(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("round", "body")
+    for i in range(200):
+        fake.add_comment(number, f"comment {i}", "octocat")
+    assert len(run(host.list_comments(Target("card", number)))) == 200
+    assert comment_reads(fake, number) == [(1, 200), (2, 200), (3, 200)]
+    counted = fake.counted
+    fake.add_comment(number, "the 201st", "octocat")  # page 3 changes; pages 1 and 2 do not
+    comments = run(host.list_comments(Target("card", number)))
+    assert comments[-1].body == "the 201st"
+    assert comment_reads(fake, number)[3:] == [(1, 304), (2, 304), (3, 200)]
+    assert fake.counted == counted + 1
+
+
+def test_a_replayed_304_keeps_the_link_it_was_stored_with(fake: FakeGitHub) -> None:
+    # Why `list_comments` ignores a replayed `Link`: the edge cache hands back the stored one.
+    number = fake.seed_issue("stale", "body")
+    for i in range(100):
+        fake.add_comment(number, f"comment {i}", "octocat")
+    edge = EdgeTransport(fake.transport, RateWindow(fake.clock))
+    url = f"{fake.base_url}/repos/{fake.owner}/{fake.repo}/issues/{number}/comments"
+
+    async def page_one() -> httpx.Response:
+        async with httpx.AsyncClient(transport=edge) as client:
+            headers = {"Authorization": f"Bearer {fake.pat}"}
+            return await client.get(url, params={"per_page": 100, "page": 1}, headers=headers)
+
+    first = run(page_one())
+    assert (first.status_code, "next" in first.links) == (200, False)
+    fake.add_comment(number, "on page 2", "octocat")
+    again = run(page_one())
+    assert (again.status_code, edge.not_modified) == (200, 1)  # a 304, replayed as the 200
+    assert "next" not in again.links  # stale: page 2 exists now
+    assert again.headers["x-ratelimit-remaining"] == str(fake._remaining)  # refreshed
+
+
+def test_the_fake_pages_comments_like_github(fake: FakeGitHub) -> None:
+    busy = fake.seed_issue("links", "body")
+    for i in range(250):
+        fake.add_comment(busy, f"comment {i}", "octocat")
+    small = fake.seed_issue("small", "body")
+    fake.add_comment(small, "only one", "octocat")
+
+    async def get(number: int, etag: str = "", **params: Any) -> httpx.Response:
+        url = f"{fake.base_url}/repos/{fake.owner}/{fake.repo}/issues/{number}/comments"
+        headers = {"Authorization": f"Bearer {fake.pat}"}
+        if etag:
+            headers["If-None-Match"] = etag
+        async with httpx.AsyncClient(transport=fake.transport) as client:
+            return await client.get(url, params=params, headers=headers)
+
+    default = run(get(busy))
+    assert len(default.json()) == 30  # GitHub's default page size
+    assert {rel: link["url"].split("?")[1] for rel, link in default.links.items()} == {
+        "next": "per_page=30&page=2",
+        "last": "per_page=30&page=9",
+    }
+    capped = run(get(busy, per_page=500, page=3))
+    assert len(capped.json()) == 50  # per_page is capped at 100
+    assert set(capped.links) == {"prev", "first"}
+    middle = run(get(busy, per_page=100, page=2))
+    assert set(middle.links) == {"prev", "first", "next", "last"}
+    assert run(get(busy, per_page=100, page=4)).json() == []
+    assert "link" not in run(get(small, per_page=100)).headers  # all on one page: no Link
+    again = run(get(busy, middle.headers["etag"], per_page=100, page=2))
+    assert (again.status_code, again.content) == (304, b"")
+    assert "link" not in again.headers
+    assert again.headers["etag"] == middle.headers["etag"]
 
 
 def test_transport_failures_and_timeouts_are_unavailable_after_retries(fake: FakeGitHub) -> None:

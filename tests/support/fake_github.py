@@ -18,8 +18,17 @@ Bookkeeping for the tests:
                  message; a harness fails the test at teardown when this is not empty
     violations   requests that arrived inside a rate-limit window this fake announced
     max_parallel_mutations   the most mutations in flight at once
+    gets         (path, query parameters, status) of every GET: which page, and was it a 304
     arrivals     (time.monotonic(), method, path) of every request as it arrived: wall time,
                  not the fake's clock, so a harness can time another process's first call
+
+Listing comments pages as GitHub does: `per_page` (default 30, capped at 100) and `page`, with
+a `Link` header naming `next`/`last` (and `prev`/`first` after page 1), omitted when all fits
+on one page. Every 200 GET carries a weak `ETag` computed over the body alone and
+`Cache-Control: private, max-age=60`; `If-None-Match` with that ETag is answered 304 with no
+body and no `Link`. So, as on GitHub, a page whose own items did not change stays 304 after
+items arrived on the page behind it: a client that replays its stored page keeps the `Link`
+it stored, without the `rel="next"` it would now have.
 
 Faults are queued with `fail(method, path_regex, kind, ...)`: a 5xx before or after storing, a
 timeout after storing, a 429 or a secondary-limit 403 with `retry-after`, a spent primary
@@ -208,6 +217,7 @@ class FakeGitHub:
     unexpected: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     log: list[tuple[str, str, int]] = field(default_factory=list)
+    gets: list[tuple[str, dict[str, str], int]] = field(default_factory=list)
     arrivals: list[tuple[float, str, str]] = field(default_factory=list)
     jwt_claims: list[dict[str, Any]] = field(default_factory=list)
     max_parallel_mutations: int = 0
@@ -491,6 +501,8 @@ class FakeGitHub:
             if mutation:
                 self._in_flight -= 1
             self.log.append((method, path, status))
+            if method == "GET":
+                self.gets.append((path, dict(request.url.params.items()), status))
         if status == 304:
             self.not_modified += 1
         else:
@@ -746,7 +758,7 @@ class FakeGitHub:
         state = call.query.get("state", "open")
         issues = [i for i in self.issues.values() if state in ("all", i.state)]
         issues.sort(key=lambda i: i.number, reverse=call.query.get("direction", "desc") == "desc")
-        per_page = int(call.query.get("per_page", "30"))
+        per_page, _ = self._paging(call)
         return self._json(200, [self.issue_json(i) for i in issues[:per_page]])
 
     def _create_issue(self, call: _Request) -> httpx.Response:
@@ -781,15 +793,34 @@ class FakeGitHub:
     def _list_comments(self, call: _Request, number: str) -> httpx.Response:
         if self._issue(number) is None:
             return self._error(404, "Not Found")
-        per_page = int(call.query.get("per_page", "30"))
-        page = int(call.query.get("page", "1"))
+        per_page, page = self._paging(call)
         comments = sorted(self.comments_on(int(number)), key=lambda c: c.id)
         chunk = comments[(page - 1) * per_page : page * per_page]
-        extra: dict[str, str] = {}
-        if page * per_page < len(comments):
-            url = self._api(f"{self._repo_path()}/issues/{number}/comments")
-            extra["link"] = f'<{url}?per_page={per_page}&page={page + 1}>; rel="next"'
+        url = self._api(f"{self._repo_path()}/issues/{number}/comments")
+        link = self._link(url, per_page, page, len(comments))
+        extra = {"link": link} if link else {}
         return self._json(200, [self.comment_json(c) for c in chunk], extra)
+
+    @staticmethod
+    def _paging(call: _Request) -> tuple[int, int]:
+        """`per_page` (default 30, at most 100) and `page` (from 1), as GitHub reads them.
+
+        https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api
+        """
+        per_page = min(max(int(call.query.get("per_page", "30")), 1), 100)
+        return per_page, max(int(call.query.get("page", "1")), 1)
+
+    @staticmethod
+    def _link(url: str, per_page: int, page: int, total: int) -> str:
+        """The `Link` header of one page: `prev`/`first` after page 1, `next`/`last` before the
+        last page, none when everything fits on one page (GitHub then omits the header)."""
+        last = max(1, -(-total // per_page))
+        rels: list[tuple[int, str]] = []
+        if page > 1:
+            rels += [(page - 1, "prev"), (1, "first")]
+        if page < last:
+            rels += [(page + 1, "next"), (last, "last")]
+        return ", ".join(f'<{url}?per_page={per_page}&page={n}>; rel="{rel}"' for n, rel in rels)
 
     def _create_comment(self, call: _Request, number: str) -> httpx.Response:
         if self._issue(number) is None:
