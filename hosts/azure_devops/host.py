@@ -299,17 +299,31 @@ class AzureDevOpsHost:
         )
 
     async def _card_comments(self, number: int) -> list[Comment]:
-        comments: list[Comment] = []
+        """Every comment of a work item: pages are followed until no continuation token is left.
+
+        Only a page without `continuationToken` ends the list, never a count (a page's size, or
+        `totalCount`, which moves while we read):
+        https://learn.microsoft.com/rest/api/azure/devops/wit/comments/get-comments
+        Comments come newest first, so one posted while we read can push one already read onto
+        the next page: a comment met twice is kept once.
+        """
+        comments: dict[str, Comment] = {}
         token: str | None = None
         while True:
             page = await self._card_comment_page(number, token)
-            comments += [self._card_comment(raw) for raw in page.comments or []]
+            for raw in page.comments or []:
+                comment = self._card_comment(raw)
+                comments.setdefault(comment.id, comment)
             token = page.continuation_token
             if not token:
                 break
-        return sorted(comments, key=lambda c: (c.created_at, int(c.id)))
+        return sorted(comments.values(), key=lambda c: (c.created_at, int(c.id)))
 
     async def _threads(self, pull: int) -> list[Sdk]:
+        # One GET is every thread: "Retrieve all threads in a pull request" has no `$top`,
+        # `$skip` or continuation token (unlike the PR list, which stops at 101 unless paged),
+        # so there is no page whose end could be misread here.
+        # https://learn.microsoft.com/rest/api/azure/devops/git/pull-request-threads/list
         threads = await self._call(
             f"threads of PR #{pull}",
             lambda c: c.git.get_threads(self.repository, pull, project=self.project),

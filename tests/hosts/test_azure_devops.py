@@ -262,6 +262,86 @@ def test_card_comments_page_and_are_markdown(
     assert (stored["format"], stored["text"]) == ("markdown", result.comment.body)
 
 
+MARKER_KINDS = ("plan", "review", "synthesis")
+
+
+def upsert_round(host: AzureDevOpsHost, target: Target, markers: list[str]) -> list[Upserted]:
+    async def each() -> list[Upserted]:
+        return [(await host.upsert_comment(target, m, f"{m} body")).outcome for m in markers]
+
+    return run(each())
+
+
+def test_card_markers_past_the_first_page_are_found(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    # Work-item comments come newest first, 200 a page: pairbot's markers start on page 1 and
+    # drift to page 2 as people keep commenting. Each round must still find every one of them.
+    number = fake.seed_card("Busy", "body")
+    target = Target("card", number)
+    for i in range(fake.page_size + 50):
+        fake.comment_as(fake.human.author, target, f"earlier {i}")
+    markers = [make_marker(kind, number) for kind in MARKER_KINDS]
+    assert upsert_round(host, target, markers) == [Upserted.CREATED] * 3
+    writes = fake.writes()
+    assert upsert_round(host, target, markers) == [Upserted.UNCHANGED] * 3
+    for i in range(fake.page_size + 50):
+        fake.comment_as(fake.human.author, target, f"later {i}")
+    pages = fake.count("GET", rf"/workItems/{number}/comments$")
+    assert upsert_round(host, target, markers) == [Upserted.UNCHANGED] * 3
+    assert fake.count("GET", rf"/workItems/{number}/comments$") - pages == 3 * 3  # 503: 3 pages
+    assert fake.writes() == writes
+    stored = [c["text"] for c in fake.wi_comments(number)]
+    assert len(stored) == 2 * (fake.page_size + 50) + 3
+    assert all(sum(text.startswith(m) for text in stored) == 1 for m in markers)
+
+
+def test_a_card_comment_posted_between_pages_is_listed_once(
+    fake: FakeAzureDevOps, cache_dir: Path, clock: Clock
+) -> None:
+    fake.page_size = 2
+    host = make_host(fake, cache_dir, clock)
+    number = fake.seed_card("Moving", "body")
+    target = Target("card", number)
+    ids = [fake.comment_as(fake.human.author, target, f"c{i}") for i in range(5)]
+    listings = 0
+
+    def someone_comments(method: str, path: str) -> None:
+        nonlocal listings
+        if method == "GET" and path.endswith(f"/workItems/{number}/comments"):
+            listings += 1
+            if listings == 2:  # between page 1 and page 2: everything shifts by one
+                fake.comment_as(fake.human.author, target, "meanwhile")
+
+    fake.before_answer = someone_comments
+    listed = [c.id for c in run(host.list_comments(target))]
+    assert len(listed) == len(set(listed))
+    assert set(ids) <= set(listed)
+
+
+def test_pull_markers_among_hundreds_of_threads_are_found(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    # The thread list has no paging (one GET is every thread); hundreds of threads, more than
+    # any page of the lists that do page, and markers old and new are all found.
+    pull = fake.seed_pull("pair/busy")
+    target = Target("pull", pull)
+    for i in range(250):
+        fake.comment_as(fake.human.author, target, f"earlier {i}")
+    markers = [make_marker(kind, 1, pr=pull, run="r1") for kind in MARKER_KINDS]
+    assert upsert_round(host, target, markers) == [Upserted.CREATED] * 3
+    writes = fake.writes()
+    for i in range(250):
+        fake.comment_as(fake.human.author, target, f"later {i}")
+    lists = fake.count("GET", rf"/pullRequests/{pull}/threads$")
+    assert upsert_round(host, target, markers) == [Upserted.UNCHANGED] * 3
+    assert fake.count("GET", rf"/pullRequests/{pull}/threads$") - lists == 3
+    assert fake.writes() == writes
+    firsts = [t["comments"][0]["content"] for t in fake.threads(pull)]
+    assert len(firsts) == 503
+    assert all(sum(text.startswith(m) for text in firsts) == 1 for m in markers)
+
+
 def test_pr_comments_are_threads_with_the_marker_first(
     host: AzureDevOpsHost, fake: FakeAzureDevOps
 ) -> None:

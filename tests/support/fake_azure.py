@@ -29,6 +29,14 @@ of the answer (`fail_next`), a 5xx after the write was stored (`fail_after_store
 queue (answered `active`/`queued`, merged on a later read) as it can on the service, and
 `queued_reads` is how many reads still find it queued (0: it merges on the next read).
 
+Listings page as the service does: work-item comments come newest first (`order=asc` to
+reverse), at most `$top` or `page_size` a page (200: the most the service gives), and a page
+with more behind it carries `continuationToken` and `nextPage` in its body; the list ends at
+the first page without one. The thread list of a pull request is one answer with every
+thread, as the service documents it ("Retrieve all threads in a pull request": no `$top`,
+`$skip` or token).
+`before_answer(method, path)` lets the world move mid-listing (a comment between two pages).
+
 The outside world's moves — a human filing a work item, commenting, opening a PR, pushing to a
 PR's branch (a new iteration) — are methods that change the state directly, never over HTTP, so
 `writes()` counts only what the adapter did. Branches live in a real bare repository; PR heads
@@ -351,6 +359,9 @@ class FakeAzureDevOps:
         # `active`/`queued` and the merge happens on a later read of the pull request.
         self.complete_async = False
         self.queued_reads = 0  # reads of a queued PR answered `queued` before it merges
+        # Called with (method, path) before a request is answered: the world moving mid-call
+        # (a comment posted between two pages of a listing). It runs under the fake's lock.
+        self.before_answer: Callable[[str, str], None] | None = None
         self._server: loopback.LoopbackServer | None = None
         self._git_init()
 
@@ -991,6 +1002,8 @@ class FakeAzureDevOps:
         with self._lock:
             seen = Seen(req.method, req.path, req.query)
             self.requests.append(seen)
+            if self.before_answer is not None:
+                self.before_answer(req.method, req.path)
             response = self._answer(req)
             seen.status = response.status
             return response
