@@ -3,13 +3,22 @@
 `Vetter.measure_before()` runs the tests on the tree the step starts from; `Vetter.vet` is the
 hook `run_change_step` calls with an accepted outcome, before the outcome is journaled:
 
-    propose        commit the plan and push the branch (no PR yet: nothing to review)
-    apply / fix    commit; refuse edits to sealed tests or the test runner's configuration
-                   (unless `tests.mayModifyTests` allows the path); run the tests and refuse
-                   new failures (fix: every sealed red test must pass); then push
-    red            commit; the tests red wrote must fail — their ids and files are sealed; push
+    propose        commit the plan; refuse touching protected files or writing tests; push
+                   the branch (no PR yet: nothing to review)
+    apply / fix    commit; refuse touching protected files — existing and sealed tests, the
+                   test runner's configuration, dependency manifests (`app.domain.guarded`,
+                   unless `tests.mayModifyTests` / `tests.mayModifyManifests` allows the path);
+                   run the tests and refuse new failures and passing tests that went missing
+                   or skipped (fix: every sealed red test must pass); then push
+    red            commit; the same guard; the tests red wrote must fail — their ids and files
+                   are sealed; push
     verify         the reviewer changes nothing: its edits are discarded; the reviewed head is
                    the pushed head the step started from
+
+Which stage is guarded, runs the tests, may add tests and seals is the table
+`app.domain.guarded.STAGE_POLICY`. With no `tests.command`, an accepted apply / red / fix says
+so at the start of its message ("no test gate applies", with the runner the project's files
+point to: `app.domain.testgate`), so the step history never shows an unchecked step as checked.
 
 A refused result is reset away (the branch stays at the step's start, nothing is pushed) and
 the outcome becomes `sent-back`, naming each file or test, so the next step runs the transition
@@ -23,11 +32,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from app.cycle import worktree as wt
 from app.cycle.state import CardState
 from app.cycle.testrun import run_tests
-from app.domain.guarded import guarded_violations
+from app.domain.guarded import guarded_violations, stage_policy
+from app.domain.testgate import detect_test_commands, no_gate_note
 from app.domain.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
 from app.engine.outcome import EngineStepOutcome
 from app.engine.transition import Transition
@@ -35,7 +46,6 @@ from app.settings import ResolvedSettings
 from hosts.models import Card
 
 MAX_SENDBACKS = 3
-_CHECKED: frozenset[str] = frozenset({"apply", "red", "fix"})
 
 
 @dataclass
@@ -64,7 +74,7 @@ class Vetter:
         branch tip: a red killed after pushing its tests, before its outcome was recorded,
         left them on the tip, and measured there they would no longer "newly fail".
         """
-        if self.transition not in _CHECKED:
+        if not stage_policy(self.transition).runs_tests:
             return
         reviewed = self.state.rec.reviewed_head
         if self.transition == "red" and reviewed is not None and reviewed != self.tree.start:
@@ -86,32 +96,36 @@ class Vetter:
         if self.transition == "verify":
             wt.reset(path, start)  # a reviewer's edits are not part of the PR
             return outcome
-        junit = self.state.project.tests.junit
+        tests = self.state.project.tests
+        junit = tests.junit
         end = wt.commit_all(
             path,
             f"pair: {self.transition} for card #{self.card.number}",
             exclude=[junit] if junit else [],
         )
-        problems: list[str] = []
-        if self.transition in _CHECKED:
-            rec = self.state.rec
+        policy = stage_policy(self.transition)
+        rec = self.state.rec
+        problems = [
+            violation.reason
             for violation in guarded_violations(
                 wt.changed_paths(path, start, end),
                 sealed_paths=rec.sealed_paths,
-                may_modify=self.state.project.tests.may_modify_tests,
+                may_modify=tests.may_modify_tests,
+                may_modify_manifests=tests.may_modify_manifests,
                 junit=junit,
-            ):
-                problems.append(violation.reason)
-            if not problems:
-                after = await asyncio.to_thread(self._tests)  # off the event loop: it may be long
-                self.verdict = iteration_verdict(
-                    self.transition,  # type: ignore[arg-type]  # narrowed by _CHECKED
-                    self.before,
-                    after,
-                    rec.sealed_ids,
-                )
-                if not self.verdict.accepted:
-                    problems.append(self.verdict.reason)
+                transition=self.transition,
+            )
+        ]
+        if policy.runs_tests and not problems:
+            after = await asyncio.to_thread(self._tests)  # off the event loop: it may be long
+            self.verdict = iteration_verdict(
+                self.transition,  # type: ignore[arg-type]  # narrowed by the stage policy
+                self.before,
+                after,
+                rec.sealed_ids,
+            )
+            if not self.verdict.accepted:
+                problems.append(self.verdict.reason)
         if problems:
             wt.reset(path, start)
             return self._send_back(outcome, problems)
@@ -119,15 +133,26 @@ class Vetter:
             self.pushed = await self.state.env.hosts.code.push_branch(path, self.tree.branch)
             self.state.pub.record("pushed", sha=self.pushed, transition=self.transition)
             self.state.rec.pushed = self.pushed
-        if self.transition == "red" and self.verdict is not None:
+        if policy.seals and self.verdict is not None:
             since = self.state.rec.reviewed_head or start
-            sealed = [c.path for c in wt.changed_paths(path, since, end) if c.kind != "deleted"]
+            # Only the files red created: an existing file it may have touched under an
+            # allowance is not its test, and sealing it would bar fix from the code under test.
+            sealed = [
+                c.path
+                for c in wt.changed_paths(path, since, end)
+                if c.kind in ("added", "renamed", "copied")
+            ]
             self.state.pub.record(
                 "sealed",
                 paths=sealed,
                 ids=sorted(self.verdict.seal),
                 round=self.state.history.accepted_count("red") + 1,
             )
+        if self.verdict is not None and not self.verdict.checked:
+            # Never silently nothing: the step's message (its row in the tracking comment)
+            # says that no test gate held it, and what would make one.
+            note = no_gate_note(detect_test_commands(*_listing(path, end)))
+            outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
         return outcome
 
     def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:
@@ -145,3 +170,12 @@ class Vetter:
             message=f"{self.transition} sent back: {reason}",
             approval_request=None,
         )
+
+
+def _listing(path: Path, commit: str) -> tuple[list[str], str | None]:
+    """The files of `commit` and the root `package.json`'s text, for the test-command detection."""
+    files = wt.git(path, "ls-tree", "-r", "-z", "--name-only", commit, strip=False)
+    names = [name for name in files.split("\0") if name]
+    package = path / "package.json"
+    text = package.read_text(errors="replace") if "package.json" in names else None
+    return names, text

@@ -1,26 +1,39 @@
-"""Which changed paths an apply / red / fix iteration may not touch, each named with why. Pure.
+"""Which changed paths an agent iteration may not touch, each named with why. Pure.
 
-The test gate (`app.domain.testsets`) trusts two things the agent could otherwise rewrite: the
-tests `red` sealed, and the configuration that decides how the tests run. So an iteration whose
-diff touches any of these is refused and sent back, naming each file (DESIGN.md, "The card
-cycle"; issue #5):
+The test gate (`app.domain.testsets`) trusts what decides passing: the tests that existed before
+the iteration, the tests `red` sealed, the configuration that decides how the tests run and the
+manifests that decide what the tests run against. An iteration whose diff touches any of these
+is refused and sent back, naming each file (DESIGN.md, "The card cycle"; issue #5):
 
-    sealed        a test file sealed by `red` in an earlier round
-    runner-config a file that configures the test runner (`DEFAULT_RUNNER_CONFIG`), at any depth
-    pair-config   `.pair/config.yaml`: it holds the test command and `tests.mayModifyTests`
-    junit         the configured JUnit report path: only the test command writes it
+    pair-config    `.pair/config.yaml`: it holds the test command and the allowances
+    junit          the configured JUnit report path: only the test command writes it
+    sealed         a test file sealed by `red` in an earlier round
+    runner-config  a file that configures the test runner (`DEFAULT_RUNNER_CONFIG`), any depth
+    manifest       a dependency manifest or lockfile (`DEFAULT_MANIFESTS`), any depth
+    protected-test a test file (`DEFAULT_TEST_FILES`) that existed before the iteration: edited,
+                   deleted or renamed away
+    new-test       a new test file written by a stage that may not add tests (`STAGE_POLICY`)
 
-`tests.mayModifyTests` (glob patterns) lifts the first two for the paths it matches. It never
-lifts the last two: a broad pattern such as `**` must not let the agent change its own test
-command, widen its own allowance, or hand the engine a report it wrote itself.
+`tests.mayModifyTests` (glob patterns) lifts sealed, runner-config, protected-test and new-test
+for the paths it matches; `tests.mayModifyManifests` lifts manifest. Neither ever lifts the
+first two: a broad pattern such as `**` must not let the agent change its own test command,
+widen its own allowance, or hand the engine a report it wrote itself.
+
+"Existed before" is judged by the diff itself: a path the iteration's diff (against the commit
+the step started from) shows as modified, deleted or renamed away was there at that commit, so
+no second listing is needed; an added path, or the new side of a rename or copy, is new. A
+plain path string (no change kind) is taken as modified — when unsure, assume it existed.
 
 Adding, modifying, deleting or renaming counts: a rename is checked under both names (moving a
-sealed test away, or a file onto `conftest.py`, is touching it). Runner-config names match
-case-insensitively, so `Conftest.py` on a case-insensitive checkout is caught as well.
+sealed test away, or a file onto `conftest.py`, is touching it). Runner-config and manifest
+names match case-insensitively, so `Conftest.py` on a case-insensitive checkout is caught as
+well; test-file names match case-sensitively (`*Test.java` must not match `Latest.java`).
 
-`pyproject.toml` is not guarded by default although it can hold `[tool.pytest.ini_options]`:
-it also holds the dependencies an apply legitimately adds, and the decision here is path-based
-(no file contents). A project that wants it guarded adds it to `runner_config_patterns`.
+`pyproject.toml`, `package.json` and `Cargo.toml` are manifests: they hold the dependencies and,
+often, the runner's configuration too (`[tool.pytest.ini_options]`, `scripts.test`, `[[test]]`).
+The decision is path-based (no file contents), so they are guarded whole; a project whose cards
+add dependencies allows them with `tests.mayModifyManifests`, knowingly letting the runner's
+section in them change as well.
 
 Patterns (`glob_match`) are anchored at the repository root and match the whole path, like
 Python 3.13's `PurePath.full_match`, which 3.11 lacks: `*`, `?` and `[…]` match within one
@@ -45,6 +58,7 @@ from typing import Final, Literal
 
 PAIR_CONFIG: Final = ".pair/config.yaml"
 MAY_MODIFY_KEY: Final = "tests.mayModifyTests"
+MAY_MODIFY_MANIFESTS_KEY: Final = "tests.mayModifyManifests"
 
 # Files whose presence or content changes how a project's tests run, at any depth.
 DEFAULT_RUNNER_CONFIG: Final[tuple[str, ...]] = (
@@ -66,7 +80,74 @@ DEFAULT_RUNNER_CONFIG: Final[tuple[str, ...]] = (
     "**/phpunit.xml*",
 )
 
-Rule = Literal["sealed", "runner-config", "pair-config", "junit"]
+# Dependency manifests and lockfiles, at any depth: they decide what the tests run against
+# (a pinned-down dependency can make a failing test pass), and several configure the runner too.
+DEFAULT_MANIFESTS: Final[tuple[str, ...]] = (
+    # Python
+    "**/pyproject.toml",
+    "**/setup.py",
+    "**/requirements*.txt",
+    "**/constraints*.txt",
+    "**/Pipfile",
+    "**/Pipfile.lock",
+    "**/poetry.lock",
+    "**/uv.lock",
+    "**/pdm.lock",
+    # JavaScript
+    "**/package.json",
+    "**/package-lock.json",
+    "**/npm-shrinkwrap.json",
+    "**/yarn.lock",
+    "**/pnpm-lock.yaml",
+    "**/pnpm-workspace.yaml",
+    "**/bun.lock",
+    "**/bun.lockb",
+    # Rust, Go, Ruby, PHP, JVM, .NET
+    "**/Cargo.toml",
+    "**/Cargo.lock",
+    "**/go.mod",
+    "**/go.sum",
+    "**/go.work",
+    "**/Gemfile",
+    "**/Gemfile.lock",
+    "**/composer.json",
+    "**/composer.lock",
+    "**/pom.xml",
+    "**/build.gradle",
+    "**/build.gradle.kts",
+    "**/settings.gradle",
+    "**/settings.gradle.kts",
+    "**/*.csproj",
+    "**/packages.lock.json",
+)
+
+# What a test file looks like by path, in the common layouts. Matched case-sensitively. Tests a
+# language keeps inside source files (Rust's `#[cfg(test)]`) have no path of their own; the
+# disappearance rule of `app.domain.testsets` still sees them by id.
+DEFAULT_TEST_FILES: Final[tuple[str, ...]] = (
+    # directories that hold tests, their fixtures and golden files
+    "**/tests/**",
+    "**/test/**",
+    "**/__tests__/**",
+    "**/spec/**",
+    "**/testdata/**",
+    # file names, wherever they live
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/*_test.go",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/*_spec.rb",
+    "**/*Test.java",
+    "**/*Tests.java",
+    "**/*Test.kt",
+    "**/*Tests.cs",
+    "**/*Test.php",
+)
+
+Rule = Literal[
+    "sealed", "runner-config", "pair-config", "junit", "manifest", "protected-test", "new-test"
+]
 ChangeKind = Literal["added", "modified", "deleted", "renamed", "copied"]
 
 
@@ -86,6 +167,38 @@ class Violation:
     path: str
     reason: str
     rule: Rule
+
+
+@dataclass(frozen=True)
+class StagePolicy:
+    """What one agent stage may do to the tests, and what the engine checks after it.
+
+    No stage may edit, delete or rename away a protected file (an existing test, the runner's
+    configuration, a manifest) without an allowance: that is not a column, it is the gate.
+    """
+
+    guarded: bool  # its diff is checked against the protected paths
+    runs_tests: bool  # the tests run before and after it, and the results are compared
+    may_add_tests: bool  # it may create new test files
+    seals: bool  # the tests it makes newly fail are sealed for the later steps
+
+
+# The stages of a card (`app.engine.transition`). `verify` is unguarded because its edits are
+# discarded whole (a reviewer changes nothing); `propose` writes the plan and nothing else.
+STAGE_POLICY: Final[Mapping[str, StagePolicy]] = {
+    "propose": StagePolicy(guarded=True, runs_tests=False, may_add_tests=False, seals=False),
+    "apply": StagePolicy(guarded=True, runs_tests=True, may_add_tests=True, seals=False),
+    "red": StagePolicy(guarded=True, runs_tests=True, may_add_tests=True, seals=True),
+    "fix": StagePolicy(guarded=True, runs_tests=True, may_add_tests=True, seals=False),
+    "verify": StagePolicy(guarded=False, runs_tests=False, may_add_tests=False, seals=False),
+}
+# Anything else (a batch's `decompose`) touches no code the gate is about.
+UNGUARDED: Final = StagePolicy(guarded=False, runs_tests=False, may_add_tests=False, seals=False)
+
+
+def stage_policy(transition: str) -> StagePolicy:
+    """The row of `STAGE_POLICY` for `transition` (`UNGUARDED` for any other)."""
+    return STAGE_POLICY.get(transition, UNGUARDED)
 
 
 # ---------------------------------------------------------------- paths and patterns
@@ -226,22 +339,36 @@ def parse_name_status(output: str) -> list[ChangedPath]:
 # ---------------------------------------------------------------- the decision
 
 
-def _touched(changes: Iterable[str | ChangedPath]) -> dict[str, str]:
-    """Every path a change touches → how (for the message), each path once."""
-    touched: dict[str, str] = {}
+@dataclass(frozen=True)
+class _Touch:
+    how: str  # for the message: "", " (deleted)", " (renamed to …)"
+    existed: bool  # the path was there when the iteration started
+
+
+def _touched(changes: Iterable[str | ChangedPath]) -> dict[str, _Touch]:
+    """Every path a change touches → how, each path once (an existing side wins)."""
+    touched: dict[str, _Touch] = {}
+
+    def add(path: str, how: str, existed: bool) -> None:
+        seen = touched.get(path)
+        if seen is None or (existed and not seen.existed):
+            touched[path] = _Touch(how if seen is None else seen.how, existed)
+
     for change in changes:
         if isinstance(change, str):
-            touched.setdefault(normalize_path(change), "")
+            add(normalize_path(change), "", True)  # no kind: assume it existed
             continue
         new = normalize_path(change.path)
         if change.kind == "renamed" and change.old_path is not None:
             old = normalize_path(change.old_path)
-            touched.setdefault(old, f" (renamed to {new})")
-            touched.setdefault(new, f" (renamed from {old})")
+            add(old, f" (renamed to {new})", True)
+            add(new, f" (renamed from {old})", False)
         elif change.kind == "deleted":
-            touched.setdefault(new, " (deleted)")
-        else:  # added, modified, or the new side of a copy (its source is not changed)
-            touched.setdefault(new, "")
+            add(new, " (deleted)", True)
+        elif change.kind == "modified":
+            add(new, "", True)
+        else:  # added, or the new side of a copy (its source is not changed)
+            add(new, "", False)
     touched.pop("", None)
     return touched
 
@@ -252,69 +379,127 @@ def _sealed_rounds(sealed_paths: Mapping[str, int] | Iterable[str]) -> dict[str,
     return {normalize_path(p): None for p in sealed_paths}
 
 
+def _first(patterns: Sequence[str], path: str, *, case_sensitive: bool) -> str | None:
+    return next((p for p in patterns if glob_match(p, path, case_sensitive=case_sensitive)), None)
+
+
 def guarded_violations(
     changed_paths: Iterable[str | ChangedPath],
     *,
     sealed_paths: Mapping[str, int] | Iterable[str] = (),
     may_modify: Sequence[str] = (),
+    may_modify_manifests: Sequence[str] = (),
     runner_config_patterns: Sequence[str] = DEFAULT_RUNNER_CONFIG,
+    manifest_patterns: Sequence[str] = DEFAULT_MANIFESTS,
+    test_patterns: Sequence[str] = DEFAULT_TEST_FILES,
     junit: str | None = None,
+    transition: str = "apply",
 ) -> list[Violation]:
     """Each guarded path the iteration touched, sorted by path (empty: nothing guarded touched).
 
     `sealed_paths` maps a sealed test file to the fix round whose `red` sealed it (or just
-    lists the files); `may_modify` is `tests.mayModifyTests`; `junit` is `tests.junit`.
+    lists the files); `may_modify` is `tests.mayModifyTests`, `may_modify_manifests`
+    `tests.mayModifyManifests`; `junit` is `tests.junit`; `transition` the stage whose diff
+    this is (`STAGE_POLICY`: whether it may add tests). An unguarded stage has no violations.
     """
+    policy = stage_policy(transition)
+    if not policy.guarded:
+        return []
     sealed = _sealed_rounds(sealed_paths)
     junit_path = normalize_path(junit) if junit else None
     violations: list[Violation] = []
-    for path, how in sorted(_touched(changed_paths).items()):
-        shown = f"{path}{how}"
-        if path == PAIR_CONFIG:
-            violations.append(
-                Violation(
-                    path,
-                    f"{shown} is pairbot's project config, which holds the test command and "
-                    f"{MAY_MODIFY_KEY}; an iteration may never change it",
-                    "pair-config",
-                )
-            )
-            continue
-        if path == junit_path:
-            violations.append(
-                Violation(
-                    path,
-                    f"{shown} is the JUnit report the engine reads (tests.junit); only the test "
-                    "command writes it",
-                    "junit",
-                )
-            )
-            continue
-        if any(glob_match(pattern, path) for pattern in may_modify):
-            continue
-        if path in sealed:
-            round_no = sealed[path]
-            when = f"in round {round_no}" if round_no is not None else "in an earlier round"
-            violations.append(
-                Violation(
-                    path,
-                    f"{shown} is a sealed test (sealed by red {when}); "
-                    f"allowed only via {MAY_MODIFY_KEY}",
-                    "sealed",
-                )
-            )
-            continue
-        pattern = next(
-            (p for p in runner_config_patterns if glob_match(p, path, case_sensitive=False)),
-            None,
+    for path, touch in sorted(_touched(changed_paths).items()):
+        violation = _violation(
+            path,
+            touch,
+            policy=policy,
+            transition=transition,
+            sealed=sealed,
+            junit_path=junit_path,
+            may_modify=may_modify,
+            may_modify_manifests=may_modify_manifests,
+            runner_config_patterns=runner_config_patterns,
+            manifest_patterns=manifest_patterns,
+            test_patterns=test_patterns,
         )
-        if pattern is not None:
-            violations.append(
-                Violation(
-                    path,
-                    f"{shown} configures the test runner (matches {pattern}); "
-                    f"allowed only via {MAY_MODIFY_KEY}",
-                    "runner-config",
-                )
-            )
+        if violation is not None:
+            violations.append(violation)
     return violations
+
+
+def _violation(
+    path: str,
+    touch: _Touch,
+    *,
+    policy: StagePolicy,
+    transition: str,
+    sealed: Mapping[str, int | None],
+    junit_path: str | None,
+    may_modify: Sequence[str],
+    may_modify_manifests: Sequence[str],
+    runner_config_patterns: Sequence[str],
+    manifest_patterns: Sequence[str],
+    test_patterns: Sequence[str],
+) -> Violation | None:
+    """The first rule `path` breaks, in the order of the module docstring; None: it is free."""
+    shown = f"{path}{touch.how}"
+    if path == PAIR_CONFIG:
+        return Violation(
+            path,
+            f"{shown} is pairbot's project config, which holds the test command and "
+            f"{MAY_MODIFY_KEY}; an iteration may never change it",
+            "pair-config",
+        )
+    if path == junit_path:
+        return Violation(
+            path,
+            f"{shown} is the JUnit report the engine reads (tests.junit); only the test "
+            "command writes it",
+            "junit",
+        )
+    manifest = _first(manifest_patterns, path, case_sensitive=False)
+    if manifest is not None:
+        # Checked before the test allowance: `mayModifyTests: ["**"]` is about tests, and must
+        # not quietly let the dependencies change as well.
+        if any(glob_match(pattern, path) for pattern in may_modify_manifests):
+            return None
+        return Violation(
+            path,
+            f"{shown} is a dependency manifest (matches {manifest}); "
+            f"allowed only via {MAY_MODIFY_MANIFESTS_KEY}",
+            "manifest",
+        )
+    if any(glob_match(pattern, path) for pattern in may_modify):
+        return None
+    if path in sealed:
+        round_no = sealed[path]
+        when = f"in round {round_no}" if round_no is not None else "in an earlier round"
+        return Violation(
+            path,
+            f"{shown} is a sealed test (sealed by red {when}); allowed only via {MAY_MODIFY_KEY}",
+            "sealed",
+        )
+    config = _first(runner_config_patterns, path, case_sensitive=False)
+    if config is not None:
+        return Violation(
+            path,
+            f"{shown} configures the test runner (matches {config}); "
+            f"allowed only via {MAY_MODIFY_KEY}",
+            "runner-config",
+        )
+    test = _first(test_patterns, path, case_sensitive=True)
+    if test is not None and touch.existed:
+        return Violation(
+            path,
+            f"{shown} is an existing test (matches {test}): {transition} may add tests but not "
+            f"edit, delete or rename existing ones; allowed only via {MAY_MODIFY_KEY}",
+            "protected-test",
+        )
+    if test is not None and not policy.may_add_tests:
+        return Violation(
+            path,
+            f"{shown} is a new test (matches {test}), and {transition} may not write tests; "
+            f"allowed only via {MAY_MODIFY_KEY}",
+            "new-test",
+        )
+    return None

@@ -5,6 +5,8 @@ The engine runs the project's configured test command before and after an `apply
 JUnit XML it writes. This module turns those bytes into sets of test ids and decides:
 
     apply / fix   refused when a test fails now that did not fail before (each one named)
+    all three     refused when a test that passed before is missing from the run or skipped
+                  now (each one named): deleting or skipping a test is not making it pass
     fix           also: every test sealed by `red` must now pass (failing, skipped or missing
                   from the run all count as "not passing", each one named)
     red           accepted only when at least one test newly fails: those are the tests red
@@ -12,7 +14,8 @@ JUnit XML it writes. This module turns those bytes into sets of test ids and dec
                   proves nothing and is refused
 
 A project with no test command passes every iteration through unchecked, with a note saying
-so. A command that ran but left no JUnit file (or an unreadable one) is a refusal naming the
+so (`app.domain.testgate` words it for the step's message, with the command it detects). A
+command that ran but left no JUnit file (or an unreadable one) is a refusal naming the
 configured path: without the report nothing can be compared, and advancing blind is what the
 test gate exists to prevent.
 
@@ -120,6 +123,7 @@ class IterationVerdict:
     delta: TestDelta | None = None
     problems: tuple[str, ...] = ()
     sealed_not_passing: tuple[str, ...] = ()
+    lost_passing: tuple[str, ...] = ()  # passed before, missing or skipped after
     seal: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -261,6 +265,29 @@ def _not_passing(sealed: Collection[str], after: JUnitResult) -> list[str]:
     return out
 
 
+def lost_passing(before: JUnitResult, after: JUnitResult) -> list[str]:
+    """Each id that passed before and is now missing from the run or skipped, with which.
+
+    A test that passed and now fails is a new failure, counted there. Ids are compared as the
+    runner wrote them, so renaming a test that passed counts as losing it: the gate cannot tell
+    a rename from a deletion, and a deletion is the shortcut it refuses.
+    """
+    out: list[str] = []
+    for test_id in sorted(before.passed):
+        if test_id not in after.ids:
+            out.append(f"{test_id} (missing from the run)")
+        elif test_id in after.skipped:
+            out.append(f"{test_id} (skipped)")
+    return out
+
+
+def _lost_sentence(lost: Collection[str]) -> str:
+    return (
+        f"{_count(len(lost), 'test')} that passed before "
+        f"{'is' if len(lost) == 1 else 'are'} now missing or skipped: {name_ids(lost)}"
+    )
+
+
 def iteration_verdict(
     transition: IterationKind,
     before: TestRun,
@@ -291,14 +318,25 @@ def iteration_verdict(
 
     delta = compare(before.failing, after.failing)
     ran = f"{_count(after.total, 'test')} ran"
+    lost = tuple(lost_passing(before, after))
 
     if transition == "red":
+        red_problems: list[str] = []
         if not delta.new_failures:
-            reason = (
+            red_problems.append(
                 "red must add failing tests for the blocking findings, but no test newly fails "
                 f"({ran}): the tests it wrote pass or did not run, so they prove nothing"
             )
-            return IterationVerdict(False, reason, delta=delta, problems=(reason,))
+        if lost:
+            red_problems.append(_lost_sentence(lost))
+        if red_problems:
+            return IterationVerdict(
+                False,
+                "; ".join(red_problems),
+                delta=delta,
+                problems=tuple(red_problems),
+                lost_passing=lost,
+            )
         return IterationVerdict(
             accepted=True,
             reason=f"sealed {_count(len(delta.new_failures), 'new failing test')}: "
@@ -313,6 +351,8 @@ def iteration_verdict(
             f"the iteration introduced {_count(len(delta.new_failures), 'new failing test')}: "
             f"{name_ids(delta.new_failures)}"
         )
+    if lost:
+        found.append(_lost_sentence(lost))
     not_passing: list[str] = []
     if transition == "fix":
         not_passing = _not_passing(sealed_ids, after)
@@ -328,6 +368,7 @@ def iteration_verdict(
             delta=delta,
             problems=tuple(found),
             sealed_not_passing=tuple(not_passing),
+            lost_passing=lost,
         )
     parts = [ran, "no new failures"]
     if transition == "fix" and sealed_ids:

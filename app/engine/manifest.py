@@ -84,11 +84,16 @@ class CycleConfig(StrictModel):
 
 
 class TestsConfig(StrictModel):
-    """How the engine runs the project's tests around apply and fix."""
+    """How the engine runs the project's tests around apply, red and fix, and what it guards.
+
+    `may_modify_tests` lifts the guard on tests and the runner's configuration for the paths
+    it matches, `may_modify_manifests` the one on dependency manifests (`app.domain.guarded`).
+    """
 
     command: str | None = None
     junit: str | None = None
     may_modify_tests: list[str] = Field(default_factory=list)
+    may_modify_manifests: list[str] = Field(default_factory=list)
 
 
 class ProjectConfig(StrictModel):

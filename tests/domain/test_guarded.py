@@ -1,4 +1,5 @@
-"""Guarded paths: sealed tests, the runner's config, pairbot's config and the JUnit report."""
+"""Guarded paths: existing and sealed tests, the runner's config, manifests, pairbot's config
+and the JUnit report; and which stage may do what to the tests."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.domain.guarded import (
+    DEFAULT_MANIFESTS,
     DEFAULT_RUNNER_CONFIG,
+    DEFAULT_TEST_FILES,
+    STAGE_POLICY,
+    UNGUARDED,
     ChangedPath,
     Rule,
+    StagePolicy,
     Violation,
     glob_match,
     guarded_violations,
     normalize_path,
     parse_name_status,
+    stage_policy,
     unquote_git_path,
 )
 
@@ -149,7 +156,9 @@ SEALED = {"tests/test_login.py": 1, "tests/test_retry.py": 2}
 @pytest.mark.parametrize(
     ("changes", "kwargs", "expected"),
     [
-        pytest.param(["src/app.py", "tests/test_new.py"], {}, [], id="ordinary-changes"),
+        pytest.param(
+            ["src/app.py", ChangedPath("tests/test_new.py", "added")], {}, [], id="ordinary-changes"
+        ),
         pytest.param(
             ["tests/test_login.py"],
             {},
@@ -196,7 +205,8 @@ SEALED = {"tests/test_login.py": 1, "tests/test_retry.py": 2}
                     "runner-config",
                     "tests/conftest.py (renamed from tests/helpers.py) configures the test "
                     "runner (matches **/conftest.py)",
-                )
+                ),
+                ("tests/helpers.py", "protected-test", "(renamed to tests/conftest.py)"),
             ],
             id="renamed-onto-conftest",
         ),
@@ -248,12 +258,105 @@ SEALED = {"tests/test_login.py": 1, "tests/test_retry.py": 2}
             [("tést/conftest.py", "runner-config", "tést/conftest.py configures")],
             id="quoted-path-cannot-hide",
         ),
-        pytest.param(["pyproject.toml"], {}, [], id="pyproject-not-guarded-by-default"),
         pytest.param(
             ["pyproject.toml"],
-            {"runner_config_patterns": ("pyproject.toml",)},
+            {},
+            [
+                (
+                    "pyproject.toml",
+                    "manifest",
+                    "pyproject.toml is a dependency manifest (matches **/pyproject.toml); "
+                    "allowed only via tests.mayModifyManifests",
+                )
+            ],
+            id="pyproject-is-a-manifest",
+        ),
+        pytest.param(
+            ["pyproject.toml"],
+            {"runner_config_patterns": ("pyproject.toml",), "manifest_patterns": ()},
             [("pyproject.toml", "runner-config", "matches pyproject.toml")],
-            id="pyproject-guarded-when-configured",
+            id="pyproject-runner-config-when-configured",
+        ),
+        pytest.param(
+            ["web/package.json", ChangedPath("Cargo.lock", "deleted"), "go.mod"],
+            {},
+            [
+                ("Cargo.lock", "manifest", "Cargo.lock (deleted) is a dependency manifest"),
+                ("go.mod", "manifest", "matches **/go.mod"),
+                ("web/package.json", "manifest", "matches **/package.json"),
+            ],
+            id="manifests-any-depth",
+        ),
+        pytest.param(
+            ["package.json", "Package.JSON"],
+            {"may_modify_manifests": ["package.json"]},
+            [("Package.JSON", "manifest", "Package.JSON is a dependency manifest")],
+            id="may-modify-manifests-lifts-only-what-it-matches",
+        ),
+        pytest.param(
+            ["package.json", "tests/test_a.py"],
+            {"may_modify": ["**"]},
+            [("package.json", "manifest", "allowed only via tests.mayModifyManifests")],
+            id="may-modify-tests-does-not-lift-manifests",
+        ),
+        pytest.param(
+            ["tests/test_a.py"],
+            {},
+            [
+                (
+                    "tests/test_a.py",
+                    "protected-test",
+                    "tests/test_a.py is an existing test (matches **/tests/**): apply may add "
+                    "tests but not edit, delete or rename existing ones; allowed only via "
+                    "tests.mayModifyTests",
+                )
+            ],
+            id="existing-test-edited",
+        ),
+        pytest.param(
+            [ChangedPath("src/widget_test.go", "deleted")],
+            {"transition": "fix"},
+            [("src/widget_test.go", "protected-test", "(deleted) is an existing test")],
+            id="existing-test-deleted",
+        ),
+        pytest.param(
+            [ChangedPath("src/test_old.py", "renamed", old_path="src/test_a.py")],
+            {},
+            [("src/test_a.py", "protected-test", "(renamed to src/test_old.py)")],
+            id="existing-test-renamed-away-its-new-name-is-new",
+        ),
+        pytest.param(
+            [ChangedPath("spec/a_spec.rb", "added"), ChangedPath("web/a.test.ts", "copied", "b")],
+            {"transition": "red"},
+            [],
+            id="red-adds-tests",
+        ),
+        pytest.param(
+            [ChangedPath("tests/test_new.py", "added")],
+            {"transition": "propose"},
+            [("tests/test_new.py", "new-test", "propose may not write tests")],
+            id="propose-may-not-add-tests",
+        ),
+        pytest.param(
+            ["tests/test_a.py", "package.json", ".pair/config.yaml"],
+            {"transition": "verify"},
+            [],
+            id="verify-unguarded-its-edits-are-discarded",
+        ),
+        pytest.param(
+            ["src/Latest.java", "src/LoginTest.java", "src/logintest.java"],
+            {},
+            [("src/LoginTest.java", "protected-test", "matches **/*Test.java")],
+            id="test-names-case-sensitive",
+        ),
+        pytest.param(
+            ["tests/test_a.py", "tests/conftest.py", "tests/data/a.json"],
+            {"may_modify": ["tests/test_a.py"]},
+            [
+                ("tests/conftest.py", "runner-config", "matches **/conftest.py"),
+                ("tests/data/a.json", "protected-test", "matches **/tests/**"),
+            ],
+            id="may-modify-lifts-only-what-it-matches",
         ),
         pytest.param(
             [".pair/config.yaml"],
@@ -330,3 +433,47 @@ def test_a_guarded_path_is_reported_once_and_only_if_touched(paths: list[str]) -
     assert reported == sorted(set(reported))
     assert set(reported) == set(paths) - {"a.py"}
     assert guarded_violations(paths, sealed_paths={"tests/t.py": 1}, may_modify=["**"]) == []
+
+
+def test_every_default_manifest_and_test_pattern_guards_a_file_by_that_name() -> None:
+    manifests = {p: p.removeprefix("**/").replace("*", "x") for p in DEFAULT_MANIFESTS}
+    tests = {
+        p: p.replace("**/", "pkg/", 1).replace("**", "a").replace("*", "x")
+        for p in DEFAULT_TEST_FILES
+    }
+    for pattern, path in manifests.items():
+        (violation,) = guarded_violations([path])
+        assert violation.rule == "manifest", (pattern, path)
+        assert f"(matches {pattern})" in violation.reason
+    for pattern, path in tests.items():
+        (violation,) = guarded_violations([path])
+        assert violation.rule == "protected-test", (pattern, path)
+        assert guarded_violations([ChangedPath(path, "added")]) == []
+
+
+@pytest.mark.parametrize(
+    ("transition", "expected"),
+    [
+        pytest.param("propose", StagePolicy(True, False, False, False), id="propose"),
+        pytest.param("apply", StagePolicy(True, True, True, False), id="apply"),
+        pytest.param("red", StagePolicy(True, True, True, True), id="red"),
+        pytest.param("fix", StagePolicy(True, True, True, False), id="fix"),
+        pytest.param("verify", StagePolicy(False, False, False, False), id="verify"),
+        pytest.param("decompose", UNGUARDED, id="other-stage"),
+    ],
+)
+def test_stage_policy(transition: str, expected: StagePolicy) -> None:
+    # guarded, runs_tests, may_add_tests, seals
+    assert stage_policy(transition) == expected
+
+
+def test_only_red_seals_and_every_stage_that_runs_tests_is_guarded() -> None:
+    assert [t for t, p in STAGE_POLICY.items() if p.seals] == ["red"]
+    assert all(p.guarded for p in STAGE_POLICY.values() if p.runs_tests)
+
+
+@pytest.mark.parametrize("transition", ["apply", "red", "fix", "propose"])
+def test_no_stage_may_edit_an_existing_test(transition: str) -> None:
+    (violation,) = guarded_violations(["tests/test_a.py"], transition=transition)
+    assert violation.rule == "protected-test"
+    assert transition in violation.reason

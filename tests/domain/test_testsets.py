@@ -20,6 +20,7 @@ from app.domain.testsets import (
     UnreadableJUnit,
     compare,
     iteration_verdict,
+    lost_passing,
     name_ids,
     parse_junit,
     read_run,
@@ -330,6 +331,47 @@ BROKEN = UnreadableJUnit(".pair/junit.xml", "the report is not well-formed XML: 
             "new failing test: a; 1 sealed red test must pass and does not: s1 (failing)", set(),
             id="fix-both-problems",
         ),
+        # a passing test that disappears or is skipped
+        pytest.param(
+            "apply", run(set(), {"a", "b"}), run(set(), {"b"}), set(), False,
+            "1 test that passed before is now missing or skipped: a (missing from the run)",
+            set(),
+            id="apply-deletes-a-passing-test",
+        ),
+        pytest.param(
+            "apply", run(set(), {"a", "b"}), run(set(), {"b"}, skipped={"a"}), set(), False,
+            "1 test that passed before is now missing or skipped: a (skipped)", set(),
+            id="apply-skips-a-passing-test",
+        ),
+        pytest.param(
+            "apply", run({"old"}, {"a"}), run(set(), {"a"}), set(), True,
+            "no new failures, 1 fixed", set(),
+            id="a-failing-test-that-disappears-is-not-lost",
+        ),
+        pytest.param(
+            "apply", run(set(), {"a"}, skipped={"s"}), run(set(), {"a"}), set(), True,
+            "no new failures", set(),
+            id="a-skipped-test-that-disappears-is-not-lost",
+        ),
+        pytest.param(
+            "red", run(set(), {"a", "b"}), run({"t_new"}, {"a"}), set(), False,
+            "1 test that passed before is now missing or skipped: b (missing from the run)",
+            set(),
+            id="red-deletes-a-passing-test-and-seals-nothing",
+        ),
+        pytest.param(
+            "red", run(set(), {"a"}), run(set(), set(), skipped={"a"}), set(), False,
+            "no test newly fails (1 test ran): the tests it wrote pass or did not run, so they "
+            "prove nothing; 1 test that passed before is now missing or skipped: a (skipped)",
+            set(),
+            id="red-both-problems",
+        ),
+        pytest.param(
+            "fix", run({"s1"}, {"a", "b"}), run(set(), {"s1"}, skipped={"b"}), {"s1"}, False,
+            "2 tests that passed before are now missing or skipped: "
+            "a (missing from the run), b (skipped)", set(),
+            id="fix-deletes-and-skips",
+        ),
         # configuration
         pytest.param(
             "apply", NONE, NONE, set(), True, "no test command is configured", set(),
@@ -385,6 +427,24 @@ def test_iteration_verdict(
 def test_a_refused_fix_lists_the_sealed_tests_that_do_not_pass() -> None:
     verdict = iteration_verdict("fix", run({"s"}), run({"s"}), {"s"})
     assert verdict.sealed_not_passing == ("s (failing)",)
+
+
+def test_a_refusal_names_each_lost_test_and_how() -> None:
+    verdict = iteration_verdict("apply", run(set(), {"a", "b"}), run(set(), set(), skipped={"b"}))
+    assert verdict.lost_passing == ("a (missing from the run)", "b (skipped)")
+    assert not verdict.accepted
+
+
+@given(SETS, SETS, SETS)
+def test_lost_is_exactly_passed_before_and_not_ran_after(
+    before_pass: frozenset[str], after_pass: frozenset[str], after_skip: frozenset[str]
+) -> None:
+    before = run(set(), set(before_pass))
+    after = run(set(), set(after_pass - after_skip), skipped=set(after_skip))
+    lost = {entry.split(" ")[0] for entry in lost_passing(before, after)}
+    assert lost == set(before_pass - (after_pass - after_skip))
+    for transition in ("apply", "fix"):
+        assert iteration_verdict(transition, before, after).accepted == (not lost)  # type: ignore[arg-type]
 
 
 def test_other_transitions_are_a_programming_error() -> None:

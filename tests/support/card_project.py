@@ -123,12 +123,16 @@ class CardProject(CardDriver):
         cycle: dict[str, Any] | None = None,
         body: str = "AC-1: it works\n",
         labels: tuple[str, ...] = (),
+        files: dict[str, str] | None = None,
+        tests: dict[str, Any] | None = None,
     ) -> CardProject:
+        """`files` are committed on `main` beside the README; `tests` overrides `tests:` keys."""
         root = tmp / "repo"
         (root / ".pair").mkdir(parents=True)
         config = project_config("local", cycle)
+        config["tests"].update(tests or {})
         (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
-        init_repo(root, {"README.md": "# project\n"})
+        init_repo(root, {"README.md": "# project\n", **(files or {})})
         forge = LocalForge(tmp / "forge")
         git(root, "push", "-q", str(forge.repo), "main")
         card = forge.seed_card("Add the widget", body, labels=labels, author=MAINTAINER)

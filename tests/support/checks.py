@@ -1,7 +1,8 @@
 """A tiny test runner for end-to-end tests: every `checks/*.check` is one test case.
 
 A check file holds one line `<path> contains <text>`; the case passes when the file at
-`<path>` (relative to the working directory) exists and contains `<text>`. The results are
+`<path>` (relative to the working directory) exists and contains `<text>`. A line starting
+with `skip` is a skipped case, the way `pytest.skip` reports one. The results are
 written as JUnit XML to the path given as the first argument, the way `pytest --junitxml`
 does, so the engine's before/after comparison reads a real report.
 """
@@ -18,7 +19,13 @@ def main() -> int:
     cases: list[str] = []
     failed = 0
     for check in sorted(Path("checks").glob("*.check")):
-        path, _, text = check.read_text().strip().partition(" contains ")
+        line = check.read_text().strip()
+        if line.startswith("skip"):
+            cases.append(
+                f'<testcase classname="checks" name={quoteattr(check.stem)}><skipped/></testcase>'
+            )
+            continue
+        path, _, text = line.partition(" contains ")
         target = Path(path)
         ok = target.is_file() and text in target.read_text()
         body = "" if ok else f'<failure message="{path} lacks the text"/>'

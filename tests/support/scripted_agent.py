@@ -24,6 +24,10 @@ Each call consumes the next behaviour of the most specific list (counters persis
     break-tests        do the work but add a check that fails (the engine sends it back)
     edit-sealed        do the work and weaken the sealed red checks (refused)
     red-passing        (red) write a check that already passes (refused: proves nothing)
+    edit-test          do the work and edit the existing tests/test_widget.py (refused)
+    delete-check       do the work and delete the passing checks/baseline.check (refused)
+    skip-check         do the work and turn checks/baseline.check into a skip (refused)
+    edit-manifest      do the work and add a dependency to package.json (refused)
 
 `red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
 into `<change>.txt`; tests/support/checks.py runs the checks and writes JUnit XML.
@@ -110,6 +114,24 @@ def do_work() -> None:
             if phase["name"] == CHANGE and not phase.get("changes"):
                 phase["changes"] = [f"{CHANGE}-a", f"{CHANGE}-b"]
         write_atomic(manifest, yaml.safe_dump(data, sort_keys=False))
+
+
+TAMPERING = ("edit-test", "delete-check", "skip-check", "edit-manifest")
+
+
+def tamper(behaviour: str) -> None:
+    """Edit what decides passing, the way each TAMPERING behaviour says (see the docstring)."""
+    baseline = ROOT / "checks" / "baseline.check"
+    if behaviour == "edit-test":
+        (ROOT / "tests" / "test_widget.py").write_text("def test_widget():\n    pass  # weakened\n")
+    elif behaviour == "delete-check":
+        baseline.unlink()
+    elif behaviour == "skip-check":
+        baseline.write_text("skip: later\n")
+    else:
+        (ROOT / "package.json").write_text(
+            '{"name": "widget", "dependencies": {"left-pad": "1.3.0"}}\n'
+        )
 
 
 def verify_report(
@@ -209,6 +231,11 @@ def main() -> int:
         for sealed in (ROOT / "checks").glob("r*.check"):
             sealed.write_text(f"{CHANGE}.txt contains implemented\n")
         report("--complete", f"{TRANSITION} done (sealed test weakened)")
+        return 0
+    if behaviour in TAMPERING:
+        do_work()
+        tamper(behaviour)
+        report("--complete", f"{TRANSITION} done ({behaviour})")
         return 0
     if behaviour == "red-passing":
         checks = ROOT / "checks"
