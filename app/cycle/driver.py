@@ -15,8 +15,9 @@ A step of a card (`card-<n>`, see `app.cycle.batch`), in order:
 3. the card's worktree is made fresh on `pair/card-<n>` at its newest tip
    (`app.cycle.worktree`), and `derive_change` names the transition from its plan;
 4. an agent transition runs through the engine's `run_change_step` with a vet
-   (`app.cycle.vet`): tests before and after, sealed files, commit and push — a result
-   that breaks tests or touches sealed files is sent back, never recorded as advanced;
+   (`app.cycle.vet`): tests before and after, protected files, commit and push — a result
+   that breaks or loses a passing test, or touches a sealed or protected file (existing
+   tests, runner configs, dependency manifests), is sent back, never recorded as advanced;
 5. its publication follows in the same step: the draft PR after the first push, the review
    comment and `pair-review` status on the reviewed head after a verify;
 6. a converged card goes through `app.domain.cycle_end.decide_cycle_end`: delta re-review,
