@@ -187,9 +187,16 @@ async def _act(
     save: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
+    from app.domain.binding import runner_of  # noqa: PLC0415
 
+    # The binding line goes to the run's log (workflow commands are off in this group).
     cycle = CardCycle.for_checkout(
-        ctx.workspace, ctx.host_settings(), _deps(ctx, env, log), checkpoint=save
+        ctx.workspace,
+        ctx.host_settings(),
+        _deps(ctx, env, log),
+        checkpoint=save,
+        runner=runner_of(env),
+        say=log.line,
     )
     if isinstance(intent, Tick):
         return _outcome(await cycle.tick(intent.batch))

@@ -141,17 +141,17 @@ def _pr_opener(env: Mapping[str, str], root: Path) -> Any:
 
     Without them (or outside a project) the PR step blocks and names the remedy instead.
     """
+    from app.cycle.card_cycle import project_binding  # noqa: PLC0415
     from app.cycle.pr_opener import HostPrOpener  # noqa: PLC0415
-    from app.domain.binding import resolve_binding  # noqa: PLC0415
-    from app.engine.manifest import load_project_config  # noqa: PLC0415
+    from app.domain.binding import runner_of  # noqa: PLC0415
     from app.hosting import HostSettings, build_host  # noqa: PLC0415
 
     try:
-        project = load_project_config(root)
-        code = resolve_binding(project.hosts).code
-        settings = HostSettings.from_env(env)
+        # The same binding a card run would choose (app.domain.binding), said by that run.
+        resolution, settings = project_binding(root, HostSettings.from_env(env), runner_of(env))
     except (PairbotError, ValueError):
         return None
+    code = resolution.binding.code
     return HostPrOpener(lambda: build_host(code, settings, root), root)
 
 
@@ -251,12 +251,19 @@ def _card_request(number: str, words: list[str], trigger: str) -> Any:
 
 def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
+    from app.domain.binding import runner_of  # noqa: PLC0415
     from app.engine.manifest import load_project_config  # noqa: PLC0415
     from app.hosting import HostSettings  # noqa: PLC0415
 
     project = load_project_config(root)
     # `env` is the process's own environment (`main`): read into typed settings here, once.
-    cycle = CardCycle.for_checkout(root, HostSettings.from_env(env), _deps(env, root))
+    cycle = CardCycle.for_checkout(
+        root,
+        HostSettings.from_env(env),
+        _deps(env, root),
+        runner=runner_of(env),
+        say=lambda line: print(line, file=sys.stderr, flush=True),  # stdout may be --json
+    )
     if args.verb == "card":
         as_json = args.json or "--json" in args.command
         request = _card_request(args.number, list(args.command), project.trigger)

@@ -1,6 +1,9 @@
 """Build the bound hosts from one typed settings object, read once from the environment.
 
     HostSettings.from_env(env)        every credential as a SecretStr, nothing else reads env
+    bind_checkout(declared, settings, root, runner) -> (Resolution, HostSettings)
+                                      the binding where pairbot runs (app.domain.binding), and
+                                      the settings with the repository the origin names
     build_hosts(binding, settings, root) -> BoundHosts(pm, code)
 
 The adapters are imported only for the hosts the binding names: a GitHub tick never imports the
@@ -17,9 +20,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from app.domain.binding import Binding
+from app.domain.binding import (
+    Binding,
+    Origin,
+    Resolution,
+    Runner,
+    Where,
+    choose_binding,
+    parse_origin,
+)
 from app.errors import ConfigError
 from hosts.base import Host
+from hosts.git import GitError, run_git
 
 LOCAL_FORGE_DIR = Path(".pair") / "forge"
 
@@ -106,6 +118,46 @@ def _read_key_file(path: str | None) -> str | None:
             f"PAIR_PRIVATE_KEY_FILE={path!r} cannot be read ({err.strerror}); point it at the "
             "App's PEM private key"
         ) from None
+
+
+def origin_url(root: Path) -> str | None:
+    """The checkout's `origin` URL (`insteadOf` rewrites applied, as git itself pushes to it),
+    read through the one git runner; None when `root` has no origin or is no checkout."""
+    try:
+        done = run_git(["-C", str(root), "remote", "get-url", "origin"], timeout_s=30, check=False)
+    except GitError:
+        return None
+    return (done.stdout.strip() or None) if done.ok else None
+
+
+def with_origin(settings: HostSettings, binding: Binding, origin: Origin | None) -> HostSettings:
+    """`settings` with the repository the origin names, for a bound host nothing else named it
+    for (`GITHUB_REPOSITORY`, `PAIR_AZURE_DEVOPS_*` and an App job's repository win). Pure."""
+    if origin is None or origin.repository is None or origin.host not in (binding.pm, binding.code):
+        return settings
+    update: dict[str, object] = {}
+    if origin.host == "github" and not settings.github_repository:
+        update["github_repository"] = origin.repository
+    if origin.host == "azure-devops":
+        project, _, repository = origin.repository.partition("/")
+        given = {
+            "azure_organization_url": origin.organization_url,
+            "azure_project": project,
+            "azure_repository": repository,
+        }
+        update = {k: v for k, v in given.items() if v and not getattr(settings, k)}
+    return settings.model_copy(update=update) if update else settings
+
+
+def bind_checkout(
+    declared: Mapping[str, str] | None, settings: HostSettings, root: Path, runner: Runner
+) -> tuple[Resolution, HostSettings]:
+    """The project's binding where pairbot runs (`app.domain.binding.choose_binding`, fed the
+    checkout's origin), and `settings` with the repository that origin names."""
+    url = origin_url(root)
+    origin = parse_origin(url, settings.github_api_url) if url is not None else None
+    resolution = choose_binding(declared, Where(runner, origin))
+    return resolution, with_origin(settings, resolution.binding, origin)
 
 
 @dataclass(frozen=True)

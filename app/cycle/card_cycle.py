@@ -11,6 +11,11 @@ Each surface reads its environment once into its own settings (the App's
 `HostSettings.from_env(os.environ)`) and hands the `HostSettings` part here: no surface writes
 variables back into an environment for the cycle to read again. The steps themselves are
 `app.cycle.driver`'s functions; this class only binds them to one checkout.
+
+The hosts follow `app.domain.binding`: `hosts:` as declared in `.pair/config.yaml`, else where
+pairbot runs (`runner`, which the surface read from its environment) and the checkout's
+`origin`. The binding is said once through `say`; a card that already ran keeps the binding
+stored with its run-state (`driver.card_hosts` rebinds through `rebind`).
 """
 
 from __future__ import annotations
@@ -21,13 +26,28 @@ from pathlib import Path
 
 from app.cycle import driver
 from app.cycle.state import CardStep, CycleEnv
-from app.domain.binding import resolve_binding
+from app.domain.binding import Binding, Resolution, Runner, describe
 from app.domain.dispatch import PairRequest
-from app.engine.manifest import load_project_config
+from app.engine.manifest import ProjectConfig, load_project_config
 from app.engine.step import EngineDeps, StepResult
-from app.hosting import HostSettings, build_hosts
+from app.hosting import HostSettings, bind_checkout, build_hosts
 
-__all__ = ["CardCycle", "CardStep"]
+__all__ = ["CardCycle", "CardStep", "declared_hosts", "project_binding"]
+
+
+def declared_hosts(project: ProjectConfig) -> dict[str, str]:
+    """Only the `hosts:` keys `.pair/config.yaml` writes: a key left out is inferred, not the
+    model's default."""
+    if "hosts" not in project.model_fields_set:
+        return {}
+    return {key: getattr(project.hosts, key) for key in sorted(project.hosts.model_fields_set)}
+
+
+def project_binding(
+    root: Path, settings: HostSettings, runner: Runner = "checkout"
+) -> tuple[Resolution, HostSettings]:
+    """The project's binding where pairbot runs, and the settings completed by the origin."""
+    return bind_checkout(declared_hosts(load_project_config(root)), settings, root, runner)
 
 
 @dataclass(frozen=True)
@@ -47,19 +67,34 @@ class CardCycle(CycleEnv):
         *,
         base_branch: str | None = None,
         checkpoint: Callable[[], Awaitable[None]] | None = None,
+        runner: Runner = "checkout",
+        say: Callable[[str], None] | None = None,
     ) -> CardCycle:
-        """The hosts the project binds (`.pair/config.yaml` `hosts:`), built from `hosts`."""
-        project = load_project_config(root)
-        bound = build_hosts(resolve_binding(project.hosts), hosts, root)
-        repo = getattr(bound.code, "repo", None)  # the local forge pushes to its own repository
-        return cls(
-            root=root,
-            hosts=bound,
-            deps=deps,
-            base_branch=base_branch,
-            remote=str(repo) if isinstance(repo, Path) else "origin",
-            checkpoint=checkpoint,
-        )
+        """The hosts the project binds where pairbot runs, built from `hosts`; the binding is
+        said once through `say`."""
+        resolution, settings = project_binding(root, hosts, runner)
+        if say is not None:
+            say(describe(resolution))
+
+        def bound_to(resolved: Resolution) -> CardCycle:
+            bound = build_hosts(resolved.binding, settings, root)
+            repo = getattr(bound.code, "repo", None)  # the local forge pushes to its own repo
+            return cls(
+                root=root,
+                hosts=bound,
+                deps=deps,
+                base_branch=base_branch,
+                remote=str(repo) if isinstance(repo, Path) else "origin",
+                checkpoint=checkpoint,
+                resolution=resolved,
+                rebind=rebind,
+                say=say,
+            )
+
+        def rebind(binding: Binding) -> CardCycle:
+            return bound_to(Resolution(binding, "stored with the card's run-state"))
+
+        return bound_to(resolution)
 
     async def handle_request(self, request: PairRequest) -> CardStep:
         """Apply one accepted command to its card (`driver.handle_request`)."""

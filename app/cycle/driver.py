@@ -37,7 +37,7 @@ from typing import Any
 
 from app.cycle import worktree as wt
 from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
-from app.cycle.records import fold_cycle
+from app.cycle.records import CycleRecord, fold_cycle
 from app.cycle.report import (
     act_on_decision,
     after_transition,
@@ -57,6 +57,7 @@ from app.cycle.state import (
 )
 from app.cycle.vet import Vetter
 from app.domain import cycle_end as ce
+from app.domain.binding import Binding, for_card
 from app.domain.commands import help_text
 from app.domain.dispatch import PairRequest
 from app.engine import jsonl, lock
@@ -113,6 +114,9 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     delivery id the App forwards), so a redelivered dispatch is recognised and runs nothing.
     """
     request = _on_its_card(env.root, request)
+    key = card_key(request.card)
+    locus = RunLocus.for_batch(env.root, key)
+    env = card_hosts(env, request.card, locus, read_card(locus, key)[2], store=False)
     try:
         return await _apply_request(env, request)
     except UserError as err:
@@ -237,6 +241,26 @@ def _trigger(env: CycleEnv) -> str:
 # ---------------------------------------------------------------- one step
 
 
+def card_hosts(
+    env: CycleEnv, card: int, locus: RunLocus, rec: CycleRecord, *, store: bool
+) -> CycleEnv:
+    """`env` on the hosts `card` runs on: the binding stored with its run-state when it first
+    ran (a running card never moves host), else the project's — recorded now when `store`
+    (under the card's lock, in the journal that travels with the run-state everywhere)."""
+    if env.resolution is None:
+        return env  # hosts handed in directly: nothing to store or compare
+    stored = Binding.from_json(rec.binding) if rec.binding is not None else None
+    chosen = for_card(stored, env.resolution, card)
+    if chosen.store and store:
+        data = {"event": "hosts", "binding": chosen.binding.to_json()}
+        journal_event(locus, env.deps.clock, kind="cycle", key=card_key(card), data=data)
+    if chosen.line is not None and env.say is not None:
+        env.say(chosen.line)
+    if chosen.binding == env.resolution.binding or env.rebind is None:
+        return env
+    return env.rebind(chosen.binding)
+
+
 async def advance_card(
     env: CycleEnv, card: int, *, run: bool = True, scope_comment: str | None = None
 ) -> CardStep:
@@ -248,6 +272,7 @@ async def advance_card(
     held = lock.acquire(locus.lock, now=env.deps.clock())
     try:
         records, history, rec = read_card(locus, key)
+        env = card_hosts(env, card, locus, rec, store=True)
         state = CardState(
             env=env,
             card=card,

@@ -5,6 +5,8 @@ card cycle adds `cycle` entries (`data.event`) for what it did on the hosts, so 
 re-run tick knows what is already published and never does it twice:
 
     bound            {card, run, mode: implement|refine, until?, merge?, prepare?, agent?}
+    hosts            {binding: {version, pm, code}}  the host binding of the card's first run;
+                                                 the first one recorded holds for good
     pushed           {sha, transition}           the branch was pushed after an accepted step
     pr               {number, url}               the card's (draft) pull request
     sealed           {paths, ids, round}         red's failing tests, sealed for later steps
@@ -37,6 +39,7 @@ class CycleRecord:
     """The host-side facts of one card's cycle."""
 
     card: int | None = None
+    binding: Mapping[str, Any] | None = None  # as stored; `Binding.from_json` reads it
     run_id: str | None = None  # the cycle's run id (markers carry it); set by the first bound
     mode: str = "implement"
     until: str | None = None
@@ -111,6 +114,9 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
             if value is not None:
                 setattr(rec, name, str(value))
         rec.abandoned = False
+    elif event == "hosts":
+        if rec.binding is None and isinstance(data.get("binding"), Mapping):
+            rec.binding = data["binding"]  # a running card never moves host: first one wins
     elif event == "pushed":
         rec.pushed = str(data.get("sha"))
     elif event == "pr":

@@ -24,6 +24,7 @@ from app.cycle.publish import Publisher
 from app.cycle.records import CycleRecord, fold_cycle
 from app.domain import cycle_end as ce
 from app.domain.autonomy import GateCondition, parse_gate_condition
+from app.domain.binding import Binding, Resolution
 from app.domain.explain import Explanation
 from app.domain.sanitize import strip_hidden
 from app.domain.verdict import ScopeChange
@@ -51,6 +52,12 @@ class CycleEnv:
     # Makes what the journal holds so far durable beyond this process (the Action pushes the
     # run-state branch); called after a command is recorded and after a step's push.
     checkpoint: Callable[[], Awaitable[None]] | None = None
+    # The project's host binding for this run and how to bind another one: a card that
+    # already ran keeps the binding stored with its run-state (`app.domain.binding.for_card`).
+    # None (a test's hand-built hosts): nothing is stored or compared.
+    resolution: Resolution | None = None
+    rebind: Callable[[Binding], CycleEnv] | None = None
+    say: Callable[[str], None] | None = None  # the run's own lines (the binding), not the agent's
 
     async def save(self) -> None:
         """Run the checkpoint, if there is one."""

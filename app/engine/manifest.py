@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from app.domain.autonomy import parse_gate_condition
+from app.domain.binding import check_host_name
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
 from app.engine.proof import ProofPolicy
@@ -70,6 +71,11 @@ class HostsConfig(StrictModel):
 
     pm: HostName = "local"
     code: HostName = "local"
+
+    # Refused when the file is read (and by `pairbot validate`), in the loader's one line,
+    # rather than as `host-unsupported` once a run has started. An undeclared key is not
+    # "local": `app.domain.binding.choose_binding` infers it from where pairbot runs.
+    _known = field_validator("pm", "code")(check_host_name)
 
 
 class CycleConfig(StrictModel):

@@ -51,8 +51,9 @@ def test_config_defaults_bind_the_local_forge() -> None:
     ],
 )
 def test_unknown_host_halts_and_never_falls_back(pm: str, code: str, declared: str) -> None:
+    # A mapping: `HostsConfig` itself refuses the name when the file is read (below).
     with pytest.raises(HostUnsupported) as caught:
-        resolve_binding(HostsConfig(pm=pm, code=code))
+        resolve_binding({"pm": pm, "code": code})
     err = caught.value
     assert isinstance(err, HostError)
     assert err.declared == declared
@@ -87,7 +88,7 @@ def test_a_stored_binding_outlives_a_config_edit() -> None:
     stored = resolve_binding(HostsConfig(pm="azure-devops", code="github")).to_json()
     # ... config.yaml is edited mid-cycle to a host that does not exist ...
     with pytest.raises(HostUnsupported):
-        resolve_binding(HostsConfig(pm="gitlab", code="gitlab"))
+        resolve_binding({"pm": "gitlab", "code": "gitlab"})
     # ... and the run keeps the binding it started with.
     assert Binding.from_json(stored) == Binding("azure-devops", "github")
 

@@ -117,6 +117,7 @@ class ActionRepo:
             **github_env(self.fake, self.base_url),
             "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "HOME": str(home),
+            "GITHUB_ACTIONS": "true",  # every runner job has it; the binding follows it
             "GITHUB_EVENT_NAME": name,
             "GITHUB_EVENT_PATH": str(home / "event.json"),
             "GITHUB_WORKSPACE": str(workspace),
@@ -219,8 +220,12 @@ def read_outputs(path: Path) -> dict[str, str]:
     return outputs
 
 
-def project_files(cycle: Mapping[str, Any] | None = None) -> dict[str, str]:
+def project_files(
+    cycle: Mapping[str, Any] | None = None, *, declare_hosts: bool = True
+) -> dict[str, str]:
     config = project_config("github", dict(cycle or {}), agent_timeout_ms=120_000)
+    if not declare_hosts:  # as docs/action.md's setup writes it: the runner binds GitHub
+        del config["hosts"]
     return {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello-World\n"}
 
 
@@ -244,9 +249,11 @@ def seed_bare(tmp: Path, files: Mapping[str, str]) -> Path:
 
 
 @contextmanager
-def action_repo(tmp: Path, *, cycle: Mapping[str, Any] | None = None) -> Iterator[ActionRepo]:
+def action_repo(
+    tmp: Path, *, cycle: Mapping[str, Any] | None = None, declare_hosts: bool = True
+) -> Iterator[ActionRepo]:
     """A served fake GitHub with one card, a bare repository holding the project on `main`."""
-    bare = seed_bare(tmp, project_files(cycle))
+    bare = seed_bare(tmp, project_files(cycle, declare_hosts=declare_hosts))
     fake = FakeGitHub(clock=WallClock())
     accept_actions_token(fake)
     fake.user(MAINTAINER)

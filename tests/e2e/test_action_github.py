@@ -21,9 +21,12 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_card_goes_from_a_comment_to_ready_for_merge(tmp_path: Path) -> None:
-    with action_repo(tmp_path) as repo:
+    # `.pair/config.yaml` declares no `hosts:` (docs/action.md): inside Actions that is GitHub.
+    with action_repo(tmp_path, declare_hosts=False) as repo:
         first = repo.run(repo.comment_event("/pair implement"))
         assert first.code == 0, first.stderr + first.stdout
+        line = "pairbot: hosts pm=github code=github (inferred from GitHub Actions)"
+        assert first.stdout.count(line) == 1
         assert first.outputs["card"] == str(repo.card)
         assert first.outputs["transition"] == "propose"
         assert [r for r in repo.fake.reactions if r[2] == "eyes"]  # acknowledged
@@ -41,6 +44,12 @@ def test_a_card_goes_from_a_comment_to_ready_for_merge(tmp_path: Path) -> None:
             if r.get("kind") == "cycle" and r["data"].get("event") == "reviewed"
         ]
         assert reviewed and repo.fake.pulls[pull].head_sha == reviewed[-1]
+        stored = [  # stored once with the card's run-state, on the pair-state branch
+            r["data"]["binding"]
+            for r in repo.state_journal()
+            if r.get("kind") == "cycle" and r["data"].get("event") == "hosts"
+        ]
+        assert stored == [{"version": 1, "pm": "github", "code": "github"}]
         statuses = repo.fake.statuses.get(reviewed[-1], [])
         assert statuses and statuses[-1]["state"] == "success"
         assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
