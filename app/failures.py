@@ -104,7 +104,10 @@ def _host_remedy(error: HostError) -> str:
     if isinstance(error, HostUnavailable):
         return "run again later; nothing was lost (the run-state records what was done)"
     if isinstance(error, Conflict):
-        return "run again: the next step starts from the host's current state"
+        return (
+            "run again (the next step starts from the host's current state); if it repeats, "
+            "check the branch's protection rules"
+        )
     if isinstance(error, HostUnsupported):
         return "set `hosts:` in .pair/config.yaml to one of the available adapters"
     if isinstance(error, Unsupported):
