@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pairbot {__version__}")
     parser.add_argument("--root", type=Path, help="project root (default: $PAIR_ROOT or the cwd)")
     parser.add_argument(
-        "--debug", action="store_true", help="show the traceback of a failure after its line"
+        "--debug", action="store_true", help="print a failure's traceback before its one line"
     )
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import wants_debug
 from app.cycle.batch import write_manifest
 from tests.support.card_project import CardProject
 from tests.support.project import cli
@@ -89,3 +90,19 @@ def test_a_tick_skips_a_card_batch_whose_card_has_gone(tmp_path: Path) -> None:
     assert debug.returncode == 1
     assert "Traceback" in debug.stderr
     assert debug.stderr.strip().splitlines()[-1] == line
+
+
+@pytest.mark.parametrize(
+    ("argv", "debug"),
+    [
+        pytest.param(["--debug", "tick"], True, id="first"),
+        pytest.param(["--root", "/p", "--debug", "tick"], True, id="after-root"),
+        pytest.param(["--root", "--debug", "tick"], False, id="a-root-named---debug"),
+        pytest.param(["batch", "answer", "b", "--change", "c", "--debug"], False, id="a-message"),
+        pytest.param(["tick"], False, id="absent"),
+    ],
+)
+def test_only_pairbots_own_debug_option_turns_the_traceback_on(
+    argv: list[str], debug: bool
+) -> None:
+    assert wants_debug(argv) is debug
