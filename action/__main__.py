@@ -15,7 +15,15 @@ exit code 2 stay. A tick is never answered: no person asked for it.
 
 The agent's streamed output goes into a collapsible log group with workflow commands stopped,
 so nothing an agent prints can set an output, add a mask or end the group. Exit codes: 0 for a
-step taken or nothing to do, 1 for a blocked step or an operator error, 2 for a user error.
+step taken or nothing to do, 1 for a blocked step, an operator error or a host or git failure,
+2 for a user error.
+
+Every failure pairbot expects (its own errors, a host's, git's: `app.failures`) ends the run as
+ONE `::error::` line that says what failed, where, and what to do next; the traceback is printed
+only when the run has debug logging on (`RUNNER_DEBUG=1`, GitHub's "Re-run with debug
+logging"). A command carries the delivery it came in, so a re-run is recognised: the App's
+webhook delivery for a dispatch (this run's id when the dispatch carries none), the comment's id
+for a comment the Action saw itself.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import asyncio
 import os
 import sys
 import time
+import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -45,6 +54,7 @@ from action.event import (
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
 from app.domain.commands import CommandError
 from app.errors import CommandNotRun, PairbotError, UserError
+from app.failures import explain
 from hosts.models import Target
 
 if TYPE_CHECKING:
@@ -82,9 +92,14 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
             outcome = Outcome(status="ignored", message=reason)
         else:
             outcome = asyncio.run(_locked(ctx, intent, env, out))
-    except PairbotError as err:
-        out.write(f"::error::{escape_data(str(err))}\n")
-        outcome = Outcome(status="error", message=str(err), code=err.exit_code)
+    except Exception as err:
+        explained = explain(err)
+        if explained is None:
+            raise  # a bug: its traceback is what a report needs
+        if env.get("RUNNER_DEBUG") == "1":
+            traceback.print_exc()
+        out.write(f"::error::{escape_data(explained.line)}\n")
+        outcome = Outcome(status="error", message=explained.line, code=explained.code)
     _finish(ctx, outcome, out)
     return outcome.code
 
@@ -204,7 +219,10 @@ async def _act(
         return _outcome(await cycle.handle_head_moved(intent.pull, intent.head_sha))
     try:
         if isinstance(intent, Run):
-            return _outcome(await cycle.handle_request(intent.request))
+            request = intent.request
+            if not request.delivery:  # a dispatch not sent by the App: this run is its delivery
+                request = replace(request, delivery=f"actions-run-{ctx.run_id or uuid.uuid4().hex}")
+            return _outcome(await cycle.handle_request(request))
         if isinstance(intent, ScopeDecision):
             return _outcome(await cycle.handle_scope_decision(intent.pull, intent.comment_id))
         if isinstance(intent, Comment):
@@ -324,7 +342,9 @@ def _finish(ctx: ActionContext, outcome: Outcome, out: TextIO) -> None:
     if outcome.explanation:
         lines += [outcome.explanation, ""]
     append_summary(ctx.summary_path, "\n".join(lines))
-    out.write(f"pairbot: {outcome.status} {outcome.transition} {outcome.message}".rstrip() + "\n")
+    # An error's message is the `::error::` line already written: not repeated here.
+    said = "" if outcome.status == "error" else outcome.message
+    out.write(f"pairbot: {outcome.status} {outcome.transition} {said}".rstrip() + "\n")
 
 
 def escape_summary(text: str) -> str:

@@ -63,8 +63,10 @@ async def handle_comment(
     await code.react(target, intent.comment.id, "eyes")
     # On a pull request the cycle finds the card behind it (`CardCycle.handle_request`), for the
     # App's dispatches as for this comment.
+    # The comment is the command: its id is the delivery, so a re-run of this workflow run is
+    # recognised as a repeat, and another comment (another run) always acts.
     request = PairRequest.from_command(
-        intent.card, command, comment=intent.comment, delivery=ctx.run_id or ""
+        intent.card, command, comment=intent.comment, delivery=f"comment-{intent.comment.id}"
     )
     return await cycle.handle_request(request)
 

@@ -1,9 +1,13 @@
 """The `pairbot` console script: argument parsing and rendering only; the engine decides.
 
-Every error pairbot raises on purpose is printed as one line (no traceback) and exits with
-the error's code: 2 for something the user wrote or typed, 3 when the batch is locked by
-another live step, 1 otherwise. `batch apply` exits 0 for advanced / awaiting-approval /
-nothing-ready and 1 for blocked.
+Every failure pairbot expects (its own errors, a code host's, git's: `app.failures`) is
+printed as one line and exits with its code: 2 for something the user wrote or typed, 3 when
+the batch is locked by another live step, 1 otherwise (a host or git failure, an operator
+error, an OS error). `--debug` adds the traceback. `batch apply` exits 0 for advanced /
+awaiting-approval / nothing-ready and 1 for blocked.
+
+Each `pairbot card` run is its own command: it carries a fresh delivery id (`cli-<uuid4>`),
+so the card's cycle never takes a second command for a redelivery of the first.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import asyncio
 import json
 import os
 import sys
+import traceback
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,12 +47,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pairbot: {message}\nusage: {self.format_usage().removeprefix('usage: ')}")
 
 
+def _port(text: str) -> int:
+    """A TCP port, 1-65535: anything else is a usage error (exit 2), never a bind elsewhere."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: use a number from 1 to 65535")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pairbot", description="Drive a coding agent one reviewed step at a time."
     )
     parser.add_argument("--version", action="version", version=f"pairbot {__version__}")
     parser.add_argument("--root", type=Path, help="project root (default: $PAIR_ROOT or the cwd)")
+    parser.add_argument(
+        "--debug", action="store_true", help="print a failure's traceback before its one line"
+    )
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     validate = verbs.add_parser("validate", help="check .pair/ files without running anything")
@@ -62,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         "variables. The store is PAIR_STORE (default: .pair/app/pairbot.sqlite3 under --root).",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="port to bind (default: 8080)")
+    serve.add_argument("--port", type=_port, default=8080, help="port to bind (default: 8080)")
     serve.add_argument(
         "--dev",
         action="store_true",
@@ -246,7 +262,10 @@ def _card_request(number: str, words: list[str], trigger: str) -> Any:
         message = first.message if first is not None else "no command given"
         usage = first.usage if first is not None else ""
         raise UserError(f"{message}\n{usage}".strip())
-    return PairRequest.from_command(int(number), first, comment=None, delivery="cli")
+    # A fresh id per run: the cycle records each command's delivery and runs a repeated one
+    # as a redelivery (status only), so a constant id would drop every command after the first.
+    delivery = f"cli-{uuid.uuid4().hex}"
+    return PairRequest.from_command(int(number), first, comment=None, delivery=delivery)
 
 
 def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
@@ -323,20 +342,39 @@ def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     return 0
 
 
+def wants_debug(argv: Sequence[str]) -> bool:
+    """Whether `--debug` is among pairbot's own options (before the command), so a message
+    argument that happens to read `--debug` never turns it on."""
+    words = iter(argv)
+    for word in words:
+        if word == "--debug":
+            return True
+        if word == "--root":
+            next(words, None)
+        elif not word.startswith("-"):
+            return False
+    return False
+
+
 def main() -> None:
     """Console entry point."""
+    argv = sys.argv[1:]
     try:
-        code = run(sys.argv[1:], os.environ)
-    except PairbotError as err:
-        print(f"pairbot: {err}", file=sys.stderr)
-        code = err.exit_code
-    except OSError as err:
-        # The world refused (a directory where a file belongs, no permission, disk full):
-        # one line naming the path, never a traceback.
-        print(f"pairbot: {err}", file=sys.stderr)
-        code = 1
+        code = run(argv, os.environ)
     except KeyboardInterrupt:
         code = 130
+    except Exception as err:
+        from app.failures import explain  # noqa: PLC0415  # only a failure pays for its import
+
+        explained = explain(err)
+        if explained is None and not isinstance(err, OSError):
+            raise  # a bug: its traceback is what a report needs
+        # An OS error (a directory where a file belongs, no permission, disk full) names its
+        # path; everything else expected names what failed and what to do next.
+        line, code = (explained.line, explained.code) if explained else (str(err), 1)
+        if wants_debug(argv):
+            traceback.print_exc()
+        print(f"pairbot: {line}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -8,11 +8,15 @@
     │   ├── UnknownBatchError       no such batch manifest
     │   └── UnknownChangeError      no such change in the batch
     ├── BatchLockedError            another live process holds the batch's step lock (exit 3)
+    ├── PortInUseError              `pairbot serve`: something already listens on the port
+    │                               (exit 1; never 3, which means "lock held")
     └── OperatorError               operator-facing: the world is not as recorded (exit 1)
         ├── JournalCorruptError     a journal line in the middle of the file does not parse
         └── StateCorruptError       a run-state file does not parse
 
 No traceback is shown for any of these: the CLI prints `str(err)` and exits with `exit_code`.
+A code host's errors (`hosts.errors`) and git's (`hosts.git.GitError`) are not in this tree
+(`hosts/` never imports `app/`); `app.failures` gives them their one line and exit code.
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ class BatchLockedError(PairbotError):
     """Another live process holds the batch's step lock; this call skipped instead of waiting."""
 
     exit_code = 3
+
+
+class PortInUseError(PairbotError):
+    """`pairbot serve` cannot bind its address: another process listens there."""
 
 
 class OperatorError(PairbotError):

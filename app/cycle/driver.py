@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,11 @@ from app.engine.transition import Derivation, Transition, derive_change, read_ch
 from app.errors import BatchLockedError, CommandNotRun, UserError
 from app.settings import resolve_settings
 from hosts.cardhash import card_hash
+from hosts.errors import NotFound
 from hosts.labels import PrState
 from hosts.models import Pull, Target
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "PASSIVE",
@@ -135,6 +139,26 @@ def _has_cycle(root: Path, key: str) -> bool:
     return (root / ".pair" / "batches" / key / "batch.yaml").is_file()
 
 
+async def _existing_card(env: CycleEnv, card: int) -> None:
+    """Refuse (a `UserError`, nothing written) a command on a card the host does not have."""
+    try:
+        await env.hosts.pm.get_card(card)
+    except NotFound:
+        raise UserError(
+            f"card #{card} does not exist on the {env.hosts.pm.name} host (or pairbot's "
+            "credential cannot see it); nothing was recorded — check the number"
+        ) from None
+
+
+async def _card_gone(env: CycleEnv, card: int) -> bool:
+    """Whether the host no longer has `card` (asked only after a step failed with NotFound)."""
+    try:
+        await env.hosts.pm.get_card(card)
+    except NotFound:
+        return True
+    return False
+
+
 async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
     card, key = request.card, card_key(request.card)
     locus = RunLocus.for_batch(env.root, key)
@@ -143,6 +167,10 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
         _forget_tracking(env, locus, request)
         return await advance_card(env, card, run=False)
     if request.verb in ("implement", "refine"):
+        if not _has_cycle(env.root, key):
+            # Read before anything is written: a card batch for a card that does not exist
+            # would stay behind and fail every later tick.
+            await _existing_card(env, card)
         write_manifest(env.root, card, request.args.get("agent"))
         _forget_tracking(env, locus, request)
         data: dict[str, Any] = {"event": "bound", "card": card, "mode": request.verb}
@@ -470,6 +498,21 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
         try:
             step = await tick(env, name)
         except BatchLockedError:
+            continue
+        except NotFound:
+            number = card_of(name)
+            if number is None or not await _card_gone(env, number):
+                raise  # something else is missing: the tick reports it
+            # A card deleted (or moved out of sight) after its cycle began: one line, and
+            # the other batches still get their tick.
+            log.warning(
+                "tick: skipped %s: card #%d no longer exists on the %s host; delete "
+                ".pair/batches/%s to forget its cycle",
+                name,
+                number,
+                env.hosts.pm.name,
+                name,
+            )
             continue
         result = step.result if isinstance(step, CardStep) else step
         if result.state != "nothing-ready":

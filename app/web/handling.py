@@ -54,6 +54,7 @@ from app.domain.replies import (
     inline_code,
 )
 from app.errors import BatchLockedError, CommandNotRun, PairbotError, UserError
+from app.failures import explain
 from app.store.base import JobRecord, Store
 from app.web.events import GITHUB, Policy
 from app.web.forge import Forge, Forges
@@ -67,7 +68,7 @@ from app.web.jobs import (
     job_from_payload,
 )
 from app.web.settings import Execution
-from hosts.errors import HostError, HostUnavailable, RateLimited, Unsupported
+from hosts.errors import HostUnavailable, RateLimited, Unsupported
 from hosts.markers import make_marker
 from hosts.models import Author, Permission, Target
 
@@ -104,8 +105,9 @@ def on_failure(error: BaseException, attempts: int, max_attempts: int = MAX_ATTE
         if isinstance(error, RateLimited) and error.retry_after is not None:
             backoff = max(1.0, error.retry_after)
         return Failure("retry", message, backoff)
-    if isinstance(error, HostError | PairbotError):
-        return Failure("fail", message)
+    explained = explain(error)
+    if explained is not None:  # pairbot's, a host's or git's: one line, no traceback
+        return Failure("fail", explained.line)
     return Failure("fail", f"{type(error).__name__}: {message}", expected=False)
 
 
@@ -280,9 +282,15 @@ class JobHandler:
                     make_marker("tracking", job.number),
                     failed_tracking_body(answer.line, answer.author),
                 )
-        except Exception:
+        except Exception as error:
             # The job's own failure is what counts (logged above); this one only adds to it.
-            log.exception("%s: the reply to its comment could not be posted", where)
+            explained = explain(error)
+            if explained is None:
+                log.exception("%s: the reply to its comment could not be posted", where)
+            else:
+                log.error(
+                    "%s: the reply to its comment could not be posted: %s", where, explained.line
+                )
 
     async def _run(self, job: JobRecord, answer: _Answer) -> str:
         if job.kind == "command":

@@ -12,10 +12,12 @@ loopback only.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
 import secrets
+import socket
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from app.errors import UserError
+from app.errors import PortInUseError, UserError
 from app.web.settings import AppSettings
 
 DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
@@ -55,6 +57,39 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to (`host`, `port`) for the server to listen on.
+
+    Raises `PortInUseError` when another process holds the address, `UserError` when the
+    address is not one of this machine's (or cannot be resolved).
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as err:
+        raise UserError(f"--host {host!r} cannot be resolved: {err.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    # Restarting right after a stop must not wait for the old connections' TIME_WAIT; on
+    # Linux this never lets two live servers share the port.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise PortInUseError(
+                f"port {port} on {host} is already in use by another process; stop it, or "
+                "choose another port with --port"
+            ) from None
+        if err.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+            raise UserError(
+                f"cannot bind {host}:{port}: {err.strerror} (a port below 1024 needs "
+                "privileges; --host must be an address of this machine)"
+            ) from None
+        raise
+    return sock
 
 
 def settings_for(root: Path, env: Mapping[str, str], *, dev: bool) -> AppSettings:
@@ -102,6 +137,7 @@ def serve(
             f"not {host!r}"
         )
     settings = settings_for(root, env, dev=dev)
+    listen_socket = bind(host, port)  # before the store: a port in use leaves nothing behind
     store = SqliteStore(settings.store)
     # With execution: actions a repository's scheduled workflow ticks; a worker ticks itself.
     tick = (
@@ -153,5 +189,8 @@ def serve(
         # dependencies of pairbot (HTTP parsing and the event loop in C; the App's edge is
         # CPU-bound under load, see benchmarks/webhook_load.py).
     )
-    uvicorn.Server(config).run()
+    # Bound here, before anything is printed as served: a port in use is one line naming it
+    # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
+    # pairbot's CLI reserves for "lock held").
+    uvicorn.Server(config).run(sockets=[listen_socket])
     return 0

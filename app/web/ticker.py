@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.failures import explain
+
 if TYPE_CHECKING:
     from app.hosting import HostSettings
 
@@ -71,8 +73,18 @@ class Ticker:
             self._wakeup.clear()  # before ticking: a wake() during the tick is not lost
             try:
                 ran = await self._tick()
-            except Exception:
-                log.exception("a scheduled tick failed; the next one is in %.0fs", self._interval_s)
+            except Exception as error:
+                explained = explain(error)
+                if explained is None:  # a bug: the traceback is what a report needs
+                    log.exception(
+                        "a scheduled tick failed; the next one is in %.0fs", self._interval_s
+                    )
+                else:  # a host's, git's or pairbot's own failure: one line with its remedy
+                    log.error(
+                        "a scheduled tick failed: %s (the next one is in %.0fs)",
+                        explained.line,
+                        self._interval_s,
+                    )
                 ran = False
             self.ticks += 1
             if ran and chained + 1 < self._chain:

@@ -100,7 +100,11 @@ class ActionRepo:
     # ------------------------------------------------------------ running
 
     def popen(
-        self, event: tuple[str, dict[str, Any]], *, persist_credentials: bool = True
+        self,
+        event: tuple[str, dict[str, Any]],
+        *,
+        persist_credentials: bool = True,
+        extra_env: Mapping[str, str] | None = None,
     ) -> tuple[subprocess.Popen[str], Path]:
         run = next(self.runs)
         home = self.tmp / f"run-{run}"
@@ -129,6 +133,7 @@ class ActionRepo:
             # What action.yml computes for the default `github-token: ${{ github.token }}`.
             "PAIR_GITHUB_TOKEN_IS_ACTIONS": "true",
             **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
+            **(extra_env or {}),
         }
         process = subprocess.Popen(
             [sys.executable, "-m", "action"],
@@ -150,8 +155,11 @@ class ActionRepo:
         timeout: float = 240,
         *,
         persist_credentials: bool = True,
+        extra_env: Mapping[str, str] | None = None,
     ) -> Invocation:
-        process, home = self.popen(event, persist_credentials=persist_credentials)
+        process, home = self.popen(
+            event, persist_credentials=persist_credentials, extra_env=extra_env
+        )
         stdout, stderr = process.communicate(timeout=timeout)
         return Invocation(
             code=process.returncode,

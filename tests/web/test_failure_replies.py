@@ -205,7 +205,10 @@ def test_a_reply_that_cannot_be_posted_does_not_mask_the_failure(
         [job] = app.run(app.service.store.jobs())
     assert (job.state, job.result) == ("failed", "card is not waiting for an approval")
     assert replies(fake, card, comment) == []
-    assert any("could not be posted" in r.getMessage() for r in caplog.records)
+    [logged] = [r for r in caplog.records if "could not be posted" in r.getMessage()]
+    # A host's refusal is one line naming the call and the remedy: no traceback in the log.
+    assert logged.exc_info is None
+    assert "refused by the host" in logged.getMessage() and "permission" in logged.getMessage()
 
 
 def test_a_scope_decision_that_fails_is_answered_on_the_pull(

@@ -26,6 +26,7 @@ from app.web.jobs import (
     job_from_payload,
 )
 from hosts.errors import HostUnavailable, NotFound, RateLimited
+from hosts.git import GitError
 from tests.web.conftest import fixture
 
 POLICY = Policy(trigger="pair", app_slug="pairbot", app_id=123456, allowlist=frozenset({42}))
@@ -138,6 +139,7 @@ def test_dispatch_payloads_round_trip_and_match_the_action() -> None:
         (NotFound("no such repo"), 1, "fail"),
         (ConfigError("PAIR_APP_ID"), 1, "fail"),
         (KeyError("bug"), 1, "fail"),
+        (GitError("git push failed (exit 1): refused", returncode=1, stderr="refused"), 1, "fail"),
     ],
 )
 def test_failures_retry_what_time_can_fix(error: Exception, attempts: int, action: str) -> None:
@@ -146,6 +148,20 @@ def test_failures_retry_what_time_can_fix(error: Exception, attempts: int, actio
     if isinstance(error, RateLimited):
         assert failure.delay_s == 90
     assert failure.expected is not isinstance(error, KeyError)
+
+
+def test_an_expected_failure_is_recorded_as_one_line_with_its_remedy() -> None:
+    pushed = GitError(
+        "git push failed (exit 1):\nremote: refused\nerror: failed", returncode=1, stderr=""
+    )
+    assert on_failure(pushed, 1).message == (
+        "git failed: git push failed (exit 1): | remote: refused | error: failed; check the "
+        "remote, the credential and the network (a protected or moved branch refuses a push), "
+        "then run again"
+    )
+    assert on_failure(NotFound("get card 7: GitHub answered 404"), 1).message.startswith(
+        "not found on the host: get card 7: GitHub answered 404; check that it still exists"
+    )
 
 
 def test_replies_quote_user_text_as_code() -> None:

@@ -89,3 +89,30 @@ def test_serve_dev_binds_loopback_only(tmp_path: Path) -> None:
     result = cli("--root", str(tmp_path), "serve", "--dev", "--host", "0.0.0.0", cwd=tmp_path)  # noqa: S104
     assert result.returncode == 2
     assert "bind a loopback address" in result.stderr
+
+
+def test_serve_refuses_a_port_out_of_range_as_a_usage_error(tmp_path: Path) -> None:
+    for port in ("99999", "0", "-1", "http"):
+        result = cli("--root", str(tmp_path), "serve", "--dev", "--port", port, cwd=tmp_path)
+        assert result.returncode == 2, (port, result.stderr)
+        first = result.stderr.splitlines()[0]
+        assert first.startswith("pairbot: argument --port: ") and "1 to 65535" in first
+        assert "serving on" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line_and_exits_1(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("--root", str(tmp_path), "serve", "--dev", "--port", str(port), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr  # 3 means "lock held" (docs/cli.md)
+    # --dev first names its generated secret's file; the failure is the one line after it.
+    *before, line = result.stderr.strip().splitlines()
+    assert all("webhook secret" in earlier for earlier in before), result.stderr
+    assert "Traceback" not in result.stderr
+    assert line == (
+        f"pairbot: port {port} on 127.0.0.1 is already in use by another process; stop it, or "
+        "choose another port with --port"
+    )
+    assert not (tmp_path / ".pair" / "app" / "pairbot.sqlite3").exists()

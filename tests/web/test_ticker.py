@@ -21,6 +21,7 @@ from app.store.base import NewJob
 from app.store.sqlite import SqliteStore
 from app.web.settings import AppSettings
 from app.web.ticker import Ticker, _acting_as, checkout_tick
+from hosts.errors import HostUnavailable
 from tests.support.card_project import CardProject
 from tests.support.git import git
 from tests.web.conftest import (
@@ -107,6 +108,25 @@ def test_a_chain_is_bounded_and_a_failing_tick_is_logged_and_survived(
 
     assert asyncio.run(failing()) == 3
     assert "a scheduled tick failed" in caplog.text and "the host is down" in caplog.text
+    caplog.clear()
+
+    async def unavailable() -> int:
+        tick = ScriptedTick([HostUnavailable("read #7: GitHub answered 502"), False])
+        ticker = Ticker(tick, interval_s=NEVER)
+        await ticker.start()
+        await settle(tick, 1)
+        ticker.wake()
+        await settle(tick, 2)
+        await ticker.stop()
+        return tick.calls
+
+    assert asyncio.run(unavailable()) == 2
+    # A host's failure is expected: one line with its remedy, no traceback.
+    [failed] = [r for r in caplog.records if "a scheduled tick failed" in r.getMessage()]
+    assert failed.exc_info is None
+    assert "the host is unavailable: read #7: GitHub answered 502; run again later" in (
+        failed.getMessage()
+    )
 
 
 @pytest.mark.parametrize(("interval", "chain"), [(0.0, 1), (-1.0, 1), (1.0, 0)])
