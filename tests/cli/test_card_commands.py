@@ -60,7 +60,9 @@ def test_a_command_on_a_missing_card_is_refused_and_leaves_nothing(tmp_path: Pat
     _no_traceback(done)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
-    [line] = done.stderr.strip().splitlines()
+    # One line for the refusal, after the run's one line naming its hosts.
+    binding, line = done.stderr.strip().splitlines()
+    assert binding.startswith("pairbot: hosts pm=local code=local")
     assert line.startswith("pairbot: card #99 does not exist on the local host")
     assert "nothing was recorded" in line
     assert not (project.root / ".pair" / "batches" / "card-99").exists()
@@ -83,7 +85,8 @@ def test_a_tick_skips_a_card_batch_whose_card_has_gone(tmp_path: Path) -> None:
     named = cli("tick", "card-99", cwd=project.root, env=_env(project))
     _no_traceback(named)
     assert named.returncode == 1, named.stderr
-    [line] = named.stderr.strip().splitlines()
+    binding, line = named.stderr.strip().splitlines()
+    assert binding.startswith("pairbot: hosts pm=local code=local")
     assert line.startswith("pairbot: not found on the host: ")
     assert "check that it still exists" in line
     debug = cli("--debug", "tick", "card-99", cwd=project.root, env=_env(project))
