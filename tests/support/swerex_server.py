@@ -80,28 +80,59 @@ def _alive(port: int, token: str) -> bool:
 def swerex_server(log_dir: Path, *, startup_timeout_s: float = 30.0) -> Iterator[SwerexServer]:
     """Run `swerex-remote` on 127.0.0.1 with a random token for the `with` block."""
     token = secrets.token_urlsafe(24)
-    port = free_port()
-    log = log_dir / f"swerex-remote-{port}.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [str(SWEREX_REMOTE), "--host", HOST, "--port", str(port), "--auth-token", token],
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own group, so the kill below reaches its children
-            # The server side has pairbot installed (agents report with `pairbot batch report`).
-            env={**os.environ, "PATH": f"{SWEREX_REMOTE.parent}{os.pathsep}{os.environ['PATH']}"},
-        )
+    proc, port, log = _start(log_dir, token, startup_timeout_s)
     try:
-        deadline = time.monotonic() + startup_timeout_s
-        while not _alive(port, token):
-            if proc.poll() is not None:
-                raise RuntimeError(f"swerex-remote exited ({proc.returncode}); see {log}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"swerex-remote did not answer within {startup_timeout_s} s")
-            time.sleep(0.05)
         yield SwerexServer(port=port, token=token, log=log, pid=proc.pid)
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        _stop(proc)
+
+
+# A free port is only free until someone binds it: another server of a test running beside
+# this one can take it between `free_port()` and swerex-remote's own bind. Such a start dies
+# at once, so it is tried again on a new port a bounded number of times.
+START_ATTEMPTS = 3
+
+
+def _start(
+    log_dir: Path, token: str, startup_timeout_s: float
+) -> tuple[subprocess.Popen[bytes], int, Path]:
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port = free_port()
+        log = log_dir / f"swerex-remote-{port}.log"
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(
+                # `=` binds the value: a token that starts with `-` (token_urlsafe draws from
+                # `A-Za-z0-9-_`, so one start in 64) would otherwise be read as an option.
+                [str(SWEREX_REMOTE), "--host", HOST, "--port", str(port), f"--auth-token={token}"],
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own group, so the kill below reaches its children
+                # The server side has pairbot installed (agents report with `pairbot batch report`).
+                env={
+                    **os.environ,
+                    "PATH": f"{SWEREX_REMOTE.parent}{os.pathsep}{os.environ['PATH']}",
+                },
+            )
+        deadline = time.monotonic() + startup_timeout_s
+        try:
+            while not _alive(port, token):
+                if proc.poll() is not None:
+                    if attempt < START_ATTEMPTS and b"address already in use" in log.read_bytes():
+                        break
+                    raise RuntimeError(f"swerex-remote exited ({proc.returncode}); see {log}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"swerex-remote did not answer within {startup_timeout_s} s")
+                time.sleep(0.05)
+            else:
+                return proc, port, log
+        except BaseException:
+            _stop(proc)
+            raise
+    raise AssertionError("unreachable: the last attempt raises")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
