@@ -16,10 +16,12 @@ variables back into an environment for the cycle to read again. The steps themse
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.cycle import driver
+from app.cycle.batch_work import GitWorkTree
+from app.cycle.pr_opener import HostPrOpener
 from app.cycle.state import CardStep, CycleEnv
 from app.domain.binding import resolve_binding
 from app.domain.dispatch import PairRequest
@@ -48,16 +50,31 @@ class CardCycle(CycleEnv):
         base_branch: str | None = None,
         checkpoint: Callable[[], Awaitable[None]] | None = None,
     ) -> CardCycle:
-        """The hosts the project binds (`.pair/config.yaml` `hosts:`), built from `hosts`."""
+        """The hosts the project binds (`.pair/config.yaml` `hosts:`), built from `hosts`.
+
+        A plain batch ticked here (the Action, the App's worker) opens its PR groups on the
+        bound code host and records its work on a work line that every step pushes there: a
+        runner's working tree is gone after the step, the pushed work line is not.
+        """
         project = load_project_config(root)
         bound = build_hosts(resolve_binding(project.hosts), hosts, root)
         repo = getattr(bound.code, "repo", None)  # the local forge pushes to its own repository
+        remote = str(repo) if isinstance(repo, Path) else "origin"
+
+        async def push_work(branch: str) -> str:
+            return await bound.code.push_branch(root, branch, force=True)
+
+        deps = replace(
+            deps,
+            pr_opener=deps.pr_opener or HostPrOpener(lambda: bound.code, root),
+            work=deps.work or GitWorkTree(root, remote=remote, push=push_work),
+        )
         return cls(
             root=root,
             hosts=bound,
             deps=deps,
             base_branch=base_branch,
-            remote=str(repo) if isinstance(repo, Path) else "origin",
+            remote=remote,
             checkpoint=checkpoint,
         )
 
