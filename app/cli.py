@@ -141,6 +141,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _deps(env: Mapping[str, str], root: Path) -> Any:
     # Imported here: `--help`, `status` and `report` never load the runtime (swerex, aiohttp).
+    from app.cycle.batch_work import GitWorkTree  # noqa: PLC0415
     from app.engine.step import EngineDeps  # noqa: PLC0415
     from app.runtime.launcher import project_launcher  # noqa: PLC0415
 
@@ -149,6 +150,7 @@ def _deps(env: Mapping[str, str], root: Path) -> Any:
         env=dict(env),
         on_line=lambda line: print(line, file=sys.stderr, flush=True),
         pr_opener=_pr_opener(env, root),
+        work=GitWorkTree(root),
     )
 
 

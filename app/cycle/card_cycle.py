@@ -21,10 +21,12 @@ stored with its run-state (`driver.card_hosts` rebinds through `rebind`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.cycle import driver
+from app.cycle.batch_work import GitWorkTree
+from app.cycle.pr_opener import HostPrOpener
 from app.cycle.state import CardStep, CycleEnv
 from app.domain.binding import Binding, Resolution, Runner, describe
 from app.domain.dispatch import PairRequest
@@ -71,7 +73,12 @@ class CardCycle(CycleEnv):
         say: Callable[[str], None] | None = None,
     ) -> CardCycle:
         """The hosts the project binds where pairbot runs, built from `hosts`; the binding is
-        said once through `say`."""
+        said once through `say`.
+
+        A plain batch ticked here (the Action, the App's worker) opens its PR groups on the
+        bound code host and records its work on a work line that every step pushes there: a
+        runner's working tree is gone after the step, the pushed work line is not.
+        """
         resolution, settings = project_binding(root, hosts, runner)
         if say is not None:
             say(describe(resolution))
@@ -79,12 +86,21 @@ class CardCycle(CycleEnv):
         def bound_to(resolved: Resolution) -> CardCycle:
             bound = build_hosts(resolved.binding, settings, root)
             repo = getattr(bound.code, "repo", None)  # the local forge pushes to its own repo
+            remote = str(repo) if isinstance(repo, Path) else "origin"
+
+            async def push_work(branch: str) -> str:
+                return await bound.code.push_branch(root, branch, force=True)
+
             return cls(
                 root=root,
                 hosts=bound,
-                deps=deps,
+                deps=replace(
+                    deps,
+                    pr_opener=deps.pr_opener or HostPrOpener(lambda: bound.code, root),
+                    work=deps.work or GitWorkTree(root, remote=remote, push=push_work),
+                ),
                 base_branch=base_branch,
-                remote=str(repo) if isinstance(repo, Path) else "origin",
+                remote=remote,
                 checkpoint=checkpoint,
                 resolution=resolved,
                 rebind=rebind,

@@ -1,8 +1,8 @@
 """The engine's `PrOpener` over a code host: a batch's PR group, pushed and opened mechanically.
 
-For a batch (not a card: cards open their own PR after their first apply), the work of a PR
-group is what the project checkout holds when the group's boundary is reached. The opener
-points the group's branch at the checkout's HEAD, pushes it through the host (the agent never
+For a batch (not a card: cards open their own PR after their first apply), the engine has
+already built the group's branch from its changes' recorded work (`app/engine/work.py`,
+`app/cycle/batch_work.py`). The opener pushes that branch through the host (the agent never
 holds a forge credential) and opens a draft PR — or finds the one already open for the branch,
 so a resumed step never opens a second.
 """
@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.cycle import worktree as wt
 from app.engine.step import PrRequest
 from hosts.base import Host
 from hosts.errors import NotFound
@@ -31,9 +30,9 @@ class HostPrOpener:
     root: Path
 
     async def open_pr(self, request: PrRequest) -> str:
-        """Push the group's branch at HEAD and open (or find) its draft PR; returns `#<n>`."""
+        """Push the group's branch and open (or find) its draft PR; returns `#<n>`."""
         host = self.connect()
-        wt.git(self.root, "branch", "--force", request.head_branch, "HEAD")
+        # Forced: a group branch is rebuilt from the journal, onto a base that may have moved.
         await host.push_branch(self.root, request.head_branch, force=True)
         try:
             pull = await host.open_pull(

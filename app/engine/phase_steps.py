@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from app.engine import lock
+from app.engine import jsonl, lock
 from app.engine.boundary import PrGroupBoundary, select_stacked_bases
 from app.engine.instructions import build_decomposition_instructions
 from app.engine.manifest import (
@@ -36,6 +36,7 @@ from app.engine.step import (
     spawn_agent,
     to_result,
 )
+from app.engine.work import plan_group_builds, work_steps
 from app.errors import ConfigError, UserError
 from app.settings import resolve_settings
 
@@ -195,17 +196,29 @@ async def run_pr_step(
     deps: EngineDeps,
     proof: lock.LockProof,
 ) -> StepResult:
-    """Open one PR group through the code host, mechanically; journal it under its group key."""
+    """Build one PR group's branch from its changes' recorded work, then open its PR.
+
+    "Doing" (`step-started`) is journaled before any effect and the outcome after it. Both
+    effects are idempotent, so a crash anywhere in between simply runs the step again: the
+    branches are rebuilt from the journal into the same commits, and the code host returns the
+    PR already open for the head branch instead of opening a second.
+    """
     locus = RunLocus.for_batch(root, batch)
     base = manifest.base_branch or default_base_branch(root)
-    head = group_branch(batch, target.boundary)
-    if target.boundary is not None:
-        boundaries = manifest_boundaries(batch, manifest)
-        stacked = select_stacked_bases(boundaries, base, lambda b: group_branch(batch, b))
-        match = next(s for s in stacked if s.boundary.group_id == target.boundary.group_id)
-        base, head = match.base_branch, match.head_branch
+    whole = target.boundary is None
+    stacked = select_stacked_bases(
+        manifest_boundaries(batch, manifest),
+        base,
+        lambda b: group_branch(batch, None if whole else b),
+    )
+    # whole-batch journals under `pr:<batch>` with no boundary; its one group is the batch.
+    group_id = batch if target.boundary is None else target.boundary.group_id
+    match = next((s for s in stacked if s.boundary.group_id == group_id), None)
+    if match is None:  # pragma: no cover - selection only targets groups of this manifest
+        raise UserError(f"PR group {group_id!r} is not in batch {batch!r}")
+    base, head = match.base_branch, match.head_branch
     session, started = begin_step(locus, deps.clock, key=target.key, transition="pr")
-    members = target.boundary.changes if target.boundary else tuple(manifest.change_names)
+    members = match.boundary.changes
     request = PrRequest(
         batch=batch,
         key=target.key,
@@ -223,9 +236,13 @@ async def run_pr_step(
         outcome = EngineStepOutcome(state="blocked", message=message, blocker=message)
     else:
         try:
+            if deps.work is not None:
+                steps = work_steps(jsonl.read_records(locus.journal), batch)
+                builds = plan_group_builds(steps, stacked, group_id)
+                await deps.work.build_stack(batch, builds)
             ref = await deps.pr_opener.open_pr(request)
             outcome = EngineStepOutcome(state="advanced", message=f"opened {ref} ({head} → {base})")
-        except Exception as err:  # any host failure parks the group, resumable
+        except Exception as err:  # any git or host failure parks the group, resumable
             message = f"opening the PR for {target.key} failed: {err}"
             outcome = EngineStepOutcome(state="failed", message=message, blocker=message)
     ref_index = record_outcome(

@@ -30,7 +30,7 @@ from app.domain.verdict import (
     verdict_from_findings,
     verdict_from_message,
 )
-from app.engine import lock
+from app.engine import jsonl, lock
 from app.engine.gates import Gate
 from app.engine.instructions import InstructionContext, build_instructions
 from app.engine.journal import JournalEntry, JournalIndex, KeyHistory, read_index
@@ -56,6 +56,7 @@ from app.engine.selection import (
 from app.engine.step import (
     EngineDeps,
     StepResult,
+    journal_event,
     model_context,
     parked_result,
     record_outcome,
@@ -63,6 +64,16 @@ from app.engine.step import (
     to_result,
 )
 from app.engine.transition import Transition, derive_change, read_change_disk
+from app.engine.work import (
+    WORK_KIND,
+    Snapshot,
+    WorkTree,
+    last_commit,
+    work_branch,
+    work_key,
+    work_record,
+    work_steps,
+)
 from app.settings import ResolvedSettings, resolve_settings
 
 
@@ -149,6 +160,9 @@ class ChangeStepContext:
     # recorded; it may turn the outcome into `sent-back` or `failed`.
     vet: Callable[[EngineStepOutcome], Awaitable[EngineStepOutcome]] | None = None
     state_root: Path | None = None  # where run-state lives when the agent works elsewhere
+    # A plain batch's step in the project checkout: snapshot its work on the batch's work line
+    # (deps.work) so its PR group carries it. Card cycles commit their own worktrees instead.
+    record_work: bool = False
 
 
 async def run_change_step(
@@ -177,6 +191,10 @@ async def run_change_step(
         ),
         deps.launcher.delegate,
     )
+    work = deps.work if ctx.record_work else None
+    last: str | None = None
+    if work is not None and ctx.batch is not None:
+        last = await _prepare_work(ctx.locus, deps, work, ctx.batch)
     spawned = await spawn_agent(
         root=ctx.root,
         locus=ctx.locus,
@@ -188,6 +206,16 @@ async def run_change_step(
         instructions=instructions,
         state_root=ctx.state_root,
     )
+    if work is not None and ctx.batch is not None and last is not None:
+        # Before the outcome: a crash in between leaves the step unaccepted, so it runs again
+        # for the same change, and its next snapshot still belongs to that change.
+        snap = await work.snapshot(
+            work_branch(ctx.batch), last, f"{ctx.batch}: {ctx.transition} {ctx.change}"
+        )
+        if snap is not None and snap.files:
+            _journal_work(
+                ctx.locus, deps, ctx.batch, change=ctx.change, transition=ctx.transition, snap=snap
+            )
     after = read_change_disk(ctx.root, ctx.change)
     verdict: Verdict | None = None
     problems: list[str] = []
@@ -228,6 +256,50 @@ async def run_change_step(
     return to_result(outcome, ctx.change, ctx.transition, (spawned.started, ref))
 
 
+async def _resume_work(locus: RunLocus, deps: EngineDeps, work: WorkTree, batch: str) -> None:
+    """Before anything is derived from disk: a checkout that never held the batch's recorded
+    work (a fresh Actions runner) gets it back from the pushed work line."""
+    last = last_commit(work_steps(jsonl.read_records(locus.journal), batch))
+    if last is not None and await work.resume(work_branch(batch), last):
+        deps.on_line(f"restored the batch's recorded work ({work_branch(batch)} at {last[:12]})")
+
+
+async def _prepare_work(
+    locus: RunLocus, deps: EngineDeps, work: WorkTree, batch: str
+) -> str | None:
+    """The snapshot this step's work goes on: the last recorded one, or a new baseline at the
+    batch's first step. None outside a git checkout."""
+    last = last_commit(work_steps(jsonl.read_records(locus.journal), batch))
+    if last is not None:
+        return last
+    # The baseline: what the checkout held before any step. It belongs to no change, so
+    # edits that were there before the batch ran are never carried by its PRs.
+    snap = await work.snapshot(work_branch(batch), None, f"{batch}: baseline")
+    if snap is None:
+        return None
+    _journal_work(locus, deps, batch, change=None, transition="baseline", snap=snap)
+    return snap.commit
+
+
+def _journal_work(
+    locus: RunLocus,
+    deps: EngineDeps,
+    batch: str,
+    *,
+    change: str | None,
+    transition: str,
+    snap: Snapshot,
+) -> None:
+    journal_event(
+        locus,
+        deps.clock,
+        kind=WORK_KIND,
+        key=work_key(batch),
+        transition=transition,
+        data=work_record(change, transition, snap),
+    )
+
+
 async def run_step(
     target: ChangeTarget,
     *,
@@ -265,6 +337,7 @@ async def run_step(
         max_fix_rounds=project.cycle.max_fix_rounds,
         guidance=guidance,
         history=history,
+        record_work=True,
     )
     return await run_change_step(ctx, deps, proof)
 
@@ -281,6 +354,8 @@ async def apply_batch(
     locus = RunLocus.for_batch(root, batch)
     held = lock.acquire(locus.lock, now=deps.clock())  # skips: BatchLockedError if held
     try:
+        if deps.work is not None:
+            await _resume_work(locus, deps, deps.work, batch)
         facts = gather_facts(root, batch, manifest, project)
         status = compute_batch_status(facts)
         target = status.next

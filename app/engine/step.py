@@ -34,6 +34,7 @@ from app.engine.journal import JournalEntry, append_entry, read_journal, session
 from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.engine.selection import Park
+from app.engine.work import WorkTree
 from app.proc import START_FAILURE_EXIT_CODE
 from app.settings import AgentStage, ResolvedSettings
 
@@ -115,6 +116,9 @@ class EngineDeps:
     clock: Clock = utc_now
     on_line: LineSink = lambda _line: None
     pr_opener: PrOpener | None = None
+    # Records a plain batch's work per change and builds its PR group branches; without it
+    # change steps record nothing and the PR step hands the opener branches as they are.
+    work: WorkTree | None = None
     pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
 
 

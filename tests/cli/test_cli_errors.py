@@ -732,7 +732,8 @@ def _assert_parked_without_agent(project: Project) -> None:
     parks = json.loads((project.run_dir / "state.json").read_text())["parks"]
     assert parks["alpha"]["state"] == "blocked"
     assert parks["alpha"]["transition"] == "propose"
-    kinds = [entry["kind"] for entry in project.journal()]
+    # The change's own entries: the batch's work baseline (key `work:demo`) is not the step's.
+    kinds = [entry["kind"] for entry in project.journal() if entry["key"] == "alpha"]
     assert kinds == ["step-started", "outcome"]
     assert project.agent_calls() == []
     assert not (project.run_dir / "step.lock").exists()
@@ -757,7 +758,8 @@ def test_an_agent_that_cannot_start_blocks_the_step(
     again = cli("batch", "apply", "demo", "--json", cwd=project.root)
     assert again.returncode == 1
     assert json.loads(again.stdout)["state"] == "blocked"  # parked: nothing spawns twice
-    assert [entry["kind"] for entry in project.journal()] == ["step-started", "outcome"]
+    alpha = [entry["kind"] for entry in project.journal() if entry["key"] == "alpha"]
+    assert alpha == ["step-started", "outcome"]
 
 
 def test_unknown_agent_message_lists_the_available_agents(make_project: MakeProject) -> None:
