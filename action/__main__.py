@@ -109,6 +109,9 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     from app.engine.step import utc_now  # noqa: PLC0415
 
     root = ctx.workspace
+    # A repository that only adds the workflow of docs/action.md has no `.pair/`: every default
+    # applies, and the run-state still needs its directory (it travels on `pair-state`).
+    (root / ".pair").mkdir(exist_ok=True)
     _authenticate_git(ctx, root)
     run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
     branch = StateBranch(

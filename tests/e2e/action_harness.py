@@ -169,10 +169,12 @@ class ActionRepo:
             summary=(home / "summary.md").read_text() if (home / "summary.md").exists() else "",
         )
 
-    def until_quiet(self, limit: int = 15) -> list[Invocation]:
+    def until_quiet(
+        self, limit: int = 15, *, extra_env: Mapping[str, str] | None = None
+    ) -> list[Invocation]:
         runs: list[Invocation] = []
         for _ in range(limit):
-            done = self.run(self.schedule_event())
+            done = self.run(self.schedule_event(), extra_env=extra_env)
             assert done.code in (0, 1), done.stderr + done.stdout
             runs.append(done)
             self.assert_invariants()
@@ -229,12 +231,14 @@ def read_outputs(path: Path) -> dict[str, str]:
 
 
 def project_files(
-    cycle: Mapping[str, Any] | None = None, *, declare_hosts: bool = True
+    cycle: Mapping[str, Any] | None = None, *, declare_hosts: bool = True, config: bool = True
 ) -> dict[str, str]:
-    config = project_config("github", dict(cycle or {}), agent_timeout_ms=120_000)
+    if not config:  # only the workflow of docs/action.md: no `.pair/` at all
+        return {"README.md": "# Hello-World\n"}
+    settings = project_config("github", dict(cycle or {}), agent_timeout_ms=120_000)
     if not declare_hosts:  # as docs/action.md's setup writes it: the runner binds GitHub
-        del config["hosts"]
-    return {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello-World\n"}
+        del settings["hosts"]
+    return {".pair/config.yaml": yaml.safe_dump(settings), "README.md": "# Hello-World\n"}
 
 
 def pair_markers(fake: FakeGitHub) -> dict[str, int]:
@@ -258,10 +262,15 @@ def seed_bare(tmp: Path, files: Mapping[str, str]) -> Path:
 
 @contextmanager
 def action_repo(
-    tmp: Path, *, cycle: Mapping[str, Any] | None = None, declare_hosts: bool = True
+    tmp: Path,
+    *,
+    cycle: Mapping[str, Any] | None = None,
+    declare_hosts: bool = True,
+    config: bool = True,
 ) -> Iterator[ActionRepo]:
     """A served fake GitHub with one card, a bare repository holding the project on `main`."""
-    bare = seed_bare(tmp, project_files(cycle, declare_hosts=declare_hosts))
+    files = project_files(cycle, declare_hosts=declare_hosts, config=config)
+    bare = seed_bare(tmp, files)
     fake = FakeGitHub(clock=WallClock())
     accept_actions_token(fake)
     fake.user(MAINTAINER)

@@ -9,13 +9,16 @@ card and its PR carry exactly one, the same, `pr-state:*` label after every invo
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from hosts.markers import make_marker
 from tests.e2e.action_harness import action_repo
+from tests.support.project import AGENT
 
 pytestmark = pytest.mark.slow
 
@@ -199,3 +202,33 @@ def test_a_checkout_without_persisted_credentials_works_and_the_agent_sees_no_to
                 or "TOKEN" in n
             ]
             assert not leaked
+
+
+def test_a_repository_with_only_the_workflow_gets_a_merged_reviewed_pull(tmp_path: Path) -> None:
+    # No `.pair/` at all: the agent comes from the workflow's inputs, the hosts from the runner.
+    agent = shlex.join([sys.executable, str(AGENT)])
+    inputs = {"INPUT_AGENT": "command", "INPUT_AGENT_COMMAND": agent}
+    with action_repo(tmp_path, config=False) as repo:
+        first = repo.run(
+            repo.comment_event("/pair implement until: merged merge: never"), extra_env=inputs
+        )
+        assert first.code == 0, first.stderr + first.stdout
+        assert "pairbot: hosts pm=github code=github (inferred from GitHub Actions)" in first.stdout
+        assert first.outputs["status"] == "awaiting-approval"  # the default: plans are approved
+        approved = repo.run(repo.comment_event("/pair approve"), extra_env=inputs)
+        assert approved.code == 0, approved.stderr + approved.stdout
+        runs = [first, approved, *repo.until_quiet(extra_env=inputs)]
+        for run in runs:
+            assert "Traceback" not in run.stdout + run.stderr
+        assert runs[-2].outputs["status"] == "merged", [r.outputs for r in runs]
+        pull = repo.pull()
+        assert pull is not None and repo.fake.pulls[pull].merged
+        reviewed = [
+            r["data"]["head"]
+            for r in repo.state_journal()
+            if r.get("kind") == "cycle" and r["data"].get("event") == "reviewed"
+        ]
+        assert reviewed and repo.fake.statuses[reviewed[-1]][-1]["state"] == "success"
+        assert repo.state_labels(repo.card) == ["pr-state:merged"]
+        synthesis = [m for m in repo.markers() if "synthesis" in m]
+        assert len(synthesis) == 1, repo.markers()
