@@ -66,7 +66,9 @@ def test(args: list[str]) -> None:
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     _run(BIN / "mypy")
-    _run(BIN / "pytest", "--cov", "--cov-report=term", *args)
+    # Every core (2 here: ~12 min instead of ~24); tests sharing a scarce resource name an
+    # xdist_group so they land on one worker. `-n 0` in args runs serially.
+    _run(BIN / "pytest", "-n", "auto", "--dist", "loadgroup", "--cov", "--cov-report=term", *args)
 
 
 def main() -> None:
