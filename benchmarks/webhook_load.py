@@ -148,20 +148,25 @@ def _floor_app() -> Any:
     from starlette.routing import Route  # noqa: PLC0415
     from starlette.types import Receive, Scope, Send  # noqa: PLC0415
 
-    from app.web.app import Answer, headers_of, parse_json, read_body  # noqa: PLC0415
+    from app.web.app import Answer, headers_of, parse_json  # noqa: PLC0415
+    from app.web.limits import BodyBudget, read_body  # noqa: PLC0415
+    from app.web.settings import EdgeLimits  # noqa: PLC0415
     from app.web.signature import SIGNATURE_HEADER, verify_github  # noqa: PLC0415
 
     key = SECRET.encode()
     wanted = frozenset({b"content-length", SIGNATURE_HEADER.encode()})
+    limits = EdgeLimits()
+    budget = BodyBudget(limits)
 
     class Floor:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             headers = headers_of(scope, wanted)
-            body = await read_body(receive, headers.get("content-length"))
-            if not verify_github(key, body, headers.get(SIGNATURE_HEADER)):
-                await Answer(401).send(send)
-                return
-            parse_json(body)
+            with budget.hold() as hold:
+                body = await read_body(receive, headers.get("content-length"), hold, limits)
+                if not verify_github(key, body, headers.get(SIGNATURE_HEADER)):
+                    await Answer(401).send(send)
+                    return
+                parse_json(body)
             await Answer(202, b'{"status":"checked"}').send(send)
 
     return Starlette(routes=[Route("/webhooks/github", Floor(), methods=["POST"])])
