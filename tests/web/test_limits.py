@@ -11,6 +11,7 @@ never a measured time.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 import time
@@ -21,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from app.web.app import create_app
 from app.web.limits import BodyBudget, Gone, Refused, read_body
@@ -310,3 +312,30 @@ def test_a_refusal_carries_its_status_reason_and_retry_after() -> None:
         3,
         "full",
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        (b"x" * (64 * 1024 + 1), "application/json", 413),
+        (b'{"id": "n-1"}', "text/plain", 415),
+        (b"not json", "application/json", 415),
+        (b'{"eventType": "workitem.commented"}', "application/json", 400),
+    ],
+)
+def test_azure_devops_notifications_get_the_same_limits_and_refusals(
+    tmp_path: Path, body: bytes, content_type: str, status: int
+) -> None:
+    limits = EdgeLimits(max_body_bytes=64 * 1024, body_budget_bytes=MIB)
+    settings = app_settings(
+        tmp_path, limits=limits, ado_username="hooks", ado_password=SecretStr("hook-password")
+    )
+    app = create_app(settings, github=github_forges(AppGitHub()), poll_s=0.05)
+    auth = "Basic " + base64.b64encode(b"hooks:hook-password").decode()
+    with served(app, limits=settings) as server:
+        answer = server.post(
+            "/webhooks/azure-devops", body, {"Content-Type": content_type, "Authorization": auth}
+        )
+        assert answer.status_code == status, answer.text
+        assert server.run(server.service.store.deliveries()) == []
+        assert server.service.budget.held == 0
