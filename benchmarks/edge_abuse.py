@@ -417,6 +417,7 @@ def main(
     every_s: float = 0.5,
     upload_part: int = 20 * MIB,
     hostile: int = 3,
+    hostile_size: int = 64 * 1024,
     out: Callable[[str], None] = print,
 ) -> Result:
     budget = EdgeLimits().body_budget_bytes
@@ -425,6 +426,7 @@ def main(
         app_server(Path(temp), {"PAIR_READ_TIMEOUT_S": str(read_timeout_s)}) as server,
     ):
         pid = server.process.pid
+        probe(server.url, 10, timeout_s=5.0)  # warm-up: first requests import and connect
         idle = probe(server.url, probes, timeout_s=5.0)
         rss_idle = rss_bytes(pid)
         with (
@@ -441,7 +443,7 @@ def main(
             under = probe(server.url, probes, timeout_s=5.0)
             # Every trickling connection dropped at least once: the longest life is known.
             abuse.wait(lambda s: s.trickles_closed >= trickles, "the trickles to be dropped", 60)
-        with concurrent_deliveries(server.url, hostile):
+        with concurrent_deliveries(server.url, hostile, hostile_size):
             parsed = probe(server.url, probes, timeout_s=5.0, deliveries=False)
     result = Result(
         idle,
@@ -458,11 +460,11 @@ def main(
 
 
 @contextlib.contextmanager
-def concurrent_deliveries(url: str, count: int) -> Iterator[None]:
+def concurrent_deliveries(url: str, count: int, size: int) -> Iterator[None]:
     """`count` hostile comment deliveries in flight (in threads) while the block runs."""
     threads = []
     for _ in range(count):
-        body, headers = hostile_delivery()
+        body, headers = hostile_delivery(size)
         thread = threading.Thread(
             target=lambda b=body, h=headers: httpx.post(
                 url + "/webhooks/github", content=b, headers=h, timeout=_START_S

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.web.settings import MIB, EdgeLimits
+from benchmarks import edge_abuse
 from benchmarks.edge_abuse import RSS_SLACK, Abuse, RssPeak, app_server, probe, rss_bytes
 
 pytestmark = pytest.mark.slow
@@ -54,3 +55,25 @@ def test_healthz_and_an_honest_delivery_answer_while_uploads_stall_and_connectio
     assert stats.longest_trickle_s < READ_TIMEOUT_S + 1 + 4, stats
     assert set(stats.trickle_answers) <= {"408", "reset", "closed"}, stats
     assert set(stats.upload_answers) <= {"408", "503", "reset", "closed"}, stats
+
+
+def test_the_abuse_benchmark_runs_at_a_tiny_size() -> None:
+    printed: list[str] = []
+    result = edge_abuse.main(
+        uploads=2,
+        trickles=4,
+        probes=2,
+        read_timeout_s=1.0,
+        upload_part=MIB,
+        hostile=1,
+        hostile_size=4096,
+        out=printed.append,
+    )
+    for phase in (result.idle, result.abuse):
+        assert (len(phase.healthz), len(phase.delivery), phase.failures) == (2, 2, [])
+    assert len(result.hostile.healthz) == 2 and result.hostile.delivery == []
+    assert result.stats.trickles_closed >= 4 and result.rss_peak >= result.rss_idle
+    table = "\n".join(printed)
+    for line in ("healthz p99 ms", "delivery p50 ms", "server RSS MiB: idle", "longest life"):
+        assert line in table
+    assert "goal: healthz and delivery p99 under abuse < 1000 ms" in table
