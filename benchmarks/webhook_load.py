@@ -188,20 +188,22 @@ def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
     """Child process: serve `role` on the inherited listening socket `fd` until killed."""
     import uvicorn  # noqa: PLC0415
 
+    from app.web.serve import server_config  # noqa: PLC0415
+    from app.web.settings import EdgeLimits  # noqa: PLC0415
+
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     app = {"app": _pairbot_app, "floor": lambda _store: _floor_app()}.get(
         role, lambda _store: _bare_app()
     )(store)
-    # As `pairbot serve` configures uvicorn (app/web/serve.py), with the HTTP parser and loop
-    # named explicitly so that all three surely run the same ones.
-    config = uvicorn.Config(
+    # As `pairbot serve` configures uvicorn (app/web/serve.py: its limits, and httptools behind
+    # the read deadlines of app.web.protocol), with the HTTP parser and loop named explicitly
+    # so that all three surely run the same ones.
+    config = server_config(
         app,
-        log_config=None,
-        server_header=False,
-        proxy_headers=False,
-        http=http,  # argparse's choices: "httptools" or "h11"
+        EdgeLimits(),
+        **({"http": http} if http != "httptools" else {}),  # argparse's choices: or "h11"
         loop=loop,  # "uvloop" or "asyncio"
     )
     uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])

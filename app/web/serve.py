@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from app.errors import PortInUseError, UserError
-from app.web.settings import AppSettings
+from app.web.settings import AppSettings, EdgeLimits
 
 DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
 
@@ -109,8 +109,8 @@ def settings_for(root: Path, env: Mapping[str, str], *, dev: bool) -> AppSetting
     return settings.model_copy(update=update)
 
 
-def server_config(app: Any, settings: AppSettings, **options: Any) -> Any:
-    """The `uvicorn.Config` pairbot serves `app` with, under `settings.limits`.
+def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
+    """The `uvicorn.Config` pairbot serves `app` with, under `limits` (`options` override).
 
     uvicorn's own limits: `limit_concurrency` (past it a request is answered 503 at once),
     `timeout_keep_alive` (an idle kept-alive connection closes) and, should uvicorn ever
@@ -124,7 +124,6 @@ def server_config(app: Any, settings: AppSettings, **options: Any) -> Any:
 
     from app.web.protocol import guarded_protocol  # noqa: PLC0415
 
-    limits = settings.limits
     values: dict[str, Any] = {
         "log_config": None,  # the logging `serve` configures; uvicorn's own would replace it
         "server_header": False,
@@ -207,7 +206,7 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    config = server_config(app, settings, host=host, port=port)
+    config = server_config(app, settings.limits, host=host, port=port)
     # Bound here, before anything is printed as served: a port in use is one line naming it
     # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
     # pairbot's CLI reserves for "lock held").

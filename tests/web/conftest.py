@@ -35,7 +35,7 @@ from starlette.applications import Starlette
 from app.web.forge import GitHubForges
 from app.web.jobs import Job
 from app.web.serve import server_config
-from app.web.settings import AppSettings
+from app.web.settings import AppSettings, EdgeLimits
 from app.web.signature import sign
 from tests.support.fake_github import FakeGitHub, User, _Request, rsa_key
 
@@ -213,10 +213,10 @@ def github_headers(
 
 
 @contextmanager
-def served(app: Starlette, *, limits: AppSettings | None = None) -> Iterator[Served]:
+def served(app: Starlette, *, limits: EdgeLimits | None = None) -> Iterator[Served]:
     """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread, lifespan included.
 
-    With `limits`, uvicorn is configured as `pairbot serve` configures it for those settings
+    With `limits`, uvicorn is configured as `pairbot serve` configures it under those limits
     (app.web.serve.server_config: the guarded protocol, the connection limit)."""
     # IPPROTO_TCP, not 0: asyncio only turns Nagle off (TCP_NODELAY) on sockets whose proto
     # says TCP, and a response written in two parts would otherwise wait for a delayed ACK.

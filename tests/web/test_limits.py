@@ -46,7 +46,7 @@ def edge(tmp_path: Path, **limits: Any) -> Iterator[Served]:
     limits.setdefault("read_timeout_s", FAST)
     settings = app_settings(tmp_path, limits=EdgeLimits(**limits))
     app = create_app(settings, github=github_forges(AppGitHub()), poll_s=0.05)
-    with served(app, limits=settings) as server:
+    with served(app, limits=settings.limits) as server:
         yield server
 
 
@@ -332,7 +332,7 @@ def test_azure_devops_notifications_get_the_same_limits_and_refusals(
     )
     app = create_app(settings, github=github_forges(AppGitHub()), poll_s=0.05)
     auth = "Basic " + base64.b64encode(b"hooks:hook-password").decode()
-    with served(app, limits=settings) as server:
+    with served(app, limits=settings.limits) as server:
         answer = server.post(
             "/webhooks/azure-devops", body, {"Content-Type": content_type, "Authorization": auth}
         )

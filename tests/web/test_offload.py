@@ -74,7 +74,10 @@ def test_healthz_answers_while_hostile_comments_are_parsed_off_the_loop(tmp_path
     router = SlowRouter()
     settings = app_settings(tmp_path, limits=EdgeLimits(parse_threads=2))
     app = create_app(settings, github=github_forges(fake), poll_s=0.05, github_router=router)
-    with served(app, limits=settings) as server, concurrent.futures.ThreadPoolExecutor(3) as pool:
+    with (
+        served(app, limits=settings.limits) as server,
+        concurrent.futures.ThreadPoolExecutor(3) as pool,
+    ):
         deliveries = [
             pool.submit(
                 server.deliver,
@@ -105,7 +108,7 @@ def test_a_large_body_is_verified_off_the_loop_and_still_refused_when_wrong(
     settings = app_settings(tmp_path)
     app = create_app(settings, github=github_forges(AppGitHub()), poll_s=0.05)
     body = json.dumps({"zen": "x" * 200_000, "hook_id": 1}).encode()
-    with served(app, limits=settings) as server:
+    with served(app, limits=settings.limits) as server:
         signed = server.post("/webhooks/github", body, github_headers("ping", body))
         assert signed.status_code == 200, signed.text
         forged: dict[str, Any] = github_headers("ping", body + b" ")
