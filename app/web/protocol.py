@@ -15,7 +15,10 @@ protocol (pairbot pins httptools, so it is what `pairbot serve` runs) adds, per 
               which answers 408, normally comes first) of the headers → else the connection
               closes — whichever route the request went to, read or not
 
-The app's own body limits (app.web.limits) apply on top, to the webhook routes.
+Past `limit_concurrency` open connections uvicorn answers every request 503; `/healthz` is
+exempt (it is cheap), so a crowd of strangers cannot make a healthy server look dead to
+whatever restarts it. The app's own body limits (app.web.limits) apply on top, to the
+webhook routes.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from app.web.settings import EdgeLimits
 
+HEALTH_PATH = b"/healthz"
 _BODY_GRACE_S = 1.0  # the app answers a slow body itself first; this only closes what it left
 
 
@@ -71,6 +75,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._arm(self.read_timeout_s + _BODY_GRACE_S, self._body_too_slow)
+        # uvicorn answers every request 503 once `limit_concurrency` connections are open; the
+        # liveness probe is exempt, or a crowd of strangers would get a healthy server restarted.
+        health = self.url.split(b"?", 1)[0] == HEALTH_PATH
+        self.limit_concurrency = None if health else self.config.limit_concurrency
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

@@ -129,6 +129,7 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
         "server_header": False,
         "proxy_headers": False,  # nothing here reads the client address; trust no header
         "http": guarded_protocol(limits),
+        "ws": "none",  # no route speaks WebSocket: an upgrade is an ordinary request
         "limit_concurrency": limits.max_connections,
         "timeout_keep_alive": limits.keep_alive_s,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
