@@ -357,7 +357,8 @@ class Abuse:
     async def _trickle(self, headers_only: bool) -> None:
         head = (
             b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100000\r\n"
+            b"X-Hub-Signature-256: sha256=" + b"0" * 64 + b"\r\n\r\n"
         )
         while True:
             reader, writer = await asyncio.open_connection("127.0.0.1", self.port)

@@ -9,7 +9,8 @@ Routes (explicit; Starlette's decorators are deprecated):
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
-    read the raw body under the edge's limits (app.web.limits): past PAIR_MAX_BODY_BYTES
+    no X-Hub-Signature-256 that could be one (`sha256=` and 64 hex digits) → 401, unread
+    → read the raw body under the edge's limits (app.web.limits): past PAIR_MAX_BODY_BYTES
       stop reading: 413 (before reading, when Content-Length says so); no room left in the
       budget of body bytes held by all requests: 503 with Retry-After; not all there within
       PAIR_READ_TIMEOUT_S: 408 — each closes the connection
@@ -23,11 +24,11 @@ The GitHub edge, in this order, and thin (CONVENTIONS 7):
       nothing, because the redelivery then finds no record
     → 2xx at once; the worker (app.web.worker) runs the jobs out of band.
 
-None of 401, 413, 415 or 400 writes anything. A signed delivery that is not for pairbot is a
-2xx and one log line (GitHub retries anything else, and there is nothing to retry). The Azure
-DevOps edge is the same with Basic auth (or a secret header) in place of the signature, the
-notification id in place of the delivery id, and never a 410 (Azure DevOps disables a hook
-that answers 410). No traceback ever reaches a response: an unexpected failure is a bare 500.
+None of 401, 408, 413, 415, 400 or 503 writes anything. A signed delivery that is not for
+pairbot is a 2xx and one log line (GitHub retries anything else, and there is nothing to
+retry). The Azure DevOps edge is the same with Basic auth (or a secret header), checked
+before the body is read, in place of the signature, the notification id in place of the
+delivery id, and never a 410 (Azure DevOps disables a hook that answers 410). No traceback ever reaches a response: an unexpected failure is a bare 500.
 
 Nothing expensive runs on the event loop, so /healthz and every other request are answered
 while a delivery is being read or parsed: a body over 64 KiB is verified in a worker thread
@@ -74,7 +75,7 @@ from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
 from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
-from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github
+from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.ticker import Tick, Ticker
 from app.web.worker import Worker
 from hosts.errors import HostError
@@ -287,15 +288,16 @@ class _Service:
 
     async def github_webhook(self, scope: Scope, receive: Receive) -> Answer | None:
         headers = headers_of(scope, _GITHUB_HEADERS)
+        signature = headers.get(SIGNATURE_HEADER)
+        if not well_formed(signature):  # no body is worth reading without one
+            why = "malformed" if signature else "missing"
+            return self._unsigned(why, read=False)
         with self.budget.hold() as hold:
             body = await self._read(receive, headers, hold, "a GitHub delivery")
             if not isinstance(body, bytes):
                 return body
-            signature = headers.get(SIGNATURE_HEADER)
             if not await self._verified_github(body, signature):
-                why = "wrong" if signature else "missing"
-                log.warning("refused a GitHub delivery with a %s X-Hub-Signature-256 (401)", why)
-                return _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
+                return self._unsigned("wrong", read=True)
             if not is_json_type(headers.get("content-type")):
                 return _NOT_JSON_TYPE
             event = headers.get("x-github-event", "")
@@ -311,6 +313,11 @@ class _Service:
                 source=GITHUB, delivery=delivery, event=event, action=action, routed=routed
             )
 
+    def _unsigned(self, why: str, *, read: bool) -> Answer:
+        log.warning("refused a GitHub delivery with a %s X-Hub-Signature-256 (401)", why)
+        answer = _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
+        return answer if read else _closing(answer)
+
     def _route_github_body(
         self, event: str, delivery: str, body: bytes
     ) -> Answer | tuple[str | None, Routed]:
@@ -325,22 +332,21 @@ class _Service:
 
     async def azure_webhook(self, scope: Scope, receive: Receive) -> Answer | None:
         headers = headers_of(scope)  # all of them: the secret header's name is configured
+        settings = self.settings
+        # The credentials travel in headers: checked before a byte of the body is read.
+        if not verify_azure(
+            headers,
+            username=settings.ado_username,
+            password=settings.ado_password.get_secret_value() if settings.ado_password else None,
+            secret_header=self.ado_header,
+        ):
+            # 401, never 410: Azure DevOps disables a subscription that is answered 410.
+            log.warning("refused an Azure DevOps notification without valid credentials (401)")
+            return _closing(Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),)))
         with self.budget.hold() as hold:
             body = await self._read(receive, headers, hold, "an Azure DevOps notification")
             if not isinstance(body, bytes):
                 return body
-            settings = self.settings
-            if not verify_azure(
-                headers,
-                username=settings.ado_username,
-                password=(
-                    settings.ado_password.get_secret_value() if settings.ado_password else None
-                ),
-                secret_header=self.ado_header,
-            ):
-                # 401, never 410: Azure DevOps disables a subscription that is answered 410.
-                log.warning("refused an Azure DevOps notification without valid credentials (401)")
-                return Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),))
             if not is_json_type(headers.get("content-type")):
                 return _NOT_JSON_TYPE
             read = await self._off_loop(self._route_azure_body, body)
@@ -445,6 +451,11 @@ _DUPLICATE: Final = _reply(200, "duplicate")
 _NOT_JSON_TYPE: Final = _reply(
     415, "refused", reason="send application/json (the webhook's content type)"
 )
+
+
+def _closing(answer: Answer) -> Answer:
+    """`answer`, closing the connection: the body it was sent before is never read."""
+    return Answer(answer.status, answer.body, (*answer.headers, (b"connection", b"close")))
 
 
 def _refusal(refused: Refused) -> Answer:

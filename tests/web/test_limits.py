@@ -57,7 +57,13 @@ def connect(server: Served) -> socket.socket:
     return sock
 
 
+FORGED = "sha256=" + "0" * 64  # could be a signature: the body is read before it is checked
+
+
 def head(path: str = "/webhooks/github", method: str = "POST", **headers: str | int) -> bytes:
+    """A request's head; a POST carries a signature that is well formed (and wrong)."""
+    if method == "POST":
+        headers.setdefault("X_Hub_Signature_256", FORGED)
     lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
     lines += [f"{name.replace('_', '-')}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
@@ -124,12 +130,33 @@ def test_a_chunked_body_growing_past_the_cap_is_413_and_reading_stops(tmp_path: 
         chunks = (b"x" * 16384 for _ in range(64))  # 1 MiB, never declared
         with httpx.Client(base_url=server.url, timeout=_BOUND_S) as client:
             response = client.post(
-                "/webhooks/github", content=chunks, headers={"Content-Type": "application/json"}
+                "/webhooks/github",
+                content=chunks,
+                headers={"Content-Type": "application/json", "X-Hub-Signature-256": FORGED},
             )
         assert response.status_code == 413
         assert response.headers["connection"] == "close"
         assert server.service.budget.held == 0
         assert server.service.budget.peak <= 64 * 1024 + 16384
+
+
+@pytest.mark.parametrize(
+    "signature", [None, "sha1=" + "0" * 40, "sha256=abc", "sha256=" + "g" * 64]
+)
+def test_without_a_well_formed_signature_no_body_is_read(
+    tmp_path: Path, signature: str | None
+) -> None:
+    with edge(tmp_path) as server:
+        sock = connect(server)
+        extra = {"X_Hub_Signature_256": signature} if signature else {}
+        request = head(Content_Type="application/json", Content_Length=10 * MIB, **extra)
+        if signature is None:
+            request = request.replace(f"X-Hub-Signature-256: {FORGED}\r\n".encode(), b"")
+        sock.sendall(request)
+        answer = until_closed(sock)  # answered without waiting for the 10 MiB
+        assert status_of(answer) == 401
+        assert (b"missing" if signature is None else b"malformed") in answer
+        assert server.service.budget.peak == 0
 
 
 # -- the budget of body bytes in flight -----------------------------------------------------------
@@ -157,7 +184,9 @@ def test_a_full_budget_is_503_with_retry_after_and_small_deliveries_keep_their_r
         grown = (b"x" * 65536 for _ in range(32))  # 2 MiB
         with httpx.Client(base_url=server.url, timeout=_BOUND_S) as client:
             refused = client.post(
-                "/webhooks/github", content=grown, headers={"Content-Type": "application/json"}
+                "/webhooks/github",
+                content=grown,
+                headers={"Content-Type": "application/json", "X-Hub-Signature-256": FORGED},
             )
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
             assert refused.json()["status"] == "unavailable"
