@@ -14,7 +14,7 @@ The GitHub edge, in this order, and thin (CONVENTIONS 7):
       stop reading: 413 (before reading, when Content-Length says so); no room left in the
       budget of body bytes held by all requests: 503 with Retry-After; not all there within
       PAIR_READ_TIMEOUT_S: 408 — each closes the connection
-    → X-Hub-Signature-256 over it (sha256 only, constant time): missing or wrong → 401
+    → X-Hub-Signature-256 over it (sha256 only, constant time): wrong → 401
     → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
       X-GitHub-Delivery present (else 400)
     → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
@@ -28,7 +28,8 @@ None of 401, 408, 413, 415, 400 or 503 writes anything. A signed delivery that i
 pairbot is a 2xx and one log line (GitHub retries anything else, and there is nothing to
 retry). The Azure DevOps edge is the same with Basic auth (or a secret header), checked
 before the body is read, in place of the signature, the notification id in place of the
-delivery id, and never a 410 (Azure DevOps disables a hook that answers 410). No traceback ever reaches a response: an unexpected failure is a bare 500.
+delivery id, and never a 410 (Azure DevOps disables a hook that answers 410). No traceback
+ever reaches a response: an unexpected failure is a bare 500.
 
 Nothing expensive runs on the event loop, so /healthz and every other request are answered
 while a delivery is being read or parsed: a body over 64 KiB is verified in a worker thread
