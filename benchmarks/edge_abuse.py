@@ -248,6 +248,7 @@ def _timed(
 class AbuseStats:
     upload_answers: collections.Counter[str] = field(default_factory=collections.Counter)
     uploads_started: int = 0
+    uploads_dropped: int = 0  # uploads the server ended after they had stalled
     trickles_open: int = 0
     trickles_opened: int = 0
     trickle_answers: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -308,9 +309,10 @@ class Abuse:
             time.sleep(0.05)
 
     def ramped(self) -> None:
-        """Until every trickling connection is open and every upload has started once."""
+        """Until every trickling connection and every upload has started once (the first ones
+        may be dropped already, and are then opened again)."""
         self.wait(
-            lambda s: s.trickles_open >= self.trickles and s.uploads_started >= self.uploads,
+            lambda s: s.trickles_opened >= self.trickles and s.uploads_started >= self.uploads,
             "the abuse to ramp up",
             _START_S,
         )
@@ -339,6 +341,7 @@ class Abuse:
         while True:
             reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
             self.stats.uploads_started += 1
+            stalled = False
             try:
                 writer.write(head)
                 sent = 0
@@ -346,10 +349,14 @@ class Abuse:
                     writer.write(chunk)
                     await writer.drain()
                     sent += len(chunk)
+                stalled = True
                 answer = await reader.read(65536)  # stalled: whatever the server decides
-                self.stats.upload_answers[_status(answer)] += 1
+                status = _status(answer)
+                self.stats.upload_answers[status] += 1
+                self.stats.uploads_dropped += status != "503"  # 503: refused, not dropped
             except OSError:
                 self.stats.upload_answers["reset"] += 1
+                self.stats.uploads_dropped += stalled
             finally:
                 writer.close()
             await asyncio.sleep(0.5)  # then start over, as a determined sender would
@@ -508,7 +515,8 @@ def report(result: Result, *, uploads: int, trickles: int, out: Callable[[str], 
     )
     stats = result.stats
     out(
-        f"uploads answered: {dict(stats.upload_answers)}; trickling connections dropped by the "
+        f"uploads answered: {dict(stats.upload_answers)}, dropped after stalling: "
+        f"{stats.uploads_dropped}; trickling connections dropped by the "
         f"server: {stats.trickles_closed} of {stats.trickles_opened} opened, answers "
         f"{dict(stats.trickle_answers)}, longest life {stats.longest_trickle_s:.1f} s"
     )
