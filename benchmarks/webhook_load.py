@@ -148,20 +148,25 @@ def _floor_app() -> Any:
     from starlette.routing import Route  # noqa: PLC0415
     from starlette.types import Receive, Scope, Send  # noqa: PLC0415
 
-    from app.web.app import Answer, headers_of, parse_json, read_body  # noqa: PLC0415
+    from app.web.app import Answer, headers_of, parse_json  # noqa: PLC0415
+    from app.web.limits import BodyBudget, read_body  # noqa: PLC0415
+    from app.web.settings import EdgeLimits  # noqa: PLC0415
     from app.web.signature import SIGNATURE_HEADER, verify_github  # noqa: PLC0415
 
     key = SECRET.encode()
     wanted = frozenset({b"content-length", SIGNATURE_HEADER.encode()})
+    limits = EdgeLimits()
+    budget = BodyBudget(limits)
 
     class Floor:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             headers = headers_of(scope, wanted)
-            body = await read_body(receive, headers.get("content-length"))
-            if not verify_github(key, body, headers.get(SIGNATURE_HEADER)):
-                await Answer(401).send(send)
-                return
-            parse_json(body)
+            with budget.hold() as hold:
+                body = await read_body(receive, headers.get("content-length"), hold, limits)
+                if not verify_github(key, body, headers.get(SIGNATURE_HEADER)):
+                    await Answer(401).send(send)
+                    return
+                parse_json(body)
             await Answer(202, b'{"status":"checked"}').send(send)
 
     return Starlette(routes=[Route("/webhooks/github", Floor(), methods=["POST"])])
@@ -183,20 +188,22 @@ def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
     """Child process: serve `role` on the inherited listening socket `fd` until killed."""
     import uvicorn  # noqa: PLC0415
 
+    from app.web.serve import server_config  # noqa: PLC0415
+    from app.web.settings import EdgeLimits  # noqa: PLC0415
+
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     app = {"app": _pairbot_app, "floor": lambda _store: _floor_app()}.get(
         role, lambda _store: _bare_app()
     )(store)
-    # As `pairbot serve` configures uvicorn (app/web/serve.py), with the HTTP parser and loop
-    # named explicitly so that all three surely run the same ones.
-    config = uvicorn.Config(
+    # As `pairbot serve` configures uvicorn (app/web/serve.py: its limits, and httptools behind
+    # the read deadlines of app.web.protocol), with the HTTP parser and loop named explicitly
+    # so that all three surely run the same ones.
+    config = server_config(
         app,
-        log_config=None,
-        server_header=False,
-        proxy_headers=False,
-        http=http,  # argparse's choices: "httptools" or "h11"
+        EdgeLimits(),
+        **({"http": http} if http != "httptools" else {}),  # argparse's choices: or "h11"
         loop=loop,  # "uvloop" or "asyncio"
     )
     uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])

@@ -9,21 +9,34 @@ Routes (explicit; Starlette's decorators are deprecated):
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
-    read the raw body (streamed; past 25 MiB stop reading: 413)
-    → X-Hub-Signature-256 over it (sha256 only, constant time): missing or wrong → 401
-    → the body must be JSON (Content-Type and content): else 415
-    → parse → route on (event, action) (app.web.events, pure)
+    no X-Hub-Signature-256 that could be one (`sha256=` and 64 hex digits) → 401, unread
+    → read the raw body under the edge's limits (app.web.limits): past PAIR_MAX_BODY_BYTES
+      stop reading: 413 (before reading, when Content-Length says so); no room left in the
+      budget of body bytes held by all requests: 503 with Retry-After; not all there within
+      PAIR_READ_TIMEOUT_S: 408 — each closes the connection
+    → X-Hub-Signature-256 over it (sha256 only, constant time): wrong → 401
+    → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
+      X-GitHub-Delivery present (else 400)
+    → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
     → pairbot's own and other bots' events: 2xx, one log line, nothing written
     → record the delivery id and queue its jobs in ONE transaction (Store.enqueue_delivery):
       a delivery seen before is a 2xx that does nothing; a crash before the commit loses
       nothing, because the redelivery then finds no record
     → 2xx at once; the worker (app.web.worker) runs the jobs out of band.
 
-None of 401, 413, 415 or 400 writes anything. A signed delivery that is not for pairbot is a
-2xx and one log line (GitHub retries anything else, and there is nothing to retry). The Azure
-DevOps edge is the same with Basic auth (or a secret header) in place of the signature, the
-notification id in place of the delivery id, and never a 410 (Azure DevOps disables a hook
-that answers 410). No traceback ever reaches a response: an unexpected failure is a bare 500.
+None of 401, 408, 413, 415, 400 or 503 writes anything. A signed delivery that is not for
+pairbot is a 2xx and one log line (GitHub retries anything else, and there is nothing to
+retry). The Azure DevOps edge is the same with Basic auth (or a secret header), checked
+before the body is read, in place of the signature, the notification id in place of the
+delivery id, and never a 410 (Azure DevOps disables a hook that answers 410). No traceback
+ever reaches a response: an unexpected failure is a bare 500.
+
+Nothing expensive runs on the event loop, so /healthz and every other request are answered
+while a delivery is being read or parsed: a body over 64 KiB is verified in a worker thread
+(hashlib releases the GIL on it), and parsing the JSON and routing it (which reads a
+comment's text, whatever its author put in it) always run in one, a bounded number at a time
+(`parse_threads`). Below the app, `app.web.protocol` drops connections whose headers or body
+do not arrive in time and `pairbot serve` caps the connections (app.web.serve).
 
 The two webhook routes are small raw ASGI endpoints (still in the explicit route list, behind
 Starlette's error middleware): they read the body from the receive channel and the five headers
@@ -44,8 +57,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+import anyio
+import anyio.to_thread
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -56,18 +71,21 @@ from starlette.types import Receive, Scope, Send
 from app.store.base import JobRecord, Store
 from app.store.sqlite import SqliteStore
 from app.web import dashboard
-from app.web.events import AZURE, GITHUB, Policy, Routed, route_azure, route_github
+from app.web.events import AZURE, GITHUB, Payload, Policy, Routed, route_azure, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
-from app.web.settings import AppSettings, parse_secret_header
-from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github
+from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
+from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
+from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.ticker import Tick, Ticker
 from app.web.worker import Worker
 from hosts.errors import HostError
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
-MAX_BODY = 25 * 1024 * 1024  # GitHub caps a delivery at 25 MB; nothing legitimate is larger
+MAX_BODY = EdgeLimits().max_body_bytes  # the default cap (GitHub caps a delivery at 25 MB)
+_VERIFY_INLINE = 64 * 1024  # a smaller body's HMAC costs less than a hop to a thread
 _PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
     "X-Content-Type-Options": "nosniff",
@@ -75,13 +93,8 @@ _PAGE_HEADERS = {
     "Cache-Control": "no-store",
 }
 
-
-class _TooLarge(Exception):
-    """The body passed MAX_BODY."""
-
-
-class _Gone(Exception):
-    """The client disconnected before the whole body arrived: nothing to answer."""
+GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
+AzureRouter = Callable[[Payload, Policy, str], Routed]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,29 +133,6 @@ def headers_of(scope: Scope, wanted: frozenset[bytes] | None = None) -> dict[str
         if key not in found:
             found[key] = value.decode("latin-1")
     return found
-
-
-async def read_body(receive: Receive, declared: str | None, limit: int = MAX_BODY) -> bytes:
-    """The raw body from the ASGI receive channel, read no further than `limit` bytes
-    (`_TooLarge` past it, before reading anything when Content-Length already says so)."""
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _Gone
-        chunk: bytes = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        if not message.get("more_body", False):
-            if not chunks:
-                return chunk  # the whole body in one message: the usual case, no copy
-            chunks.append(chunk)
-            return b"".join(chunks)
-        chunks.append(chunk)
 
 
 def is_json_type(content_type: str | None) -> bool:
@@ -199,6 +189,7 @@ class _Service:
         batches: Callable[[], list[dashboard.BatchView]] | None,
         poll_s: float,
         tick: Tick | None,
+        github_router: GitHubRouter,
     ) -> None:
         self.settings = settings
         self.secret = settings.require_webhook_secret()
@@ -207,6 +198,11 @@ class _Service:
         self.azure = azure
         self.after_body = after_body
         self.batches = batches
+        self.limits = settings.limits
+        self.budget = BodyBudget(settings.limits)
+        self.parse_limiter = anyio.CapacityLimiter(settings.limits.parse_threads)
+        self.route_github = github_router
+        self.route_azure: AzureRouter = route_azure
         self.policy = Policy(
             trigger=settings.trigger,
             app_slug=settings.app_slug,
@@ -293,47 +289,52 @@ class _Service:
 
     async def github_webhook(self, scope: Scope, receive: Receive) -> Answer | None:
         headers = headers_of(scope, _GITHUB_HEADERS)
-        try:
-            body = await read_body(receive, headers.get("content-length"))
-        except _TooLarge:
-            log.warning("refused a GitHub delivery over %d bytes (413)", MAX_BODY)
-            return _reply(413, "refused", reason="the body is over 25 MiB")
-        except _Gone:
-            return None
-        if self.after_body is not None:
-            await self.after_body()
         signature = headers.get(SIGNATURE_HEADER)
-        if not verify_github(self.secret, body, signature):
-            why = "wrong" if signature else "missing"
-            log.warning("refused a GitHub delivery with a %s X-Hub-Signature-256 (401)", why)
-            return _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
-        payload = _json_object(headers.get("content-type"), body)
+        if not well_formed(signature):  # no body is worth reading without one
+            why = "malformed" if signature else "missing"
+            return self._unsigned(why, read=False)
+        with self.budget.hold() as hold:
+            body = await self._read(receive, headers, hold, "a GitHub delivery")
+            if not isinstance(body, bytes):
+                return body
+            if not await self._verified_github(body, signature):
+                return self._unsigned("wrong", read=True)
+            if not is_json_type(headers.get("content-type")):
+                return _NOT_JSON_TYPE
+            event = headers.get("x-github-event", "")
+            delivery = headers.get("x-github-delivery", "")
+            if not event or not delivery:
+                return _reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
+            read = await self._off_loop(self._route_github_body, event, delivery, body)
+            del body  # what the routing kept is all the rest needs
+            if isinstance(read, Answer):
+                return read
+            action, routed = read
+            return await self._accept(
+                source=GITHUB, delivery=delivery, event=event, action=action, routed=routed
+            )
+
+    def _unsigned(self, why: str, *, read: bool) -> Answer:
+        log.warning("refused a GitHub delivery with a %s X-Hub-Signature-256 (401)", why)
+        answer = _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
+        return answer if read else _closing(answer)
+
+    def _route_github_body(
+        self, event: str, delivery: str, body: bytes
+    ) -> Answer | tuple[str | None, Routed]:
+        """In a worker thread: the body's JSON, routed (the comment text is parsed here)."""
+        payload = _json_object(body)
         if isinstance(payload, Answer):
             return payload
-        event = headers.get("x-github-event", "")
-        delivery = headers.get("x-github-delivery", "")
-        if not event or not delivery:
-            return _reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
         action = payload.get("action")
         if not isinstance(action, str):
             action = None
-        routed = route_github(event, action, payload, self.policy, delivery)
-        return await self._accept(
-            source=GITHUB, delivery=delivery, event=event, action=action, routed=routed
-        )
+        return action, self.route_github(event, action, payload, self.policy, delivery)
 
     async def azure_webhook(self, scope: Scope, receive: Receive) -> Answer | None:
         headers = headers_of(scope)  # all of them: the secret header's name is configured
-        try:
-            body = await read_body(receive, headers.get("content-length"))
-        except _TooLarge:
-            log.warning("refused an Azure DevOps notification over %d bytes (413)", MAX_BODY)
-            return _reply(413, "refused", reason="the body is over 25 MiB")
-        except _Gone:
-            return None
-        if self.after_body is not None:
-            await self.after_body()
         settings = self.settings
+        # The credentials travel in headers: checked before a byte of the body is read.
         if not verify_azure(
             headers,
             username=settings.ado_username,
@@ -342,18 +343,56 @@ class _Service:
         ):
             # 401, never 410: Azure DevOps disables a subscription that is answered 410.
             log.warning("refused an Azure DevOps notification without valid credentials (401)")
-            return Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),))
-        payload = _json_object(headers.get("content-type"), body)
+            return _closing(Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),)))
+        with self.budget.hold() as hold:
+            body = await self._read(receive, headers, hold, "an Azure DevOps notification")
+            if not isinstance(body, bytes):
+                return body
+            if not is_json_type(headers.get("content-type")):
+                return _NOT_JSON_TYPE
+            read = await self._off_loop(self._route_azure_body, body)
+            del body
+            if isinstance(read, Answer):
+                return read
+            notification, event, routed = read
+            return await self._accept(
+                source=AZURE, delivery=notification, event=event, action=None, routed=routed
+            )
+
+    def _route_azure_body(self, body: bytes) -> Answer | tuple[str, str, Routed]:
+        """In a worker thread: the notification's JSON, routed."""
+        payload = _json_object(body)
         if isinstance(payload, Answer):
             return payload
         notification = payload.get("id")
         if not isinstance(notification, str) or not notification:
             return _reply(400, "refused", reason="a service hook notification has an id")
-        routed = route_azure(payload, self.policy, notification)
-        event = str(payload.get("eventType") or "")
-        return await self._accept(
-            source=AZURE, delivery=notification, event=event, action=None, routed=routed
-        )
+        routed = self.route_azure(payload, self.policy, notification)
+        return notification, str(payload.get("eventType") or ""), routed
+
+    async def _read(
+        self, receive: Receive, headers: Mapping[str, str], hold: Hold, what: str
+    ) -> bytes | Answer | None:
+        """The body under the edge's limits, or the refusal to answer (None: the client left)."""
+        try:
+            body = await read_body(receive, headers.get("content-length"), hold, self.limits)
+        except Refused as refused:
+            log.warning("refused %s: %s (%d)", what, refused.reason, refused.status)
+            return _refusal(refused)
+        except Gone:
+            return None
+        if self.after_body is not None:
+            await self.after_body()
+        return body
+
+    async def _verified_github(self, body: bytes, signature: str | None) -> bool:
+        if len(body) <= _VERIFY_INLINE:
+            return verify_github(self.secret, body, signature)
+        return await self._off_loop(verify_github, self.secret, body, signature)
+
+    async def _off_loop(self, work: Callable[..., _T], *args: Any) -> _T:
+        """`work(*args)` in a worker thread, at most `parse_threads` at a time."""
+        return await anyio.to_thread.run_sync(work, *args, limiter=self.parse_limiter)
 
     async def _accept(
         self, *, source: str, delivery: str, event: str, action: str | None, routed: Routed
@@ -410,12 +449,29 @@ class _Service:
 
 
 _DUPLICATE: Final = _reply(200, "duplicate")
+_NOT_JSON_TYPE: Final = _reply(
+    415, "refused", reason="send application/json (the webhook's content type)"
+)
 
 
-def _json_object(content_type: str | None, body: bytes) -> Mapping[str, Any] | Answer:
+def _closing(answer: Answer) -> Answer:
+    """`answer`, closing the connection: the body it was sent before is never read."""
+    return Answer(answer.status, answer.body, (*answer.headers, (b"connection", b"close")))
+
+
+def _refusal(refused: Refused) -> Answer:
+    """A refused body's answer. It closes the connection: the rest of the body is not read."""
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    outcome = "refused"
+    if refused.retry_after_s is not None:
+        headers.append((b"retry-after", b"%d" % refused.retry_after_s))
+        outcome = "unavailable"
+    body = orjson.dumps({"status": outcome, "reason": refused.reason})
+    return Answer(refused.status, body, tuple(headers))
+
+
+def _json_object(body: bytes) -> Mapping[str, Any] | Answer:
     """The body as a JSON object, or the 415 / 400 answer."""
-    if not is_json_type(content_type):
-        return _reply(415, "refused", reason="send application/json (the webhook's content type)")
     try:
         payload = parse_json(body)
     except (ValueError, RecursionError):
@@ -437,6 +493,7 @@ def create_app(
     batches: Callable[[], list[dashboard.BatchView]] | None = None,
     poll_s: float = 1.0,
     tick: Tick | None = None,
+    github_router: GitHubRouter = route_github,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -446,7 +503,9 @@ def create_app(
     credentials), `executor` (what runs a job under `execution: worker`), `clock` (the
     permission cache's), `after_body` (awaited right after a body is read: a test uses it to
     stop a process there), `batches` (the local batches the status page lists), `tick` (what
-    the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`).
+    the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
+    `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows
+    it down to show the event loop does not wait on it).
     """
     settings.require_webhook_secret()
     if github is None:
@@ -477,6 +536,7 @@ def create_app(
         batches=batches,
         poll_s=poll_s,
         tick=tick,
+        github_router=github_router,
     )
     routes = [
         Route("/webhooks/github", _Endpoint(service.github_webhook), methods=["POST"]),

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from app.errors import PortInUseError, UserError
-from app.web.settings import AppSettings
+from app.web.settings import AppSettings, EdgeLimits
 
 DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
 
@@ -109,6 +109,35 @@ def settings_for(root: Path, env: Mapping[str, str], *, dev: bool) -> AppSetting
     return settings.model_copy(update=update)
 
 
+def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
+    """The `uvicorn.Config` pairbot serves `app` with, under `limits` (`options` override).
+
+    uvicorn's own limits: `limit_concurrency` (past it a request is answered 503 at once),
+    `timeout_keep_alive` (an idle kept-alive connection closes) and, should uvicorn ever
+    speak h11 here, `h11_max_incomplete_event_size` (the header cap). The protocol is
+    uvicorn's httptools one with per-request deadlines and a header cap (app.web.protocol):
+    uvicorn alone lets a connection trickle its headers or body forever. The loop stays
+    "auto": uvloop, a pinned dependency (the App's edge is CPU-bound under load, see
+    benchmarks/webhook_load.py).
+    """
+    import uvicorn  # noqa: PLC0415  # only `serve` needs the server
+
+    from app.web.protocol import guarded_protocol  # noqa: PLC0415
+
+    values: dict[str, Any] = {
+        "log_config": None,  # the logging `serve` configures; uvicorn's own would replace it
+        "server_header": False,
+        "proxy_headers": False,  # nothing here reads the client address; trust no header
+        "http": guarded_protocol(limits),
+        "ws": "none",  # no route speaks WebSocket: an upgrade is an ordinary request
+        "limit_concurrency": limits.max_connections,
+        "timeout_keep_alive": limits.keep_alive_s,
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+        **options,
+    }
+    return uvicorn.Config(app, **values)
+
+
 def serve(
     root: Path,
     env: Mapping[str, str],
@@ -178,17 +207,7 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_config=None,  # the logging configured above; uvicorn's own would replace it
-        server_header=False,
-        proxy_headers=False,  # nothing here reads the client address; trust no header
-        # http and loop stay "auto": uvicorn then serves with httptools and uvloop, pinned
-        # dependencies of pairbot (HTTP parsing and the event loop in C; the App's edge is
-        # CPU-bound under load, see benchmarks/webhook_load.py).
-    )
+    config = server_config(app, settings.limits, host=host, port=port)
     # Bound here, before anything is printed as served: a port in use is one line naming it
     # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
     # pairbot's CLI reserves for "lock held").

@@ -4,14 +4,19 @@
 each one and names the variable in any error; nothing else in `app/web` reads the environment.
 Secrets are `SecretStr`: they never appear in a repr, a log line or an error message.
 
+The edge's limits (`EdgeLimits`, docs/app.md "Limits") bound what a stranger can make the
+server hold before a delivery is authenticated: body bytes in flight, connections, header
+size and read time.
+
 A missing webhook secret is not an error here (`pairbot serve --dev` supplies one); building
 the app without one is (`require_webhook_secret`), so the server never starts unsigned.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +31,70 @@ ForgeKind = Literal["github", "local"]
 
 DEFAULT_STORE = Path(".pair") / "app" / "pairbot.sqlite3"
 GITHUB_API = "https://api.github.com"
+MIB = 1024 * 1024
+SMALL_BODY = MIB  # a body up to this size may use the budget's reserve (an ordinary delivery)
 _HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")
+
+
+class EdgeLimits(BaseModel):
+    """What the webhook edge lets one client, and all of them together, hold (docs/app.md).
+
+    `max_body_bytes`: one body's cap (413 past it; GitHub caps a delivery at 25 MB).
+    `body_budget_bytes`: request body bytes held at once across all requests; a request that
+    would pass it is answered 503 with Retry-After instead of being buffered. A quarter of it
+    is kept for bodies of at most `SMALL_BODY` bytes, so large uploads cannot crowd out
+    ordinary deliveries. `read_timeout_s`: the headers must arrive within it of a request's
+    start, and the body within it of the headers; a slower request is dropped.
+    `max_connections`: open connections (uvicorn's `limit_concurrency`: past it, 503).
+    `max_header_bytes`: a request's line and headers together (431 past it).
+    `keep_alive_s`: how long an idle kept-alive connection stays open.
+    `parse_threads`: worker threads that verify large bodies and parse deliveries, off the
+    event loop.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_body_bytes: int = 25 * MIB
+    body_budget_bytes: int = 64 * MIB
+    read_timeout_s: float = 10.0
+    max_connections: int = 500
+    max_header_bytes: int = 64 * 1024
+    keep_alive_s: int = 5
+    parse_threads: int = 2
+
+    @property
+    def reserve_bytes(self) -> int:
+        """The part of the budget only small bodies may use."""
+        return self.body_budget_bytes // 4
+
+    @property
+    def retry_after_s(self) -> int:
+        """What a 503 for a full budget says: by then every body held now has been read or
+        dropped."""
+        return max(1, math.ceil(self.read_timeout_s))
+
+    @classmethod
+    def from_env(cls, get: Callable[[str], str | None]) -> EdgeLimits:
+        limits = cls(
+            max_body_bytes=_int_var(get, "PAIR_MAX_BODY_BYTES", 25 * MIB, 1024, 256 * MIB),
+            body_budget_bytes=_int_var(
+                get, "PAIR_BODY_BUDGET_BYTES", 64 * MIB, 64 * 1024, 16 * 1024 * MIB
+            ),
+            read_timeout_s=_seconds_var(get, "PAIR_READ_TIMEOUT_S", 10.0, 0.1, 300.0),
+            max_connections=_int_var(get, "PAIR_MAX_CONNECTIONS", 500, 8, 100_000),
+            max_header_bytes=_int_var(
+                get, "PAIR_MAX_HEADER_BYTES", 64 * 1024, 4 * 1024, 1024 * 1024
+            ),
+            keep_alive_s=_int_var(get, "PAIR_KEEP_ALIVE_S", 5, 1, 300),
+        )
+        if limits.max_body_bytes > limits.body_budget_bytes - limits.reserve_bytes:
+            raise ConfigError(
+                f"PAIR_BODY_BUDGET_BYTES={limits.body_budget_bytes} is too small for "
+                f"PAIR_MAX_BODY_BYTES={limits.max_body_bytes}: one body may use at most three "
+                "quarters of the budget (the last quarter is kept for small deliveries); set "
+                f"the budget to at least {math.ceil(limits.max_body_bytes * 4 / 3)}"
+            )
+        return limits
 
 
 class AppSettings(BaseModel):
@@ -59,6 +127,8 @@ class AppSettings(BaseModel):
     worker_checkouts: Path | None = None
     # `execution: worker`: seconds between the worker's own ticks (app.web.ticker); 0: none.
     tick_s: float = 60.0
+    # What the webhook edge lets clients hold before a delivery is authenticated.
+    limits: EdgeLimits = EdgeLimits()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
@@ -110,6 +180,7 @@ class AppSettings(BaseModel):
             hosts=HostSettings.from_env(host_env),
             worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
             tick_s=_tick_s(get("PAIR_TICK_S")),
+            limits=EdgeLimits.from_env(get),
         )
 
     def require_webhook_secret(self) -> bytes:
@@ -212,6 +283,35 @@ def _tick_s(value: str | None) -> float:
         raise ConfigError(
             f"PAIR_TICK_S={value!r} is not allowed; allowed: 0 (the worker never ticks on its "
             "own) or a number of seconds from 1 to 86400"
+        )
+    return seconds
+
+
+def _int_var(get: Callable[[str], str | None], name: str, default: int, low: int, high: int) -> int:
+    value = get(name)
+    if value is None:
+        return default
+    if value.isascii() and value.isdigit() and low <= int(value) <= high:
+        return int(value)
+    raise ConfigError(
+        f"{name}={value!r} is not allowed; allowed: a whole number from {low} to {high}"
+    )
+
+
+def _seconds_var(
+    get: Callable[[str], str | None], name: str, default: float, low: float, high: float
+) -> float:
+    value = get(name)
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not low <= seconds <= high:  # also refuses nan and inf
+        raise ConfigError(
+            f"{name}={value!r} is not allowed; allowed: a number of seconds from {low:g} to "
+            f"{high:g}"
         )
     return seconds
 

@@ -20,11 +20,27 @@ from collections.abc import Mapping
 
 SIGNATURE_HEADER = "x-hub-signature-256"
 _PREFIX = "sha256="
+_HEX_LENGTH = 64
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def sign(secret: bytes, body: bytes) -> str:
     """The `X-Hub-Signature-256` value GitHub would send for `body`."""
     return _PREFIX + hmac.digest(secret, body, "sha256").hex()  # one-shot: OpenSSL's fast path
+
+
+def well_formed(header: str | None) -> bool:
+    """Whether `header` could be a signature at all (`sha256=` and 64 hex digits): a delivery
+    whose header is not is refused before its body is read."""
+    if not header:
+        return False
+    given = header.strip()
+    digest = given[len(_PREFIX) :]
+    return (
+        given[: len(_PREFIX)].lower() == _PREFIX
+        and len(digest) == _HEX_LENGTH
+        and all(c in _HEX_DIGITS for c in digest)
+    )
 
 
 def verify_github(secret: bytes, body: bytes, header: str | None) -> bool:

@@ -34,7 +34,8 @@ from starlette.applications import Starlette
 
 from app.web.forge import GitHubForges
 from app.web.jobs import Job
-from app.web.settings import AppSettings
+from app.web.serve import server_config
+from app.web.settings import AppSettings, EdgeLimits
 from app.web.signature import sign
 from tests.support.fake_github import FakeGitHub, User, _Request, rsa_key
 
@@ -212,16 +213,25 @@ def github_headers(
 
 
 @contextmanager
-def served(app: Starlette) -> Iterator[Served]:
-    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread, lifespan included."""
+def served(app: Starlette, *, limits: EdgeLimits | None = None) -> Iterator[Served]:
+    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread, lifespan included.
+
+    With `limits`, uvicorn is configured as `pairbot serve` configures it under those limits
+    (app.web.serve.server_config: the guarded protocol, the connection limit)."""
     # IPPROTO_TCP, not 0: asyncio only turns Nagle off (TCP_NODELAY) on sockets whose proto
     # says TCP, and a response written in two parts would otherwise wait for a delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    options: dict[str, Any] = {
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 5,
+    }
+    config = (
+        uvicorn.Config(app, **options) if limits is None else server_config(app, limits, **options)
     )
     server = uvicorn.Server(config)
     errors: list[BaseException] = []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError
-from app.web.settings import AppSettings, parse_allowlist
+from app.web.settings import MIB, AppSettings, EdgeLimits, parse_allowlist
 from tests.support.fake_github import rsa_key
 
 
@@ -79,6 +79,22 @@ def test_the_private_key_can_come_from_a_file_or_a_one_line_variable(tmp_path: P
         ({"PAIR_PRIVATE_KEY": "not a key"}, "PAIR_PRIVATE_KEY does not hold a PEM"),
         ({"PAIR_ADO_USERNAME": "hooks"}, "PAIR_ADO_USERNAME and PAIR_ADO_PASSWORD"),
         ({"PAIR_ADO_SECRET_HEADER": "no colon here"}, "PAIR_ADO_SECRET_HEADER must be"),
+        (
+            {"PAIR_MAX_CONNECTIONS": "lots"},
+            "PAIR_MAX_CONNECTIONS='lots' is not allowed; allowed: a whole number from 8 to 100000",
+        ),
+        ({"PAIR_MAX_BODY_BYTES": "512"}, "PAIR_MAX_BODY_BYTES='512' is not allowed"),
+        (
+            {"PAIR_READ_TIMEOUT_S": "nan"},
+            "PAIR_READ_TIMEOUT_S='nan' is not allowed; allowed: a number of seconds from 0.1 to "
+            "300",
+        ),
+        ({"PAIR_READ_TIMEOUT_S": "soon"}, "PAIR_READ_TIMEOUT_S='soon' is not allowed"),
+        (
+            {"PAIR_BODY_BUDGET_BYTES": "20000000"},
+            "PAIR_BODY_BUDGET_BYTES=20000000 is too small for PAIR_MAX_BODY_BYTES=26214400: "
+            "one body may use at most three quarters of the budget",
+        ),
     ],
 )
 def test_bad_values_are_refused_naming_the_variable(
@@ -94,3 +110,33 @@ def test_the_allowlist_takes_ids_only() -> None:
     assert parse_allowlist("1") == frozenset({1})
     with pytest.raises(ConfigError, match="never logins"):
         parse_allowlist("@octocat")
+
+
+def test_the_edge_limits_have_defaults_and_variables(tmp_path: Path) -> None:
+    defaults = AppSettings.from_env({}, root=tmp_path).limits
+    assert defaults == EdgeLimits()
+    assert (defaults.max_body_bytes, defaults.body_budget_bytes) == (25 * MIB, 64 * MIB)
+    assert (defaults.read_timeout_s, defaults.max_connections, defaults.keep_alive_s) == (
+        10.0,
+        500,
+        5,
+    )
+    assert (defaults.reserve_bytes, defaults.retry_after_s) == (16 * MIB, 10)
+    env = {
+        "PAIR_MAX_BODY_BYTES": "1048576",
+        "PAIR_BODY_BUDGET_BYTES": "4194304",
+        "PAIR_READ_TIMEOUT_S": "2.5",
+        "PAIR_MAX_CONNECTIONS": "64",
+        "PAIR_MAX_HEADER_BYTES": "8192",
+        "PAIR_KEEP_ALIVE_S": "2",
+    }
+    limits = AppSettings.from_env(env, root=tmp_path).limits
+    assert limits == EdgeLimits(
+        max_body_bytes=MIB,
+        body_budget_bytes=4 * MIB,
+        read_timeout_s=2.5,
+        max_connections=64,
+        max_header_bytes=8192,
+        keep_alive_s=2,
+    )
+    assert limits.retry_after_s == 3
