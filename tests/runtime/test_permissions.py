@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -305,3 +306,32 @@ def test_warn_once_per_agent() -> None:
     assert warn("claude", "curated-allowlist") is None
     # Another process (another registry) warns again.
     assert WarnOnce()("cursor", "repo-sandboxed-permissive") == first
+
+
+def _docs_posture_table() -> dict[str, list[str]]:
+    """docs/runtime.md's posture table: agent -> its three cells, in POSTURES order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text()
+    section = text.split("## Permission postures", 1)[1]
+    table = next(part for part in section.split("\n\n") if part.startswith("| agent |"))
+    rows: dict[str, list[str]] = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`") and cells[0] != "`command`":
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+@pytest.mark.parametrize("agent", ["gemini", "codex", "cursor", "opencode", "claude"])
+def test_the_docs_table_matches_the_code(agent: str) -> None:
+    header = ["repo-sandboxed-permissive", "curated-allowlist", "full-autonomy"]
+    assert list(POSTURES) == header
+    for posture, cell in zip(header, _docs_posture_table()[agent], strict=True):
+        flags = resolve_permission_flags(agent, policy(posture), ROOT)
+        if not flags:
+            assert cell.startswith("none")
+        elif agent == "claude":
+            # claude's cells carry placeholders; the fixed flags lead them.
+            fixed = " ".join(flags[: flags.index("--add-dir")] if "--add-dir" in flags else flags)
+            assert cell.strip("`").startswith(fixed.split(" --disallowedTools")[0])
+        else:
+            assert cell == f"`{' '.join(flags)}`"
