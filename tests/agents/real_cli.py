@@ -158,9 +158,11 @@ def run_cli(
     env: Mapping[str, str],
     prompt: str = "Say hi.\n",
     timeout: float = RUN_TIMEOUT_S,
+    expect: Expectation | None = None,
 ) -> Run:
-    """Run `argv` with `prompt` on stdin until it reaches the model, is rejected, or exits."""
-    expect = EXPECTATIONS[agent]
+    """Run `argv` with `prompt` on stdin until it reaches the model (or `expect.reached`), is
+    rejected, or exits."""
+    expect = expect or EXPECTATIONS[agent]
     prefix: list[str] = []
     if os.geteuid() == 0:
         prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]

@@ -1,0 +1,71 @@
+"""The real `claude` binary, driven by a scripted model on loopback, edits a file.
+
+pairbot's own argv for the default posture (`repo-sandboxed-permissive`) runs the pinned claude
+with ANTHROPIC_BASE_URL on tests/agents/anthropic_server.py: the model asks for one `Write`
+tool call, claude performs it in the repository, the model ends the turn, and claude's real
+stream-json, rendered by pairbot, shows the tool call and reports the tokens the server sent.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from app.engine.agent import AgentUsage
+from app.runtime.adapters import resolve_argv
+from app.runtime.streamjson import StreamJsonRenderer
+from app.settings import AgentSpecModel, BatchSettings, resolve_settings
+from tests.agents.anthropic_server import USAGE_IN, USAGE_OUT, ScriptedModel
+from tests.agents.real_cli import Expectation, installed, prepare, run_cli
+from tests.support.loopback import serve
+
+# The run is over once claude prints its closing `result` event.
+RESULT = Expectation(re.compile(r'^\{.*"type":"result"', re.MULTILINE), re.compile(r"(?!)"))
+
+
+def test_claude_writes_a_file_for_the_scripted_model() -> None:
+    binary = installed("claude")
+    if binary is None:
+        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm ci)")
+    with tempfile.TemporaryDirectory(prefix="pairbot-model-") as tmp:
+        env, repo = prepare(Path(tmp), "claude", 9)
+        target = repo / "hello.txt"
+        model = ScriptedModel("Write", {"file_path": str(target), "content": "hello, pairbot\n"})
+        settings = resolve_settings(
+            env={}, manifest=None, project=BatchSettings(agent=AgentSpecModel(name="claude"))
+        )
+        argv = resolve_argv(settings.agent_for("apply"), settings, repo_root=str(repo))
+        with serve(model.answer, name="anthropic") as origin:
+            env |= {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
+            run = run_cli(
+                "claude",
+                [str(binary), *argv.args],
+                cwd=repo,
+                env=env,
+                prompt="Write hello.txt.\n",
+                timeout=150,
+                expect=RESULT,
+            )
+        written = target.read_text() if target.exists() else None
+    assert run.reached, run.output[-3000:]
+    assert written == "hello, pairbot\n"
+    lines: list[str] = []
+    renderer = StreamJsonRenderer(lines.append)
+    for line in run.output.splitlines():
+        if line.startswith("{"):
+            renderer.feed(line)
+    renderer.close()
+    assert f"▸ Write {target}" in lines
+    assert "Done: the file is written." in lines
+    # Two model calls (the tool call, then the end of the turn), each USAGE_IN in, USAGE_OUT out.
+    usage = renderer.usage
+    assert (usage.input_tokens, usage.output_tokens) == (2 * USAGE_IN, 2 * USAGE_OUT)
+    assert usage.cost_usd is not None and usage.cost_usd > 0
+    assert usage != AgentUsage()
+    tools_offered = [
+        {tool["name"] for tool in request["body"].get("tools", [])} for request in model.requests
+    ]
+    assert any("Write" in offered for offered in tools_offered)
