@@ -4,18 +4,22 @@ pairbot's own argv for the default posture (`repo-sandboxed-permissive`) runs th
 with ANTHROPIC_BASE_URL on tests/agents/anthropic_server.py: the model asks for one `Write`
 tool call, claude performs it in the repository, the model ends the turn, and claude's real
 stream-json, rendered by pairbot, shows the tool call and reports the tokens the server sent.
+The second test takes the production path: `project_launcher` and the local locus (swerex).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from app.engine.agent import AgentUsage
+from app.engine.agent import AgentLaunch, AgentSpawnResult, AgentUsage
 from app.runtime.adapters import resolve_argv
+from app.runtime.launcher import project_launcher
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import AgentSpecModel, BatchSettings, resolve_settings
 from tests.agents.anthropic_server import USAGE_IN, USAGE_OUT, ScriptedModel
@@ -69,3 +73,45 @@ def test_claude_writes_a_file_for_the_scripted_model() -> None:
         {tool["name"] for tool in request["body"].get("tools", [])} for request in model.requests
     ]
     assert any("Write" in offered for offered in tools_offered)
+
+
+def test_the_launcher_runs_real_claude_and_takes_usage_from_its_stream() -> None:
+    # The production path: project_launcher, the local locus (swerex), pairbot's environment.
+    binary = installed("claude")
+    if binary is None:
+        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm ci)")
+    with tempfile.TemporaryDirectory(prefix="pairbot-launch-") as tmp:
+        env, repo = prepare(Path(tmp), "claude", 9)
+        target = repo / "greeting.txt"
+        model = ScriptedModel("Write", {"file_path": str(target), "content": "hi\n"})
+        settings = resolve_settings(
+            env={}, manifest=None, project=BatchSettings(agent=AgentSpecModel(name="claude"))
+        )
+        launcher = project_launcher(repo)
+        lines: list[str] = []
+        with serve(model.answer, name="anthropic") as origin:
+            env |= {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
+            request = AgentLaunch(
+                stage="apply",
+                command="apply",
+                settings=settings,
+                root=repo,
+                instructions=launcher.delegate("claude", "apply", "alpha", []),
+                env=env,
+                pair_env={"PAIR_CHANGE": "alpha", "PAIR_TRANSITION": "apply"},
+            )
+            result = asyncio.run(asyncio.wait_for(launcher.launch(request, lines.append), 180))
+        written = target.read_text() if target.exists() else None
+        rendered = (repo / ".claude" / "commands" / "pair" / "apply.md").is_file()
+    assert isinstance(result, AgentSpawnResult), result
+    assert result.exit_code == 0, (lines, result.stderr[-2000:])
+    assert written == "hi\n"
+    assert rendered
+    assert f"▸ Write {target}" in lines
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (
+        2 * USAGE_IN,
+        2 * USAGE_OUT,
+    )
+    # The prompt claude sent carries the command's text inline, not a `/pair:apply` token.
+    first = json.dumps(model.requests[0]["body"]["messages"])
+    assert "Implement the unchecked tasks" in first and "/pair:apply" not in first
