@@ -71,6 +71,7 @@ __all__ = [
     "diagnose",
     "gather",
     "http_get",
+    "install_hint",
     "load_profiles",
     "plan",
     "remote_target",
@@ -85,12 +86,19 @@ PROBE_TIMEOUT_S: Final = 5.0
 VERSION_TIMEOUT_S: Final = 10.0  # a node CLI's cold start on a busy machine
 
 INSTALL_HINTS: Final[Mapping[str, str]] = {
-    "claude": "install Claude Code: npm install -g @anthropic-ai/claude-code",
-    "codex": "install Codex CLI: npm install -g @openai/codex",
-    "gemini": "install Gemini CLI: npm install -g @google/gemini-cli",
+    "claude": "install Claude Code: npm install -g {pin}",
+    "codex": "install Codex CLI: npm install -g {pin}",
+    "gemini": "install Gemini CLI: npm install -g {pin}",
     "cursor": "install Cursor CLI: curl https://cursor.com/install -fsS | bash",
-    "opencode": "install opencode: npm install -g opencode-ai",
+    "opencode": "install opencode: npm install -g {pin}",
 }
+"""Per agent; `{pin}` is the npm package at its supported version (app.runtime.supported)."""
+
+
+def install_hint(agent: str) -> str:
+    """How to install `agent`'s CLI, at the supported version where there is one."""
+    supported = SUPPORTED[agent]
+    return INSTALL_HINTS[agent].format(pin=f"{supported.package}@{supported.version}")
 
 Which = Callable[[str], str | None]
 RunResult = tuple[int, str]
@@ -263,7 +271,7 @@ def _version_note(agent: str, version: str | None) -> tuple[CheckStatus, str, st
     if supported.version is None:
         shown = version or "version unknown"
         return "ok", f"{shown}, untested (no supported version)", ""
-    install = f"npm install -g {supported.package}@{supported.version}"
+    install = install_hint(agent).split(": ", 1)[1]
     if version is None:
         return (
             "warn",
@@ -289,7 +297,7 @@ def _agent_check(
         used = "; ".join(local) if local else "not used by the local settings"
         status, note, remedy = _version_note(agent, version)
         return Check(name, status, f"{binary} at {path} ({note}) — {used}", remedy)
-    remedy = INSTALL_HINTS[agent]
+    remedy = install_hint(agent)
     if local:
         return Check(
             name,
