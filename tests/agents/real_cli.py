@@ -2,9 +2,10 @@
 
 The CLIs are the ones `python3 dev.py test` installs with `npm ci` into tests/agents/node_modules
 at the versions in package-lock.json. Each run gets a scrubbed environment (no inherited
-credentials), an empty HOME in a temporary directory, and every model base URL pointed at a
-loopback port that is bound but never listens, so a request is refused at once and nothing
-reaches the internet. Where the tests run as root, the CLI runs as `nobody` (setpriv): pairbot
+credentials), an empty HOME in a temporary directory, and the model base URL of each CLI that
+sends a request without credentials pointed at a loopback port that is bound but never listens,
+so a request is refused at once and nothing reaches the internet (claude and gemini stop at
+their credential check before any request). Where the tests run as root, the CLI runs as `nobody` (setpriv): pairbot
 never relies on an agent running as root (claude refuses full autonomy there).
 
 A run ends when the CLI prints its "reached the model" line (its own message about the missing
@@ -51,9 +52,9 @@ EXPECTATIONS: Mapping[str, Expectation] = {
         re.compile(r"Connection refused"),
         re.compile(r"^error: |Usage: codex exec", re.MULTILINE),
     ),
-    # gemini: no auth method configured (FatalAuthenticationError, exit 41).
+    # gemini checks credentials before any request (exit 41).
     "gemini": Expectation(
-        re.compile(r"Invalid auth method selected|Please set an Auth method"),
+        re.compile(r"Please set an Auth method"),
         re.compile(r"Unknown argument|Not enough arguments|Invalid values|Usage: gemini"),
     ),
     # opencode runs the loopback provider configured below; its log names the refusal.
@@ -99,8 +100,8 @@ def offline_env(agent: str, home: Path, port: int) -> dict[str, str]:
         codex_home.mkdir(parents=True, exist_ok=True)
         (codex_home / "config.toml").write_text(f'openai_base_url = "{base}/v1"\n')
         env |= {"CODEX_HOME": str(codex_home), "OPENAI_BASE_URL": f"{base}/v1"}
-    elif agent == "gemini":
-        env["GOOGLE_GEMINI_BASE_URL"] = base
+    # gemini gets no base URL: it stops at its credential check before any request, and
+    # GOOGLE_GEMINI_BASE_URL would select its "gateway" auth, refused by another message.
     elif agent == "opencode":
         config = {
             "$schema": "https://opencode.ai/config.json",
@@ -125,14 +126,19 @@ def offline_env(agent: str, home: Path, port: int) -> dict[str, str]:
     return env
 
 
-def prepare(work: Path, agent: str, port: int) -> tuple[dict[str, str], Path]:
-    """The offline environment and a git repository under `work`, all owned by the user the
-    CLI runs as."""
+def prepare(
+    work: Path, agent: str, port: int, files: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], Path]:
+    """The offline environment and a git repository under `work` (plus `files`, paths relative
+    to HOME), all owned by the user the CLI runs as."""
     home = work / "home"
     repo = work / "repo"
     (home / "tmp").mkdir(parents=True)
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    for relative, text in (files or {}).items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(text)
     env = offline_env(agent, home, port)
     if os.geteuid() == 0:
         for path in (work, *work.rglob("*")):
