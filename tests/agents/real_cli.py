@@ -5,8 +5,9 @@ at the versions in package-lock.json. Each run gets a scrubbed environment (no i
 credentials), an empty HOME in a temporary directory, and the model base URL of each CLI that
 sends a request without credentials pointed at a loopback port that is bound but never listens,
 so a request is refused at once and nothing reaches the internet (claude and gemini stop at
-their credential check before any request). Where the tests run as root, the CLI runs as `nobody` (setpriv): pairbot
-never relies on an agent running as root (claude refuses full autonomy there).
+their credential check before any request). Where the tests run as root, the CLI runs as
+`nobody` (setpriv): pairbot never relies on an agent running as root (claude refuses full
+autonomy there).
 
 A run ends when the CLI prints its "reached the model" line (its own message about the missing
 credentials, or about the refused connection for the CLIs that check no credentials first),

@@ -362,3 +362,42 @@ def test_cursor_tool_calls() -> None:
         '{"type": "tool_call", "subtype": "completed", "tool_call": {"a": 1}}',
         "✓ success · in ? · out ? · $?",
     ]
+
+
+def test_codex_captured_turn_against_a_scripted_model() -> None:
+    # Printed by codex 0.171.0 against tests/agents/openai_server.py.
+    out, renderer = render(
+        '{"type":"item.completed","item":{"id":"item_1","type":"agent_message",'
+        '"text":"Hello from loopback."}}',
+        '{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":200,'
+        '"cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":10}}',
+    )
+    assert out == ["Hello from loopback.", "✓ turn completed · in 800 · out 50 · $?"]
+    assert renderer.usage == AgentUsage(input_tokens=800, output_tokens=50)
+
+
+def test_gemini_captured_turn_against_a_scripted_model() -> None:
+    # Printed by gemini 0.61.0 against tests/agents/gemini_server.py.
+    out, renderer = render(
+        '{"type":"init","timestamp":"2026-12-02T00:06:30.005Z","session_id":"2b52","model":'
+        '"gemini-2.5-pro"}',
+        '{"type":"message","timestamp":"2026-12-02T00:06:30.007Z","role":"user","content":'
+        '"Say hi.\\n"}',
+        '{"type":"tool_use","timestamp":"2026-12-02T00:06:30.271Z","tool_name":"write_file",'
+        '"tool_id":"write_file_0","parameters":{"file_path":"/tmp/r/hello.txt","content":"hi\\n"}}',
+        '{"type":"tool_result","timestamp":"2026-12-02T00:06:30.526Z","tool_id":"write_file_0",'
+        '"status":"success"}',
+        '{"type":"message","timestamp":"2026-12-02T00:06:30.598Z","role":"assistant","content":'
+        '"Hello from the loopback.","delta":true}',
+        '{"type":"result","timestamp":"2026-12-02T00:06:30.625Z","status":"success","stats":'
+        '{"total_tokens":2100,"input_tokens":2000,"output_tokens":100,"cached":400,"input":1600,'
+        '"duration_ms":620,"tool_calls":1,"models":{"gemini-2.5-pro":{"total_tokens":2100,'
+        '"input_tokens":2000,"output_tokens":100,"cached":400,"input":1600}}}}',
+    )
+    assert out == [
+        "▸ write_file /tmp/r/hello.txt",
+        "  ⎿ (no output)",
+        "Hello from the loopback.",
+        "✓ success · in 1,600 · out 100 · $?",
+    ]
+    assert renderer.usage == AgentUsage(input_tokens=1600, output_tokens=100)
