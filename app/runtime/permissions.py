@@ -88,8 +88,9 @@ BASELINE_DENY: Final[tuple[str, ...]] = (
 
 # Fixed flags for the agents whose translation ignores allow/deny and the repo root.
 _FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
-    # Known limitation (seed): gemini's auto_edit covers file edits only, so a headless shell
-    # step may stall; gemini has no argv-only bounded shell allowance.
+    # Known limitation (seed): gemini's auto_edit covers file edits only; headless, gemini 0.61
+    # does not offer its shell tool at all then, and it has no argv-only bounded shell allowance
+    # (its Policy Engine is file-based: `--policy <file>` through `raw`).
     "gemini": {
         "repo-sandboxed-permissive": ("--approval-mode", "auto_edit"),
         "curated-allowlist": ("--approval-mode", "default"),
