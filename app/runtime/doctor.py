@@ -100,6 +100,7 @@ def install_hint(agent: str) -> str:
     supported = SUPPORTED[agent]
     return INSTALL_HINTS[agent].format(pin=f"{supported.package}@{supported.version}")
 
+
 Which = Callable[[str], str | None]
 RunResult = tuple[int, str]
 Run = Callable[[Sequence[str], float], RunResult]
