@@ -2,10 +2,10 @@
 tests and `pairbot doctor` all read.
 
 Each entry names the npm package the CLI ships in, the version whose `--help` the adapters'
-argv was checked against (tests/agents/package.json pins the same versions for `npm ci`, and a
-test ties the two together), and how to read an installed binary's version. cursor's CLI is not
-published on npm (its installer is a shell script), so it has no package and no pin: its argv
-follows Cursor's headless docs and is not tested against the real binary.
+argv was checked against (tests/agents/package.json pins the same versions for the tests' npm
+install, and a test ties the two together), and how to read an installed binary's version.
+cursor's CLI is not published on npm (its installer is a shell script), so it has no package
+and no pin: its argv follows Cursor's headless docs and is not tested against the real binary.
 """
 
 from __future__ import annotations

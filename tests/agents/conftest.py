@@ -22,5 +22,5 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     return (
         "real-CLI tests skipped: no agent CLIs in tests/agents/node_modules "
-        "(python3 dev.py test installs them with npm ci)"
+        "(python3 dev.py test installs them with npm)"
     )

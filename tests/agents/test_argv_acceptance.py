@@ -42,7 +42,7 @@ TESTED = sorted(EXPECTATIONS)
 def _binary(agent: str) -> Path:
     path = installed(AGENT_BINARIES[agent])
     if path is None:
-        pytest.skip(f"{agent} CLI not installed (python3 dev.py test installs it with npm ci)")
+        pytest.skip(f"{agent} CLI not installed (python3 dev.py test installs it with npm)")
     return path
 
 

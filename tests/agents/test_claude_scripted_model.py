@@ -33,7 +33,7 @@ RESULT = Expectation(re.compile(r'^\{.*"type":"result"', re.MULTILINE), re.compi
 def test_claude_writes_a_file_for_the_scripted_model() -> None:
     binary = installed("claude")
     if binary is None:
-        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm ci)")
+        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm)")
     with tempfile.TemporaryDirectory(prefix="pairbot-model-") as tmp:
         env, repo = prepare(Path(tmp), "claude", 9)
         target = repo / "hello.txt"
@@ -79,7 +79,7 @@ def test_the_launcher_runs_real_claude_and_takes_usage_from_its_stream() -> None
     # The production path: project_launcher, the local locus (swerex), pairbot's environment.
     binary = installed("claude")
     if binary is None:
-        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm ci)")
+        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm)")
     with tempfile.TemporaryDirectory(prefix="pairbot-launch-") as tmp:
         env, repo = prepare(Path(tmp), "claude", 9)
         target = repo / "greeting.txt"

@@ -30,7 +30,7 @@ TURN_END = Expectation(
 def test_codex_streams_the_scripted_answer_and_its_usage() -> None:
     binary = installed("codex")
     if binary is None:
-        pytest.skip("codex CLI not installed (python3 dev.py test installs it with npm ci)")
+        pytest.skip("codex CLI not installed (python3 dev.py test installs it with npm)")
     model = ScriptedResponses("Nothing to change.")
     with (
         tempfile.TemporaryDirectory(prefix="pairbot-codex-") as tmp,

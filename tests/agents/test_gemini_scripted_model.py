@@ -35,7 +35,7 @@ RESULT = Expectation(re.compile(r'^\{"type":"result"', re.MULTILINE), re.compile
 def test_gemini_writes_a_file_for_the_scripted_model() -> None:
     binary = installed("gemini")
     if binary is None:
-        pytest.skip("gemini CLI not installed (python3 dev.py test installs it with npm ci)")
+        pytest.skip("gemini CLI not installed (python3 dev.py test installs it with npm)")
     with tempfile.TemporaryDirectory(prefix="pairbot-gemini-") as tmp:
         files = {".gemini/settings.json": settings()}
         env, repo = prepare(Path(tmp), "gemini", 9, files)

@@ -1,4 +1,4 @@
-"""The supported CLI versions: one table, the same pins as tests/agents for npm ci."""
+"""The supported CLI versions: one table, the same pins as tests/agents for the npm install."""
 
 from __future__ import annotations
 
