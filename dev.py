@@ -4,12 +4,17 @@
 Standard library only, so it runs on a fresh machine with nothing but Python 3.11 and git.
 It creates `.venv`, installs pairbot with the pinned versions in `constraints.txt`, then
 either runs pairbot's main job (start: the App, `pairbot serve --dev`, on 127.0.0.1 over the
-bundled example project in ./pairbot-demo) or every check (test).
+bundled example project in ./pairbot-demo) or every check (test). `test` also installs the agent
+CLIs pairbot supports, at the versions pinned in tests/agents/package-lock.json, into the
+gitignored tests/agents/node_modules (`npm install --no-save`, skipped when they are already
+there) for the real-CLI tests; without npm it says so in one line and those tests skip.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -18,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+AGENTS = ROOT / "tests" / "agents"
 
 
 def _run(*argv: str | Path) -> None:
@@ -45,6 +51,41 @@ def install(extra: str) -> None:
     )
 
 
+def _agents_installed() -> bool:
+    """Every CLI in tests/agents/package.json is in its node_modules at the pinned version."""
+    pinned = json.loads((AGENTS / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    for package, version in pinned.items():
+        manifest = AGENTS / "node_modules" / package / "package.json"
+        try:
+            installed = json.loads(manifest.read_text(encoding="utf-8")).get("version")
+        except (OSError, ValueError):
+            return False
+        if installed != version:
+            return False
+    return True
+
+
+def install_agents() -> None:
+    """Install the pinned agent CLIs for the real-CLI tests, unless npm is absent."""
+    npm = shutil.which("npm")
+    if npm is None:
+        print(
+            "real-CLI tests: npm is not on PATH; the agent CLIs are not installed and those "
+            "tests skip",
+            flush=True,
+        )
+        return
+    if _agents_installed():
+        return
+    # Not `npm ci`: it refuses a lock file without every platform's optional package, and
+    # opencode's builds for other platforms are not on every registry (404), so no lock file
+    # can list them. `npm install --no-save` installs the locked tree and writes no file.
+    argv = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"]
+    print("+", " ".join(argv), f"(in {AGENTS.relative_to(ROOT)})", flush=True)
+    if subprocess.call(argv, cwd=AGENTS) != 0:
+        print("real-CLI tests: the npm install failed (see above); those tests skip", flush=True)
+
+
 def start(args: list[str]) -> None:
     install("")
     demo = ROOT / "pairbot-demo"  # gitignored; `pairbot demo` works on the same directory
@@ -63,6 +104,7 @@ def start(args: list[str]) -> None:
 
 def test(args: list[str]) -> None:
     install("dev")
+    install_agents()
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     _run(BIN / "mypy")

@@ -2,17 +2,16 @@
 
     context      batch, phase goal / success / proof-of-work, the change's plan, the review
                  round (verify)
-    command      the agent's own invocation of pairbot's command (`/pair:apply alpha` for
-                 claude, `/pair-apply alpha` for the others), with the arguments glued to it
-                 as one contiguous block; an in-house `command` agent has no command files, so
-                 it gets the command's shared definition inline instead
+    command      pairbot's command for the step, its shared definition inline (no agent CLI
+                 expands a command invoked in the middle of a prompt), with the arguments
+                 glued to it as one contiguous block
     arguments    the caller's guidance, recorded answers and feedback, open findings: quoted
                  data, stripped of hidden content, never instructions that replace the task
     reporting    how to report, so any agent can
 
 The command block comes from the injected launcher (`AgentLauncher.delegate`, passed in as a
-`Delegate`): how each agent invokes a command, and the command text itself, belong to the
-runtime, which has the one definition of each command.
+`Delegate`): the form each agent reads a command in, and the command text itself, belong to
+the runtime, which has the one definition of each command.
 """
 
 from __future__ import annotations

@@ -2,13 +2,27 @@
 
 Each adapter turns (agent choice, settings, repo root) into argv; instructions always go on
 stdin. The binary names live only in `AGENT_BINARIES`, which `pairbot doctor` reads too, so the
-two cannot drift. `command` runs any configured argv (`agentCommand`): the way to plug in an
-in-house agent, and what the tests use to drive a scripted agent.
+two cannot drift; the CLI versions the argv was checked against are in
+`app.runtime.supported`. `command` runs any configured argv (`agentCommand`): the way to plug
+in an in-house agent, and what the tests use to drive a scripted agent.
 
 The argv is, in this order: the binary, the adapter's base args, `--model <id>` when the stage
 names a model (all five agents spell it `--model`), then the permission flags from
 `app.runtime.permissions.resolve_permission_flags` (posture flags, then the agent's `raw` entry).
 `command` is `agentCommand` as written plus its own `raw` entry; it takes no model flag.
+
+Base args, each from the pinned CLI's own `--help`:
+
+    claude    -p --output-format stream-json --verbose --include-partial-messages
+    codex     exec --json -            (`-`: read the prompt from stdin)
+    gemini    --output-format stream-json --skip-trust --prompt ""
+              (`--prompt` takes a value, appended to stdin; `--skip-trust` because gemini
+              otherwise forces its approval mode back to `default` in a folder it was never
+              told to trust, and pairbot only runs agents in the project it drives)
+    cursor    -p --output-format stream-json --trust   (Cursor's headless docs; untested)
+    opencode  run --format json
+
+Every named agent now emits one JSON event per line, rendered by `app.runtime.streamjson`.
 
 `cursor` runs `cursor-agent`. Cursor's docs now call the CLI `agent`
 (https://cursor.com/docs/cli/overview), but its installer links both `agent` and `cursor-agent`
@@ -50,9 +64,15 @@ ADAPTERS: Mapping[str, Adapter] = {
         ("-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"),
         emits_stream_json=True,
     ),
-    "codex": Adapter("codex", ("exec", "-"), emits_stream_json=False),
-    "gemini": Adapter("gemini", ("-p",), emits_stream_json=False),
-    "cursor": Adapter("cursor", ("-p",), emits_stream_json=False),
+    "codex": Adapter("codex", ("exec", "--json", "-"), emits_stream_json=True),
+    "gemini": Adapter(
+        "gemini",
+        ("--output-format", "stream-json", "--skip-trust", "--prompt", ""),
+        emits_stream_json=True,
+    ),
+    "cursor": Adapter(
+        "cursor", ("-p", "--output-format", "stream-json", "--trust"), emits_stream_json=True
+    ),
     "opencode": Adapter("opencode", ("run", "--format", "json"), emits_stream_json=True),
     "command": Adapter("command", (), emits_stream_json=False, model_flag=None),
 }

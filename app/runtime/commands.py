@@ -1,18 +1,24 @@
-"""pairbot's lifecycle commands, and the guarantee that a command exists where the agent runs.
+"""pairbot's lifecycle commands: the text an agent's prompt carries, and each agent's own
+command file for people who work with the agent interactively.
 
 One shared definition per command (`propose`, `apply`, `verify`, `red`, `fix`,
-`decompose-phase`, `open-pr`) is rendered into each agent's own command format and path, so an
-agent's prompt can delegate with one invocation (`/pair:apply alpha` for claude, `/pair-apply
-alpha` elsewhere) and the lifecycle text has one author. Before a spawn the engine calls
-`ensure_command_in_spawn_locus`:
+`decompose-phase`, `open-pr`) has one author. `delegate` writes the prompt's command block: the
+definition inline, followed by its arguments, for every agent. An invocation such as
+`/pair:apply alpha` is not used in the prompt because no supported CLI expands it there:
+claude does not expand a command in the middle of a prompt, `codex exec` never reads custom
+prompts, gemini expands only a leading `/pair-x` in a trusted folder, and opencode only through
+`run --command`. Inline text is the one form every CLI reads.
+
+The same definition is still rendered into each agent's own command format and path
+(`/pair:apply` for claude, `/pair-apply` for the others; a codex skill), so a person can invoke
+it interactively. Before a spawn the launcher calls `ensure_command_in_spawn_locus`:
 
     absent                    render it from the shared definition, then spawn
     present                   verify it and leave it untouched (a maintainer may have edited it)
     remote locus              SkillLocusError: the engine does not control that disk
     write failure             SkillLocusError naming the path and the cause
 
-The `command` adapter (an in-house agent) has no command files: its prompt carries the whole
-definition inline. `delegate` writes that part of the prompt either way; the engine reaches it,
+The `command` adapter (an in-house agent) has no command files. The engine reaches `delegate`,
 like `ensure_command_in_spawn_locus`, only through the launcher (app/runtime/launcher.py).
 The command ids themselves (`CommandId`) are the engine's vocabulary, from its agent seam.
 """
@@ -132,8 +138,12 @@ class CommandStyle:
     render: Callable[[CommandDefinition], str]
 
 
-def _codex_home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("CODEX_HOME") or Path(env.get("HOME", "~")) / ".codex").expanduser()
+def _skill(definition: CommandDefinition) -> str:
+    # Codex skills: SKILL.md with `name` and `description` front matter.
+    return (
+        f"---\nname: pair-{definition.id}\ndescription: {definition.description}\n---\n\n"
+        f"{definition.body}\n"
+    )
 
 
 STYLES: Mapping[str, CommandStyle] = {
@@ -152,11 +162,11 @@ STYLES: Mapping[str, CommandStyle] = {
         invocation=lambda cid: f"/pair-{cid}",
         render=_toml,
     ),
-    # Codex reads prompts from one global directory, not from the repository.
+    # `codex exec` reads no custom prompts; it offers the repository's skills.
     "codex": CommandStyle(
-        path=lambda _root, cid, env: _codex_home(env) / "prompts" / f"pair-{cid}.md",
-        invocation=lambda cid: f"/pair-{cid}",
-        render=_md,
+        path=lambda root, cid, _env: root / ".agents" / "skills" / f"pair-{cid}" / "SKILL.md",
+        invocation=lambda cid: f"$pair-{cid}",
+        render=_skill,
     ),
     "opencode": CommandStyle(
         path=lambda root, cid, _env: root / ".opencode" / "commands" / f"pair-{cid}.md",
@@ -167,17 +177,19 @@ STYLES: Mapping[str, CommandStyle] = {
 
 
 def invocation(agent: str, command_id: CommandId) -> str | None:
-    """The agent's token for the command (`/pair:apply`, `/pair-apply`); None if inline."""
+    """How a person invokes the command interactively (`/pair:apply`, `/pair-apply`,
+    `$pair-apply`); None for an agent without command files."""
     style = STYLES.get(agent)
     return style.invocation(command_id) if style else None
 
 
 def delegate(agent: str, command_id: CommandId, target: str, arguments: Sequence[str]) -> str:
-    """The prompt's command block: the agent's invocation with its arguments, or the definition
-    inline for an agent without command files."""
-    token = invocation(agent, command_id)
-    if token is not None:
-        return "\n".join([f"{token} {target}", *arguments])
+    """The prompt's command block: the command's definition inline, then its arguments.
+
+    The same for every agent (see the module docstring for why no invocation token is used);
+    `agent` stays in the signature because the engine's seam passes it.
+    """
+    del agent
     body = DEFINITIONS[command_id].body.replace("$ARGUMENTS", "the arguments below")
     return "\n".join([f"Your task ({command_id}):", body, "", "Arguments:", target, *arguments])
 

@@ -13,6 +13,10 @@ A check fails only when something the configured settings need is missing or unr
 missing is a warning: an agent binary nobody configured, a Docker engine when no batch uses the
 docker locus, an agent that runs inside a docker or remote locus (this machine cannot see it).
 
+Each agent binary found on PATH is asked its `--version`, which is compared with the version
+pairbot supports (`app.runtime.supported`): another version is a warning naming both, since
+its flags may differ from the ones the adapters were checked against.
+
 The settings checked are the standalone ones (env > project config > defaults) plus each batch
 manifest that changes them, resolved with the same cascade the engine uses. The agent binaries
 come from the one registry in `app.runtime.adapters`, so doctor and the spawn cannot drift.
@@ -40,6 +44,7 @@ from app.engine.manifest import PAIR_DIR, list_batches, load_manifest, load_proj
 from app.errors import UserError
 from app.runtime.adapters import ADAPTERS, AGENT_BINARIES
 from app.runtime.remote_url import RemoteUrlError, remote_base_url
+from app.runtime.supported import SUPPORTED, parse_version
 from app.settings import (
     AGENT_STAGES,
     BatchSettings,
@@ -60,10 +65,13 @@ __all__ = [
     "Profile",
     "RemoteTarget",
     "Report",
+    "Version",
+    "agent_version",
     "build_checks",
     "diagnose",
     "gather",
     "http_get",
+    "install_hint",
     "load_profiles",
     "plan",
     "remote_target",
@@ -75,14 +83,23 @@ CheckStatus = Literal["ok", "warn", "fail"]
 
 MIN_PYTHON: Final = (3, 11)
 PROBE_TIMEOUT_S: Final = 5.0
+VERSION_TIMEOUT_S: Final = 10.0  # a node CLI's cold start on a busy machine
 
 INSTALL_HINTS: Final[Mapping[str, str]] = {
-    "claude": "install Claude Code: npm install -g @anthropic-ai/claude-code",
-    "codex": "install Codex CLI: npm install -g @openai/codex",
-    "gemini": "install Gemini CLI: npm install -g @google/gemini-cli",
+    "claude": "install Claude Code: npm install -g {pin}",
+    "codex": "install Codex CLI: npm install -g {pin}",
+    "gemini": "install Gemini CLI: npm install -g {pin}",
     "cursor": "install Cursor CLI: curl https://cursor.com/install -fsS | bash",
-    "opencode": "install opencode: npm install -g opencode-ai",
+    "opencode": "install opencode: npm install -g {pin}",
 }
+"""Per agent; `{pin}` is the npm package at its supported version (app.runtime.supported)."""
+
+
+def install_hint(agent: str) -> str:
+    """How to install `agent`'s CLI, at the supported version where there is one."""
+    supported = SUPPORTED[agent]
+    return INSTALL_HINTS[agent].format(pin=f"{supported.package}@{supported.version}")
+
 
 Which = Callable[[str], str | None]
 RunResult = tuple[int, str]
@@ -90,6 +107,8 @@ Run = Callable[[Sequence[str], float], RunResult]
 """Run argv with a timeout: (exit code, stderr). Raises OSError or subprocess.TimeoutExpired."""
 HttpGet = Callable[[str, Mapping[str, str], float], int]
 """GET a URL with headers and a timeout: the HTTP status. Raises OSError when nothing answers."""
+Version = Callable[[Sequence[str], float], str | None]
+"""Run a CLI's version command with a timeout: the version it printed, or None. Never raises."""
 
 
 # ---------------------------------------------------------------- values
@@ -158,6 +177,7 @@ class Facts:
 
     python: tuple[int, int, int]
     on_path: Mapping[str, str | None]
+    versions: Mapping[str, str | None]  # agent -> the installed binary's version, if read
     docker: Outcome
     remotes: Mapping[str, Outcome]
 
@@ -246,14 +266,39 @@ def plan(profiles: Sequence[Profile]) -> Needs:
 # ---------------------------------------------------------------- pure: the checks
 
 
-def _agent_check(agent: str, binary: str, needs: Needs, path: str | None) -> Check:
+def _version_note(agent: str, version: str | None) -> tuple[CheckStatus, str, str]:
+    """(status, the version part of the detail, a remedy) for an installed agent binary."""
+    supported = SUPPORTED[agent]
+    if supported.version is None:
+        shown = version or "version unknown"
+        return "ok", f"{shown}, untested (no supported version)", ""
+    install = install_hint(agent).split(": ", 1)[1]
+    if version is None:
+        return (
+            "warn",
+            f"version unknown (pairbot supports {supported.version})",
+            f"check `{AGENT_BINARIES[agent]} --version`, or {install}",
+        )
+    if version != supported.version:
+        return (
+            "warn",
+            f"{version}, pairbot supports {supported.version}",
+            f"its flags may differ: {install}",
+        )
+    return "ok", f"{version}, supported", ""
+
+
+def _agent_check(
+    agent: str, binary: str, needs: Needs, path: str | None, version: str | None
+) -> Check:
     name = f"agent:{agent}"
     local = needs.local_agents.get(agent, ())
     elsewhere = needs.elsewhere_agents.get(agent, ())
     if path is not None:
         used = "; ".join(local) if local else "not used by the local settings"
-        return Check(name, "ok", f"{binary} at {path} — {used}")
-    remedy = INSTALL_HINTS[agent]
+        status, note, remedy = _version_note(agent, version)
+        return Check(name, status, f"{binary} at {path} ({note}) — {used}", remedy)
+    remedy = install_hint(agent)
     if local:
         return Check(
             name,
@@ -319,7 +364,9 @@ def build_checks(needs: Needs, facts: Facts) -> tuple[Check, ...]:
         )
     )
     for agent, binary in AGENT_BINARIES.items():
-        checks.append(_agent_check(agent, binary, needs, facts.on_path.get(binary)))
+        checks.append(
+            _agent_check(agent, binary, needs, facts.on_path.get(binary), facts.versions.get(agent))
+        )
     for who in needs.missing_command:
         checks.append(
             Check(
@@ -415,6 +462,17 @@ def http_get(url: str, headers: Mapping[str, str], timeout: float) -> int:
         return err.code
 
 
+def agent_version(argv: Sequence[str], timeout: float) -> str | None:
+    """The version `argv` (a CLI's version command) prints, or None if it prints none."""
+    try:
+        completed = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_version(completed.stdout) or parse_version(completed.stderr)
+
+
 @dataclass(frozen=True)
 class Probes:
     """How doctor looks at the machine; tests pass fakes."""
@@ -422,6 +480,7 @@ class Probes:
     which: Which = _which
     run: Run = run_command
     http_get: HttpGet = http_get
+    version: Version = agent_version
     python: tuple[int, int, int] = (
         sys.version_info.major,
         sys.version_info.minor,
@@ -471,9 +530,17 @@ def gather(needs: Needs, probes: Probes) -> Facts:
         for target in needs.remotes
         if target.url is not None and target.token is not None
     }
+    on_path = {name: probes.which(name) for name in names}
+    versions: dict[str, str | None] = {}
+    for agent, binary in AGENT_BINARIES.items():
+        path = on_path.get(binary)
+        if path is not None:
+            argv = [path, *SUPPORTED[agent].version_args]
+            versions[agent] = probes.version(argv, VERSION_TIMEOUT_S)
     return Facts(
         python=probes.python,
-        on_path={name: probes.which(name) for name in names},
+        on_path=on_path,
+        versions=versions,
         docker=_probe_docker(probes.run),
         remotes=remotes,
     )

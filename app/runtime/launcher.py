@@ -7,7 +7,7 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
     launch(AgentLaunch, on_line)
       1. resolve the stage's argv (adapters.py, with permissions.py's flags)
       2. say the agent's permission warning, once per process
-      3. render-or-verify the delegated command file where the agent runs (commands.py)
+      3. render-or-verify the stage's command file where the agent runs (commands.py)
       4. pick the runtime for the locus (`runtime_for`, by default select.py's)
       5. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
       6. render stream-json output for people (streamjson.py), usage taken from the stream
@@ -84,7 +84,8 @@ class Launcher:
             warning = self._warn_once(choice.name, settings.permissions.posture)
             if warning:
                 on_line(warning)
-            # Render-or-fail: the command the prompt delegates to must exist where the agent runs.
+            # Render-or-fail: the stage's command file exists where the agent runs (the prompt
+            # carries the same text inline; the file is for people driving the agent themselves).
             commands.ensure_command_in_spawn_locus(
                 launch.command, choice.name, settings.locus, launch.root, launch.env
             )

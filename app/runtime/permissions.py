@@ -2,19 +2,35 @@
 
 `resolve_permission_flags` is pure: a posture, the allow/deny lists and the per-agent `raw`
 fragments go in, an argv fragment comes out. The adapters append it after their base args and
-model flag. The tables are the seed's, per agent and posture:
+model flag. The tables follow the seed's postures, spelled with the flags of the CLI versions
+in `app.runtime.supported` (each from the CLI's own `--help`):
 
-    agent     repo-sandboxed-permissive          curated-allowlist              full-autonomy
-    claude    --permission-mode acceptEdits      --permission-mode default      --dangerously-
-              --add-dir <repoRoot>               [--allowedTools <allow>…]        skip-permissions
-              --allowedTools <allow, or Bash>…   [--disallowedTools <deny>…]
+    agent     repo-sandboxed-permissive         curated-allowlist            full-autonomy
+    claude    --permission-mode acceptEdits     --permission-mode manual     --permission-mode
+              --permission-prompts none         --permission-prompts none      bypassPermissions
+              --add-dir <repoRoot>              [--allowedTools <allow>…]
+              --allowedTools <allow, or Bash>…  --disallowedTools <deny>…
               --disallowedTools <deny>…
-    gemini    --approval-mode auto_edit          --approval-mode default        --yolo
-    codex     --sandbox workspace-write          --sandbox workspace-write      --full-auto
-              --ask-for-approval never           --ask-for-approval on-request
-    cursor    (none: own gating; warning)        (none: own gating; warning)    --force
-    opencode  (none: own gating; warning)        (none: own gating; warning)    --dangerously-
-                                                                                  skip-permissions
+    gemini    --approval-mode auto_edit         --approval-mode default      --approval-mode yolo
+    codex     --sandbox workspace-write         --sandbox read-only          --dangerously-bypass-
+                                                                               approvals-and-sandbox
+    cursor    (none: own gating; warning)       (none: own gating; warning)  --force
+    opencode  (none: own gating; warning)       (none: own gating; warning)  --auto
+
+Why these spellings:
+
+- claude: 2.1.x renamed the `default` permission mode `manual`. `--permission-prompts none`
+  denies whatever would prompt (nobody answers a prompt under `-p`), so a headless step is
+  refused at once instead of stalling. full-autonomy is the documented `bypassPermissions`
+  mode; claude refuses it when run as root, so pairbot must not run the agent as root.
+- codex: `exec` is always headless: it takes no `--ask-for-approval` and ignores
+  `-c approval_policy=…`; anything outside the sandbox fails back to the model. The posture
+  is therefore the sandbox alone. curated is `read-only`, the same reach as claude's curated
+  posture with an empty allow list (edits would prompt, so they are denied); codex's own
+  allow list is its execpolicy `.rules` files. full-autonomy is `--full-auto`'s successor,
+  the documented `--dangerously-bypass-approvals-and-sandbox`.
+- gemini: `--approval-mode yolo` is the documented spelling of `--yolo`.
+- opencode: `--auto` is the documented flag; `--dangerously-skip-permissions` is a hidden alias.
 
 Choices the seed leaves open, decided here:
 
@@ -72,25 +88,18 @@ BASELINE_DENY: Final[tuple[str, ...]] = (
 
 # Fixed flags for the agents whose translation ignores allow/deny and the repo root.
 _FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
-    # Known limitation (seed): gemini's auto_edit covers file edits only, so a headless shell
-    # step may stall; gemini has no argv-only bounded shell allowance.
+    # Known limitation (seed): gemini's auto_edit covers file edits only; headless, gemini 0.61
+    # does not offer its shell tool at all then, and it has no argv-only bounded shell allowance
+    # (its Policy Engine is file-based: `--policy <file>` through `raw`).
     "gemini": {
         "repo-sandboxed-permissive": ("--approval-mode", "auto_edit"),
         "curated-allowlist": ("--approval-mode", "default"),
-        "full-autonomy": ("--yolo",),
+        "full-autonomy": ("--approval-mode", "yolo"),
     },
-    # The seed's flags, kept exact. Caution: recent Codex CLIs accept `--ask-for-approval` only
-    # before the `exec` subcommand (https://github.com/openai/codex/issues/13614), and newer
-    # ones dropped `exec --full-auto`; `-c approval_policy=...` is the exec-side spelling.
     "codex": {
-        "repo-sandboxed-permissive": (
-            "--sandbox",
-            "workspace-write",
-            "--ask-for-approval",
-            "never",
-        ),
-        "curated-allowlist": ("--sandbox", "workspace-write", "--ask-for-approval", "on-request"),
-        "full-autonomy": ("--full-auto",),
+        "repo-sandboxed-permissive": ("--sandbox", "workspace-write"),
+        "curated-allowlist": ("--sandbox", "read-only"),
+        "full-autonomy": ("--dangerously-bypass-approvals-and-sandbox",),
     },
     "cursor": {
         "repo-sandboxed-permissive": (),
@@ -100,7 +109,7 @@ _FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
     "opencode": {
         "repo-sandboxed-permissive": (),
         "curated-allowlist": (),
-        "full-autonomy": ("--dangerously-skip-permissions",),
+        "full-autonomy": ("--auto",),
     },
 }
 
@@ -118,7 +127,7 @@ def effective_deny(policy: ResolvedPermissions) -> tuple[str, ...]:
 def _claude(policy: ResolvedPermissions, repo_root: str) -> tuple[str, ...]:
     deny = effective_deny(policy)
     if policy.posture == "full-autonomy":
-        return ("--dangerously-skip-permissions",)
+        return ("--permission-mode", "bypassPermissions")
     if policy.posture == "repo-sandboxed-permissive":
         # acceptEdits covers file edits only; without an allowed Bash a headless shell call is
         # denied, hence the default.
@@ -126,6 +135,8 @@ def _claude(policy: ResolvedPermissions, repo_root: str) -> tuple[str, ...]:
         return (
             "--permission-mode",
             "acceptEdits",
+            "--permission-prompts",
+            "none",
             "--add-dir",
             repo_root,
             "--allowedTools",
@@ -133,7 +144,7 @@ def _claude(policy: ResolvedPermissions, repo_root: str) -> tuple[str, ...]:
             "--disallowedTools",
             *deny,
         )
-    flags: list[str] = ["--permission-mode", "default"]
+    flags: list[str] = ["--permission-mode", "manual", "--permission-prompts", "none"]
     if policy.allow:
         flags += ["--allowedTools", *policy.allow]
     if deny:

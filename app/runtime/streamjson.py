@@ -2,12 +2,15 @@
 
 Agents whose adapter sets `emits_stream_json` print one JSON event per stdout line: claude with
 `-p --output-format stream-json --verbose --include-partial-messages`, opencode with
-`run --format json`. `StreamJsonRenderer` reads those lines and writes polished output through a
-line sink; the runtime keeps the raw lines for `AgentSpawnResult.stdout` untouched (a `str` is
-immutable and the renderer only reads JSON it parsed itself), so the transcript the engine maps
-to an outcome is byte-identical with or without rendering.
+`run --format json`, codex with `exec --json`, gemini with `--output-format stream-json`, and
+cursor with `-p --output-format stream-json` (claude's envelope plus its own `tool_call`).
+`StreamJsonRenderer` reads those lines and writes polished output through a line sink; the
+runtime keeps the raw lines for `AgentSpawnResult.stdout` untouched (a `str` is immutable and
+the renderer only reads JSON it parsed itself), so the transcript the engine maps to an
+outcome is byte-identical with or without rendering.
 
-The dispatch is multi-schema, not agent-named: both envelopes are read side by side.
+The dispatch is multi-schema, not agent-named: the envelopes are read side by side, and where
+two agents share a top-level type the event's shape decides (noted below).
 
     top-level type            what is written
     ------------------------  --------------------------------------------------------------
@@ -25,7 +28,35 @@ The dispatch is multi-schema, not agent-named: both envelopes are read side by s
                               "error" is flagged "✗ step failed (error)"
     tool_use                  opencode tool call (part.type tool): "▸ <tool> <target>" and its
                               output or error, like claude's tool_use + tool_result
-    error                     opencode session error: "✗ error: <name>: <message>"
+    error                     opencode session error (an `error` object): "✗ error: <name>:
+                              <message>"; codex or gemini error (a `message` string):
+                              "✗ error: <message>", or "warning: <message>" for gemini's
+                              severity "warning"
+    --- codex (`exec --json`, codex-rs/exec/src/exec_events.rs in openai/codex)
+    thread.started, turn.started, item.plan.delta   nothing
+    item.started / .updated / .completed   by item.type: agent_message as prose (once, when
+                              completed); command_execution "▸ shell <command>" when it starts,
+                              its aggregated_output when it ends ("✗" for failed / declined or a
+                              non-zero exit_code); file_change "▸ <kind> <path>" per change;
+                              mcp_tool_call "▸ <server>.<tool> <target>" and its result or
+                              error; web_search "▸ web_search <query>"; error items as
+                              "warning: <message>"; reasoning, plan and todo_list nothing
+    turn.completed            "✓ turn completed · in N · out N · $?" (usage: input_tokens,
+                              cached_input_tokens, output_tokens; codex reports no cost)
+    turn.failed               "✗ turn failed: <message>"
+    --- gemini (`--output-format stream-json`, packages/core/src/output/types.ts in
+        google-gemini/gemini-cli)
+    init                      nothing
+    message                   assistant content as prose (`delta: true` chunks streamed); the
+                              user's own message nothing
+    tool_use (with tool_name) "▸ <tool_name> <target>"
+    tool_result               its output, or "✗" and error.message when status is "error"
+    result (with stats or status, no subtype)   "✓ success · …" or "✗ error (<message>) · …"
+                              from stats (input_tokens, cached, input, output_tokens; gemini
+                              reports no cost)
+    --- cursor (`-p --output-format stream-json`, Cursor's headless docs; untested)
+    tool_call                 "▸ <tool>" when started (the `<name>ToolCall` key, its args'
+                              target), its result when completed
     anything else             the raw line; also a known opencode type whose part.type is
                               not the expected one, a non-object, or a shape not recognised
 
@@ -52,11 +83,14 @@ were streamed since the latest `message_start`. Its tool_use items are always wr
 opencode text part is written once per part id.
 
 `text` is the prose, exactly as written: each prose block ends with a newline (one is added
-when the block did not end with one). `usage` sums every `result` and `step_finish` event;
-a figure never reported stays `None` (unknown), never zero. Input tokens exclude cache reads
-and writes, which both agents report apart; opencode's reasoning tokens count as output
-tokens, as claude's thinking tokens already do. Numbers that are not non-negative (finite)
-numbers are ignored as unknown.
+when the block did not end with one). `usage` sums every claude or gemini `result`, opencode
+`step_finish` and codex `turn.completed` event; a figure never reported stays `None`
+(unknown), never zero: codex and gemini report no cost, so theirs stays unknown. Input tokens
+exclude cache reads and writes: claude and opencode report them apart, codex's
+`input_tokens` and gemini's `input_tokens` include the cached part, which is subtracted
+(gemini's `input` is that figure already). opencode's reasoning tokens count as output
+tokens, as claude's thinking tokens and codex's reasoning tokens already do. Numbers that are
+not non-negative (finite) numbers are ignored as unknown.
 
 Sources for the event shapes: Claude Code's headless docs and Agent SDK message types
 (SDKPartialAssistantMessage, SDKResultMessage: `total_cost_usd`, `usage`, `is_error`,
@@ -95,8 +129,12 @@ _GREEN: Final = "32"
 _CYAN: Final = "36"
 _DIM: Final = "2"
 
-# claude control noise, skipped whatever its shape.
-_SILENT_TYPES: Final = frozenset({"system", "rate_limit_event"})
+# Control noise, skipped whatever its shape: claude's, codex's and gemini's.
+_SILENT_TYPES: Final = frozenset(
+    {"system", "rate_limit_event", "thread.started", "turn.started", "item.plan.delta", "init"}
+)
+# codex command_execution statuses that mean the command did not succeed.
+CODEX_FAILED: Final = frozenset({"failed", "declined"})
 # Partial events that close a prose block.
 _BLOCK_BOUNDARIES: Final = frozenset({"content_block_stop", "message_start", "message_stop"})
 
@@ -172,6 +210,39 @@ def opencode_step_usage(part: Mapping[str, object]) -> tuple[AgentUsage, int | N
         ),
         reasoning,
     )
+
+
+def _uncached(total: object, cached: object) -> int | None:
+    """Input tokens without the cached part, when both figures are known and consistent."""
+    whole = count(total)
+    part = count(cached)
+    if whole is None:
+        return None
+    if part is None:
+        return whole if cached is None else None
+    return whole - part if part <= whole else None
+
+
+def codex_turn_usage(event: Mapping[str, object]) -> AgentUsage:
+    """Figures from codex's `turn.completed`: usage.input_tokens (cached included),
+    cached_input_tokens, output_tokens; codex reports no cost."""
+    raw = event.get("usage")
+    usage = raw if isinstance(raw, dict) else {}
+    return AgentUsage(
+        input_tokens=_uncached(usage.get("input_tokens"), usage.get("cached_input_tokens")),
+        output_tokens=count(usage.get("output_tokens")),
+    )
+
+
+def gemini_result_usage(event: Mapping[str, object]) -> AgentUsage:
+    """Figures from gemini's `result`: stats.input (uncached input), else input_tokens less
+    cached, and output_tokens; gemini reports no cost."""
+    raw = event.get("stats")
+    stats = raw if isinstance(raw, dict) else {}
+    uncached = count(stats.get("input"))
+    if uncached is None:
+        uncached = _uncached(stats.get("input_tokens"), stats.get("cached"))
+    return AgentUsage(input_tokens=uncached, output_tokens=count(stats.get("output_tokens")))
 
 
 def figures(usage: AgentUsage, reasoning: int | None = None) -> str:
@@ -273,6 +344,7 @@ class StreamJsonRenderer:
         self._current_streamed = False  # text deltas seen since the latest message_start
         self._streamed_ids: set[str] = set()  # message ids whose text was streamed as deltas
         self._seen_parts: set[str] = set()  # opencode text part ids already written
+        self._items_shown: set[str] = set()  # codex item ids whose start line was written
 
     @property
     def usage(self) -> AgentUsage:
@@ -380,6 +452,8 @@ class StreamJsonRenderer:
         return True
 
     def _on_result(self, event: dict[str, object]) -> bool:
+        if "subtype" not in event and ("stats" in event or "status" in event):
+            return self._on_gemini_result(event)
         usage = claude_result_usage(event)
         self._usage = add_usage(self._usage, usage)
         subtype = event.get("subtype")
@@ -425,6 +499,10 @@ class StreamJsonRenderer:
         return True
 
     def _on_tool_use(self, event: dict[str, object]) -> bool:
+        if "part" not in event and isinstance(event.get("tool_name"), str):
+            # gemini: {tool_name, tool_id, parameters}
+            self._emit(tool_line(event["tool_name"], event.get("parameters")), _CYAN)
+            return True
         part = self._part(event, "tool")
         if part is None:
             return False
@@ -440,6 +518,14 @@ class StreamJsonRenderer:
 
     def _on_error(self, event: dict[str, object]) -> bool:
         error = event.get("error")
+        text = event.get("message")
+        if not isinstance(error, dict) and isinstance(text, str):
+            # codex {message}, gemini {severity, message}
+            if event.get("severity") == "warning":
+                self._emit(f"warning: {text}")
+            else:
+                self._emit(f"✗ error: {text}", _RED)
+            return True
         if not isinstance(error, dict):
             return False
         name = error.get("name")
@@ -449,6 +535,136 @@ class StreamJsonRenderer:
             message = error.get("message")
         words = [w for w in (name, message) if isinstance(w, str) and w]
         self._emit("✗ error: " + (": ".join(words) if words else compact_json(error)), _RED)
+        return True
+
+    # -- gemini ----------------------------------------------------------------------------
+
+    def _on_message(self, event: dict[str, object]) -> bool:
+        content = event.get("content")
+        role = event.get("role")
+        if not isinstance(content, str) or role not in ("user", "assistant"):
+            return False
+        if role == "assistant" and content:
+            if event.get("delta") is True:
+                self._prose(content)
+            else:
+                self._prose_block(content)
+        return True
+
+    def _on_tool_result(self, event: dict[str, object]) -> bool:
+        status = event.get("status")
+        if status == "error":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            self._tool_result(message if message is not None else error, is_error=True)
+            return True
+        if status == "success":
+            self._tool_result(event.get("output"), is_error=False)
+            return True
+        return False
+
+    def _on_gemini_result(self, event: dict[str, object]) -> bool:
+        usage = gemini_result_usage(event)
+        self._usage = add_usage(self._usage, usage)
+        if event.get("status") == "success":
+            self._emit(f"✓ success · {figures(usage)}", _GREEN)
+            return True
+        error = event.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        detail = f" ({message})" if isinstance(message, str) and message else ""
+        self._emit(f"✗ error{detail} · {figures(usage)}", _RED)
+        return True
+
+    # -- codex -----------------------------------------------------------------------------
+
+    def _on_item(self, event: dict[str, object]) -> bool:
+        item = event.get("item")
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            return False
+        kind = item["type"]
+        done = event.get("type") == "item.completed"
+        item_id = item.get("id")
+        key = item_id if isinstance(item_id, str) else None
+        if kind == "agent_message":
+            text = item.get("text")
+            if done and isinstance(text, str):
+                self._prose_block(text)
+        elif kind == "command_execution":
+            self._codex_start(key, tool_line("shell", {"command": item.get("command")}))
+            status = item.get("status")
+            if status in CODEX_FAILED or (done and status != "in_progress"):
+                exit_code = item.get("exit_code")
+                failed = status in CODEX_FAILED or (isinstance(exit_code, int) and exit_code != 0)
+                self._tool_result(item.get("aggregated_output"), is_error=failed)
+        elif kind == "file_change":
+            if done:
+                self._codex_file_change(item)
+        elif kind == "mcp_tool_call":
+            name = f"{item.get('server')}.{item.get('tool')}"
+            self._codex_start(key, tool_line(name, item.get("arguments")))
+            error = item.get("error")
+            result = item.get("result")
+            if isinstance(error, dict):
+                self._tool_result(error.get("message"), is_error=True)
+            elif done and isinstance(result, dict):
+                self._tool_result(result.get("content"), is_error=False)
+        elif kind == "web_search":
+            self._codex_start(key, tool_line("web_search", {"pattern": item.get("query")}))
+        elif kind == "error":
+            message = item.get("message")
+            self._emit(f"warning: {message if isinstance(message, str) else compact_json(item)}")
+        # reasoning, plan, todo_list, collab tool calls: nothing to show
+        return True
+
+    def _codex_start(self, item_id: str | None, line: str) -> None:
+        """Write an item's tool line once, however many of its events arrive."""
+        if item_id is not None:
+            if item_id in self._items_shown:
+                return
+            self._items_shown.add(item_id)
+        self._emit(line, _CYAN)
+
+    def _codex_file_change(self, item: dict[str, object]) -> None:
+        changes = item.get("changes")
+        for change in changes if isinstance(changes, list) else []:
+            if isinstance(change, dict):
+                self._emit(tool_line(change.get("kind"), {"path": change.get("path")}), _CYAN)
+        if item.get("status") == "failed":
+            self._tool_result("patch failed", is_error=True)
+
+    def _on_turn_completed(self, event: dict[str, object]) -> bool:
+        usage = codex_turn_usage(event)
+        self._usage = add_usage(self._usage, usage)
+        self._emit(f"✓ turn completed · {figures(usage)}", _GREEN)
+        return True
+
+    def _on_turn_failed(self, event: dict[str, object]) -> bool:
+        error = event.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        text = message if isinstance(message, str) else compact_json(error)
+        self._emit(f"✗ turn failed: {text}", _RED)
+        return True
+
+    # -- cursor ----------------------------------------------------------------------------
+
+    def _on_tool_call(self, event: dict[str, object]) -> bool:
+        call = event.get("tool_call")
+        if not isinstance(call, dict) or len(call) != 1:
+            return False
+        ((key, body),) = call.items()
+        if not isinstance(body, dict):
+            return False
+        name = key.removesuffix("ToolCall") or key
+        if event.get("subtype") == "started":
+            self._emit(tool_line(name, body.get("args")), _CYAN)
+            return True
+        result = body.get("result")
+        if isinstance(result, dict) and isinstance(result.get("success"), dict):
+            self._tool_result(result["success"].get("content"), is_error=False)
+        elif isinstance(result, dict) and "error" in result:
+            error = result["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            self._tool_result(message, is_error=True)
         return True
 
     _HANDLERS: Final[Mapping[str, Callable[[StreamJsonRenderer, dict[str, object]], bool]]] = {
@@ -461,6 +677,14 @@ class StreamJsonRenderer:
         "step_finish": _on_step_finish,
         "tool_use": _on_tool_use,
         "error": _on_error,
+        "message": _on_message,
+        "tool_result": _on_tool_result,
+        "item.started": _on_item,
+        "item.updated": _on_item,
+        "item.completed": _on_item,
+        "turn.completed": _on_turn_completed,
+        "turn.failed": _on_turn_failed,
+        "tool_call": _on_tool_call,
     }
 
     # -- output -----------------------------------------------------------------------------

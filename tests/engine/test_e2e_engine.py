@@ -297,7 +297,8 @@ def test_a_stream_json_agent_is_rendered_and_its_usage_journaled(
         "--verbose",
         "--include-partial-messages",
     ]
-    assert call["instructions"].split("\n\n")[1].startswith("/pair:propose alpha")
+    # The command's text travels inline; the command file is still there for interactive use.
+    assert call["instructions"].split("\n\n")[1].startswith("Your task (propose):")
     assert (project.root / ".claude" / "commands" / "pair" / "propose.md").is_file()
     assert "scripted agent: ok propose alpha" in lines
     assert not any(line.startswith("{") for line in lines)  # rendered, not raw NDJSON

@@ -26,7 +26,7 @@ PHASE = Phase.model_validate(
 )
 
 
-def test_claude_gets_its_invocation_with_the_arguments_as_one_block() -> None:
+def test_claude_gets_the_command_inline_with_the_arguments_as_one_block() -> None:
     text = build_instructions(
         InstructionContext(
             transition="apply",
@@ -40,20 +40,21 @@ def test_claude_gets_its_invocation_with_the_arguments_as_one_block() -> None:
         DELEGATE,
     )
     block = text.split("\n\n")[1]
-    assert block.splitlines()[0] == "/pair:apply alpha"
-    assert "> keep it small" in block and "> use sqlite" in block
+    # No CLI expands a command invoked mid-prompt, so the definition is inlined.
+    assert block.splitlines()[0] == "Your task (apply):"
+    assert "> keep it small" in text and "> use sqlite" in text
     assert "Phase goal: greet" in text and "`pytest -q` must pass (exit 0)" in text
-    assert "Implement the unchecked tasks" not in text  # delegated, not re-authored
+    assert "Implement the unchecked tasks" in text and "/pair:apply" not in text
 
 
-def test_a_plain_invocation_has_no_trailing_argument_noise() -> None:
+def test_a_plain_command_block_has_no_trailing_argument_noise() -> None:
     text = build_instructions(
         InstructionContext(
             transition="propose", key="alpha", batch=None, phase=None, agent="codex"
         ),
         DELEGATE,
     )
-    assert text.split("\n\n")[1] == "/pair-propose alpha"
+    assert text.split("\n\n")[-2].endswith("Arguments:\nalpha")
 
 
 def test_an_in_house_command_agent_gets_the_definition_inline() -> None:
@@ -113,5 +114,6 @@ def test_decomposition_delegates_with_phase_and_manifest() -> None:
         agent="claude",
         delegate=DELEGATE,
     )
-    assert "/pair:decompose-phase core .pair/batches/b/batch.yaml" in text
+    assert "Your task (decompose-phase):" in text
+    assert "Arguments:\ncore .pair/batches/b/batch.yaml" in text
     assert "- setup: a1, a2" in text

@@ -48,27 +48,32 @@ def settings(
         pytest.param(
             "claude",
             ["claude", "-p", "--output-format", "stream-json", "--verbose",
-             "--include-partial-messages", "--model", "m1", "--dangerously-skip-permissions",
-             "--max-turns", "9"],
+             "--include-partial-messages", "--model", "m1",
+             "--permission-mode", "bypassPermissions", "--max-turns", "9"],
             id="claude",
         ),
         pytest.param(
             "codex",
-            ["codex", "exec", "-", "--model", "m1", "--full-auto", "-c", "x=1"],
+            ["codex", "exec", "--json", "-", "--model", "m1",
+             "--dangerously-bypass-approvals-and-sandbox", "-c", "x=1"],
             id="codex",
         ),
         pytest.param(
-            "gemini", ["gemini", "-p", "--model", "m1", "--yolo", "--debug"], id="gemini"
+            "gemini",
+            ["gemini", "--output-format", "stream-json", "--skip-trust", "--prompt", "",
+             "--model", "m1", "--approval-mode", "yolo", "--debug"],
+            id="gemini",
         ),
         pytest.param(
             "cursor",
-            ["cursor-agent", "-p", "--model", "m1", "--force", "--api-key-env", "K"],
+            ["cursor-agent", "-p", "--output-format", "stream-json", "--trust", "--model", "m1",
+             "--force", "--api-key-env", "K"],
             id="cursor",
         ),
         pytest.param(
             "opencode",
             ["opencode", "run", "--format", "json", "--model", "m1",
-             "--dangerously-skip-permissions", "--agent", "build"],
+             "--auto", "--agent", "build"],
             id="opencode",
         ),
     ],
@@ -91,9 +96,11 @@ def test_no_model_no_model_flag(agent: str) -> None:
 def test_claude_default_posture_gets_the_repo_root() -> None:
     resolved = settings("claude", posture="repo-sandboxed-permissive")
     argv = resolve_argv(resolved.agent_for("propose"), resolved, ROOT)
-    assert argv.args[5:11] == (
+    assert argv.args[5:13] == (
         "--permission-mode",
         "acceptEdits",
+        "--permission-prompts",
+        "none",
         "--add-dir",
         ROOT,
         "--allowedTools",
@@ -136,4 +143,5 @@ def test_unknown_agent_lists_the_available_ones() -> None:
 def test_one_registry() -> None:
     assert set(AGENT_BINARIES) == set(ADAPTERS) - {"command"}
     assert AGENT_BINARIES["cursor"] == "cursor-agent"
-    assert {name for name, a in ADAPTERS.items() if a.emits_stream_json} == {"claude", "opencode"}
+    streaming = {name for name, a in ADAPTERS.items() if a.emits_stream_json}
+    assert streaming == set(AGENT_BINARIES)

@@ -9,6 +9,7 @@ import pytest
 from app.runtime.commands import (
     DEFINITIONS,
     SkillLocusError,
+    delegate,
     ensure_command_in_spawn_locus,
     invocation,
 )
@@ -21,6 +22,7 @@ from app.runtime.commands import (
         pytest.param("cursor", ".cursor/commands/pair-apply.md", "/pair-apply", id="cursor"),
         pytest.param("gemini", ".gemini/commands/pair-apply.toml", "/pair-apply", id="gemini"),
         pytest.param("opencode", ".opencode/commands/pair-apply.md", "/pair-apply", id="opencode"),
+        pytest.param("codex", ".agents/skills/pair-apply/SKILL.md", "$pair-apply", id="codex"),
     ],
 )
 def test_each_agent_gets_its_own_path_and_token(
@@ -41,13 +43,22 @@ def test_gemini_commands_are_toml_with_its_argument_placeholder(tmp_path: Path) 
     assert "{{args}}" in text and "$ARGUMENTS" not in text
 
 
-def test_codex_prompts_live_in_codex_home(tmp_path: Path) -> None:
+def test_codex_gets_a_repository_skill_not_a_prompt_in_its_home(tmp_path: Path) -> None:
     home = tmp_path / "codex-home"
     ensure_command_in_spawn_locus(
         "fix", "codex", "local", tmp_path / "repo", {"CODEX_HOME": str(home)}
     )
-    assert (home / "prompts" / "pair-fix.md").is_file()
-    assert not (tmp_path / "repo").exists()
+    text = (tmp_path / "repo/.agents/skills/pair-fix/SKILL.md").read_text()
+    assert text.startswith("---\nname: pair-fix\ndescription: ")
+    assert not home.exists()
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "cursor", "opencode", "command"])
+def test_every_agent_gets_the_definition_inline(agent: str) -> None:
+    block = delegate(agent, "apply", "alpha", ["> keep it small"])
+    assert block.splitlines()[0] == "Your task (apply):"
+    assert "Implement the unchecked tasks" in block and "$ARGUMENTS" not in block
+    assert block.endswith("Arguments:\nalpha\n> keep it small")
 
 
 def test_an_existing_command_is_verified_and_left_untouched(tmp_path: Path) -> None:

@@ -16,16 +16,19 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
+from app.runtime.adapters import AGENT_BINARIES
 from app.runtime.doctor import (
     Check,
     Probes,
     Report,
+    agent_version,
     diagnose,
     http_get,
     remote_target,
     render_text,
     run_command,
 )
+from app.runtime.supported import SUPPORTED, parse_version
 from app.settings import RemoteSettings
 from tests.support.project import Project, cli
 
@@ -44,6 +47,9 @@ class FakeMachine:
     python: tuple[int, int, int] = (3, 11, 7)
     http_calls: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
     run_calls: list[list[str]] = field(default_factory=list)
+    # binary -> what its --version prints; absent: the supported version
+    versions: Mapping[str, str | None] = field(default_factory=dict)
+    version_calls: list[list[str]] = field(default_factory=list)
 
     def which(self, name: str) -> str | None:
         return f"/bin/{name}" if name in self.on_path else None
@@ -63,8 +69,21 @@ class FakeMachine:
             raise answer
         return answer
 
+    def version(self, argv: Sequence[str], timeout: float) -> str | None:
+        self.version_calls.append(list(argv))
+        assert argv[0].startswith("/bin/") and argv[1:] == ["--version"] and timeout <= 10
+        binary = argv[0].removeprefix("/bin/")
+        agent = {b: a for a, b in AGENT_BINARIES.items()}[binary]
+        return self.versions.get(binary, SUPPORTED[agent].version)
+
     def probes(self) -> Probes:
-        return Probes(which=self.which, run=self.run, http_get=self.http_get, python=self.python)
+        return Probes(
+            which=self.which,
+            run=self.run,
+            http_get=self.http_get,
+            version=self.version,
+            python=self.python,
+        )
 
 
 def project(root: Path, batch: Mapping[str, Any] | None = None, **batches: Any) -> Path:
@@ -93,8 +112,12 @@ def test_everything_present_is_ready(tmp_path: Path) -> None:
     checks = by_name(report)
     assert report.exit_code == 0
     assert {c.status for c in report.checks} == {"ok"}
-    assert checks["agent:claude"].detail == "claude at /bin/claude — project settings (every stage)"
-    assert checks["agent:cursor"].detail.startswith("cursor-agent at /bin/cursor-agent")
+    assert checks["agent:claude"].detail == (
+        "claude at /bin/claude (2.1.332, supported) — project settings (every stage)"
+    )
+    assert checks["agent:cursor"].detail.startswith(
+        "cursor-agent at /bin/cursor-agent (version unknown, untested (no supported version))"
+    )
 
 
 def test_no_project_checks_the_defaults(tmp_path: Path) -> None:
@@ -442,3 +465,58 @@ def test_cli_doctor_text_fails_for_a_missing_configured_agent(
     assert done.returncode == 1
     assert "fail  agent:command" in done.stdout
     assert done.stdout.rstrip().endswith("fail)")
+
+
+# ---------------------------------------------------------------- agent versions
+
+
+def test_an_other_version_is_a_warning_naming_both(tmp_path: Path) -> None:
+    machine = FakeMachine(versions={"codex": "0.150.0", "gemini": None, "cursor-agent": "2026.01"})
+    report = run(project(tmp_path), machine)
+    checks = by_name(report)
+    assert report.exit_code == 0
+    assert checks["agent:codex"].status == "warn"
+    assert checks["agent:codex"].detail.startswith(
+        "codex at /bin/codex (0.150.0, pairbot supports 0.171.0)"
+    )
+    assert checks["agent:codex"].remedy == (
+        "its flags may differ: npm install -g @openai/codex@0.171.0"
+    )
+    assert checks["agent:gemini"].status == "warn"
+    assert "version unknown (pairbot supports 0.61.0)" in checks["agent:gemini"].detail
+    assert checks["agent:cursor"].status == "ok"
+    assert "(2026.01, untested (no supported version))" in checks["agent:cursor"].detail
+    assert checks["agent:claude"].status == "ok"
+    assert ["/bin/claude", "--version"] in machine.version_calls
+
+
+def test_a_missing_agent_is_not_asked_its_version(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path={"git"})
+    run(project(tmp_path), machine)
+    assert machine.version_calls == []
+
+
+def test_agent_version_reads_a_real_programs_output(tmp_path: Path) -> None:
+    script = tmp_path / "fake-cli"
+    script.write_text("#!/bin/sh\necho 'codex-cli 0.171.0'\n")
+    script.chmod(0o755)
+    assert agent_version([str(script), "--version"], 10) == "0.171.0"
+    quiet = tmp_path / "quiet-cli"
+    quiet.write_text("#!/bin/sh\necho 'no version here' >&2\nexit 3\n")
+    quiet.chmod(0o755)
+    assert agent_version([str(quiet)], 10) is None
+    assert agent_version([str(tmp_path / "absent")], 10) is None
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("2.1.332 (Claude Code)", "2.1.332"),
+        ("codex-cli 0.171.0", "0.171.0"),
+        ("0.61.0\n", "0.61.0"),
+        ("2026.01.17-d239e66", "2026.01.17-d239e66"),
+        ("no digits", None),
+    ],
+)
+def test_parse_version(output: str, expected: str | None) -> None:
+    assert parse_version(output) == expected

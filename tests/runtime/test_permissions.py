@@ -1,8 +1,9 @@
-"""The permissions translator: the seed's table for every agent and posture, deny union, raw."""
+"""The permissions translator: the table for every agent and posture, deny union, raw."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -62,8 +63,8 @@ SEED_TABLE = [
         "claude",
         "repo-sandboxed-permissive",
         (
-            "--permission-mode", "acceptEdits", "--add-dir", ROOT,
-            "--allowedTools", "Bash",
+            "--permission-mode", "acceptEdits", "--permission-prompts", "none",
+            "--add-dir", ROOT, "--allowedTools", "Bash",
             "--disallowedTools", *BASELINE,
         ),
         id="claude-sandboxed",
@@ -71,11 +72,12 @@ SEED_TABLE = [
     pytest.param(
         "claude",
         "curated-allowlist",
-        ("--permission-mode", "default", "--disallowedTools", *BASELINE),
+        ("--permission-mode", "manual", "--permission-prompts", "none",
+         "--disallowedTools", *BASELINE),
         id="claude-curated",
     ),
     pytest.param(
-        "claude", "full-autonomy", ("--dangerously-skip-permissions",), id="claude-full"
+        "claude", "full-autonomy", ("--permission-mode", "bypassPermissions"), id="claude-full"
     ),
     # gemini
     pytest.param(
@@ -87,21 +89,23 @@ SEED_TABLE = [
     pytest.param(
         "gemini", "curated-allowlist", ("--approval-mode", "default"), id="gemini-curated"
     ),
-    pytest.param("gemini", "full-autonomy", ("--yolo",), id="gemini-full"),
+    pytest.param("gemini", "full-autonomy", ("--approval-mode", "yolo"), id="gemini-full"),
     # codex
     pytest.param(
         "codex",
         "repo-sandboxed-permissive",
-        ("--sandbox", "workspace-write", "--ask-for-approval", "never"),
+        ("--sandbox", "workspace-write"),
         id="codex-sandboxed",
     ),
     pytest.param(
         "codex",
         "curated-allowlist",
-        ("--sandbox", "workspace-write", "--ask-for-approval", "on-request"),
+        ("--sandbox", "read-only"),
         id="codex-curated",
     ),
-    pytest.param("codex", "full-autonomy", ("--full-auto",), id="codex-full"),
+    pytest.param(
+        "codex", "full-autonomy", ("--dangerously-bypass-approvals-and-sandbox",), id="codex-full"
+    ),
     # cursor
     pytest.param("cursor", "repo-sandboxed-permissive", (), id="cursor-sandboxed"),
     pytest.param("cursor", "curated-allowlist", (), id="cursor-curated"),
@@ -110,7 +114,7 @@ SEED_TABLE = [
     pytest.param("opencode", "repo-sandboxed-permissive", (), id="opencode-sandboxed"),
     pytest.param("opencode", "curated-allowlist", (), id="opencode-curated"),
     pytest.param(
-        "opencode", "full-autonomy", ("--dangerously-skip-permissions",), id="opencode-full"
+        "opencode", "full-autonomy", ("--auto",), id="opencode-full"
     ),
 ]  # fmt: skip
 
@@ -134,8 +138,8 @@ UNION = ("WebFetch", "Bash(sudo *)", *(p for p in BASELINE if p != "Bash(sudo *)
         pytest.param(
             "repo-sandboxed-permissive",
             (
-                "--permission-mode", "acceptEdits", "--add-dir", ROOT,
-                "--allowedTools", *ALLOW,
+                "--permission-mode", "acceptEdits", "--permission-prompts", "none",
+                "--add-dir", ROOT, "--allowedTools", *ALLOW,
                 "--disallowedTools", *UNION,
             ),
             id="sandboxed-allow-replaces-bash",
@@ -143,14 +147,14 @@ UNION = ("WebFetch", "Bash(sudo *)", *(p for p in BASELINE if p != "Bash(sudo *)
         pytest.param(
             "curated-allowlist",
             (
-                "--permission-mode", "default",
+                "--permission-mode", "manual", "--permission-prompts", "none",
                 "--allowedTools", *ALLOW,
                 "--disallowedTools", *UNION,
             ),
             id="curated",
         ),
         pytest.param(
-            "full-autonomy", ("--dangerously-skip-permissions",), id="full-ignores-lists"
+            "full-autonomy", ("--permission-mode", "bypassPermissions"), id="full-ignores-lists"
         ),
     ],
 )  # fmt: skip
@@ -190,7 +194,9 @@ def test_deny_merged_across_scopes_keeps_every_scope_and_the_baseline() -> None:
     )
     assert resolve_permission_flags("claude", merged, ROOT) == (
         "--permission-mode",
-        "default",
+        "manual",
+        "--permission-prompts",
+        "none",
         "--disallowedTools",
         "Bash(git push *)",
         "WebFetch",
@@ -207,7 +213,7 @@ RAW = {"claude": ["--max-turns", "5"], "codex": ["-c", "model_reasoning_effort=h
         pytest.param(
             "claude",
             "full-autonomy",
-            ("--dangerously-skip-permissions", "--max-turns", "5"),
+            ("--permission-mode", "bypassPermissions", "--max-turns", "5"),
             id="claude-raw-after-posture",
         ),
         pytest.param(
@@ -216,14 +222,14 @@ RAW = {"claude": ["--max-turns", "5"], "codex": ["-c", "model_reasoning_effort=h
             (
                 "--sandbox",
                 "workspace-write",
-                "--ask-for-approval",
-                "never",
                 "-c",
                 "model_reasoning_effort=high",
             ),
             id="codex-raw-after-posture",
         ),
-        pytest.param("gemini", "full-autonomy", ("--yolo",), id="others-raw-ignored"),
+        pytest.param(
+            "gemini", "full-autonomy", ("--approval-mode", "yolo"), id="others-raw-ignored"
+        ),
         pytest.param("cursor", "curated-allowlist", (), id="cursor-no-raw"),
     ],
 )
@@ -300,3 +306,32 @@ def test_warn_once_per_agent() -> None:
     assert warn("claude", "curated-allowlist") is None
     # Another process (another registry) warns again.
     assert WarnOnce()("cursor", "repo-sandboxed-permissive") == first
+
+
+def _docs_posture_table() -> dict[str, list[str]]:
+    """docs/runtime.md's posture table: agent -> its three cells, in POSTURES order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text()
+    section = text.split("## Permission postures", 1)[1]
+    table = next(part for part in section.split("\n\n") if part.startswith("| agent |"))
+    rows: dict[str, list[str]] = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`") and cells[0] != "`command`":
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+@pytest.mark.parametrize("agent", ["gemini", "codex", "cursor", "opencode", "claude"])
+def test_the_docs_table_matches_the_code(agent: str) -> None:
+    header = ["repo-sandboxed-permissive", "curated-allowlist", "full-autonomy"]
+    assert list(POSTURES) == header
+    for posture, cell in zip(header, _docs_posture_table()[agent], strict=True):
+        flags = resolve_permission_flags(agent, policy(posture), ROOT)
+        if not flags:
+            assert cell.startswith("none")
+        elif agent == "claude":
+            # claude's cells carry placeholders; the fixed flags lead them.
+            fixed = " ".join(flags[: flags.index("--add-dir")] if "--add-dir" in flags else flags)
+            assert cell.strip("`").startswith(fixed.split(" --disallowedTools")[0])
+        else:
+            assert cell == f"`{' '.join(flags)}`"
