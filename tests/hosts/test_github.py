@@ -1021,3 +1021,64 @@ def test_the_request_benchmark_meets_its_target() -> None:
     assert warm == [(3, 0, 0), (3, 0, 0)]
     assert "target" in printed[-1]
     assert printed[-1].endswith(": met")
+
+
+# -- state labels under faults --------------------------------------------------------------------
+
+
+def _state_labels(fake: FakeGitHub, number: int) -> list[str]:
+    return [lb for lb in fake.issues[number].labels if lb.startswith("pr-state:")]
+
+
+def _watch_state_labels(fake: FakeGitHub, number: int) -> list[int]:
+    """How many state labels the issue carried before each request the fake routed."""
+    seen: list[int] = []
+    fake.before_route = lambda method, path: seen.append(len(_state_labels(fake, number)))
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kind"),
+    [
+        pytest.param("DELETE", r"/labels/", "5xx", id="unlabel-502"),
+        pytest.param("DELETE", r"/labels/", "5xx-after", id="unlabel-stored-then-502"),
+        pytest.param("POST", r"/labels$", "5xx", id="label-502"),
+        pytest.param("POST", r"/labels$", "5xx-after", id="label-stored-then-502"),
+        pytest.param("POST", r"/labels$", "timeout-after", id="label-stored-then-timeout"),
+    ],
+)
+def test_a_state_label_converges_through_server_errors(
+    fake: FakeGitHub, method: str, path: str, kind: str
+) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("card", "body", labels=("bug", "pr-state:in-progress"))
+    seen = _watch_state_labels(fake, number)
+    fake.fail(method, path, kind, times=2)
+    assert run(host.set_state_label(Target("card", number), PrState.READY)) is True
+    assert fake.issues[number].labels.count("pr-state:ready") == 1
+    assert _state_labels(fake, number) == ["pr-state:ready"]
+    assert "bug" in fake.issues[number].labels  # other labels are never touched
+    assert max(seen) <= 1, seen  # never two state labels, not even for a moment
+    # Settled: the next call reads and writes nothing.
+    writes = fake.mutations
+    assert run(host.set_state_label(Target("card", number), PrState.READY)) is False
+    assert fake.mutations == writes
+
+
+def test_a_state_label_that_cannot_settle_never_leaves_two(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token", read_attempts=1)
+    number = fake.seed_issue("card", "body", labels=("pr-state:in-progress",))
+    fake.fail("DELETE", r"/labels/", "5xx", times=100)
+    with pytest.raises(HostUnavailable, match="502"):
+        run(host.set_state_label(Target("card", number), PrState.READY))
+    assert _state_labels(fake, number) == ["pr-state:in-progress"]
+    deletes = [e for e in fake.log if e[0] == "DELETE"]
+    assert len(deletes) == 3  # LABEL_ROUNDS, then the error: bounded
+    assert [s for s in fake.clock.sleeps if s in (1.0, 2.0)] == [1.0, 2.0]
+
+
+def test_two_state_labels_left_by_someone_else_become_one(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("card", "body", labels=("pr-state:blocked", "pr-state:merged"))
+    assert run(host.set_state_label(Target("card", number), PrState.MERGED)) is True
+    assert _state_labels(fake, number) == ["pr-state:merged"]
