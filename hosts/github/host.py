@@ -319,7 +319,7 @@ class GitHubHost:
                 ),
             )
         except HostUnavailable:
-            found = await self._find_created_card(title, body)
+            found = await self._calls.settle(op, lambda: self._find_created_card(title, body))
             if found is None:
                 raise
             log.warning("%s: GitHub failed after storing #%s; using it", op, found.number)
@@ -451,12 +451,17 @@ class GitHubHost:
                 ),
             )
         except HostUnavailable:
-            # GitHub may have stored it before failing: look, never post blindly again.
-            again = owned_comments(await self.list_comments(target), marker, me)
-            if not again:
+            # GitHub may have stored it before failing (or after the client gave up waiting):
+            # look until that is settled, never post blindly again.
+            async def stored() -> Comment | None:
+                found = owned_comments(await self.list_comments(target), marker, me)
+                return found[0] if found else None
+
+            again = await self._calls.settle(op, stored)
+            if again is None:
                 raise
-            log.warning("%s: GitHub failed after storing comment %s; keeping it", op, again[0].id)
-            return again[0].id
+            log.warning("%s: GitHub failed after storing comment %s; keeping it", op, again.id)
+            return again.id
         return str(payloads.obj(response).get("id", ""))
 
     async def _update_comment(self, comment_id: str, text: str) -> None:
@@ -586,7 +591,7 @@ class GitHubHost:
             )
         except (HostUnavailable, Conflict):
             # Stored before a 5xx, or opened meanwhile ("A pull request already exists").
-            found = await self._open_pull_for(head)
+            found = await self._calls.settle(op, lambda: self._open_pull_for(head))
             if found is None:
                 raise
             return found

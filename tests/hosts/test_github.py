@@ -391,6 +391,67 @@ def test_a_create_stored_before_a_failure_is_reconciled(fake: FakeGitHub, kind: 
     assert (again.outcome, again.comment.id) == (Upserted.UNCHANGED, result.comment.id)
 
 
+class LaggingListings(httpx.AsyncBaseTransport):
+    """The fake behind a comment listing that lags its writes, as GitHub's lists may: a comment
+    created through this transport is left out of the next `lag` listings of its issue. A
+    listing it filtered carries no ETag, so no cache keeps the lagging page."""
+
+    def __init__(self, fake: FakeGitHub, lag: int) -> None:
+        self.fake = fake
+        self.lag = lag
+        self.hidden: dict[int, int] = {}  # comment id -> listings it stays out of
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        before = set(self.fake.comments)
+        try:
+            response = await self.fake.transport.handle_async_request(request)
+        finally:
+            for new in set(self.fake.comments) - before:
+                self.hidden[new] = self.lag
+        listing = request.method == "GET" and request.url.path.endswith("/comments")
+        if not listing or response.status_code != 200 or not self.hidden:
+            return response
+        await response.aread()
+        items = [c for c in json.loads(response.content) if c["id"] not in self.hidden]
+        self.hidden = {cid: left - 1 for cid, left in self.hidden.items() if left > 1}
+        headers = {
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("etag", "content-length", "content-encoding")
+        }
+        return httpx.Response(200, headers=headers, json=items)
+
+
+@pytest.mark.parametrize("kind", ["timeout-after", "5xx-after"])
+def test_a_create_stored_before_a_failure_is_reconciled_until_the_listing_shows_it(
+    fake: FakeGitHub, kind: Any
+) -> None:
+    host = make_host(fake, transport=LaggingListings(fake, lag=2))
+    number = fake.seed_issue("card", "body")
+    target = Target("card", number)
+    marker = make_marker("review", number, run="r1")
+    fake.fail("POST", rf"/issues/{number}/comments$", kind)
+    result = run(host.upsert_comment(target, marker, "reviewed once"))
+    assert result.outcome is Upserted.CREATED
+    assert len(fake.comments_on(number)) == 1
+    assert len([e for e in fake.log if e[0] == "POST" and e[1].endswith("/comments")]) == 1
+    assert fake.clock.sleeps.count(0.5) >= 1 and fake.clock.sleeps.count(1.0) >= 1  # backoff
+    again = run(host.upsert_comment(target, marker, "reviewed once"))
+    assert (again.outcome, again.comment.id) == (Upserted.UNCHANGED, result.comment.id)
+
+
+def test_a_create_whose_listing_never_settles_raises_after_bounded_reads(fake: FakeGitHub) -> None:
+    host = make_host(fake, transport=LaggingListings(fake, lag=50))
+    number = fake.seed_issue("card", "body")
+    target = Target("card", number)
+    fake.fail("POST", rf"/issues/{number}/comments$", "timeout-after")
+    with pytest.raises(HostUnavailable, match="timed out"):
+        run(host.upsert_comment(target, make_marker("review", number), "text"))
+    listings = [e for e in fake.log if e[0] == "GET" and e[1].endswith("/comments")]
+    assert len(listings) == 1 + 4  # the upsert's own read, then four settling reads
+    assert len(fake.comments_on(number)) == 1  # stored once, never posted again
+
+
 def test_a_create_that_failed_before_storing_raises_and_posts_nothing(fake: FakeGitHub) -> None:
     host = make_host(fake)
     number = fake.seed_issue("card", "body")
