@@ -1143,3 +1143,22 @@ def test_two_state_labels_left_by_someone_else_become_one(fake: FakeGitHub) -> N
     number = fake.seed_issue("card", "body", labels=("pr-state:blocked", "pr-state:merged"))
     assert run(host.set_state_label(Target("card", number), PrState.MERGED)) is True
     assert _state_labels(fake, number) == ["pr-state:merged"]
+
+
+def test_a_state_label_another_writer_keeps_changing_is_a_conflict(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("card", "body", labels=("pr-state:blocked",))
+
+    def rival(method: str, path: str) -> None:  # someone re-labels before each of our reads
+        labels = fake.issues[number].labels
+        if (
+            method == "GET"
+            and path.endswith(f"/issues/{number}")
+            and "pr-state:blocked" not in labels
+        ):
+            labels.append("pr-state:blocked")
+
+    fake.before_route = rival
+    with pytest.raises(Conflict, match=f"#{number} reads back labels that still need"):
+        run(host.set_state_label(Target("card", number), PrState.READY))
+    assert len([e for e in fake.log if e[0] == "DELETE"]) == 3  # bounded rounds
