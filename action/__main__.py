@@ -204,18 +204,37 @@ async def _act(
     log: AgentLog,
     save: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
+    from action import acks  # noqa: PLC0415
     from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
     from app.domain.binding import runner_of  # noqa: PLC0415
+
+    run = ctx.run_id or "local"
+
+    async def checkpoint() -> None:
+        # A command's record is pushed first; only then is it acknowledged (`action.acks`).
+        if save is not None:
+            await save()
+        await acks.flush(ctx.workspace, cycle.hosts.code, log.line, run)
 
     # The binding line goes to the run's log (workflow commands are off in this group).
     cycle = CardCycle.for_checkout(
         ctx.workspace,
         ctx.host_settings(),
         _deps(ctx, env, log),
-        checkpoint=save,
+        checkpoint=checkpoint,
         runner=runner_of(env),
         say=log.line,
     )
+    # Reactions an earlier run owes go out first; this run's own after its command's record.
+    await acks.flush(ctx.workspace, cycle.hosts.code, log.line, run)
+    try:
+        return await _dispatch(ctx, cycle, intent)
+    finally:
+        await acks.flush(ctx.workspace, cycle.hosts.code, log.line, run)
+
+
+async def _dispatch(ctx: ActionContext, cycle: CardCycle, intent: Intent) -> Outcome:
+    """Hand `intent` to the card cycle; a `UserError` from a comment is answered there."""
     if isinstance(intent, Tick):
         return _outcome(await cycle.tick(intent.batch))
     if isinstance(intent, HeadMoved):

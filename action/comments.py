@@ -5,14 +5,17 @@ The same decisions and the same replies as the App, from the same modules:
 `author_association`) and the numeric-id allowlist, then `app.domain.replies.answer_comment`: a
 refused author gets one polite reply, a malformed command its usage, `help` the help — each
 under the comment's own reply marker (`<!-- pair:reply #<n> run:<comment id> -->`, edited in
-place on a repeat, never a second comment) — and nothing runs. An accepted command is
-acknowledged with 👀 and then handled by the card cycle like a command the App forwarded.
+place on a repeat, never a second comment) — and nothing runs. An accepted command is handled
+by the card cycle like a command the App forwarded, and acknowledged with 👀 only after it is
+recorded: the reaction is owed in the run-state (`action.acks`) and posted once the command's
+record is saved, so a refused reaction (a 502, a 401) never loses the command.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from action.acks import PendingAck, record
 from action.context import ActionContext
 from action.event import Comment
 from app.cycle.card_cycle import CardCycle, CardStep
@@ -60,7 +63,8 @@ async def handle_comment(
         return StepResult("nothing-ready", "", "", message=command.message)
     if reply is not None:  # help: answered, nothing runs
         return StepResult("nothing-ready", "", "", message=f"answered with {reply.kind}")
-    await code.react(target, intent.comment.id, "eyes")
+    # Owed, not posted: the reaction follows the command's record (`action.acks`).
+    record(ctx.workspace, PendingAck(target.kind, target.number, intent.comment.id))
     # On a pull request the cycle finds the card behind it (`CardCycle.handle_request`), for the
     # App's dispatches as for this comment.
     # The comment is the command: its id is the delivery, so a re-run of this workflow run is

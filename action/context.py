@@ -248,6 +248,11 @@ class ActionContext(BaseModel):
                 f"GITHUB_EVENT_PATH={str(self.event_path)!r} is not valid JSON "
                 f"(line {err.lineno}, column {err.colno}: {err.msg})"
             ) from None
+        except RecursionError:  # no payload GitHub sends nests this deep
+            raise UserError(
+                f"GITHUB_EVENT_PATH={str(self.event_path)!r} nests arrays and objects too deep "
+                "to be an event payload; the Actions runner writes the event there"
+            ) from None
         if not isinstance(payload, dict):
             raise UserError(
                 f"GITHUB_EVENT_PATH={str(self.event_path)!r} holds a JSON "

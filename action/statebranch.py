@@ -8,6 +8,7 @@ pushed at its end (`push`). The branch holds
     .pair/batches/<batch>/run/journal.jsonl     the batch journal
     .pair/batches/<batch>/run/state.json        its parked steps
     .pair/batches/<batch>/batch.yaml            a card batch's manifest (not committed on main)
+    .pair/acks.json                             reactions still owed to commands (action.acks)
     lock.json                                   {"runId", "host", "at"} while a tick holds it
 
 and shares no history with the project's branches. `step.lock` does not travel: a file lock
@@ -58,6 +59,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from action.acks import ACKS_FILE
 from app.engine.manifest import NAME_PATTERN
 from app.errors import OperatorError, PairbotError
 from hosts.git import GitError, GitResult, run_git
@@ -131,7 +133,9 @@ class _Entry:
 
 def is_state_path(path: str) -> bool:
     """Whether a branch-relative path is a run-state file this module carries (not the lock)."""
-    return _RUN_FILE.match(path) is not None or _MANIFEST.match(path) is not None
+    return (
+        path == ACKS_FILE or _RUN_FILE.match(path) is not None or _MANIFEST.match(path) is not None
+    )
 
 
 def lock_is_stale(
@@ -315,6 +319,8 @@ class StateBranch:
                 raise ValueError(f"not a batch name: {batch!r}")
             if (from_dir / relative).is_file():
                 paths.add(relative)
+        if (from_dir / ACKS_FILE).is_file():
+            paths.add(ACKS_FILE)
         ordered = sorted(paths)
         shas = self._hash_files([from_dir / path for path in ordered])
         return {path: _Entry("100644", sha) for path, sha in zip(ordered, shas, strict=True)}

@@ -14,6 +14,11 @@ the same for GitHub and Azure DevOps, so it lives here once:
     Calls.write     one at a time (an `asyncio.Lock`), spaced `write_spacing_s` apart, and never
                     retried automatically: a create that failed after the host stored it is
                     reconciled by the adapter, by reading, never re-posted blindly.
+    Calls.settle    that reconciliation, until it is settled: after a write whose outcome is
+                    unknown (a timeout, a 5xx after sending) the adapter's `find` reads again,
+                    with the read backoff, until it sees the write or `settle_reads` reads in
+                    a row say it is absent. A host's listing can lag its writes, so one read
+                    that misses a stored comment is not proof it was not stored.
 
 Every message is scrubbed of the adapter's `hosts.secrets.Secrets` before it leaves.
 
@@ -144,6 +149,7 @@ class Calls:
         backoff_cap_s: float = 8.0,
         timeout_s: float | None = None,
         recover: Recover | None = None,
+        settle_reads: int = 4,
     ) -> None:
         self.host = host
         self.window = window
@@ -158,6 +164,7 @@ class Calls:
         self._backoff_s = backoff_s
         self._backoff_cap_s = backoff_cap_s
         self._timeout_s = timeout_s
+        self._settle_reads = max(1, settle_reads)
         self._write_lock = asyncio.Lock()
         self._last_write = float("-inf")
 
@@ -202,6 +209,24 @@ class Calls:
                 return await self._call(op, fn, write=True)
             finally:
                 self._last_write = self._clock()
+
+    async def settle(self, op: str, find: Callable[[], Awaitable[T | None]]) -> T | None:
+        """What an unknown-outcome write left behind: `find()` until it is not None, at most
+        `settle_reads` times with backoff between; None when every read says it is absent.
+
+        Each `find` is the adapter's own reads (so each is retried as `read` retries); only
+        after this says absent may the adapter decide the write did not happen.
+        """
+        for attempt in range(1, self._settle_reads + 1):
+            found = await find()
+            if found is not None:
+                return found
+            if attempt < self._settle_reads:
+                log.info(
+                    "%s: not visible yet; reading again (%d/%d)", op, attempt, self._settle_reads
+                )
+                await self._sleep(min(self._backoff_cap_s, self._backoff_s * 2 ** (attempt - 1)))
+        return None
 
     def retryable(self, error: HostError) -> bool:
         """Transient: a transport failure or a rate limit short enough to wait out."""

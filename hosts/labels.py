@@ -47,7 +47,12 @@ class PrState(Enum):
 
 @dataclass(frozen=True)
 class LabelPlan:
-    """Labels to add and to remove; empty both ways means the label is already right."""
+    """Labels to add and to remove; empty both ways means the label is already right.
+
+    A host applies `remove` before `add`, so a failure part-way leaves at most one state
+    label (never two), then reads the labels back and plans again until the plan is empty:
+    both writes are idempotent, so finishing after an unknown outcome never doubles anything.
+    """
 
     add: tuple[str, ...] = ()
     remove: tuple[str, ...] = ()

@@ -30,8 +30,15 @@ from app.errors import OperatorError
 from hosts.git import GitError, GitResult, run_git
 
 IDENTITY = {"name": "pairbot", "email": "pairbot@users.noreply.invalid"}
-# pairbot's own files in the checkout: run-state, the App's store. Never part of the work.
-RUN_STATE = (".pair/batches/*/run/*", ".pair/changes/*/.run/*", ".pair/app/*")
+# pairbot's own files in the checkout: run-state, the App's store, the Action's owed reactions
+# (action/acks.py). Never part of the work.
+RUN_STATE = (
+    ".pair/batches/*/run/*",
+    ".pair/changes/*/.run/*",
+    ".pair/app/*",
+    ".pair/acks.json",
+    ".pair/acks.json.tmp",
+)
 _TIMEOUT_S = 120.0
 
 

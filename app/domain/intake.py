@@ -34,6 +34,10 @@ The rules (DESIGN.md, "Commands" and "Security model"):
   `app.domain.commands.parse_commands` counts (code, quotes and hidden text never hold one).
 - A comment over `MAX_COMMENT_CHARS` (GitHub's own limit) is not read: a bounded cost for
   anything a stranger can send.
+- Every number that names something (an issue, a pull request, a comment, a user, an
+  installation) is a positive integer — not 0, not -5, not `"5"`, not `5.0`, not `true` —
+  or the event is `Malformed`, with one line naming the field, what is allowed and what came
+  (`positive_reason`): nothing downstream ever sees a number no host would send.
 - `pull_request.synchronize` counts only on a pairbot branch (`BRANCH_PREFIX`) of the
   repository itself (a fork's pull request never runs with this repository's secrets), and
   not when pairbot (or a bot off the allowlist) pushed it.
@@ -85,6 +89,7 @@ __all__ = [
     "decide",
     "intake",
     "needs_permission",
+    "positive_reason",
 ]
 
 # The branches pairbot pushes (`pair/<batch>[/<group>]`, `pair/card-<n>`).
@@ -284,14 +289,20 @@ def intake(event: str, action: str | None, payload: Payload, policy: Policy) -> 
     return Ignore(f"{event}{f'.{action}' if action else ''} is not for pairbot")
 
 
-def comment_intent(comment: NewComment, policy: Policy) -> Comment | ScopeDecision | Ignore:
+def comment_intent(
+    comment: NewComment, policy: Policy
+) -> Comment | ScopeDecision | Ignore | Malformed:
     """A new comment by someone other than pairbot → a command, a scope decision, or nothing.
 
     Shared by every host's comment (GitHub issue comments here, Azure DevOps PR and work-item
     comments in `app.web.events`); the caller has already dropped pairbot's own.
     """
     author, number = comment.author, comment.number
-    where = f"{'pull request' if comment.target == 'pull' else 'issue'} #{number}"
+    kind = "pull request" if comment.target == "pull" else "issue"
+    problem = positive_reason(number, f"the {kind} number of a comment")
+    if problem is not None:
+        return Malformed(problem)
+    where = f"{kind} #{number}"
     if len(comment.body) > MAX_COMMENT_CHARS:
         return Ignore(f"the comment on {where} is over {MAX_COMMENT_CHARS} characters: not read")
     decision = comment.target == "pull" and holds_scope_decision(comment.body)
@@ -322,9 +333,12 @@ def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Inte
         return Malformed("issue_comment: comment must be an object")
     user = comment.get("user")
     login = user.get("login") if isinstance(user, Mapping) else None
-    user_id = _int(user.get("id")) if isinstance(user, Mapping) else None
-    if not isinstance(user, Mapping) or not isinstance(login, str) or user_id is None:
-        return Malformed("issue_comment: comment.user needs a login and a numeric id")
+    if not isinstance(user, Mapping) or not isinstance(login, str):
+        return Malformed("issue_comment: comment.user needs a login (a string) and a numeric id")
+    problem = positive_reason(user.get("id"), "issue_comment: comment.user.id")
+    if problem is not None:
+        return Malformed(problem)
+    user_id = int(user["id"])
     # First, before even the action: pairbot's own comments (a tracking-comment update must
     # not start another run, and an App token's comments do trigger workflows).
     if _is_own(login, user_id, _obj(comment.get("performed_via_github_app")), policy):
@@ -337,12 +351,11 @@ def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Inte
     issue = payload.get("issue")
     if not isinstance(issue, Mapping):
         return Malformed("issue_comment: issue must be an object")
-    number = _int(issue.get("number"))
-    if number is None or number < 1:
-        return Malformed("issue_comment: issue.number must be a positive integer")
-    comment_id = _int(comment.get("id"))
-    if comment_id is None:
-        return Malformed("issue_comment: comment.id must be an integer")
+    for value, name in ((issue.get("number"), "issue.number"), (comment.get("id"), "comment.id")):
+        problem = positive_reason(value, f"issue_comment: {name}")
+        if problem is not None:
+            return Malformed(problem)
+    number, comment_id = int(issue["number"]), int(comment["id"])
     new = NewComment(
         target="pull" if isinstance(issue.get("pull_request"), Mapping) else "card",
         number=number,
@@ -360,9 +373,11 @@ def _pull_request(payload: Payload, action: str | None, policy: Policy) -> Inten
     pull = payload.get("pull_request")
     if not isinstance(pull, Mapping):
         return Malformed("pull_request: pull_request must be an object")
-    number = _int(pull.get("number", payload.get("number")))
-    if number is None or number < 1:
-        return Malformed("pull_request: number must be a positive integer")
+    given = pull.get("number", payload.get("number"))
+    problem = positive_reason(given, "pull_request: pull_request.number")
+    if problem is not None:
+        return Malformed(problem)
+    number = int(given)
     head = pull.get("head")
     if not isinstance(head, Mapping):
         return Malformed("pull_request: pull_request.head must be an object")
@@ -441,9 +456,10 @@ def _dispatch(payload: Payload) -> Intent:
 
 def _installation(event: str, action: str, payload: Payload) -> Intent:
     installation = _obj(payload.get("installation"))
-    ident = _int(installation.get("id"))
-    if ident is None:
-        return Malformed(f"{event}.{action} without an installation id")
+    problem = positive_reason(installation.get("id"), f"{event}.{action}: installation.id")
+    if problem is not None:
+        return Malformed(problem)
+    ident = int(installation["id"])
     return Installation(
         event=event,
         action=action,
@@ -506,12 +522,28 @@ def _numeric(ident: str) -> int | None:
 
 
 def _positive(client: Payload, key: str) -> int:
-    value = _int(client.get(key))
-    if value is None or value < 1:
-        raise PayloadError(
-            f"client_payload.{key} must be a positive integer, got {client.get(key)!r}"
-        )
-    return value
+    problem = positive_reason(client.get(key), f"client_payload.{key}")
+    if problem is not None:
+        raise PayloadError(problem)
+    return int(client[key])
+
+
+# The longest shown value in a refusal: the line names what came, never a payload's worth.
+_SHOWN_CHARS: Final = 40
+
+
+def positive_reason(value: Any, name: str) -> str | None:
+    """Why `value` is not a positive integer (one line naming `name`), or None when it is.
+
+    A JSON number only: a bool, a float (`5.0`), a string (`"5"`) are refused like 0 and -5.
+    Pure.
+    """
+    if _int(value) is not None and value >= 1:
+        return None
+    shown = repr(value)
+    if len(shown) > _SHOWN_CHARS:
+        shown = shown[: _SHOWN_CHARS - 1] + "…"
+    return f"{name} must be a positive integer, got {shown}"
 
 
 def _repos(items: Any) -> tuple[str, ...]:

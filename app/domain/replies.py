@@ -15,7 +15,9 @@ of each: the App (`app.web.handling`) and the Action (`action/comments.py`,
 `action/__main__.py`) answer with the same text under the same marker, whichever of them
 received the comment (tests/domain/test_intake_equivalence.py holds them together).
 
-The reason is either a `UserError`'s own text (written by pairbot for the person, with the
+Everything a person (or a host, for a person) wrote is echoed one way on both surfaces: a
+command line as inert inline code, a reason, an error message or an author's name as literal
+prose. The reason is either a `UserError`'s own text (written by pairbot for the person, with the
 remedy) or a short sentence the caller chose for a failure on pairbot's side; it is rendered
 as literal prose (`mdtext.inline`: no HTML, no pings, no hidden text, one line), because it may
 quote what the person typed.
@@ -111,7 +113,9 @@ def answer_comment(
         return None
     marker = comment_reply_marker(number, comment_id, fallback)
     if not decision.allowed:
-        return Reply(marker, decision.reason, "refusal")
+        # The refusal names the author as the host spelled them (an Azure DevOps display
+        # name may hold Markdown or a ping): literal prose like every echo.
+        return Reply(marker, mdtext.inline(decision.reason, REASON_LIMIT), "refusal")
     if error is not None:
         return Reply(marker, usage_reply(error), "usage")
     if verb == "help":

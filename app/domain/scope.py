@@ -35,7 +35,10 @@ refusal is user-facing (rendered into the reply) and names what was wrong and wh
     not-maintainer              the author is not the maintainer (logins compared ignoring case)
     no-decision                 no ```json fence in the comment (quoted `> ` lines do not count)
     malformed-json              more than one json fence, an unclosed fence, text that is not
-                                JSON, a duplicate key, or JSON that is not an object (with lines)
+                                JSON, a duplicate key, JSON that is not an object (with lines),
+                                or arrays and objects nested deeper than `MAX_JSON_DEPTH`
+                                (checked by one linear scan before `json.loads`, whose
+                                recursion a stranger's 100,000 `[` would otherwise exhaust)
     unsupported-schema-version  schemaVersion is not 1
     invalid-decision            a missing, mistyped or unknown field
     unknown-action              an action outside ignore | new-card | extend-current-card
@@ -254,6 +257,43 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# A decision is an object of a list of flat objects: depth 3. The bound leaves room for any
+# honest answer and stays far below the interpreter's recursion limit, in any thread.
+MAX_JSON_DEPTH: Final = 32
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
+
+
+def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The offset where arrays and objects in `text` nest deeper than `limit`, or None.
+
+    One pass over the brackets, quotes and backslashes (brackets inside strings do not count),
+    so its cost is linear in `text` whatever it holds; malformed JSON is `json.loads`'s to
+    refuse, this only decides whether it is safe to hand it over. Pure.
+    """
+    depth = 0
+    in_string = False
+    skip_to = 0  # the character after a backslash is escaped
+    for match in _JSON_STRUCTURE.finditer(text):
+        at = match.start()
+        if at < skip_to:
+            continue
+        char = match.group()
+        if in_string:
+            if char == "\\":
+                skip_to = at + 2
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return at
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return None
+
+
 def _json_blocks(body: str) -> list[tuple[int, str]] | Refusal:
     """(line of the opening fence, content) for every ```json fence outside quoted lines."""
     lines = body.split("\n")
@@ -310,6 +350,14 @@ def _parse_json(body: str) -> dict[str, Any] | Refusal:
             "exactly one decision object per comment.",
         )
     fence_line, content = blocks[0]
+    deep = json_too_deep(content)
+    if deep is not None:
+        return Refusal(
+            "malformed-json",
+            f"the ```json block on line {fence_line + content.count(chr(10), 0, deep) + 1} "
+            f"nests arrays and objects more than {MAX_JSON_DEPTH} deep; a decision is one "
+            'object {"schemaVersion": 1, "scopeBaselineHash": …, "decisions": […]}.',
+        )
     try:
         data = json.loads(content, object_pairs_hook=_object_pairs, parse_constant=_refuse_constant)
     except _DuplicateKeyError as err:

@@ -46,6 +46,7 @@ from app.domain.intake import (
     Tick,
     comment_intent,
     intake,
+    positive_reason,
 )
 from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
@@ -133,11 +134,13 @@ def _label(where: _Where, pull: bool, number: int) -> str:
 
 
 def _comment_jobs(
-    intent: Comment | ScopeDecision | Ignore, where: _Where, policy: Policy
+    intent: Comment | ScopeDecision | Ignore | Malformed, where: _Where, policy: Policy
 ) -> Routed:
     """A comment's intent → its `command` or `scope-decision` job."""
     if isinstance(intent, Ignore):
         return Routed(intent.reason, silent=intent.silent, intent=intent)
+    if isinstance(intent, Malformed):  # answered like GitHub's: "ignored", one log line
+        return Routed(intent.reason, intent=intent)
     if isinstance(intent, ScopeDecision):
         author = intent.author or Author(login="", id="")
         identity = intent.comment_id or where.dedupe_id
@@ -379,6 +382,9 @@ def _azure_pull_updated(payload: Payload, policy: Policy, delivery: str) -> Rout
     sha = _text(_obj(resource.get("lastMergeSourceCommit")).get("commitId"))
     if not repo or number is None or not sha:
         return ignored("git.pullrequest.updated without a repository, a pull or a source commit")
+    problem = positive_reason(number, "git.pullrequest.updated: resource.pullRequestId")
+    if problem is not None:
+        return ignored(problem)
     if not _text(resource.get("sourceRefName")).startswith(f"refs/heads/{BRANCH_PREFIX}"):
         return ignored(f"{repo}!{number} is not on a pairbot branch ({BRANCH_PREFIX}…)")
     job = _head_moved(_Where(AZURE, repo, None, delivery), number=number, sha=sha)

@@ -58,7 +58,7 @@ from hosts.github.client import BearerStrategy, make_client
 from hosts.github.credentials import GitHubCredentials, GitHubOptions
 from hosts.github.translate import BadCredentials, Translator
 from hosts.github.transport import EdgeTransport
-from hosts.labels import PrState, plan_state_labels
+from hosts.labels import LabelPlan, PrState, plan_state_labels
 from hosts.markers import owned_comments, plan_upsert, same_text
 from hosts.models import (
     REVIEW_CONTEXT,
@@ -86,6 +86,9 @@ GHES_API_VERSION = "2022-11-28"
 ACTIONS_BOT = Author(login="github-actions[bot]", id="41898282", is_bot=True)
 STATUS_DESCRIPTION_MAX = 140  # GitHub truncates nothing: it refuses longer descriptions
 PAGE = 100
+# How many times a state-label change is read back and finished after a 5xx or a timeout.
+LABEL_ROUNDS = 3
+LABEL_BACKOFF_S = 1.0
 _PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write", "triage", "read", "none"})
 _COMMENT_REF = re.compile(r"(?:#issuecomment-|/issues/comments/)(\d+)$|^(\d+)$")
 _READY_FOR_REVIEW = (
@@ -163,6 +166,7 @@ class GitHubHost:
         )
         self._timeout_s = opts.timeout_s
         self._publish_lock = asyncio.Lock()
+        self._sleep = sleep
         self._identity_lock = asyncio.Lock()
         self._me: Author | None = ACTIONS_BOT if credentials.kind == "actions" else None
 
@@ -315,7 +319,7 @@ class GitHubHost:
                 ),
             )
         except HostUnavailable:
-            found = await self._find_created_card(title, body)
+            found = await self._calls.settle(op, lambda: self._find_created_card(title, body))
             if found is None:
                 raise
             log.warning("%s: GitHub failed after storing #%s; using it", op, found.number)
@@ -447,12 +451,17 @@ class GitHubHost:
                 ),
             )
         except HostUnavailable:
-            # GitHub may have stored it before failing: look, never post blindly again.
-            again = owned_comments(await self.list_comments(target), marker, me)
-            if not again:
+            # GitHub may have stored it before failing (or after the client gave up waiting):
+            # look until that is settled, never post blindly again.
+            async def stored() -> Comment | None:
+                found = owned_comments(await self.list_comments(target), marker, me)
+                return found[0] if found else None
+
+            again = await self._calls.settle(op, stored)
+            if again is None:
                 raise
-            log.warning("%s: GitHub failed after storing comment %s; keeping it", op, again[0].id)
-            return again[0].id
+            log.warning("%s: GitHub failed after storing comment %s; keeping it", op, again.id)
+            return again.id
         return str(payloads.obj(response).get("id", ""))
 
     async def _update_comment(self, comment_id: str, text: str) -> None:
@@ -582,7 +591,7 @@ class GitHubHost:
             )
         except (HostUnavailable, Conflict):
             # Stored before a 5xx, or opened meanwhile ("A pull request already exists").
-            found = await self._open_pull_for(head)
+            found = await self._calls.settle(op, lambda: self._open_pull_for(head))
             if found is None:
                 raise
             return found
@@ -641,25 +650,47 @@ class GitHubHost:
     # -- state labels ----------------------------------------------------------------------
 
     async def set_state_label(self, target: Target, state: PrState) -> bool:
+        """Converge #`number` on `state` as its one `pr-state:*` label; True when it wrote.
+
+        Read, then remove every other state label before adding this one (`LabelPlan`: a
+        failure part-way leaves at most one, never two), then read again. Both writes are
+        idempotent (adding a present label, removing an absent one change nothing), so a write
+        whose outcome is unknown (a 5xx, a timeout) is settled by reading and finishing, for
+        `LABEL_ROUNDS` rounds with a backoff; what still differs after that is the error.
+        """
         number = target.number
+        wrote = False
+        failure: HostError | None = None
         async with self._publish_lock:
-            plan = plan_state_labels(payloads.labels(await self._issue(number)), state)
-            if plan.noop:
-                return False
-            if plan.add:
-                await self._write(
-                    f"label #{number}",
-                    lambda: self._gh.rest.issues.async_add_labels(
-                        self._owner, self._name, number, data={"labels": list(plan.add)}
-                    ),
-                )
-            for label in plan.remove:
-                with contextlib.suppress(NotFound):  # removed meanwhile: the goal holds
-                    await self._write(f"unlabel #{number}", self._remove_label(number, label))
-            after = plan_state_labels(payloads.labels(await self._issue(number)), state)
-        if not after.noop:
-            raise self._fail(Conflict, f"#{number} reads back labels that still need {after}")
-        return True
+            for attempt in range(LABEL_ROUNDS + 1):
+                plan = plan_state_labels(payloads.labels(await self._issue(number)), state)
+                if plan.noop:
+                    return wrote
+                if attempt == LABEL_ROUNDS:
+                    break
+                if failure is not None:
+                    await self._sleep(LABEL_BACKOFF_S * 2 ** (attempt - 1))
+                wrote = True
+                try:
+                    await self._apply_labels(number, plan)
+                except HostUnavailable as error:
+                    log.warning("#%s: %s; reading the labels again to finish", number, error)
+                    failure = error
+        if failure is not None:
+            raise failure
+        raise self._fail(Conflict, f"#{number} reads back labels that still need {plan}")
+
+    async def _apply_labels(self, number: int, plan: LabelPlan) -> None:
+        for label in plan.remove:  # first: never two state labels at once
+            with contextlib.suppress(NotFound):  # removed meanwhile: the goal holds
+                await self._write(f"unlabel #{number}", self._remove_label(number, label))
+        if plan.add:
+            await self._write(
+                f"label #{number}",
+                lambda: self._gh.rest.issues.async_add_labels(
+                    self._owner, self._name, number, data={"labels": list(plan.add)}
+                ),
+            )
 
     def _remove_label(self, number: int, label: str) -> Callable[[], Awaitable[Any]]:
         return lambda: self._gh.rest.issues.async_remove_label(

@@ -361,6 +361,11 @@ def test_a_missing_runner_variable_says_where_the_action_runs(
         pytest.param(b"{not json", r"is not valid JSON \(line 1, column 2", id="invalid-json"),
         pytest.param(b"[1, 2]", r"holds a JSON list, not the event object", id="not-an-object"),
         pytest.param(b"\xff\xfe{}", r"is not UTF-8 text", id="not-utf8"),
+        pytest.param(
+            b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            r"nests arrays and objects too deep to be an event payload",
+            id="100k-deep",
+        ),
     ],
 )
 def test_an_unreadable_event_file_is_a_clear_error(

@@ -476,7 +476,7 @@ def test_a_malformed_pair_dispatch_is_an_error_naming_the_field(
         pytest.param(
             "issue_comment",
             {"action": "created", "comment": {"body": "x", "user": {"login": "a"}}},
-            r"comment\.user needs a login and a numeric id",
+            r"comment\.user\.id must be a positive integer, got None",
             id="no-user-id",
         ),
         pytest.param(
@@ -488,13 +488,43 @@ def test_a_malformed_pair_dispatch_is_an_error_naming_the_field(
         pytest.param(
             "issue_comment",
             {**comment("x"), "comment": {**comment("x")["comment"], "id": "1"}},
-            r"comment\.id must be an integer",
+            r"comment\.id must be a positive integer, got '1'",
             id="comment-id",
+        ),
+        pytest.param(
+            "issue_comment",
+            {**comment("x"), "comment": {**comment("x")["comment"], "id": -5}},
+            r"issue_comment: comment\.id must be a positive integer, got -5",
+            id="comment-id-negative",
+        ),
+        pytest.param(
+            "issue_comment",
+            {**comment("x"), "issue": {"number": -5}},
+            r"^issue_comment: issue\.number must be a positive integer, got -5$",
+            id="issue-number-negative",
+        ),
+        pytest.param(
+            "issue_comment",
+            {**comment("x"), "issue": {"number": 0}},
+            r"issue\.number must be a positive integer, got 0",
+            id="issue-number-zero",
+        ),
+        pytest.param(
+            "issue_comment",
+            {**comment("x"), "issue": {"number": 1.5}},
+            r"issue\.number must be a positive integer, got 1\.5",
+            id="issue-number-float",
+        ),
+        pytest.param(
+            "issue_comment",
+            {**comment("x"), "issue": {"number": "9" * 80}},
+            r"issue\.number must be a positive integer, got '9{38}…$",
+            id="issue-number-long-string",
         ),
         pytest.param(
             "pull_request",
             {**synchronize(), "number": None, "pull_request": {"head": {}}},
-            r"pull_request: number must be a positive integer",
+            r"pull_request: pull_request\.number must be a positive integer, got None",
             id="pull-number",
         ),
         pytest.param(

@@ -185,11 +185,14 @@ def test_pull_materialises_what_was_pushed(world: World) -> None:
     manifest = work / ".pair" / "batches" / "card-7" / "batch.yaml"
     manifest.parent.mkdir(parents=True)
     manifest.write_text("phases: []\n")
+    owed = '[{"kind": "card", "number": 7, "comment_id": "1"}]\n'  # action.acks
+    (work / ".pair" / "acks.json").write_text(owed)
     tip = a.push(work, "pairbot: step", lease, card_batches=["card-7"])
 
     into = world.dir("into")
     pulled = world.state(world.b, "host-b").pull(into)
     assert pulled.tip == tip
+    assert (into / ".pair" / "acks.json").read_text() == owed
     assert (into / ".pair" / "batches" / "card-7" / "batch.yaml").read_text() == "phases: []\n"
     locus = RunLocus.for_batch(into, "b1")
     assert read_records(locus.journal) == [{"kind": "step-started", "n": 1}]

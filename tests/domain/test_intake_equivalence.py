@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -64,6 +65,8 @@ AUTHORS: Final = {
     "actions-bot": ("github-actions[bot]", 41898282, "Bot", None),
     "other-bot": ("dependabot[bot]", 49699333, "Bot", None),
     "allowlisted-bot": ("helper[bot]", ALLOWED_BOT, "Bot", None),
+    # Not a login GitHub would issue; a signed payload can still carry it.
+    "markdown-login": ("[x](https://evil.example) @everyone", 777, "User", None),
 }
 
 HOSTILE: Final[list[tuple[str, str, str]]] = [
@@ -97,6 +100,9 @@ HOSTILE: Final[list[tuple[str, str, str]]] = [
     ("backticks-and-mention-in-args", "/pair implement until: `@org/team`", "person"),
     ("mention-in-unknown-verb", "/pair @everyone", "person"),
     ("html-in-bad-args", "/pair approve <img src=x onerror=alert(1)>", "person"),
+    ("link-and-ping-in-args", "/pair approve [click](https://evil.example) @everyone", "person"),
+    ("image-as-verb", "/pair ![x](https://evil.example/p.png)", "person"),
+    ("markdown-login-refused", "/pair approve", "markdown-login"),
     ("long-bad-line", "/pair approve " + "x" * 5_000, "person"),
     ("help", "/pair help", "person"),
     ("uppercase", "/PAIR APPROVE", "person"),
@@ -286,6 +292,10 @@ def test_both_surfaces_read_the_same_intent_and_give_the_same_reply(
         from_action = action_reply(action_intent, ctx, permission)
         assert from_app == from_action, permission
         if from_app is not None:
+            # Echoed user text never pings, links or renders (outside inert inline code).
+            prose = re.sub(r"(`+).*?\1", "", from_app.text, flags=re.DOTALL)
+            assert "@everyone" not in prose, from_app.text
+            assert not re.search(r"(?<!\\)(?:\]\(|<img)", prose), from_app.text
             # Text and marker: the comment's one reply, `reply #<n> run:<comment id>`.
             assert from_app.marker == f"<!-- pair:reply #1 run:{action_intent.comment.id} -->"
 

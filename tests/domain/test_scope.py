@@ -28,6 +28,7 @@ from app.domain.scope import (
     ScopeDecision,
     ScopeState,
     apply_decisions,
+    json_too_deep,
     resolve_maintainer,
     rewrite_card,
     scope_baseline_hash,
@@ -288,10 +289,36 @@ def test_the_fence_is_found(body: str) -> None:
         ),
         pytest.param('```json\n{"a": NaN}\n```', ["NaN is not JSON"], id="nan"),
         pytest.param("```json\n\n```", ["not valid JSON"], id="empty-block"),
+        pytest.param(
+            "```json\n" + "[" * 100_000 + "]" * 100_000 + "\n```",
+            ["line 2 nests arrays and objects more than 32 deep"],
+            id="array-100k-deep",
+        ),
+        pytest.param(
+            '```json\n{"schemaVersion": 1,\n "x": ' + '{"a":' * 50_000 + "\n```",
+            ["line 3 nests arrays and objects more than 32 deep"],
+            id="unclosed-objects-deep",
+        ),
     ],
 )
 def test_malformed_json(body: str, mentions: list[str]) -> None:
     refused(check(body), "malformed-json", *mentions)
+
+
+@pytest.mark.parametrize(
+    ("text", "deep_at"),
+    [
+        pytest.param("[" * 32 + "]" * 32, None, id="at-the-limit"),
+        pytest.param("[" * 33, 32, id="one-past"),
+        pytest.param('["' + "[" * 100 + '"]', None, id="brackets-in-a-string"),
+        pytest.param('["\\\\"' + "[" * 40, 5 + 31, id="an-escaped-backslash-ends-the-string"),
+        pytest.param('["\\"]' + "[" * 40, None, id="an-escaped-quote-stays-in-the-string"),
+        pytest.param("]]]]" + "[" * 32, None, id="closers-never-go-negative"),
+        pytest.param('"\\"\\"' * 30_000, None, id="quotes-and-backslashes-linear"),
+    ],
+)
+def test_json_depth_is_one_linear_scan(text: str, deep_at: int | None) -> None:
+    assert json_too_deep(text) == deep_at
 
 
 # ---------------------------------------------------------------- its shape

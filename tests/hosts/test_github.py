@@ -391,6 +391,67 @@ def test_a_create_stored_before_a_failure_is_reconciled(fake: FakeGitHub, kind: 
     assert (again.outcome, again.comment.id) == (Upserted.UNCHANGED, result.comment.id)
 
 
+class LaggingListings(httpx.AsyncBaseTransport):
+    """The fake behind a comment listing that lags its writes, as GitHub's lists may: a comment
+    created through this transport is left out of the next `lag` listings of its issue. A
+    listing it filtered carries no ETag, so no cache keeps the lagging page."""
+
+    def __init__(self, fake: FakeGitHub, lag: int) -> None:
+        self.fake = fake
+        self.lag = lag
+        self.hidden: dict[int, int] = {}  # comment id -> listings it stays out of
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        before = set(self.fake.comments)
+        try:
+            response = await self.fake.transport.handle_async_request(request)
+        finally:
+            for new in set(self.fake.comments) - before:
+                self.hidden[new] = self.lag
+        listing = request.method == "GET" and request.url.path.endswith("/comments")
+        if not listing or response.status_code != 200 or not self.hidden:
+            return response
+        await response.aread()
+        items = [c for c in json.loads(response.content) if c["id"] not in self.hidden]
+        self.hidden = {cid: left - 1 for cid, left in self.hidden.items() if left > 1}
+        headers = {
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("etag", "content-length", "content-encoding")
+        }
+        return httpx.Response(200, headers=headers, json=items)
+
+
+@pytest.mark.parametrize("kind", ["timeout-after", "5xx-after"])
+def test_a_create_stored_before_a_failure_is_reconciled_until_the_listing_shows_it(
+    fake: FakeGitHub, kind: Any
+) -> None:
+    host = make_host(fake, transport=LaggingListings(fake, lag=2))
+    number = fake.seed_issue("card", "body")
+    target = Target("card", number)
+    marker = make_marker("review", number, run="r1")
+    fake.fail("POST", rf"/issues/{number}/comments$", kind)
+    result = run(host.upsert_comment(target, marker, "reviewed once"))
+    assert result.outcome is Upserted.CREATED
+    assert len(fake.comments_on(number)) == 1
+    assert len([e for e in fake.log if e[0] == "POST" and e[1].endswith("/comments")]) == 1
+    assert fake.clock.sleeps.count(0.5) >= 1 and fake.clock.sleeps.count(1.0) >= 1  # backoff
+    again = run(host.upsert_comment(target, marker, "reviewed once"))
+    assert (again.outcome, again.comment.id) == (Upserted.UNCHANGED, result.comment.id)
+
+
+def test_a_create_whose_listing_never_settles_raises_after_bounded_reads(fake: FakeGitHub) -> None:
+    host = make_host(fake, transport=LaggingListings(fake, lag=50))
+    number = fake.seed_issue("card", "body")
+    target = Target("card", number)
+    fake.fail("POST", rf"/issues/{number}/comments$", "timeout-after")
+    with pytest.raises(HostUnavailable, match="timed out"):
+        run(host.upsert_comment(target, make_marker("review", number), "text"))
+    listings = [e for e in fake.log if e[0] == "GET" and e[1].endswith("/comments")]
+    assert len(listings) == 1 + 4  # the upsert's own read, then four settling reads
+    assert len(fake.comments_on(number)) == 1  # stored once, never posted again
+
+
 def test_a_create_that_failed_before_storing_raises_and_posts_nothing(fake: FakeGitHub) -> None:
     host = make_host(fake)
     number = fake.seed_issue("card", "body")
@@ -1021,3 +1082,83 @@ def test_the_request_benchmark_meets_its_target() -> None:
     assert warm == [(3, 0, 0), (3, 0, 0)]
     assert "target" in printed[-1]
     assert printed[-1].endswith(": met")
+
+
+# -- state labels under faults --------------------------------------------------------------------
+
+
+def _state_labels(fake: FakeGitHub, number: int) -> list[str]:
+    return [lb for lb in fake.issues[number].labels if lb.startswith("pr-state:")]
+
+
+def _watch_state_labels(fake: FakeGitHub, number: int) -> list[int]:
+    """How many state labels the issue carried before each request the fake routed."""
+    seen: list[int] = []
+    fake.before_route = lambda method, path: seen.append(len(_state_labels(fake, number)))
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kind"),
+    [
+        pytest.param("DELETE", r"/labels/", "5xx", id="unlabel-502"),
+        pytest.param("DELETE", r"/labels/", "5xx-after", id="unlabel-stored-then-502"),
+        pytest.param("POST", r"/labels$", "5xx", id="label-502"),
+        pytest.param("POST", r"/labels$", "5xx-after", id="label-stored-then-502"),
+        pytest.param("POST", r"/labels$", "timeout-after", id="label-stored-then-timeout"),
+    ],
+)
+def test_a_state_label_converges_through_server_errors(
+    fake: FakeGitHub, method: str, path: str, kind: str
+) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("card", "body", labels=("bug", "pr-state:in-progress"))
+    seen = _watch_state_labels(fake, number)
+    fake.fail(method, path, kind, times=2)
+    assert run(host.set_state_label(Target("card", number), PrState.READY)) is True
+    assert fake.issues[number].labels.count("pr-state:ready") == 1
+    assert _state_labels(fake, number) == ["pr-state:ready"]
+    assert "bug" in fake.issues[number].labels  # other labels are never touched
+    assert max(seen) <= 1, seen  # never two state labels, not even for a moment
+    # Settled: the next call reads and writes nothing.
+    writes = fake.mutations
+    assert run(host.set_state_label(Target("card", number), PrState.READY)) is False
+    assert fake.mutations == writes
+
+
+def test_a_state_label_that_cannot_settle_never_leaves_two(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token", read_attempts=1)
+    number = fake.seed_issue("card", "body", labels=("pr-state:in-progress",))
+    fake.fail("DELETE", r"/labels/", "5xx", times=100)
+    with pytest.raises(HostUnavailable, match="502"):
+        run(host.set_state_label(Target("card", number), PrState.READY))
+    assert _state_labels(fake, number) == ["pr-state:in-progress"]
+    deletes = [e for e in fake.log if e[0] == "DELETE"]
+    assert len(deletes) == 3  # LABEL_ROUNDS, then the error: bounded
+    assert [s for s in fake.clock.sleeps if s in (1.0, 2.0)] == [1.0, 2.0]
+
+
+def test_two_state_labels_left_by_someone_else_become_one(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("card", "body", labels=("pr-state:blocked", "pr-state:merged"))
+    assert run(host.set_state_label(Target("card", number), PrState.MERGED)) is True
+    assert _state_labels(fake, number) == ["pr-state:merged"]
+
+
+def test_a_state_label_another_writer_keeps_changing_is_a_conflict(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    number = fake.seed_issue("card", "body", labels=("pr-state:blocked",))
+
+    def rival(method: str, path: str) -> None:  # someone re-labels before each of our reads
+        labels = fake.issues[number].labels
+        if (
+            method == "GET"
+            and path.endswith(f"/issues/{number}")
+            and "pr-state:blocked" not in labels
+        ):
+            labels.append("pr-state:blocked")
+
+    fake.before_route = rival
+    with pytest.raises(Conflict, match=f"#{number} reads back labels that still need"):
+        run(host.set_state_label(Target("card", number), PrState.READY))
+    assert len([e for e in fake.log if e[0] == "DELETE"]) == 3  # bounded rounds
