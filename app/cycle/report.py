@@ -87,7 +87,10 @@ async def after_transition(
     )
     status = status_of(derived, state.rec)
     if result.state == "awaiting-approval":
-        status = PrState.AWAITING_APPROVAL
+        state.parks = read_parks(state.locus)
+        parked = state.parks.get(state.key)
+        over_budget = parked is not None and parked.state == "awaiting-human"
+        status = PrState.AWAITING_HUMAN if over_budget else PrState.AWAITING_APPROVAL
     elif result.state == "blocked":
         state.parks = read_parks(state.locus)  # the step just parked the card
         parked = state.parks.get(state.key)
