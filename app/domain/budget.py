@@ -1,7 +1,9 @@
 """Budgets that stop: what a card (or a batch) has spent against its limits, and whether an
 accepted step took it over one. Pure.
 
-A budget is `{tokens, costUsd, steps}`, each optional. The spend is read from the journal
+A budget is `{tokens, costUsd, steps}`, each optional. `steps` is spent once that many agent
+steps ran (a budget of 1 step parks after the first accepted step); `tokens` and `costUsd` stop
+the card once the known sum goes over the limit. The spend is read from the journal
 records the engine already writes (each agent step's `usage` on its outcome, reduced by
 `app.domain.metrics`): `steps` counts the agent steps that ran (a failed attempt too: it was
 paid for), `tokens` and `costUsd` sum what the agents reported.
@@ -81,9 +83,13 @@ def budget_use(records: Sequence[Mapping[str, Any]], key: str | None = None) -> 
 
 
 def exceeded(budget: Budget, use: BudgetUse) -> tuple[str, ...]:
-    """The limits the known spend is over (`steps`, `tokens`, `costUsd`), in that order."""
+    """The limits the spend has reached (`steps`, `tokens`, `costUsd`), in that order.
+
+    `steps` is spent once that many steps ran (a budget of 1 step stops after the first);
+    tokens and cost are exceeded when the known sum goes over the limit.
+    """
     over: list[str] = []
-    if budget.steps is not None and use.steps > budget.steps:
+    if budget.steps is not None and use.steps >= budget.steps:
         over.append("steps")
     if budget.tokens is not None and use.tokens > budget.tokens:
         over.append("tokens")
@@ -150,5 +156,5 @@ def park_reason(checks: Sequence[BudgetCheck]) -> str | None:
     over = [c for c in checks if c.over]
     if not over:
         return None
-    said = "; ".join(f"{c.scope} over {', '.join(c.over)} — {c.line}" for c in over)
+    said = "; ".join(f"{c.scope} budget spent ({', '.join(c.over)}) — {c.line}" for c in over)
     return f"{said}. `/pair approve` continues with a fresh budget"
