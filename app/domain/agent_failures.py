@@ -23,8 +23,8 @@ step's problem, and another agent would be given the same too-short time.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
 
 FailureKind = Literal["quota", "auth", "crash"]
 
@@ -163,3 +163,23 @@ def classify_failure(
 def failover_line(failed: str, kind: FailureKind, used: str, transition: str) -> str:
     """One line for people: which agent failed how, and which took the step over."""
     return f"{transition}: {failed} failed ({kind}); retried once with {used}"
+
+
+FAILOVER_KIND: Final = "failover"  # the journal entry of a step handed to the fallback agent
+
+
+def failover_lines(records: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """`failover_line` for each `failover` journal entry in `records`, in journal order."""
+    lines: list[str] = []
+    for record in records:
+        data = record.get("data")
+        if record.get("kind") != FAILOVER_KIND or not isinstance(data, Mapping):
+            continue
+        kind = data.get("signature")
+        if kind not in ("quota", "auth", "crash"):
+            continue
+        transition = str(record.get("transition") or "step")
+        lines.append(
+            failover_line(str(data.get("failed")), kind, str(data.get("next")), transition)
+        )
+    return tuple(lines)

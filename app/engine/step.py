@@ -27,7 +27,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-from app.domain.agent_failures import FailureKind, classify_failure, failover_line
+from app.domain.agent_failures import (
+    FAILOVER_KIND,
+    FailureKind,
+    classify_failure,
+    failover_line,
+)
 from app.domain.verdict import Verdict
 from app.engine import lock
 from app.engine.agent import (
@@ -47,8 +52,6 @@ from app.engine.selection import Park
 from app.engine.work import WorkTree
 from app.proc import START_FAILURE_EXIT_CODE
 from app.settings import AgentChoice, AgentStage, ResolvedSettings
-
-FAILOVER_KIND = "failover"  # the journal entry of a step handed to the fallback agent
 
 COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
     "propose": "propose",
