@@ -211,8 +211,8 @@ class BatchManifest(StrictModel):
     pr_grouping: PrGrouping = "per-change"
     base_branch: str | None = None
     settings: BatchSettings = Field(default_factory=BatchSettings)
-    budget: BudgetSettings | None = None  # the whole batch's limits (every change's steps)
     phases: Annotated[list[Phase], Field(min_length=1)]
+    budget: BudgetSettings | None = None  # the whole batch's limits (every change's steps)
 
     @model_validator(mode="after")
     def _consistent(self) -> BatchManifest:
