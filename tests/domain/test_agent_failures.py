@@ -11,6 +11,7 @@ from app.domain.agent_failures import (
     FailureKind,
     classify_failure,
     failover_line,
+    failover_lines,
 )
 
 CASES = [
@@ -176,3 +177,18 @@ def test_failover_line() -> None:
     assert failover_line("claude", "quota", "codex", "apply") == (
         "apply: claude failed (quota); retried once with codex"
     )
+
+
+def test_failover_lines_read_the_journal_entries() -> None:
+    records = [
+        {"kind": "outcome", "key": "a", "transition": "apply", "state": "failed"},
+        {
+            "kind": "failover",
+            "key": "a",
+            "transition": "apply",
+            "data": {"failed": "claude", "signature": "auth", "next": "codex"},
+        },
+        {"kind": "failover", "key": "a", "data": {"signature": "bogus"}},
+        {"kind": "failover", "key": "a", "data": None},
+    ]
+    assert failover_lines(records) == ("apply: claude failed (auth); retried once with codex",)
