@@ -105,3 +105,15 @@ def test_without_a_fallback_a_quota_failure_just_blocks(
     project = make_project(config={"batch": {"agent": "claude"}}, script={"propose": ["quota"]})
     assert apply_once(project, env=fake_claude(tmp_path)).state == "blocked"
     assert failovers(project) == []
+
+
+def test_an_agent_that_could_not_start_is_not_failed_over(
+    make_project: Callable[..., Project],
+) -> None:
+    # An unknown agent is a setting to fix, not a quota: the step blocks and says so.
+    project = make_project(config={"batch": {"agent": ["robot", "command"]}})
+    result = apply_once(project)
+    assert result.state == "blocked"
+    assert "unknown agent 'robot'" in (result.blocker or "")
+    assert project.agent_calls() == []
+    assert failovers(project) == []
