@@ -334,7 +334,7 @@ async def spawn_agent(
         transition=stage,
         session=first.session,
         state="failed",
-        message=f"{line}: {_tail(first.stderr)}",
+        message=f"{line}: {_last_line(spawned.result.stderr or spawned.result.stdout)}",
         usage=usage_record(first.usage),
     )
     journal_event(
@@ -368,7 +368,8 @@ async def spawn_agent(
     return dataclasses.replace(retry.session, settings=next_settings)
 
 
-def _tail(text: str, limit: int = 300) -> str:
+def _last_line(text: str, limit: int = 300) -> str:
+    """The agent's last words (where its error is), cut to `limit` characters."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else "(no output)"
     return last[-limit:]

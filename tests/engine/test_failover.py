@@ -44,7 +44,9 @@ def test_a_quota_failure_of_the_first_agent_is_retried_once_with_the_second(
     ]
     outcomes = [e for e in project.journal() if e["kind"] == "outcome"]
     assert [o["state"] for o in outcomes] == ["failed", "advanced"]
-    assert "claude failed (quota); retried once with command" in outcomes[0]["message"]
+    assert outcomes[0]["message"].startswith(
+        "propose: claude failed (quota); retried once with command: Credit balance is too low"
+    )
     # The failed attempt's usage (claude's stream reported it) is kept: it was spent.
     assert outcomes[0]["usage"]["inputTokens"] == 1200
     assert outcomes[0]["session"] != outcomes[1]["session"]
