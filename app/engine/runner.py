@@ -255,9 +255,8 @@ async def run_change_step(
     )
     if ctx.vet is not None and outcome.state in ("advanced", "awaiting-approval"):
         outcome = await ctx.vet(outcome)
-    budget_park = (
-        _budget_park(ctx, spawned.session, spawned.usage) if outcome.state == "advanced" else None
-    )
+    accepted = outcome.state in ("advanced", "awaiting-approval")
+    budget_park = _budget_park(ctx, spawned.session, spawned.usage) if accepted else None
     ref = record_outcome(
         ctx.locus,
         deps,
@@ -296,7 +295,7 @@ def _budget_park(ctx: ChangeStepContext, session: str, usage: AgentUsage) -> str
         "key": ctx.change,
         "transition": ctx.transition,
         "session": session,
-        "state": "advanced",
+        "state": "advanced",  # accepted: only the steps' count and usage matter here
         "usage": usage_record(usage),
     }
     records = [*jsonl.read_records(ctx.locus.journal), pending]

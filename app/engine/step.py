@@ -199,7 +199,17 @@ def record_outcome(
     # park with no accepted transition, which re-runs the step once cleared. The other order
     # could journal an awaiting-approval completion with no park, and skip the human gate.
     parks = read_parks(locus)
-    if outcome.state in ("blocked", "failed", "awaiting-approval"):
+    accepted = outcome.state in ("advanced", "awaiting-approval")
+    if accepted and budget_park is not None:
+        # Over budget wins over a gate's approval park: one approval clears both, and the
+        # maintainer sees the figures before anything more is spent.
+        parks[key] = Park(
+            state="awaiting-human",
+            transition=transition,
+            reason=budget_park,
+            at=iso_now(deps.clock),
+        )
+    elif outcome.state in ("blocked", "failed", "awaiting-approval"):
         state: Literal["blocked", "needs-input", "awaiting-approval"] = (
             "awaiting-approval"
             if outcome.state == "awaiting-approval"
@@ -209,13 +219,6 @@ def record_outcome(
         )
         parks[key] = Park(
             state=state, transition=transition, reason=outcome.message, at=iso_now(deps.clock)
-        )
-    elif budget_park is not None:
-        parks[key] = Park(
-            state="awaiting-human",
-            transition=transition,
-            reason=budget_park,
-            at=iso_now(deps.clock),
         )
     else:
         parks.pop(key, None)

@@ -99,3 +99,21 @@ def test_a_zero_or_negative_budget_is_refused_in_one_line(
     assert "budget.steps: Input should be greater than 0 (got 0)" in done.stderr
     assert "Traceback" not in done.stderr
     assert project.agent_calls() == []
+
+
+def test_a_budget_park_replaces_a_gates_and_one_approval_clears_both(
+    make_project: Callable[..., Project],
+) -> None:
+    manifest = {
+        "gate": "after-propose",
+        "prGrouping": "off",
+        "phases": [{"name": "only", "changes": ["alpha"]}],
+    }
+    project = make_project(manifest, config={"budget": {"steps": 1}})
+    result = apply_once(project)
+    assert result.state == "awaiting-approval"
+    assert "budget: 1/1 steps" in (result.message or "")
+    assert parks(project)["alpha"]["state"] == "awaiting-human"
+    done = cli("batch", "approve", project.batch, "--change", "alpha", cwd=project.root)
+    assert done.returncode == 0, done.stderr
+    assert apply_once(project).transition == "apply"
