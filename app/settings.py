@@ -20,6 +20,7 @@ files and pass the environment in as a mapping.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -140,7 +141,42 @@ class AgentSpecModel(StrictModel):
     model: AgentName | None = None
 
 
-StageMap = dict[AgentStage, AgentName | AgentSpecModel]
+AgentEntry = AgentName | AgentSpecModel
+
+
+def _distinct_agents(value: list[AgentEntry]) -> list[AgentEntry]:
+    names = [entry if isinstance(entry, str) else entry.name for entry in value]
+    if len(set(names)) != len(names):
+        raise ValueError(
+            "a fallback list names two different agents: the agent, then the one that takes "
+            "over after a quota, auth or crash failure"
+        )
+    return value
+
+
+# `[claude, codex]`: the first runs the stage; the second takes over once when the first fails
+# on a recognised quota, auth or crash signature (app/domain/agent_failures.py). Two entries
+# exactly: a step is retried once, so a third agent would never run.
+FallbackList = Annotated[
+    list[AgentEntry], Field(min_length=2, max_length=2), AfterValidator(_distinct_agents)
+]
+
+
+def _entry_kind(value: object) -> str:
+    if isinstance(value, str):
+        return "agent-name"
+    if isinstance(value, list | tuple):
+        return "agent-list"
+    return "agent-with-model"
+
+
+StageEntry = Annotated[
+    Annotated[AgentName, Tag("agent-name")]
+    | Annotated[AgentSpecModel, Tag("agent-with-model")]
+    | Annotated[FallbackList, Tag("agent-list")],
+    Discriminator(_entry_kind),
+]
+StageMap = dict[AgentStage, StageEntry]
 
 
 def _agent_setting_kind(value: object) -> str:
@@ -148,6 +184,8 @@ def _agent_setting_kind(value: object) -> str:
     # three (one per union member) for a single typo.
     if isinstance(value, str):
         return "agent-name"
+    if isinstance(value, list | tuple):
+        return "agent-list"
     if isinstance(value, AgentSpecModel) or (isinstance(value, Mapping) and "name" in value):
         return "agent-with-model"
     return "stage-map"
@@ -156,10 +194,12 @@ def _agent_setting_kind(value: object) -> str:
 AgentSetting = Annotated[
     Annotated[AgentName, Tag("agent-name")]
     | Annotated[AgentSpecModel, Tag("agent-with-model")]
+    | Annotated[FallbackList, Tag("agent-list")]
     | Annotated[StageMap, Tag("stage-map")],
     Discriminator(_agent_setting_kind),
 ]
-"""A bare agent name or a name with a model (every stage), or a map of stage to either."""
+"""A bare agent name, a name with a model, or a fallback list of two (every stage), or a map of
+stage to any of those."""
 
 
 class PermissionsSettings(StrictModel):
@@ -196,11 +236,16 @@ class BatchSettings(StrictModel):
 
 @dataclass(frozen=True)
 class AgentChoice:
-    """The agent for one stage, and the scope that chose it (named in model-error remedies)."""
+    """The agent for one stage, and the scope that chose it (named in model-error remedies).
+
+    `fallback` is the agent that takes the step over once when this one fails on a recognised
+    quota, auth or crash signature; None when the setting named one agent.
+    """
 
     name: str
     model: str | None
     scope: Scope
+    fallback: AgentChoice | None = None
 
 
 @dataclass(frozen=True)
@@ -330,11 +375,18 @@ def _agent_for_stage(
     for scope, setting in nearest_first:
         # A stage map covers only the stages it names; the others fall through to the next scope.
         entry = setting.get(stage) if isinstance(setting, dict) else setting
-        if isinstance(entry, str):
-            return AgentChoice(name=entry, model=None, scope=scope)
-        if isinstance(entry, AgentSpecModel):
-            return AgentChoice(name=entry.name, model=entry.model, scope=scope)
+        if isinstance(entry, list):
+            first, second = (_choice(item, scope) for item in entry)
+            return dataclasses.replace(first, fallback=second)
+        if entry is not None:
+            return _choice(entry, scope)
     return AgentChoice(name=DEFAULT_AGENT, model=None, scope="default")
+
+
+def _choice(entry: AgentEntry, scope: Scope) -> AgentChoice:
+    if isinstance(entry, str):
+        return AgentChoice(name=entry, model=None, scope=scope)
+    return AgentChoice(name=entry.name, model=entry.model, scope=scope)
 
 
 def resolve_settings(

@@ -429,6 +429,7 @@ async def _transition(
         history=state.history,
         vet=vetter.vet,
         state_root=env.root,
+        card_budget=state.project.budget.to_budget() if state.project.budget else None,
     )
     result = await run_change_step(ctx, env.deps, held)
     return await after_transition(state, result, tree, base, card)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from app.domain.budget import BUDGET_APPROVAL
 from app.domain.verdict import FindingsReport
 from app.engine import lock
 from app.engine.journal import JournalEntry, append_entry, read_index
@@ -107,9 +108,10 @@ def record_human(
         park = parks.get(key)
         state = park.state if park else "not parked"
         transition: str | None = park.transition if park else None
-        if verb == "approve" and (park is None or park.state != "awaiting-approval"):
+        approvable = ("awaiting-approval", "awaiting-human")
+        if verb == "approve" and (park is None or park.state not in approvable):
             raise UserError(f"{key} is not awaiting approval ({state}); nothing to approve")
-        if verb in ("answer", "retry") and (park is None or park.state == "awaiting-approval"):
+        if verb in ("answer", "retry") and (park is None or park.state in approvable):
             raise UserError(
                 f"{key} is not blocked ({state}); `{verb}` clears a blocked or needs-input step"
             )
@@ -130,6 +132,10 @@ def record_human(
                 at=now.isoformat(timespec="milliseconds"),
                 transition=transition,
                 message=message,
+                # Past a budget: the spend is counted afresh from this approval.
+                data={BUDGET_APPROVAL: True}
+                if park is not None and park.state == "awaiting-human"
+                else None,
             ),
         )
         parks.pop(key, None)

@@ -25,6 +25,8 @@ from app.cycle.state import (
 )
 from app.cycle.worktree import Worktree
 from app.domain import cycle_end as ce
+from app.domain.agent_failures import failover_lines
+from app.domain.budget import check_budget
 from app.domain.explain import CardFacts, explain
 from app.domain.metrics import reduce_metrics
 from app.domain.review_comment import render_review, review_status_description
@@ -87,7 +89,10 @@ async def after_transition(
     )
     status = status_of(derived, state.rec)
     if result.state == "awaiting-approval":
-        status = PrState.AWAITING_APPROVAL
+        state.parks = read_parks(state.locus)
+        parked = state.parks.get(state.key)
+        over_budget = parked is not None and parked.state == "awaiting-human"
+        status = PrState.AWAITING_HUMAN if over_budget else PrState.AWAITING_APPROVAL
     elif result.state == "blocked":
         state.parks = read_parks(state.locus)  # the step just parked the card
         parked = state.parks.get(state.key)
@@ -190,8 +195,11 @@ async def act_on_decision(
 async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
     rec = state.rec
     run_id = rec.run_id or "run"
+    mine = [r for r in state.records if r.get("key") == state.key]
+    limits = state.project.budget
+    budget = check_budget("card", limits.to_budget() if limits else None, mine, state.key)
     metrics = reduce_metrics(
-        [r for r in state.records if r.get("key") == state.key],
+        mine,
         as_of=iso_now(state.env.deps.clock),
         decisions={str(d.get("id")): str(d.get("action")) for d in rec.dispositions},
     )
@@ -205,6 +213,8 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
         models={},
         metrics=metrics,
         metrics_revision=1,
+        failovers=failover_lines(mine),
+        budget=budget.line if budget is not None else None,
     )
     marker = synthesis_marker(state.card, pull.number, run_id)
     done = await state.env.hosts.code.upsert_comment(Target("pull", pull.number), marker, body)
@@ -315,11 +325,15 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
     """The `/pair status` facts of a card, from what its journal says."""
     rec = state.rec
     park = state.parks.get(state.key)
+    over_budget = park is not None and park.state == "awaiting-human"
     return CardFacts(
         card=state.card,
         status=status.value.removeprefix("pr-state:"),
         next_step=_next_step(status, derived),
         park_reason=park.reason if park else None,
+        gate_why="the card spent its budget; a maintainer's approval continues it"
+        if over_budget
+        else None,
         fix_rounds_used=derived.fix_rounds if derived else 0,
         max_fix_rounds=state.project.cycle.max_fix_rounds,
         review_round=state.history.accepted_count("verify"),
@@ -356,7 +370,9 @@ async def publish_status(
     await state.pub.label(state.rec, status, reconcile=ran)
     facts = card_facts(state, status, derived)
     explanation = explain(facts)
-    body = render_tracking(facts, explanation, tracking_steps(state), plan=plan)
+    body = render_tracking(
+        facts, explanation, tracking_steps(state), plan=plan, notes=run_notes(state)
+    )
     await state.pub.tracking(state.rec, body)
     return CardStep(
         result=result,
@@ -365,6 +381,18 @@ async def publish_status(
         pr=state.rec.pr,
         explanation=explanation,
     )
+
+
+def run_notes(state: CardState) -> tuple[str, ...]:
+    """The tracking comment's lines on the run: each step a fallback agent took over, and the
+    card's budget figures when `.pair/config.yaml` sets one."""
+    mine = [r for r in state.records if r.get("key") == state.key]
+    notes = [f"failover: {line}" for line in failover_lines(mine)]
+    budget = state.project.budget
+    check = check_budget("card", budget.to_budget() if budget else None, mine, state.key)
+    if check is not None:
+        notes.append(check.line)
+    return tuple(notes)
 
 
 def tracking_steps(state: CardState) -> tuple[TrackingStep, ...]:

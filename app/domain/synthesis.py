@@ -8,9 +8,10 @@ summary"). Sections, in the seed's order:
 1. identity: card, PR, run, reviewed head, versions, models;
 2. quality (the last review's verdict) vs delivery (the engine status) — they differ until the
    summary is read back;
-3. effective cycles and review executions, with retries, interruptions and steps kept apart;
+3. effective cycles and review executions, with retries, interruptions and steps kept apart,
+   and each step a fallback agent took over (failover) when there was one;
 4. tokens, cost and wall time, each with its coverage ("unknown" when nothing was reported,
-   never 0);
+   never 0), and the card's budget figures when it has one;
 5. late defects by origin, then the scope-proposal table (proposals are never defects);
 6. a compact schema-1 JSON tail in a fenced block (sourceDigest, asOf, metricsRevision,
    completeness and the figures, nulls for unknowns).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from app.domain.metrics import ORIGINS, CycleMetrics, Quantity
 from app.domain.sanitize import strip_hidden
@@ -138,8 +139,14 @@ def render_synthesis(
     models: Mapping[str, str],
     metrics: CycleMetrics,
     metrics_revision: int,
+    failovers: Sequence[str] = (),
+    budget: str | None = None,
 ) -> str:
-    """The owned body of the ONE synthesis comment (no marker): same inputs, same bytes."""
+    """The owned body of the ONE synthesis comment (no marker): same inputs, same bytes.
+
+    `failovers` are the steps a fallback agent took over (`agent_failures.failover_lines`);
+    `budget` the card's budget line (`budget.budget_line`), when it has a budget.
+    """
     synthesis_marker(card, pr, run_id)  # validates run_id as the marker will carry it
     pr_part = f", PR #{pr}" if pr is not None else ""
     lines: list[str] = [f"## pairbot synthesis — card #{card}{pr_part}", ""]
@@ -179,6 +186,9 @@ def render_synthesis(
             f"{_cell(name)} {count}" for name, count in sorted(metrics.steps_by_transition.items())
         )
         lines += ["", f"Steps by transition: {steps}."]
+    if failovers:
+        lines += ["", "Failover (a step retried once with the fallback agent):", ""]
+        lines += [f"- {_cell(line)}" for line in failovers]
     lines.append("")
 
     lines += ["### Tokens and time", ""]
@@ -193,6 +203,8 @@ def render_synthesis(
         ],
     )
     lines += ["", f"Completeness: {metrics.completeness}."]
+    if budget is not None:
+        lines += ["", f"Budget: {_cell(budget.removeprefix('budget: '))}."]
     lines.append("")
 
     findings = metrics.findings

@@ -111,11 +111,14 @@ def render_tracking(
     *,
     plan: str | None = None,
     max_steps: int = MAX_STEPS,
+    notes: Sequence[str] = (),
 ) -> str:
     """The owned body of the card's tracking comment (no marker): same input, same text.
 
     `facts` and `explanation` must describe the same card; `steps` are in journal order
-    (oldest first); `plan` is the proposed plan, shown when given.
+    (oldest first); `plan` is the proposed plan, shown when given; `notes` are pairbot's own
+    one-line facts about the run (the budget's figures, a step handed to a fallback agent),
+    shown under the step history.
     """
     if facts.card != explanation.card:
         raise ValueError(
@@ -152,5 +155,7 @@ def render_tracking(
         ]
     else:
         lines.append("No step has run yet.")
+    if notes:
+        lines += ["", *(f"- {mdtext.inline(note)}" for note in notes)]
     lines += ["", f"**Next step:** {mdtext.inline(explanation.next_text)}"]
     return "\n".join(lines)

@@ -16,10 +16,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from app.domain.autonomy import parse_gate_condition
 from app.domain.binding import check_host_name
+from app.domain.budget import Budget
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
 from app.engine.proof import ProofPolicy
@@ -34,7 +42,7 @@ LLM_JUDGE_REFUSAL = (
 PAIR_DIR = ".pair"
 _M = TypeVar("_M", bound=BaseModel)
 # Branch names pydantic puts in an error path for tagged unions; a user never wrote them.
-_UNION_TAGS = frozenset({"agent-name", "agent-with-model", "stage-map", "[key]"})
+_UNION_TAGS = frozenset({"agent-name", "agent-with-model", "agent-list", "stage-map", "[key]"})
 
 HostName = Annotated[str, Field(min_length=1)]
 
@@ -61,6 +69,33 @@ def _check_name(value: str) -> str:
 def _check_gate(value: str) -> str:
     parse_gate_condition(value)
     return value
+
+
+# ---------------------------------------------------------------- budgets
+
+
+def _a_number(value: Any) -> Any:
+    # YAML's `true` is an int to pydantic's lax mode: a budget of "true" dollars is a typo.
+    if isinstance(value, bool):
+        raise ValueError("must be a number greater than 0")
+    return value
+
+
+PositiveCount = Annotated[int, Field(strict=True, gt=0)]
+PositiveMoney = Annotated[float, BeforeValidator(_a_number), Field(gt=0, allow_inf_nan=False)]
+
+
+class BudgetSettings(StrictModel):
+    """`budget:` — limits that park the card (or the batch) `awaiting-human` once an accepted
+    step takes its spend over one; every key optional, every value greater than 0."""
+
+    tokens: PositiveCount | None = None
+    cost_usd: PositiveMoney | None = None
+    steps: PositiveCount | None = None
+
+    def to_budget(self) -> Budget:
+        """The pure domain value the engine checks."""
+        return Budget(tokens=self.tokens, cost_usd=self.cost_usd, steps=self.steps)
 
 
 # ---------------------------------------------------------------- .pair/config.yaml
@@ -111,6 +146,8 @@ class ProjectConfig(StrictModel):
     cycle: CycleConfig = Field(default_factory=CycleConfig)
     tests: TestsConfig = Field(default_factory=TestsConfig)
     batch: BatchSettings = Field(default_factory=BatchSettings)
+    # Each card's (each change's) own limits; a batch's manifest may add one for the batch.
+    budget: BudgetSettings | None = None
 
 
 # ---------------------------------------------------------------- batch.yaml
@@ -175,6 +212,7 @@ class BatchManifest(StrictModel):
     base_branch: str | None = None
     settings: BatchSettings = Field(default_factory=BatchSettings)
     phases: Annotated[list[Phase], Field(min_length=1)]
+    budget: BudgetSettings | None = None  # the whole batch's limits (every change's steps)
 
     @model_validator(mode="after")
     def _consistent(self) -> BatchManifest:

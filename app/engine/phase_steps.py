@@ -59,14 +59,17 @@ async def run_decomposition_step(
     settings = resolve_settings(env=deps.env, manifest=manifest.settings, project=project.batch)
     earlier = manifest.phases[: manifest.phases.index(phase)]
     shipped = [(p.name, p.change_names) for p in earlier if p.changes]
-    instructions = build_decomposition_instructions(
-        batch,
-        phase,
-        shipped,
-        str(manifest_path(root, batch).relative_to(root)),
-        delegate=deps.launcher.delegate,
-        agent=settings.agent_for("decompose").name,
-    )
+
+    def instructions_for(agent: str) -> str:
+        return build_decomposition_instructions(
+            batch,
+            phase,
+            shipped,
+            str(manifest_path(root, batch).relative_to(root)),
+            delegate=deps.launcher.delegate,
+            agent=agent,
+        )
+
     spawned = await spawn_agent(
         root=root,
         locus=locus,
@@ -75,7 +78,8 @@ async def run_decomposition_step(
         stage="decompose",
         key=phase.name,
         batch=batch,
-        instructions=instructions,
+        instructions=instructions_for(settings.agent_for("decompose").name),
+        instructions_for=instructions_for,
     )
     decomposed: bool | None
     extra = ""
@@ -92,7 +96,9 @@ async def run_decomposition_step(
             signal=spawned.signal,
             stderr=spawned.stderr,
             gate=manifest.gate,
-            model=model_context("decompose", settings) if spawned.spawned else None,
+            model=model_context("decompose", spawned.settings or settings)
+            if spawned.spawned
+            else None,
             decomposed=decomposed,
         )
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.domain.budget import Budget, check_budget, park_reason
 from app.domain.verdict import (
     FindingsReport,
     Verdict,
@@ -31,6 +32,7 @@ from app.domain.verdict import (
     verdict_from_message,
 )
 from app.engine import jsonl, lock
+from app.engine.agent import AgentUsage
 from app.engine.gates import Gate
 from app.engine.instructions import InstructionContext, build_instructions
 from app.engine.journal import JournalEntry, JournalIndex, KeyHistory, read_index
@@ -62,6 +64,7 @@ from app.engine.step import (
     record_outcome,
     spawn_agent,
     to_result,
+    usage_record,
 )
 from app.engine.transition import Transition, derive_change, read_change_disk
 from app.engine.work import (
@@ -163,6 +166,10 @@ class ChangeStepContext:
     # A plain batch's step in the project checkout: snapshot its work on the batch's work line
     # (deps.work) so its PR group carries it. Card cycles commit their own worktrees instead.
     record_work: bool = False
+    # `budget:` of the project (each change / card) and of the batch's manifest: an accepted
+    # step that takes either over a limit parks the change `awaiting-human`.
+    card_budget: Budget | None = None
+    batch_budget: Budget | None = None
 
 
 async def run_change_step(
@@ -176,21 +183,25 @@ async def run_change_step(
     )
     before = read_change_disk(ctx.root, ctx.change)
     derived = derive_change(before, history, ctx.max_fix_rounds)
-    instructions = build_instructions(
-        InstructionContext(
-            transition=ctx.transition,
-            key=ctx.change,
-            batch=ctx.batch,
-            phase=ctx.phase,
-            agent=ctx.settings.agent_for(ctx.transition).name,
-            review_round=derived.review_round,
-            guidance=ctx.guidance,
-            answers=tuple(history.answers),
-            feedback=history.feedback[1] if history.feedback else None,
-            open_findings=_open_findings(history) if ctx.transition in ("red", "fix") else (),
-        ),
-        deps.launcher.delegate,
-    )
+
+    def instructions_for(agent: str) -> str:
+        return build_instructions(
+            InstructionContext(
+                transition=ctx.transition,
+                key=ctx.change,
+                batch=ctx.batch,
+                phase=ctx.phase,
+                agent=agent,
+                review_round=derived.review_round,
+                guidance=ctx.guidance,
+                answers=tuple(history.answers),
+                feedback=history.feedback[1] if history.feedback else None,
+                open_findings=_open_findings(history) if ctx.transition in ("red", "fix") else (),
+            ),
+            deps.launcher.delegate,
+        )
+
+    instructions = instructions_for(ctx.settings.agent_for(ctx.transition).name)
     work = deps.work if ctx.record_work else None
     last: str | None = None
     if work is not None and ctx.batch is not None:
@@ -205,6 +216,7 @@ async def run_change_step(
         batch=ctx.batch,
         instructions=instructions,
         state_root=ctx.state_root,
+        instructions_for=instructions_for,
     )
     if work is not None and ctx.batch is not None and last is not None:
         # Before the outcome: a crash in between leaves the step unaccepted, so it runs again
@@ -234,13 +246,17 @@ async def run_change_step(
             before=before,
             after=after,
             gate=ctx.gate,
-            model=model_context(ctx.transition, ctx.settings) if spawned.spawned else None,
+            model=model_context(ctx.transition, spawned.settings or ctx.settings)
+            if spawned.spawned
+            else None,
             verdict=verdict,
             verdict_problems=problems,
         )
     )
     if ctx.vet is not None and outcome.state in ("advanced", "awaiting-approval"):
         outcome = await ctx.vet(outcome)
+    accepted = outcome.state in ("advanced", "awaiting-approval")
+    budget_park = _budget_park(ctx, spawned.session, spawned.usage) if accepted else None
     ref = record_outcome(
         ctx.locus,
         deps,
@@ -252,8 +268,46 @@ async def run_change_step(
         proof=proof,
         verdict=verdict if outcome.state in ("advanced", "awaiting-approval") else None,
         findings=findings,
+        budget_park=budget_park,
     )
+    if budget_park is not None:
+        return StepResult(
+            state="awaiting-approval",
+            change=ctx.change,
+            transition=ctx.transition,
+            approval_request=budget_park,
+            message=budget_park,
+            journal_refs=(spawned.started, ref),
+        )
     return to_result(outcome, ctx.change, ctx.transition, (spawned.started, ref))
+
+
+def _budget_park(ctx: ChangeStepContext, session: str, usage: AgentUsage) -> str | None:
+    """Why this accepted step parks `awaiting-human` over a budget, or None.
+
+    Checked before the outcome is journaled (the park is written first), so the records are
+    completed with the outcome this step is about to write.
+    """
+    if ctx.card_budget is None and ctx.batch_budget is None:
+        return None
+    pending = {
+        "kind": "outcome",
+        "key": ctx.change,
+        "transition": ctx.transition,
+        "session": session,
+        "state": "advanced",  # accepted: only the steps' count and usage matter here
+        "usage": usage_record(usage),
+    }
+    records = [*jsonl.read_records(ctx.locus.journal), pending]
+    checks = [
+        check
+        for check in (
+            check_budget("card", ctx.card_budget, records, ctx.change),
+            check_budget("batch", ctx.batch_budget, records, None),
+        )
+        if check is not None
+    ]
+    return park_reason(checks)
 
 
 async def _resume_work(locus: RunLocus, deps: EngineDeps, work: WorkTree, batch: str) -> None:
@@ -338,6 +392,8 @@ async def run_step(
         guidance=guidance,
         history=history,
         record_work=True,
+        card_budget=project.budget.to_budget() if project.budget else None,
+        batch_budget=manifest.budget.to_budget() if manifest.budget else None,
     )
     return await run_change_step(ctx, deps, proof)
 

@@ -3,7 +3,8 @@
     .pair/batches/<batch>/run/      journal.jsonl, state.json, step.lock     (batch steps)
     .pair/changes/<change>/.run/    journal.jsonl, state.json                (headless verbs)
 
-`state.json` holds only the parked steps (blocked, needs-input, awaiting-approval); it is
+`state.json` holds only the parked steps (blocked, needs-input, awaiting-approval, and
+awaiting-human after a budget was exceeded); it is
 written atomically, so a crash leaves either the old or the new file, never half of one.
 """
 
@@ -20,7 +21,7 @@ from app.engine.selection import Park
 from app.errors import StateCorruptError
 
 STATE_VERSION = 1
-_PARK_STATES = ("blocked", "needs-input", "awaiting-approval")
+_PARK_STATES = ("blocked", "needs-input", "awaiting-approval", "awaiting-human")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ from app.engine.transition import (
     derive_change,
 )
 
-ParkState = Literal["blocked", "needs-input", "awaiting-approval"]
+# `awaiting-human`: an accepted step took the change (or its batch) over its budget.
+ParkState = Literal["blocked", "needs-input", "awaiting-approval", "awaiting-human"]
 
 
 @dataclass(frozen=True)

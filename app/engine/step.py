@@ -6,10 +6,17 @@ through `spawn_agent`, which journals `step-started`, hands the stage to the inj
 `AgentLauncher` (app/engine/agent.py; the surfaces pass app/runtime's) and reads back only that
 session's reports, and all finish through `record_outcome`, which writes the park before the
 outcome.
+
+Failover: when the stage's agent names a fallback (`agent: [claude, codex]`) and the run failed
+on a recognised quota, auth or crash signature (`app.domain.agent_failures`, the one table),
+`spawn_agent` ends the failed attempt with a `failed` outcome, journals a `failover` entry
+(`data`: the failed agent, the signature, the agent used next) and runs the same step once more,
+in a new session, with the fallback agent. A failure on the step's merits is never retried.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import uuid
@@ -17,14 +24,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from app.domain.agent_failures import (
+    FAILOVER_KIND,
+    FailureKind,
+    classify_failure,
+    failover_line,
+)
 from app.domain.verdict import Verdict
 from app.engine import lock
 from app.engine.agent import (
     AgentLaunch,
     AgentLauncher,
     AgentNotStarted,
+    AgentSpawnResult,
     AgentUsage,
     CommandId,
     LineSink,
@@ -36,7 +51,7 @@ from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.engine.selection import Park
 from app.engine.work import WorkTree
 from app.proc import START_FAILURE_EXIT_CODE
-from app.settings import AgentStage, ResolvedSettings
+from app.settings import AgentChoice, AgentStage, ResolvedSettings
 
 COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
     "propose": "propose",
@@ -165,8 +180,13 @@ def record_outcome(
     verdict: Verdict | None = None,
     findings: Mapping[str, Any] | None = None,
     usage: AgentUsage | None = None,
+    budget_park: str | None = None,
 ) -> int:
-    """Persist (or clear) the park, then journal the outcome: 'done' after the effect."""
+    """Persist (or clear) the park, then journal the outcome: 'done' after the effect.
+
+    `budget_park` is why an accepted step parks `awaiting-human`: it took the change (or its
+    batch) over a budget (`app.domain.budget`).
+    """
     verdict_record = None
     if verdict is not None:
         verdict_record = {
@@ -179,7 +199,17 @@ def record_outcome(
     # park with no accepted transition, which re-runs the step once cleared. The other order
     # could journal an awaiting-approval completion with no park, and skip the human gate.
     parks = read_parks(locus)
-    if outcome.state in ("blocked", "failed", "awaiting-approval"):
+    accepted = outcome.state in ("advanced", "awaiting-approval")
+    if accepted and budget_park is not None:
+        # Over budget wins over a gate's approval park: one approval clears both, and the
+        # maintainer sees the figures before anything more is spent.
+        parks[key] = Park(
+            state="awaiting-human",
+            transition=transition,
+            reason=budget_park,
+            at=iso_now(deps.clock),
+        )
+    elif outcome.state in ("blocked", "failed", "awaiting-approval"):
         state: Literal["blocked", "needs-input", "awaiting-approval"] = (
             "awaiting-approval"
             if outcome.state == "awaiting-approval"
@@ -240,6 +270,23 @@ class Session:
     entries: tuple[JournalEntry, ...] = ()
     spawned: bool = True  # False when no agent could start (then no model hint applies)
     usage: AgentUsage = field(default_factory=AgentUsage)
+    settings: ResolvedSettings | None = None  # what ran it, when a fallback agent took over
+
+
+def with_agent(
+    settings: ResolvedSettings, stage: AgentStage, choice: AgentChoice
+) -> ResolvedSettings:
+    """`settings` with `choice` running `stage` (the fallback agent taking a step over)."""
+    agents = dict(settings.agents)
+    agents[stage] = choice
+    return dataclasses.replace(settings, agents=MappingProxyType(agents))
+
+
+def _failover_kind(choice: AgentChoice, result: AgentSpawnResult) -> FailureKind | None:
+    if choice.fallback is None:
+        return None
+    output = f"{result.stdout}\n{result.stderr}"
+    return classify_failure(choice.name, result.exit_code, result.signal, output)
 
 
 async def spawn_agent(
@@ -253,8 +300,102 @@ async def spawn_agent(
     batch: str | None,
     instructions: str,
     state_root: Path | None = None,
+    instructions_for: Callable[[str], str] | None = None,
 ) -> Session:
-    """Journal `step-started`, spawn exactly one agent for `key`, collect what it reported."""
+    """Journal `step-started`, spawn exactly one agent for `key`, collect what it reported.
+
+    Failover (see the module docstring) spawns the stage's fallback agent once more, with the
+    instructions `instructions_for(agent)` builds for it (else the same `instructions`).
+    """
+    spawned = await _spawn_once(
+        root=root,
+        locus=locus,
+        deps=deps,
+        settings=settings,
+        stage=stage,
+        key=key,
+        batch=batch,
+        instructions=instructions,
+        state_root=state_root,
+    )
+    choice = settings.agent_for(stage)
+    if spawned.result is None or choice.fallback is None:
+        return spawned.session
+    kind = _failover_kind(choice, spawned.result)
+    if kind is None:
+        return spawned.session
+    fallback = choice.fallback
+    line = failover_line(choice.name, kind, fallback.name, stage)
+    first = spawned.session
+    # The failed attempt ends like any step ("failed", with what it spent), so the metrics
+    # and the budget count it; no park: the step goes on at once with the fallback agent.
+    journal_event(
+        locus,
+        deps.clock,
+        kind="outcome",
+        key=key,
+        transition=stage,
+        session=first.session,
+        state="failed",
+        message=f"{line}: {_last_line(spawned.result.stderr or spawned.result.stdout)}",
+        usage=usage_record(first.usage),
+    )
+    journal_event(
+        locus,
+        deps.clock,
+        kind=FAILOVER_KIND,
+        key=key,
+        transition=stage,
+        session=first.session,
+        data={
+            "failed": choice.name,
+            "signature": kind,
+            "next": fallback.name,
+            "exitCode": first.exit_code,
+            "signal": first.signal,
+        },
+    )
+    deps.on_line(f"pairbot: {line}")
+    next_settings = with_agent(settings, stage, dataclasses.replace(fallback, fallback=None))
+    retry = await _spawn_once(
+        root=root,
+        locus=locus,
+        deps=deps,
+        settings=next_settings,
+        stage=stage,
+        key=key,
+        batch=batch,
+        instructions=instructions_for(fallback.name) if instructions_for else instructions,
+        state_root=state_root,
+    )
+    return dataclasses.replace(retry.session, settings=next_settings)
+
+
+def _last_line(text: str, limit: int = 300) -> str:
+    """The agent's last words (where its error is), cut to `limit` characters."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else "(no output)"
+    return last[-limit:]
+
+
+@dataclass(frozen=True)
+class _Spawned:
+    session: Session
+    result: AgentSpawnResult | None  # None when no agent started
+
+
+async def _spawn_once(
+    *,
+    root: Path,
+    locus: RunLocus,
+    deps: EngineDeps,
+    settings: ResolvedSettings,
+    stage: AgentStage,
+    key: str,
+    batch: str | None,
+    instructions: str,
+    state_root: Path | None,
+) -> _Spawned:
     session, started = begin_step(locus, deps.clock, key=key, transition=stage)
     start = started + 1
     pair_env = {
@@ -283,8 +424,9 @@ async def spawn_agent(
     result = await deps.launcher.launch(launch, deps.on_line)
     if isinstance(result, AgentNotStarted):
         # No agent could start: report it like a failed spawn so the step stays resumable.
-        return Session(
-            session, started, START_FAILURE_EXIT_CODE, stderr=result.reason, spawned=False
+        return _Spawned(
+            Session(session, started, START_FAILURE_EXIT_CODE, stderr=result.reason, spawned=False),
+            None,
         )
     # Only this session's reports count: a straggler from an earlier, killed session carries
     # its own PAIR_SESSION and must not complete this step.
@@ -293,19 +435,22 @@ async def spawn_agent(
         for e in session_entries(read_journal(locus.journal, start), key)
         if e.session in (None, session)
     )
-    return Session(
-        session,
-        started,
-        result.exit_code,
-        result.signal,
-        result.stderr,
-        entries,
-        usage=result.usage,
+    return _Spawned(
+        Session(
+            session,
+            started,
+            result.exit_code,
+            result.signal,
+            result.stderr,
+            entries,
+            usage=result.usage,
+        ),
+        result,
     )
 
 
 def parked_result(key: str, park: Park) -> StepResult:
-    if park.state == "awaiting-approval":
+    if park.state in ("awaiting-approval", "awaiting-human"):
         return StepResult(
             state="awaiting-approval",
             change=key,

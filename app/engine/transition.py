@@ -43,6 +43,7 @@ ChangeStatus = Literal[
     "blocked",
     "needs-input",
     "awaiting-approval",
+    "awaiting-human",
 ]
 RUNNABLE_STATUSES: frozenset[str] = frozenset({"ready", "in-progress", "awaiting-verify"})
 

@@ -220,3 +220,19 @@ def test_marker_and_render() -> None:
             metrics=reduce_metrics([], as_of=AS_OF),
             metrics_revision=1,
         )
+
+
+def test_failovers_and_the_budget_are_shown_when_there_are_some() -> None:
+    metrics = reduce_metrics([], as_of=AS_OF)
+    plain = synth(metrics)
+    assert "Failover" not in plain and "Budget:" not in plain
+    text = synth(
+        metrics,
+        failovers=("apply: claude failed (quota); retried once with codex",),
+        budget="budget: 3/1 steps, 120k/100k tokens; usage unknown for 1 of 3 steps",
+    )
+    cycles = text.index("### Cycles and reviews")
+    tokens = text.index("### Tokens and time")
+    failover = text.index("- apply: claude failed (quota); retried once with codex")
+    budget = text.index("Budget: 3/1 steps, 120k/100k tokens; usage unknown for 1 of 3 steps.")
+    assert cycles < failover < tokens < budget

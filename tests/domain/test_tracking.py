@@ -182,3 +182,14 @@ def test_nothing_in_the_input_can_forge_a_marker_or_break_the_table(
         unescaped_pipes = re.findall(r"(?<!\\)\|", row)
         assert len(unescaped_pipes) == 7, row
     assert render_tracking(facts, explain(facts), steps, plan=plan) == owned
+
+
+def test_notes_sit_between_the_history_and_the_next_step_and_are_inert() -> None:
+    text = body(notes=("budget: 1/1 steps", "failover: apply: claude failed (quota) <b>@x</b>"))
+    lines = text.splitlines()
+    notes = lines.index("- budget: 1/1 steps")
+    assert lines[notes + 1].startswith("- failover: apply: claude failed (quota)")
+    assert "<b>" not in text
+    assert lines.index("| When | Step | Outcome | Note | Links | Tokens |") < notes
+    assert notes < next(i for i, line in enumerate(lines) if line.startswith("**Next step:**"))
+    assert "- budget" not in body()

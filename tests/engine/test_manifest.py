@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.domain.budget import Budget
 from app.engine.manifest import (
     LLM_JUDGE_REFUSAL,
     BatchManifest,
@@ -17,6 +18,7 @@ from app.engine.manifest import (
     load_project_config,
 )
 from app.errors import ConfigError, NotInitialisedError, UnknownBatchError, UserError
+from app.settings import AgentChoice, resolve_settings
 
 NAME_RULE = "use lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
 
@@ -49,8 +51,8 @@ MANIFEST_ERRORS = [
     ),
     pytest.param(
         "phasez: []\nphases: [{name: a}]\n",
-        "phasez: unknown key; allowed keys here: gate, prGrouping, baseBranch, settings, phases"
-        " (got [])",
+        "phasez: unknown key; allowed keys here: gate, prGrouping, baseBranch, settings, phases,"
+        " budget (got [])",
         id="unknown-top-level-key",
     ),
     pytest.param(
@@ -309,8 +311,8 @@ CONFIG_ERRORS = [
     ),
     pytest.param(
         "colour: blue\n",
-        "colour: unknown key; allowed keys here: hosts, trigger, maintainer, cycle, tests, batch"
-        " (got 'blue')",
+        "colour: unknown key; allowed keys here: hosts, trigger, maintainer, cycle, tests, batch,"
+        " budget (got 'blue')",
         id="unknown-top-level-key",
     ),
     pytest.param(
@@ -340,6 +342,48 @@ CONFIG_ERRORS = [
         id="bad-locus",
     ),
     pytest.param("[1]\n", "(top level): expected a mapping of keys, got [1]", id="a-list"),
+    pytest.param(
+        "budget: {steps: 0}\n",
+        "budget.steps: Input should be greater than 0 (got 0)",
+        id="budget-zero-steps",
+    ),
+    pytest.param(
+        "budget: {tokens: -5}\n",
+        "budget.tokens: Input should be greater than 0 (got -5)",
+        id="budget-negative-tokens",
+    ),
+    pytest.param(
+        "budget: {costUsd: 0.0}\n",
+        "budget.costUsd: Input should be greater than 0 (got 0.0)",
+        id="budget-zero-cost",
+    ),
+    pytest.param(
+        "budget: {costUsd: true}\n",
+        "budget.costUsd: must be a number greater than 0 (got True)",
+        id="budget-bool-cost",
+    ),
+    pytest.param(
+        "budget: {tokens: 10, minutes: 5}\n",
+        "budget.minutes: unknown key; allowed keys here: tokens, costUsd, steps (got 5)",
+        id="budget-unknown-key",
+    ),
+    pytest.param(
+        "batch: {agent: [claude]}\n",
+        "batch.agent: List should have at least 2 items after validation, not 1 (got ['claude'])",
+        id="fallback-list-of-one",
+    ),
+    pytest.param(
+        "batch: {agent: [claude, codex, gemini]}\n",
+        "batch.agent: List should have at most 2 items after validation, not 3"
+        " (got ['claude', 'codex', 'gemini'])",
+        id="fallback-list-of-three",
+    ),
+    pytest.param(
+        "batch: {agent: {apply: [codex, codex]}}\n",
+        "batch.agent.apply: a fallback list names two different agents: the agent, then the one"
+        " that takes over after a quota, auth or crash failure (got ['codex', 'codex'])",
+        id="fallback-list-twice-the-same",
+    ),
 ]
 
 
@@ -419,3 +463,24 @@ def test_invalid_batch_name(tmp_path: Path, name: str) -> None:
     with pytest.raises(UnknownBatchError) as err:
         load_manifest(tmp_path, name)
     assert str(err.value) == f"{name!r} is not a valid batch name: {NAME_RULE}"
+
+
+def test_budgets_and_fallback_lists_load(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        "budget: {tokens: 100000, costUsd: 1.5, steps: 4}\n"
+        "batch: {agent: {apply: [claude, {name: codex, model: o3}]}}\n",
+    )
+    config = load_project_config(tmp_path)
+    assert config.budget is not None
+    assert config.budget.to_budget() == Budget(tokens=100_000, cost_usd=1.5, steps=4)
+    settings = resolve_settings(env={}, manifest=None, project=config.batch)
+    apply = settings.agent_for("apply")
+    assert (apply.name, apply.fallback) == (
+        "claude",
+        AgentChoice(name="codex", model="o3", scope="project"),
+    )
+    assert settings.agent_for("verify").fallback is None
+    write_manifest(tmp_path, "budget: {steps: 2}\nphases: [{name: p, changes: [a]}]\n")
+    manifest = load_manifest(tmp_path, "demo")
+    assert manifest.budget is not None and manifest.budget.steps == 2

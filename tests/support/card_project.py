@@ -20,7 +20,7 @@ import abc
 import asyncio
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,7 @@ class CardProject(CardDriver):
     forge: LocalForge
     scratch: Path
     card: int
+    env_extra: dict[str, str] = field(default_factory=dict)  # more of the agent's environment
 
     # ------------------------------------------------------------ set-up
 
@@ -125,12 +126,17 @@ class CardProject(CardDriver):
         labels: tuple[str, ...] = (),
         files: dict[str, str] | None = None,
         tests: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
     ) -> CardProject:
-        """`files` are committed on `main` beside the README; `tests` overrides `tests:` keys."""
+        """`files` are committed on `main` beside the README; `tests` overrides `tests:` keys;
+        `config` adds top-level keys to `.pair/config.yaml` (its `batch` keys are merged)."""
         root = tmp / "repo"
         (root / ".pair").mkdir(parents=True)
+        extra = dict(config or {})
         config = project_config("local", cycle)
         config["tests"].update(tests or {})
+        config["batch"].update(extra.pop("batch", {}))
+        config.update(extra)
         (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
         init_repo(root, {"README.md": "# project\n", **(files or {})})
         forge = LocalForge(tmp / "forge")
@@ -149,7 +155,7 @@ class CardProject(CardDriver):
         host = self.forge.host()
         deps = EngineDeps(
             launcher=Launcher(lambda _settings: ProcessRuntime(kill_grace_s=0.2)),
-            env=agent_env({"PAIR_TEST_AGENT_DIR": str(self.scratch)}),
+            env=agent_env({"PAIR_TEST_AGENT_DIR": str(self.scratch), **self.env_extra}),
         )
         return CycleEnv(
             root=self.root,

@@ -12,6 +12,8 @@ Each call consumes the next behaviour of the most specific list (counters persis
     block              report --blocker
     needs-input        report --needs-input
     crash              exit 3 without reporting
+    quota              print claude's own credit-balance error and exit 1 (a quota failure)
+    killed             kill itself with SIGKILL (a crashed CLI)
     silent             exit 0 without reporting (touching the disk for propose/apply)
     lie                report --complete without doing anything on disk
     foreign            a --complete carrying another session's id, nothing of its own
@@ -39,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -207,6 +210,14 @@ def main() -> int:
     if behaviour == "crash":
         print("boom", file=sys.stderr)
         return 3
+    if behaviour == "quota":
+        # What claude prints when the account has no credit left (its own words).
+        print(
+            "Credit balance is too low · Add funds: https://console.anthropic.com/settings/billing"
+        )
+        return 1
+    if behaviour == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
     if behaviour == "hang":
         time.sleep(3600)
         return 0
