@@ -117,12 +117,15 @@ def test_needs_input_parks_and_an_answer_resumes(tmp_path: Path) -> None:
     assert "use sqlite" in calls[-1]["instructions"]
 
 
-def test_a_crashed_agent_blocks_and_retry_runs_it_again(tmp_path: Path) -> None:
+def test_a_crashed_agent_fails_the_implementation_and_retry_runs_it_again(
+    tmp_path: Path,
+) -> None:
     project = CardProject.create(tmp_path)
     project.script({"apply": ["crash", "ok"]})
     project.command("implement")
     step = project.step()
-    assert step.status == "blocked"
+    assert (step.result.state, step.status) == ("blocked", "failed-implement")
+    assert project.labels(project.card) == ["pr-state:failed-implement"]
     assert project.command("retry").result.transition == "apply"
 
 
