@@ -476,7 +476,15 @@ async def _transition(
         vet=vetter.vet,
         state_root=env.root,
     )
-    result = await run_change_step(ctx, env.deps, held)
+    try:
+        result = await run_change_step(ctx, env.deps, held)
+    except Exception as err:
+        # The step failed in this process (a host or git error) and the error is reported as
+        # it propagates: the next step runs it again. Only a run that dies without a word (a
+        # kill, a cancelled job) leaves its step dangling, to be found `interrupted`.
+        data = {"event": "step-raised", "transition": transition, "error": type(err).__name__}
+        journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
+        raise
     return await after_transition(state, result, tree, base, card)
 
 

@@ -27,6 +27,8 @@ re-run tick knows what is already published and never does it twice:
                                                  (its run died); cleared by a later step, a
                                                  `/pair retry` or `/pair implement`
     resumed          {}                          `/pair retry` on an interrupted card
+    step-raised      {transition, error}         a step ended by an error its run reported
+                                                 (not a dead run: the next step runs it again)
     command          {verb, delivery}            a command applied (its delivery is never re-run)
     label            {state}                     the `pr-state:*` label last set (card and PR)
     tracking         {digest, status?, next?, why?}  the tracking comment's last body digest

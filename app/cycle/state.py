@@ -165,8 +165,9 @@ def last_outcome(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str,
 
 
 def dangling_step(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
-    """The `step-started` ("doing") of `key` that no `outcome` ("done") followed and no
-    `interrupted` record names yet: the step of a run that died, seen for the first time."""
+    """The `step-started` ("doing") of `key` that no `outcome` ("done") followed, no
+    `interrupted` record names yet, and no `step-raised` record ended (an error its own run
+    reported; the next step runs it again): the step of a run that died, seen the first time."""
     started: Mapping[str, Any] | None = None
     for record in records:
         if record.get("key") != key:
@@ -178,12 +179,13 @@ def dangling_step(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str
             started = None
         elif kind == "cycle" and started is not None:
             data = record.get("data")
-            if (
-                isinstance(data, Mapping)
-                and data.get("event") == "interrupted"
+            event = data.get("event") if isinstance(data, Mapping) else None
+            if event == "step-raised" or (
+                event == "interrupted"
+                and isinstance(data, Mapping)
                 and data.get("session") == started.get("session")
             ):
-                started = None
+                started = None  # seen already, or it failed in a run that said so
     return started
 
 

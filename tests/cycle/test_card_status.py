@@ -88,6 +88,8 @@ def test_a_step_without_an_outcome_dangles_until_it_is_recorded_as_interrupted()
     assert dangling_step(seen, KEY) is None
     another = [*records, cycle("interrupted", transition="verify", session="s1")]
     assert dangling_step(another, KEY) == records[-1]
+    raised = [*records, cycle("step-raised", transition="verify", error="HostError")]
+    assert dangling_step(raised, KEY) is None
 
 
 def test_the_interruption_is_cleared_by_a_step_a_retry_or_an_implement() -> None:

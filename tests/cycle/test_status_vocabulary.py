@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -21,6 +22,9 @@ from typing import Any
 
 import pytest
 
+from app.cycle.driver import advance_card
+from app.hosting import BoundHosts
+from hosts.errors import HostUnavailable
 from tests.support.card_project import CardProject
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +91,9 @@ _STEP = """
 import asyncio, sys
 from pathlib import Path
 from hosts.local import LocalForge
+from app.cycle.driver import advance_card
+from app.hosting import BoundHosts
+from hosts.errors import HostUnavailable
 from tests.support.card_project import CardProject
 root, forge, scratch, card = sys.argv[1:]
 project = CardProject(Path(root), LocalForge(Path(forge)), Path(scratch), int(card))
@@ -165,6 +172,42 @@ def test_a_run_killed_mid_step_leaves_the_card_interrupted_until_retried(
     resumed = project.command("retry")
     assert (resumed.result.transition, resumed.result.state) == ("apply", "advanced")
     assert project.until_quiet()[-1].status == "ready-for-merge"
+
+
+class PushFailsOnce:
+    """The local host, whose first push answers like a code host that is down."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.failed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def push_branch(self, *args: Any, **kwargs: Any) -> str:
+        if not self.failed:
+            self.failed = True
+            raise HostUnavailable("the code host answered 502 Bad Gateway")
+        return str(await self.inner.push_branch(*args, **kwargs))
+
+
+def test_a_step_that_fails_with_a_reported_error_is_run_again_not_interrupted(
+    tmp_path: Path,
+) -> None:
+    project = CardProject.create(tmp_path)
+    project.command("implement")  # propose
+    env = project.env()
+    failing = dataclasses.replace(
+        env, hosts=BoundHosts(pm=env.hosts.pm, code=PushFailsOnce(env.hosts.code))
+    )
+    with pytest.raises(HostUnavailable):
+        asyncio.run(advance_card(failing, project.card))
+    assert project.cycle_events("step-raised") == [
+        {"event": "step-raised", "transition": "apply", "error": "HostUnavailable"}
+    ]
+    again = project.step()
+    assert (again.result.transition, again.result.state) == ("apply", "advanced")
+    assert not project.cycle_events("interrupted")
 
 
 # ---------------------------------------------------------------- the merge
