@@ -328,8 +328,6 @@ def _status_why(facts: CardFacts) -> str:
         return "the synthesis comment could not be confirmed; only its publication is retried"
     if status in FAILED_WHY:
         return f"{FAILED_WHY[status]}: {reason}" if reason else FAILED_WHY[status]
-    if status.startswith("failed-"):
-        return reason or f"the cycle stopped: {status}"
     if status == "ready-for-merge":
         if facts.until == "merged":
             return (
