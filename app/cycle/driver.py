@@ -402,7 +402,7 @@ def _interrupted(state: CardState) -> bool:
 
 def _interrupted_result(state: CardState) -> StepResult:
     transition = str((state.rec.interrupted or {}).get("transition") or "")
-    reason = interrupted_reason(state.rec)
+    reason = interrupted_reason(state.rec, state.project.trigger)
     return StepResult("nothing-ready", state.key, transition, message=reason)
 
 

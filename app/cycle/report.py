@@ -200,17 +200,17 @@ async def _review_refusal(state: CardState, pull: Pull, head: str) -> str | None
     merges only a head whose `pair-review` status is `success` on that exact commit (another
     writer may have changed it, and a status on an earlier head says nothing about this one)."""
     status = await state.env.hosts.code.get_review_status(pull.number, head)
+    retry = f"Comment `/{state.project.trigger} retry` once it is"
     if status is None:
         return (
             f"merge refused: PR #{pull.number}'s head {head[:12]} carries no `pair-review` "
-            "status; pairbot merges only a head whose review status is success. Comment "
-            "`/pair retry` once it is"
+            f"status; pairbot merges only a head whose review status is success. {retry}"
         )
     if status.state != "success":
         said = f" ({status.description})" if status.description else ""
         return (
             f"merge refused: `pair-review` on PR #{pull.number}'s head {head[:12]} is "
-            f"{status.state}{said}, not success. Comment `/pair retry` once it is"
+            f"{status.state}{said}, not success. {retry}"
         )
     return None
 
@@ -377,7 +377,7 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
     park = state.parks.get(state.key)
     reason = park.reason if park else None
     if status == PrState.INTERRUPTED and rec.interrupted is not None:
-        reason = interrupted_reason(rec)
+        reason = interrupted_reason(rec, state.project.trigger)
     return CardFacts(
         card=state.card,
         status=status.value.removeprefix("pr-state:"),
@@ -391,6 +391,7 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
         pr=rec.pr,
         pr_url=rec.pr_url,
         pr_closed=rec.pr_closed,
+        trigger=state.project.trigger,
         reviewed_head=rec.reviewed_head,
         until=state.until(),
         merge_gate=(rec.merge or state.project.cycle.merge),
@@ -399,13 +400,13 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
     )
 
 
-def interrupted_reason(rec: CycleRecord) -> str:
+def interrupted_reason(rec: CycleRecord, trigger: str) -> str:
     """Why a card whose run died mid-step waits, and what resumes it."""
     dead = rec.interrupted or {}
     return (
         f"the run stopped during `{dead.get('transition') or '?'}` (started "
-        f"{dead.get('at') or '?'}) before it recorded an outcome; comment `/pair retry` to "
-        "run the step again"
+        f"{dead.get('at') or '?'}) before it recorded an outcome; comment `/{trigger} retry` "
+        "to run the step again"
     )
 
 
