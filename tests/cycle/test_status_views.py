@@ -5,6 +5,7 @@ card whose review converged and whose synthesis is next."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -144,3 +145,49 @@ def test_a_converged_card_names_publish_in_every_view(
     said = from_text(cli(project, capsys, "card", str(project.card), "status"))
     assert said.next.startswith("publish: ")
     assert_agree(project, capsys, said)
+
+
+def test_the_page_matches_a_card_to_its_checkout_and_keeps_a_running_jobs_state() -> None:
+    mine = dashboard.BatchView(
+        "card-7", next="none", why="the plan waits", card=7, status="awaiting-approval"
+    )
+    other = dashboard.BatchView("card-7", next="none", why="", card=7, status="merged")
+    base = JobRecord(
+        id=1,
+        delivery_id="d-1",
+        kind="command",
+        source="github",
+        repo="octo/widget",
+        installation=None,
+        target="card",
+        number=7,
+        request={},
+        state="done",
+        stage="",
+        attempts=1,
+        not_before=0.0,
+        result="executed by the worker",
+        created_at=0.0,
+        updated_at=0.0,
+        verb="implement",
+    )
+    batches = [
+        dataclasses.replace(other, checkout="octo/other"),
+        dataclasses.replace(mine, checkout="octo/widget"),
+    ]
+    assert dashboard.card_batch(base, batches) == batches[1]
+    assert dashboard.card_batch(base, [other]) == other  # the served project's own
+    assert dashboard.card_batch(dataclasses.replace(base, target="pull"), batches) is None
+    assert dashboard.card_batch(base, [dataclasses.replace(mine, checkout="x/y")]) is None
+    page = dashboard.render(
+        dashboard.Snapshot(now=0.0, execution="worker", worker_healthy=True, jobs=[base])
+    )
+    assert "executed by the worker" in page  # no run-state here: the job is all there is
+    running = dataclasses.replace(base, state="running", stage="step")
+    page = dashboard.render(
+        dashboard.Snapshot(
+            now=0.0, execution="worker", worker_healthy=True, batches=batches, jobs=[running]
+        )
+    )
+    assert "running (step)" in page  # a running command says so until it is done
+    assert "awaiting-approval: the plan waits" in page  # the batch row

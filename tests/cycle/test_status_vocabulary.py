@@ -290,6 +290,26 @@ def test_abandon_closes_the_pr_and_a_new_cycle_has_its_own_run_and_comments(
     assert [lb for lb in labels if lb.startswith("pr-state:")] == ["pr-state:ready-for-merge"]
 
 
+@pytest.mark.parametrize("merged_by", ["pairbot", "someone"])
+def test_abandon_leaves_a_merged_pr_as_it_is(tmp_path: Path, merged_by: str) -> None:
+    project = CardProject.create(tmp_path)
+    until = "until: merged merge: never" if merged_by == "pairbot" else ""
+    project.command(f"implement {until}".strip())
+    last = project.until_quiet()[-1]
+    pull = project.pull()
+    assert pull is not None
+    if merged_by == "someone":  # the maintainer merged it by hand
+        assert last.status == "ready-for-merge"
+        head = project.cycle_events("reviewed")[-1]["head"]
+        assert asyncio.run(project.host.merge(pull, head, "squash")).merged
+    abandoned = project.command("abandon")
+    assert abandoned.status == "abandoned"
+    said = "is merged" if merged_by == "pairbot" else "was not closed"
+    assert f"PR #{pull} {said}" in (abandoned.result.message or "")
+    assert pulls(project)[pull]["state"] == "merged"
+    assert not project.cycle_events("pr-closed")
+
+
 # ---------------------------------------------------------------- the next step
 
 
