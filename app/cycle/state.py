@@ -164,10 +164,15 @@ def last_outcome(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str,
     return None
 
 
+# After these, a step left unfinished is not news: its run reported the error (`step-raised`),
+# or a person already said to go on (`/pair implement`, `/pair retry`).
+_GOES_ON = frozenset({"step-raised", "bound", "resumed"})
+
+
 def dangling_step(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
-    """The `step-started` ("doing") of `key` that no `outcome` ("done") followed, no
-    `interrupted` record names yet, and no `step-raised` record ended (an error its own run
-    reported; the next step runs it again): the step of a run that died, seen the first time."""
+    """The `step-started` ("doing") of `key` that no `outcome` ("done") followed, that no
+    `interrupted` record names yet, and that nothing since says to go on from (an error its own
+    run reported, a `/pair implement` or `/pair retry`): a dead run's step, seen the first time."""
     started: Mapping[str, Any] | None = None
     for record in records:
         if record.get("key") != key:
@@ -175,17 +180,17 @@ def dangling_step(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str
         kind = record.get("kind")
         if kind == "step-started":
             started = record
-        elif kind == "outcome":
-            started = None
+        elif kind in ("outcome", "retry"):
+            started = None  # done, or a person said to run it again
         elif kind == "cycle" and started is not None:
             data = record.get("data")
             event = data.get("event") if isinstance(data, Mapping) else None
-            if event == "step-raised" or (
+            if event in _GOES_ON or (
                 event == "interrupted"
                 and isinstance(data, Mapping)
                 and data.get("session") == started.get("session")
             ):
-                started = None  # seen already, or it failed in a run that said so
+                started = None  # seen already, failed in a run that said so, or resumed
     return started
 
 

@@ -90,6 +90,9 @@ def test_a_step_without_an_outcome_dangles_until_it_is_recorded_as_interrupted()
     assert dangling_step(another, KEY) == records[-1]
     raised = [*records, cycle("step-raised", transition="verify", error="HostError")]
     assert dangling_step(raised, KEY) is None
+    # A person already said to go on: `/pair implement`, `/pair retry`.
+    assert dangling_step([*records, cycle("bound", card=7, run="r1")], KEY) is None
+    assert dangling_step([*records, {"kind": "retry", "key": KEY, "at": "t"}], KEY) is None
 
 
 def test_the_interruption_is_cleared_by_a_step_a_retry_or_an_implement() -> None:
