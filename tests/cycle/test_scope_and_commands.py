@@ -260,7 +260,7 @@ def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) ->
     project = CardProject.create(tmp_path)
     project.script({"verify": ["crash", "ok"]})
     project.command("implement")
-    assert project.until_quiet()[-1].status == "blocked"  # the reviewer crashed; a PR is open
+    assert project.until_quiet()[-1].status == "failed-verify"  # the reviewer crashed; a PR is open
     pull = project.pull()
     assert pull is not None and pull != project.card
 
