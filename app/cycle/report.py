@@ -413,14 +413,13 @@ def interrupted_reason(rec: CycleRecord, trigger: str) -> str:
 def _next_step(state: CardState, status: PrState, derived: Derivation | None) -> str | None:
     """The step that runs next: the engine's transition while the change is being built, and
     the cycle end's own step (a delta re-review, publish, merge) once it has converged."""
-    if status in (PrState.READY_FOR_MERGE, PrState.MERGED, PrState.ABANDONED):
-        return None
-    if status in (PrState.INTERRUPTED, PrState.FAILED_FIX) or derived is None:
+    done = (PrState.READY_FOR_MERGE, PrState.MERGED, PrState.ABANDONED, PrState.INTERRUPTED)
+    if status in done or derived is None:
         return None
     if derived.next is not None:
         return derived.next
     if derived.status != "done":
-        return None
+        return None  # failed-fix: the fix rounds are spent
     rec = state.rec
     return ce.next_end_step(
         pending_scope=len(pending_scope(state)),

@@ -336,3 +336,14 @@ def test_until_merged_names_the_merge_after_publishing(tmp_path: Path) -> None:
         step = project.step()
     assert step.explanation is not None and step.explanation.next == "merge"
     assert project.step().status == "merged"
+
+
+def test_spent_fix_rounds_are_failed_fix_with_no_next_step(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path, cycle={"maxFixRounds": 1})
+    project.script({"verify": ["findings-blocking", "findings-blocking"]})
+    project.command("implement")
+    last = project.until_quiet()[-1]
+    assert last.status == "failed-fix"
+    assert last.explanation is not None and last.explanation.next is None
+    assert project.labels(project.card) == ["pr-state:failed-fix"]
+    assert "**Next step:** none" in tracking_body(project)
