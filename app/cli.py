@@ -306,10 +306,18 @@ def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
 def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     from app.cycle import humans  # noqa: PLC0415
     from app.engine import render  # noqa: PLC0415
+    from app.engine.manifest import load_manifest  # noqa: PLC0415
     from app.engine.runner import apply_batch, batch_status  # noqa: PLC0415
 
     verb = args.batch_verb
     if verb == "status":
+        from app.cycle.card_status import read_card_status  # noqa: PLC0415
+
+        load_manifest(root, args.name)  # validates; an unknown batch is a clear error
+        card = read_card_status(root, args.name)  # a card batch: the card's own status
+        if card is not None:
+            print(json.dumps(card.to_json()) if args.json else card.to_text())
+            return 0
         status = batch_status(root, args.name)
         print(json.dumps(render.status_json(status)) if args.json else render.status_text(status))
         return 0

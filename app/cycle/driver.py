@@ -42,6 +42,8 @@ from app.cycle.records import CycleRecord, fold_cycle
 from app.cycle.report import (
     act_on_decision,
     after_transition,
+    close_abandoned,
+    interrupted_reason,
     publish_review,
     publish_status,
 )
@@ -50,6 +52,8 @@ from app.cycle.state import (
     CardStep,
     CycleEnv,
     card_prompt,
+    dangling_step,
+    park_status,
     pending_scope,
     publisher_for,
     pull_text,
@@ -101,7 +105,10 @@ PASSIVE: frozenset[str] = frozenset(
         PrState.ESCALATED,
         PrState.READY_FOR_MERGE,
         PrState.MERGED,
+        PrState.FAILED_PREPARATION,
+        PrState.FAILED_IMPLEMENT,
         PrState.FAILED_FIX,
+        PrState.FAILED_VERIFY,
         PrState.INTERRUPTED,
         PrState.ABANDONED,
     )
@@ -174,7 +181,10 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
         write_manifest(env.root, card, request.args.get("agent"))
         _forget_tracking(env, locus, request)
         data: dict[str, Any] = {"event": "bound", "card": card, "mode": request.verb}
-        data["run"] = rec.run_id or uuid.uuid4().hex[:12]
+        # A finished cycle (abandoned, or its PR merged) is not continued: the next one gets
+        # its own run id, so its review and synthesis are comments of its own.
+        fresh = rec.run_id is None or rec.finished
+        data["run"] = uuid.uuid4().hex[:12] if fresh else rec.run_id
         data.update({k: v for k, v in request.args.items() if k in _BOUND_KEYS})
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
         return await _recorded(env, locus, request)
@@ -193,6 +203,11 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
     if request.verb == "abandon":
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data={"event": "abandoned"})
         return await _recorded(env, locus, request, run=False)
+    parked = read_parks(locus).get(key) is not None
+    if request.verb == "retry" and rec.interrupted is not None and not parked:
+        # A dead run left its step unfinished and nothing parked it: resume it.
+        journal_event(locus, env.deps.clock, kind="cycle", key=key, data={"event": "resumed"})
+        return await _recorded(env, locus, request)
     if request.verb == "rerun-proof":
         raise UserError(
             f"card #{card} is a one-card batch without proof-of-work; `rerun-proof` applies to "
@@ -312,6 +327,7 @@ async def advance_card(
             parks=read_parks(locus),
             pub=publisher_for(env, card, locus),
             scope_comment=scope_comment,
+            held=held,
         )
         return await _step(state, held, run=run)
     finally:
@@ -321,12 +337,18 @@ async def advance_card(
 async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardStep:
     rec, key = state.rec, state.key
     if rec.abandoned:
-        result = StepResult("nothing-ready", key, "", message=f"card #{state.card} is abandoned")
+        message = f"card #{state.card} is abandoned"
+        closed = await close_abandoned(state)
+        if closed:
+            message += f"; {closed}"
+        result = StepResult("nothing-ready", key, "", message=message)
         return await publish_status(state, result, PrState.ABANDONED, None)
     park = state.parks.get(key)
     if park is not None:
         result = parked_result(key, park)
-        return await publish_status(state, result, PrState.of(park.state), None)
+        return await publish_status(state, result, park_status(park, state.records, key), None)
+    if _interrupted(state):
+        return await publish_status(state, _interrupted_result(state), PrState.INTERRUPTED, None)
     env = state.env
     base = env.base_branch or wt.current_branch(env.root)
     # Git and the test runner block; in a thread, so the App's event loop keeps answering.
@@ -358,6 +380,30 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         )
         return await publish_status(state, result, PrState.FAILED_FIX, derived)
     return await _cycle_end(state, held, tree, base, derived)
+
+
+def _interrupted(state: CardState) -> bool:
+    """Whether a dead run left this card's step unfinished. Asked under the card's lock, so
+    a step started with no outcome recorded after it belongs to a run that is gone: it is
+    recorded once (`interrupted`), and the card waits for `/pair retry` (or `/pair
+    implement`), because a step that died once may die again and spend again."""
+    started = dangling_step(state.records, state.key)
+    if started is not None:
+        data = {
+            "event": "interrupted",
+            "transition": started.get("transition"),
+            "session": started.get("session"),
+            "at": started.get("at"),
+        }
+        journal_event(state.locus, state.env.deps.clock, kind="cycle", key=state.key, data=data)
+        state.records, state.history, state.rec = read_card(state.locus, state.key)
+    return state.rec.interrupted is not None
+
+
+def _interrupted_result(state: CardState) -> StepResult:
+    transition = str((state.rec.interrupted or {}).get("transition") or "")
+    reason = interrupted_reason(state.rec, state.project.trigger)
+    return StepResult("nothing-ready", state.key, transition, message=reason)
 
 
 def _guarded_next(state: CardState, transition: Transition) -> Transition:
@@ -431,7 +477,15 @@ async def _transition(
         state_root=env.root,
         card_budget=state.project.budget.to_budget() if state.project.budget else None,
     )
-    result = await run_change_step(ctx, env.deps, held)
+    try:
+        result = await run_change_step(ctx, env.deps, held)
+    except Exception as err:
+        # The step failed in this process (a host or git error) and the error is reported as
+        # it propagates: the next step runs it again. Only a run that dies without a word (a
+        # kill, a cancelled job) leaves its step dangling, to be found `interrupted`.
+        data = {"event": "step-raised", "transition": transition, "error": type(err).__name__}
+        journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
+        raise
     return await after_transition(state, result, tree, base, card)
 
 

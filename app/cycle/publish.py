@@ -81,16 +81,26 @@ class Publisher:
             self.record("label", state=status, pr=rec.pr)
             rec.label, rec.label_pr = status, rec.pr
 
-    async def tracking(self, rec: CycleRecord, body: str) -> None:
-        """Upsert the card's tracking comment; skipped when its body has not changed."""
+    async def tracking(
+        self, rec: CycleRecord, body: str, shown: Mapping[str, Any] | None = None
+    ) -> None:
+        """Upsert the card's tracking comment; skipped when its body has not changed.
+
+        `shown` (status, next, why) is journaled with it: what the comment says is what every
+        other view of the card (`app.cycle.card_status`) reads back.
+        """
         digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
         if rec.tracking_digest == digest:
             return
         await self.pm.upsert_comment(
             Target("card", self.card), make_marker("tracking", self.card), body
         )
-        self.record("tracking", digest=digest)
+        self.record("tracking", digest=digest, **(shown or {}))
         rec.tracking_digest = digest
+        if shown is not None:
+            rec.shown_status = str(shown.get("status") or "") or None
+            rec.shown_next = str(shown["next"]) if shown.get("next") else None
+            rec.shown_why = str(shown.get("why") or "")
 
     async def review(
         self, rec: CycleRecord, head: str, body: str, state: ReviewState, description: str

@@ -5,6 +5,9 @@ card cycle adds `cycle` entries (`data.event`) for what it did on the hosts, so 
 re-run tick knows what is already published and never does it twice:
 
     bound            {card, run, mode: implement|refine, until?, merge?, prepare?, agent?}
+                                                 a `run` other than the current one starts a
+                                                 new cycle (after an abandoned or merged one):
+                                                 its own run id, PR, review and synthesis
     hosts            {binding: {version, pm, code}}  the host binding of the card's first run;
                                                  the first one recorded holds for good
     pushed           {sha, transition}           the branch was pushed after an accepted step
@@ -19,10 +22,19 @@ re-run tick knows what is already published and never does it twice:
     merge-approved   {head}                      `/pair approve` at the merge gate
     merged           {head, sha}
     abandoned        {}
+    pr-closed        {number}                    the PR closed by `/pair abandon`
+    interrupted      {transition, session}       a step started and never recorded an outcome
+                                                 (its run died); cleared by a later step, a
+                                                 `/pair retry` or `/pair implement`
+    resumed          {}                          `/pair retry` on an interrupted card
+    step-raised      {transition, error}         a step ended by an error its run reported
+                                                 (not a dead run: the next step runs it again)
     command          {verb, delivery}            a command applied (its delivery is never re-run)
     label            {state}                     the `pr-state:*` label last set (card and PR)
-    tracking         {digest}                    the tracking comment's last body digest (null:
-                                                 another writer changed it; publish it again)
+    tracking         {digest, status?, next?, why?}  the tracking comment's last body digest
+                                                 (null: another writer changed it; publish it
+                                                 again) and the status, next step and reason it
+                                                 shows — what every other view of the card says
 
 `fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
 """
@@ -71,6 +83,45 @@ class CycleRecord:
     tracking_digest: str | None = None
     sendbacks: int = 0  # consecutive sent-back outcomes of the current step
     last_sendback: str = ""
+    pr_closed: bool = False  # `/pair abandon` closed the PR
+    interrupted: Mapping[str, Any] | None = None  # the step a dead run left unfinished
+    # What the tracking comment last said: the status, the next step and why.
+    shown_status: str | None = None
+    shown_next: str | None = None
+    shown_why: str = ""
+    cycles: int = 0  # how many cycles ran on this card (a new one after abandoned or merged)
+
+    def new_cycle(self, run: str) -> None:
+        """Start the card's next cycle under `run`: what belonged to the last cycle's PR and
+        review is forgotten; the card, its binding, its seals, its scope decisions (they
+        outlive cycles), the commands already applied and the labels on the hosts stay."""
+        keep = CycleRecord(
+            card=self.card,
+            binding=self.binding,
+            sealed_paths=self.sealed_paths,
+            sealed_ids=self.sealed_ids,
+            applied_refs=self.applied_refs,
+            dispositions=self.dispositions,
+            split_cards=self.split_cards,
+            scope_epoch=self.scope_epoch,
+            deliveries=self.deliveries,
+            label=self.label,
+            label_pr=self.label_pr,
+            tracking_digest=self.tracking_digest,
+            pushed=self.pushed,
+            shown_status=self.shown_status,
+            shown_next=self.shown_next,
+            shown_why=self.shown_why,
+            cycles=self.cycles + 1,
+        )
+        self.__dict__.update(keep.__dict__)
+        self.run_id = run
+
+    @property
+    def finished(self) -> bool:
+        """The cycle is over: abandoned, or its PR merged. A new `/pair implement` starts the
+        card's next cycle instead of continuing this one."""
+        return self.abandoned or self.merged_sha is not None
 
 
 def _strs(value: Any) -> tuple[str, ...]:
@@ -84,6 +135,8 @@ def fold_cycle(records: Sequence[Mapping[str, Any]], key: str) -> CycleRecord:
         if record.get("key") != key:
             continue
         kind = record.get("kind")
+        if kind in ("step-started", "retry"):
+            rec.interrupted = None  # a step runs again, or a person cleared it
         if kind == "outcome":
             state = record.get("state")
             if state == "sent-back":
@@ -106,8 +159,12 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
     if event == "bound":
         card = data.get("card")
         rec.card = card if isinstance(card, int) else rec.card
-        if rec.run_id is None and data.get("run"):
-            rec.run_id = str(data.get("run"))
+        run = str(data.get("run") or "")
+        if run and rec.run_id is not None and run != rec.run_id:
+            rec.new_cycle(run)
+        elif run and rec.run_id is None:
+            rec.run_id, rec.cycles = run, 1
+        rec.interrupted = None
         rec.mode = str(data.get("mode", "implement"))
         for name in ("until", "merge", "prepare", "agent"):
             value = data.get(name)
@@ -164,6 +221,12 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         rec.merged_sha = str(data.get("sha"))
     elif event == "abandoned":
         rec.abandoned = True
+    elif event == "pr-closed":
+        rec.pr_closed = True
+    elif event == "interrupted":
+        rec.interrupted = data
+    elif event == "resumed":
+        rec.interrupted = None
     elif event == "command":
         rec.deliveries.add(str(data.get("delivery")))
     elif event == "label":
@@ -172,3 +235,7 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
     elif event == "tracking":
         digest = data.get("digest")  # null: the comment was rewritten by someone else
         rec.tracking_digest = str(digest) if digest is not None else None
+        if data.get("status"):
+            rec.shown_status = str(data["status"])
+            rec.shown_next = str(data["next"]) if data.get("next") else None
+            rec.shown_why = str(data.get("why") or "")

@@ -15,9 +15,11 @@ import re
 from typing import Any
 
 from app import __version__
+from app.cycle.records import CycleRecord
 from app.cycle.state import (
     CardState,
     CardStep,
+    park_status,
     pending_scope,
     pull_text,
     read_card,
@@ -44,10 +46,12 @@ from app.domain.scope import (
 from app.domain.synthesis import render_synthesis, synthesis_marker
 from app.domain.tracking import TrackingStep, render_tracking
 from app.domain.verdict import FindingsReport
-from app.engine.runstate import read_parks
+from app.engine.runstate import read_parks, write_parks
+from app.engine.selection import Park
 from app.engine.step import StepResult, iso_now, journal_event
 from app.engine.transition import Derivation, derive_change, read_change_disk
 from hosts.cardhash import card_hash
+from hosts.errors import Conflict
 from hosts.labels import PrState
 from hosts.markers import human_tail, render, same_text
 from hosts.models import Card, MergeMethod, Pull, Target
@@ -96,8 +100,9 @@ async def after_transition(
     elif result.state == "blocked":
         state.parks = read_parks(state.locus)  # the step just parked the card
         parked = state.parks.get(state.key)
-        needs_input = parked is not None and parked.state == "needs-input"
-        status = PrState.NEEDS_INPUT if needs_input else PrState.BLOCKED
+        status = (
+            park_status(parked, state.records, state.key) if parked is not None else PrState.BLOCKED
+        )
     elif derived.status == "done":
         status = PrState.IN_PROGRESS  # converged: the cycle end runs on the next step
     plan = _plan_text(tree, state.key) if result.transition == "propose" else None
@@ -170,6 +175,9 @@ async def act_on_decision(
         result = StepResult("advanced" if confirmed else "blocked", key, "publish", message=message)
         return await publish_status(state, result, status, derived)
     if isinstance(decision, ce.Merge) and pull is not None:
+        refusal = await _review_refusal(state, pull, decision.head)
+        if refusal is not None:
+            return await _refuse_merge(state, refusal, derived)
         merged = await state.env.hosts.code.merge(pull.number, decision.head, MERGE_METHOD)
         if not merged.merged:
             # Accepted but not done (Azure DevOps completes a PR asynchronously): nothing is
@@ -190,6 +198,58 @@ async def act_on_decision(
         return await publish_status(state, result, PrState.MERGED, derived)
     result = StepResult("nothing-ready", key, "", message=decision.reason)
     return await publish_status(state, result, decision.pr_state, derived)
+
+
+async def _review_refusal(state: CardState, pull: Pull, head: str) -> str | None:
+    """Why the merge of `head` must not happen, read from the host just before it: pairbot
+    merges only a head whose `pair-review` status is `success` on that exact commit (another
+    writer may have changed it, and a status on an earlier head says nothing about this one)."""
+    status = await state.env.hosts.code.get_review_status(pull.number, head)
+    retry = f"Comment `/{state.project.trigger} retry` once it is"
+    if status is None:
+        return (
+            f"merge refused: PR #{pull.number}'s head {head[:12]} carries no `pair-review` "
+            f"status; pairbot merges only a head whose review status is success. {retry}"
+        )
+    if status.state != "success":
+        said = f" ({status.description})" if status.description else ""
+        return (
+            f"merge refused: `pair-review` on PR #{pull.number}'s head {head[:12]} is "
+            f"{status.state}{said}, not success. {retry}"
+        )
+    return None
+
+
+async def _refuse_merge(state: CardState, reason: str, derived: Derivation) -> CardStep:
+    """Park the card at the merge (blocked, the reason on it and in the tracking comment);
+    `/pair retry` clears the park and the next step reads the status again."""
+    parks = read_parks(state.locus)
+    parks[state.key] = Park(
+        state="blocked", transition="merge", reason=reason, at=iso_now(state.env.deps.clock)
+    )
+    write_parks(state.locus, parks, state.held)
+    state.parks = parks
+    result = StepResult("blocked", state.key, "merge", blocker=reason, message=reason)
+    return await publish_status(state, result, PrState.BLOCKED, derived)
+
+
+async def close_abandoned(state: CardState) -> str | None:
+    """`/pair abandon` closes the card's open PR, once; returns what happened to it (for the
+    step's message), None when the card has no PR."""
+    rec = state.rec
+    if rec.pr is None:
+        return None
+    if rec.pr_closed:
+        return f"PR #{rec.pr} is closed"
+    if rec.merged_sha is not None:
+        return f"PR #{rec.pr} is merged"
+    try:
+        await state.env.hosts.code.close(Target("pull", rec.pr))
+    except Conflict as err:  # merged outside pairbot: nothing to close
+        return f"PR #{rec.pr} was not closed: {err}"
+    state.pub.record("pr-closed", number=rec.pr)
+    rec.pr_closed = True
+    return f"PR #{rec.pr} closed"
 
 
 async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
@@ -326,11 +386,14 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
     rec = state.rec
     park = state.parks.get(state.key)
     over_budget = park is not None and park.state == "awaiting-human"
+    reason = park.reason if park else None
+    if status == PrState.INTERRUPTED and rec.interrupted is not None:
+        reason = interrupted_reason(rec, state.project.trigger)
     return CardFacts(
         card=state.card,
         status=status.value.removeprefix("pr-state:"),
-        next_step=_next_step(status, derived),
-        park_reason=park.reason if park else None,
+        next_step=_next_step(state, status, derived),
+        park_reason=reason,
         gate_why="the card spent its budget; a maintainer's approval continues it"
         if over_budget
         else None,
@@ -341,6 +404,8 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
         pending_scope=len(pending_scope(state)),
         pr=rec.pr,
         pr_url=rec.pr_url,
+        pr_closed=rec.pr_closed,
+        trigger=state.project.trigger,
         reviewed_head=rec.reviewed_head,
         until=state.until(),
         merge_gate=(rec.merge or state.project.cycle.merge),
@@ -349,12 +414,35 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
     )
 
 
-def _next_step(status: PrState, derived: Derivation | None) -> str | None:
-    if status in (PrState.READY_FOR_MERGE, PrState.MERGED, PrState.ABANDONED):
+def interrupted_reason(rec: CycleRecord, trigger: str) -> str:
+    """Why a card whose run died mid-step waits, and what resumes it."""
+    dead = rec.interrupted or {}
+    return (
+        f"the run stopped during `{dead.get('transition') or '?'}` (started "
+        f"{dead.get('at') or '?'}) before it recorded an outcome; comment `/{trigger} retry` "
+        "to run the step again"
+    )
+
+
+def _next_step(state: CardState, status: PrState, derived: Derivation | None) -> str | None:
+    """The step that runs next: the engine's transition while the change is being built, and
+    the cycle end's own step (a delta re-review, publish, merge) once it has converged."""
+    done = (PrState.READY_FOR_MERGE, PrState.MERGED, PrState.ABANDONED, PrState.INTERRUPTED)
+    if status in done or derived is None:
         return None
-    if derived is not None and derived.next is not None:
+    if derived.next is not None:
         return derived.next
-    return None
+    if derived.status != "done":
+        return None  # failed-fix: the fix rounds are spent
+    rec = state.rec
+    return ce.next_end_step(
+        pending_scope=len(pending_scope(state)),
+        reviewed_head=rec.reviewed_head,
+        synthesis_confirmed=rec.synthesis_head is not None
+        and rec.synthesis_head == rec.reviewed_head,
+        until=state.until(),
+        merged=rec.merged_sha is not None,
+    )
 
 
 async def publish_status(
@@ -373,7 +461,8 @@ async def publish_status(
     body = render_tracking(
         facts, explanation, tracking_steps(state), plan=plan, notes=run_notes(state)
     )
-    await state.pub.tracking(state.rec, body)
+    shown = {"status": explanation.status, "next": explanation.next, "why": explanation.why}
+    await state.pub.tracking(state.rec, body, shown)
     return CardStep(
         result=result,
         card=state.card,

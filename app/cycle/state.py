@@ -6,6 +6,7 @@
     CardStep        what one invocation did to one card (result, status, PR, explanation)
     read_card       the journal once, folded three ways (records, history, cycle record)
     status_of       the `pr-state:*` a derivation stands for
+    park_status     the `pr-state:*` a park stands for (a failed step: failed-<stage>)
     pending_scope   scope proposals no applied decision has settled
 
 `app.cycle.driver` drives a step, `app.cycle.vet` checks an agent's result, `app.cycle.report`
@@ -14,7 +15,7 @@ publishes; they share these without importing each other.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from app.domain.sanitize import strip_hidden
 from app.domain.verdict import ScopeChange
 from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
+from app.engine.lock import LockProof
 from app.engine.manifest import ProjectConfig
 from app.engine.runstate import RunLocus
 from app.engine.selection import Park
@@ -97,6 +99,7 @@ class CardState:
     parks: dict[str, Park]
     pub: Publisher
     scope_comment: str | None = None  # the decision comment an event named, if any
+    held: LockProof | None = None  # the card's lock, held for this step
 
     @property
     def key(self) -> str:
@@ -139,6 +142,68 @@ def status_of(derived: Derivation, rec: CycleRecord) -> PrState:
     if derived.status == "ready":
         return PrState.READY
     return PrState.IN_PROGRESS
+
+
+# The stage whose failure a step's `failed` outcome stands for (seed 004's statuses): an agent
+# that crashed without completing, a result refused until the step gave up, a review that
+# could not be trusted. A failed red or fix stays `blocked`: `failed-fix` means the fix rounds
+# are spent, which a crash is not.
+FAILED_AT: Mapping[str, PrState] = {
+    "propose": PrState.FAILED_PREPARATION,
+    "apply": PrState.FAILED_IMPLEMENT,
+    "verify": PrState.FAILED_VERIFY,
+}
+
+
+def last_outcome(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
+    """The newest `outcome` the engine journaled for `key`."""
+    for record in reversed(records):
+        if record.get("kind") == "outcome" and record.get("key") == key:
+            found: Mapping[str, Any] = record
+            return found
+    return None
+
+
+# After these, a step left unfinished is not news: its run reported the error (`step-raised`),
+# or a person already said to go on (`/pair implement`, `/pair retry`).
+_GOES_ON = frozenset({"step-raised", "bound", "resumed"})
+
+
+def dangling_step(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
+    """The `step-started` ("doing") of `key` that no `outcome` ("done") followed, that no
+    `interrupted` record names yet, and that nothing since says to go on from (an error its own
+    run reported, a `/pair implement` or `/pair retry`): a dead run's step, seen the first time."""
+    started: Mapping[str, Any] | None = None
+    for record in records:
+        if record.get("key") != key:
+            continue
+        kind = record.get("kind")
+        if kind == "step-started":
+            started = record
+        elif kind in ("outcome", "retry"):
+            started = None  # done, or a person said to run it again
+        elif kind == "cycle" and started is not None:
+            data = record.get("data")
+            event = data.get("event") if isinstance(data, Mapping) else None
+            if event in _GOES_ON or (
+                event == "interrupted"
+                and isinstance(data, Mapping)
+                and data.get("session") == started.get("session")
+            ):
+                started = None  # seen already, failed in a run that said so, or resumed
+    return started
+
+
+def park_status(park: Park, records: Sequence[Mapping[str, Any]], key: str) -> PrState:
+    """The label of a parked card: the park's own state, or `failed-<stage>` when the step
+    that parked it failed (its outcome is `failed`, not an agent's blocker)."""
+    if park.state == "blocked":
+        last = last_outcome(records, key)
+        if last is not None and last.get("state") == "failed":
+            failed = FAILED_AT.get(str(last.get("transition")))
+            if failed is not None and last.get("transition") == park.transition:
+                return failed
+    return PrState.of(park.state)
 
 
 def pull_text(card: Card) -> tuple[str, str]:

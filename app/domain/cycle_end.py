@@ -215,6 +215,33 @@ Decision = (
 )
 
 
+NextEndStep = Literal["verify", "publish", "merge"]
+
+
+def next_end_step(
+    *,
+    pending_scope: int,
+    reviewed_head: str | None,
+    synthesis_confirmed: bool,
+    until: Until,
+    merged: bool,
+) -> NextEndStep | None:
+    """The step the cycle end runs next for a converged card, from what its journal records
+    (the tracking comment names it before any host is asked): the same order as
+    `decide_cycle_end` without the host's side (a moved head shows up when it is read).
+
+    None when nothing runs on its own: scope proposals wait for the maintainer, the card is
+    merged, or it is ready and the merge is the maintainer's (`until: ready-for-merge`).
+    """
+    if merged or pending_scope > 0:
+        return None
+    if reviewed_head is None:
+        return "verify"
+    if not synthesis_confirmed:
+        return "publish"
+    return "merge" if until == "merged" else None
+
+
 def _fired_conditions(gate: GateCondition, labels: frozenset[str]) -> tuple[str, ...]:
     has = tuple(f"has:{label}" for label in gate.has if label in labels)
     lacks = tuple(f"lacks:{label}" for label in gate.lacks if label not in labels)

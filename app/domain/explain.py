@@ -57,6 +57,15 @@ GATE_TEXT: Final[Mapping[str, str]] = {
 }
 
 
+# A step that failed (its agent crashed, its result was refused until it gave up, its review
+# could not be trusted) parks the card under one of these; `/pair retry` runs it again.
+FAILED_WHY: Final[Mapping[str, str]] = {
+    "failed-preparation": "refining the card into criteria and a plan failed",
+    "failed-implement": "implementing the plan failed",
+    "failed-verify": "the review could not be completed or trusted",
+}
+
+
 def _check_sha(name: str, value: str | None) -> None:
     if value is not None and _SHA.fullmatch(value) is None:
         raise ValueError(f"{name} must be a 40-hex commit SHA, got {value!r}")
@@ -86,6 +95,7 @@ class CardFacts:
     pending_scope: int = 0
     pr: int | None = None
     pr_url: str | None = None
+    pr_closed: bool = False  # `/pair abandon` closed the PR
     reviewed_head: str | None = None
     current_head: str | None = None
     until: Until = "ready-for-merge"
@@ -316,8 +326,8 @@ def _status_why(facts: CardFacts) -> str:
         )
     if status == "failed-publication":
         return "the synthesis comment could not be confirmed; only its publication is retried"
-    if status.startswith("failed-"):
-        return reason or f"the cycle stopped: {status}"
+    if status in FAILED_WHY:
+        return f"{FAILED_WHY[status]}: {reason}" if reason else FAILED_WHY[status]
     if status == "ready-for-merge":
         if facts.until == "merged":
             return (
@@ -331,7 +341,8 @@ def _status_why(facts: CardFacts) -> str:
     if status == "merged":
         return "the PR is merged; the cycle is complete"
     if status == "abandoned":
-        return "the cycle was abandoned; everything is kept for the record"
+        closed = f"; {_on_pr(facts)} was closed" if facts.pr_closed else ""
+        return f"the cycle was abandoned{closed}; everything is kept for the record"
     if status == "interrupted":
         return reason or f"{_on_pr(facts)} was closed without merging"
     # ready, in-progress, awaiting-verify: nothing holds the card.
@@ -364,6 +375,8 @@ def _actions(facts: CardFacts, gate: GateKind | None) -> tuple[str, ...]:
         return (f"{t} retry", f"{t} feedback <text>", f"{t} abandon")
     if status == "failed-publication":
         return (f"{t} retry", f"{t} abandon")
+    if status in FAILED_WHY:
+        return (f"{t} retry", f"{t} feedback <text>", f"{t} abandon")
     if status.startswith("failed-"):
         return (f"{t} feedback <text>", f"{t} abandon")
     if status == "ready-for-merge":
@@ -371,6 +384,8 @@ def _actions(facts: CardFacts, gate: GateKind | None) -> tuple[str, ...]:
             return (f"{t} abandon",)
         return (f"merge {_on_pr(facts)}", f"{t} implement until: merged")
     if status == "interrupted":
+        if facts.park_reason:  # a run died mid-step (the reason says which)
+            return (f"{t} retry", f"{t} abandon")
         return (f"reopen {_on_pr(facts)}, then {t} implement", f"{t} abandon")
     if status in ("merged", "abandoned"):
         return ()

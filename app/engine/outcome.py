@@ -6,6 +6,8 @@ Pure. The branch order is the contract:
 2. non-zero exit (or a signal) without a completion        → failed (stderr tail; model hint)
 3. a completion, corroborated against the disk:
    a. the disk (or the verdict) disagrees with the claim   → blocked "Reported complete but …"
+                                                              (failed for verify: a review that
+                                                              cannot be trusted is a failure)
    b. completion but a non-zero exit or a signal           → blocked (fail closed)
    c. the approval gate parks this transition              → awaiting-approval
    d. otherwise                                            → advanced
@@ -171,7 +173,10 @@ def map_session_to_outcome(ev: SessionEvidence) -> EngineStepOutcome:
         reason = _mismatch(ev, completion)
         if reason is not None:
             blocker = f"Reported complete but disk disagrees: {reason}"
-            return EngineStepOutcome(state="blocked", message=blocker, blocker=blocker)
+            # A verify whose verdict cannot be trusted (none, dropped or invented finding ids)
+            # failed: the card shows `failed-verify`, not an agent's blocker.
+            state: OutcomeState = "failed" if ev.transition == "verify" else "blocked"
+            return EngineStepOutcome(state=state, message=blocker, blocker=blocker)
         # 3b. completion + crash: fail closed
         if crashed:
             blocker = (

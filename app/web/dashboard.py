@@ -41,6 +41,8 @@ class BatchView:
     changes: tuple[ChangeView, ...] = ()
     error: str = ""
     checkout: str = ""  # the repository directory under PAIR_WORKER_CHECKOUTS; "" for the root
+    card: int | None = None  # a card batch: its status, next and why are the card's own
+    status: str = ""  # a card batch's `pr-state` status (what its tracking comment says)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,27 @@ def cards(jobs: Sequence[JobRecord]) -> list[JobRecord]:
     return latest
 
 
+def card_batch(job: JobRecord, batches: Sequence[BatchView]) -> BatchView | None:
+    """The card batch a job's card runs in, when its run-state is on this machine: the one in
+    the job's repository checkout, else the served project's own."""
+    if job.target != "card":
+        return None
+    mine = [b for b in batches if b.card == job.number and not b.error]
+    return next((b for b in mine if b.checkout == job.repo), None) or next(
+        (b for b in mine if not b.checkout), None
+    )
+
+
+def _card_state(job: JobRecord, snapshot: Snapshot) -> tuple[str, str]:
+    """The state and next step of a card row: the card's own status once its last command is
+    done (a finished job says nothing about where the card is), else the job's."""
+    batch = card_batch(job, snapshot.batches)
+    if batch is None or job.state != "done":
+        return job.state, next_step(job, snapshot.now)
+    state = f"{batch.status}: {batch.why}" if batch.why else batch.status
+    return state, batch.next
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str) -> str:
     if not rows:
         return f"<p class=empty>{_e(empty)}</p>"
@@ -124,6 +147,10 @@ def render(snapshot: Snapshot) -> str:
         if batch.error:
             batch_rows.append((where, batch.name, "", "error", batch.error))
             continue
+        if batch.card is not None:  # one row: the card's status, as its tracking comment says
+            state = f"{batch.status}: {batch.why}" if batch.why else batch.status
+            batch_rows.append((where, batch.name, "", state, batch.next))
+            continue
         state = "done" if batch.done else batch.why or "in progress"
         batch_rows.append((where, batch.name, "", state, batch.next))
         batch_rows += [("", "", c.name, c.status, c.next) for c in batch.changes]
@@ -137,8 +164,7 @@ def render(snapshot: Snapshot) -> str:
             job.repo,
             f"{'PR ' if job.target == 'pull' else ''}#{job.number}",
             job.verb or job.kind,
-            job.state,
-            next_step(job, snapshot.now),
+            *_card_state(job, snapshot),
             _when(job.updated_at),
         )
         for job in cards(snapshot.jobs)
@@ -203,6 +229,7 @@ def worker_batches(root: Path, checkouts: Path | None) -> list[BatchView]:
 
 def local_batches(root: Path) -> list[BatchView]:
     """Every batch under `root/.pair/batches` with its derived status (blocking file reads)."""
+    from app.cycle.card_status import read_card_status  # noqa: PLC0415
     from app.engine.manifest import list_batches  # noqa: PLC0415  # the engine loads only here
     from app.engine.render import describe_target  # noqa: PLC0415
     from app.engine.runner import batch_status  # noqa: PLC0415
@@ -212,6 +239,19 @@ def local_batches(root: Path) -> list[BatchView]:
     views: list[BatchView] = []
     for name in list_batches(root):
         try:
+            card = read_card_status(root, name)
+            if card is not None:
+                views.append(
+                    BatchView(
+                        name=name,
+                        done=card.done,
+                        next=card.next_text,
+                        why=card.why,
+                        card=card.card,
+                        status=card.status,
+                    )
+                )
+                continue
             status = batch_status(root, name)
         except Exception as err:  # one broken manifest must not take the page down
             views.append(BatchView(name, error=str(err) or type(err).__name__))

@@ -17,6 +17,7 @@ from app.hosting import HostSettings
 from hosts.github import GitHubHost
 from hosts.local import LocalHost
 from tests.support.card_project import CardProject, cycle_events
+from tests.support.git import git
 
 
 def request(project: CardProject, text: str) -> PairRequest:
@@ -68,4 +69,30 @@ def test_the_stored_binding_wins_over_a_changed_config(tmp_path: Path) -> None:
     ]
     # Stored once, never rewritten by the later run.
     assert len(cycle_events(project.journal(), "hosts")) == 1
+    project.assert_invariants()
+
+
+def test_a_new_origin_does_not_move_a_running_card_and_its_next_step_runs_there(
+    tmp_path: Path,
+) -> None:
+    project = CardProject.create(tmp_path)
+    project.script({}, default="ok")
+    write_hosts(project, None)  # nothing declared: the binding is inferred
+    settings = HostSettings(local_forge=str(project.forge.root))
+    deps = project.env().deps
+    first = CardCycle.for_checkout(project.root, settings, deps)
+    asyncio.run(first.handle_request(request(project, "implement")))  # propose, on local
+
+    # The checkout now has an origin on GitHub: a new card would go there, this one stays.
+    git(project.root, "remote", "add", "origin", "https://github.com/octo/widget.git")
+    github = settings.model_copy(update={"github_token": SecretStr("t")})
+    said: list[str] = []
+    later = CardCycle.for_checkout(project.root, github, deps, say=said.append)
+    assert isinstance(later.hosts.code, GitHubHost)
+    step = asyncio.run(later.tick(f"card-{project.card}"))  # a real step, no GitHub call
+    assert getattr(step, "result", step).transition == "apply"
+    assert said[-1].startswith(f"pairbot: card #{project.card} keeps hosts pm=local code=local")
+    assert project.pull() is not None  # the draft PR opened on the local forge
+    stored = cycle_events(project.journal(), "hosts")
+    assert [event["binding"]["code"] for event in stored] == ["local"]
     project.assert_invariants()

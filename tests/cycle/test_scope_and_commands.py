@@ -117,12 +117,15 @@ def test_needs_input_parks_and_an_answer_resumes(tmp_path: Path) -> None:
     assert "use sqlite" in calls[-1]["instructions"]
 
 
-def test_a_crashed_agent_blocks_and_retry_runs_it_again(tmp_path: Path) -> None:
+def test_a_crashed_agent_fails_the_implementation_and_retry_runs_it_again(
+    tmp_path: Path,
+) -> None:
     project = CardProject.create(tmp_path)
     project.script({"apply": ["crash", "ok"]})
     project.command("implement")
     step = project.step()
-    assert step.status == "blocked"
+    assert (step.result.state, step.status) == ("blocked", "failed-implement")
+    assert project.labels(project.card) == ["pr-state:failed-implement"]
     assert project.command("retry").result.transition == "apply"
 
 
@@ -257,7 +260,7 @@ def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) ->
     project = CardProject.create(tmp_path)
     project.script({"verify": ["crash", "ok"]})
     project.command("implement")
-    assert project.until_quiet()[-1].status == "blocked"  # the reviewer crashed; a PR is open
+    assert project.until_quiet()[-1].status == "failed-verify"  # the reviewer crashed; a PR is open
     pull = project.pull()
     assert pull is not None and pull != project.card
 

@@ -101,9 +101,9 @@ def facts(**changes: Any) -> CardFacts:
         pytest.param(
             facts(status="failed-verify", next_step=None),
             None,
-            "the cycle stopped: failed-verify",
-            ("/pair feedback <text>", "/pair abandon"),
-            id="failed-other",
+            "the review could not be completed or trusted",
+            ("/pair retry", "/pair feedback <text>", "/pair abandon"),
+            id="failed-verify",
         ),
         pytest.param(
             facts(status="failed-publication", next_step="publish"),

@@ -61,6 +61,12 @@ def mismatch(reason: str) -> EngineStepOutcome:
     return blocked(f"Reported complete but disk disagrees: {reason}")
 
 
+def verify_mismatch(reason: str) -> EngineStepOutcome:
+    """A verify whose claim the disk or the verdict contradicts: failed (failed-verify)."""
+    text = f"Reported complete but disk disagrees: {reason}"
+    return EngineStepOutcome(state="failed", message=text, blocker=text)
+
+
 def crash_after_completion(how: str) -> EngineStepOutcome:
     return blocked(
         f"Agent reported completion but exited {how} — the reported work may be incomplete; "
@@ -222,12 +228,12 @@ BRANCHES = [
     # 3a. corroboration: verify
     pytest.param(
         session("verify", entries=[done("Ready for archive")], before=PLAN_2, after=PLAN_2),
-        mismatch("verify ran on a change whose tasks are not all checked"),
+        verify_mismatch("verify ran on a change whose tasks are not all checked"),
         id="3a-verify-not-applied",
     ),
     pytest.param(
         session("verify", entries=[done("looks fine")], before=APPLIED, after=APPLIED),
-        mismatch(
+        verify_mismatch(
             "the verify completion carries no verdict (expected 'Ready for archive', "
             "'N critical issue(s) found', or a --findings file)"
         ),
@@ -241,7 +247,9 @@ BRANCHES = [
             after=APPLIED,
             verdict_problems=["finding r1-1 was dropped", "finding r1-9 is new"],
         ),
-        mismatch("verification failed closed: finding r1-1 was dropped; finding r1-9 is new"),
+        verify_mismatch(
+            "verification failed closed: finding r1-1 was dropped; finding r1-9 is new"
+        ),
         id="3a-verify-verdict-problems-fail-closed",
     ),
     pytest.param(
