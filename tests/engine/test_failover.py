@@ -38,7 +38,8 @@ def test_a_quota_failure_of_the_first_agent_is_retried_once_with_the_second(
     first, second = project.agent_calls()
     assert "stream-json" in first["argv"]  # claude's argv
     assert "stream-json" not in second["argv"]  # the command adapter's
-    assert second["instructions"] != first["instructions"]  # rebuilt for the fallback agent
+    # Every CLI gets the command's text inline, so the fallback's instructions are the step's own.
+    assert "propose agent for change `alpha`" in second["instructions"]
     assert failovers(project) == [
         {"failed": "claude", "signature": "quota", "next": "command", "exitCode": 1, "signal": None}
     ]
