@@ -212,6 +212,7 @@ async def _act(
         checkpoint=save,
         runner=runner_of(env),
         say=log.line,
+        run_url=ctx.run_url,
     )
     if isinstance(intent, Tick):
         return _outcome(await cycle.tick(intent.batch))

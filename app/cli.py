@@ -150,16 +150,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def _deps(env: Mapping[str, str], root: Path) -> Any:
     # Imported here: `--help`, `status` and `report` never load the runtime (swerex, aiohttp).
+    from app.cycle.batch_vet import batch_vetter  # noqa: PLC0415
     from app.cycle.batch_work import GitWorkTree  # noqa: PLC0415
     from app.engine.step import EngineDeps  # noqa: PLC0415
     from app.runtime.launcher import project_launcher  # noqa: PLC0415
 
+    work = GitWorkTree(root)
     return EngineDeps(
         launcher=project_launcher(root),
         env=dict(env),
         on_line=lambda line: print(line, file=sys.stderr, flush=True),
         pr_opener=_pr_opener(env, root),
-        work=GitWorkTree(root),
+        work=work,
+        work_vet=batch_vetter(work),
     )
 
 

@@ -356,7 +356,9 @@ async def publish_status(
     await state.pub.label(state.rec, status, reconcile=ran)
     facts = card_facts(state, status, derived)
     explanation = explain(facts)
-    body = render_tracking(facts, explanation, tracking_steps(state), plan=plan)
+    body = render_tracking(
+        facts, explanation, tracking_steps(state), plan=plan, run_url=state.env.run_url
+    )
     await state.pub.tracking(state.rec, body)
     return CardStep(
         result=result,

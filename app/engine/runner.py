@@ -38,6 +38,7 @@ from app.engine.manifest import (
     BatchManifest,
     Phase,
     ProjectConfig,
+    TestsConfig,
     load_manifest,
     load_project_config,
 )
@@ -74,6 +75,7 @@ from app.engine.work import (
     work_record,
     work_steps,
 )
+from app.engine.workvet import WorkVet, WorkVetRequest
 from app.settings import ResolvedSettings, resolve_settings
 
 
@@ -163,6 +165,8 @@ class ChangeStepContext:
     # A plain batch's step in the project checkout: snapshot its work on the batch's work line
     # (deps.work) so its PR group carries it. Card cycles commit their own worktrees instead.
     record_work: bool = False
+    # The project's `tests:`, which deps.work_vet holds a recorded step to.
+    tests: TestsConfig | None = None
 
 
 async def run_change_step(
@@ -193,8 +197,23 @@ async def run_change_step(
     )
     work = deps.work if ctx.record_work else None
     last: str | None = None
+    vetter: WorkVet | None = None
     if work is not None and ctx.batch is not None:
         last = await _prepare_work(ctx.locus, deps, work, ctx.batch)
+        if last is not None and deps.work_vet is not None:
+            vetter = deps.work_vet(
+                WorkVetRequest(
+                    root=ctx.root,
+                    batch=ctx.batch,
+                    change=ctx.change,
+                    transition=ctx.transition,
+                    tests=ctx.tests or TestsConfig(),
+                    journal=ctx.locus.journal,
+                    branch=work_branch(ctx.batch),
+                    env=deps.env,
+                )
+            )
+            await vetter.before()
     spawned = await spawn_agent(
         root=ctx.root,
         locus=ctx.locus,
@@ -206,16 +225,11 @@ async def run_change_step(
         instructions=instructions,
         state_root=ctx.state_root,
     )
+    snap: Snapshot | None = None
     if work is not None and ctx.batch is not None and last is not None:
-        # Before the outcome: a crash in between leaves the step unaccepted, so it runs again
-        # for the same change, and its next snapshot still belongs to that change.
         snap = await work.snapshot(
             work_branch(ctx.batch), last, f"{ctx.batch}: {ctx.transition} {ctx.change}"
         )
-        if snap is not None and snap.files:
-            _journal_work(
-                ctx.locus, deps, ctx.batch, change=ctx.change, transition=ctx.transition, snap=snap
-            )
     after = read_change_disk(ctx.root, ctx.change)
     verdict: Verdict | None = None
     problems: list[str] = []
@@ -241,6 +255,18 @@ async def run_change_step(
     )
     if ctx.vet is not None and outcome.state in ("advanced", "awaiting-approval"):
         outcome = await ctx.vet(outcome)
+    keep = True
+    accepted = outcome.state in ("advanced", "awaiting-approval")
+    if vetter is not None and snap is not None and accepted:
+        vetted = await vetter.vet(outcome, snap)
+        outcome, keep = vetted.outcome, vetted.keep
+    if ctx.batch is not None and snap is not None and snap.files and keep:
+        # Before the outcome: a crash in between leaves the step unaccepted, so it runs again
+        # for the same change, and its next snapshot still belongs to that change. A refused
+        # step's snapshot was discarded with its work, and belongs to nothing.
+        _journal_work(
+            ctx.locus, deps, ctx.batch, change=ctx.change, transition=ctx.transition, snap=snap
+        )
     ref = record_outcome(
         ctx.locus,
         deps,
@@ -338,6 +364,7 @@ async def run_step(
         guidance=guidance,
         history=history,
         record_work=True,
+        tests=project.tests,
     )
     return await run_change_step(ctx, deps, proof)
 
