@@ -71,7 +71,7 @@ def test_the_app_reads_its_public_url(tmp_path: Path) -> None:
     given = AppSettings.from_env({"PAIR_PUBLIC_URL": "https://pair.example.com"}, root=tmp_path)
     assert given.public_url == "https://pair.example.com/"
     assert AppSettings.from_env({}, root=tmp_path).public_url is None
-    with pytest.raises(ConfigError, match="PAIR_PUBLIC_URL='pair.example.com' is not an http"):
+    with pytest.raises(ConfigError, match="is not an http"):
         AppSettings.from_env({"PAIR_PUBLIC_URL": "pair.example.com"}, root=tmp_path)
 
 
