@@ -66,16 +66,19 @@ def _command_problems(
         return []  # it runs in a container or on a server this machine cannot see into
     problems: list[str] = []
     program = command[0]
+    scripts = _scripts(command[1:])
     if "/" in program:
         path = Path(program) if Path(program).is_absolute() else root / program
         if not path.is_file():
             problems.append(f"{where}: agentCommand program {program!r} is not a file")
+        else:
+            scripts.insert(0, program)  # a file in the project: it must be committed too
     elif shutil.which(program, path=env.get("PATH")) is None:
         problems.append(
             f"{where}: agentCommand program {program!r} is not on PATH; use a program on PATH "
             "or a path to the file"
         )
-    for script in _scripts(command[1:]) + ([program] if "/" in program else []):
+    for script in scripts:
         if PurePosixPath(script).is_absolute():
             if not Path(script).is_file():
                 problems.append(f"{where}: agentCommand names {script!r}, which is not a file")
