@@ -223,6 +223,13 @@ def test_a_local_forge_root_serves_what_no_checkout_claims(tmp_path: Path) -> No
     hosted = checkout(tmp_path / "hosted", None, "hosts: {pm: github, code: github}\n")
     with pytest.raises(UserError, match="no checkout"):
         find_checkout("octocat/Hello-World", 7, root=hosted, directory=None, env={})
+    # Without `hosts:` the binding is what a run would infer: local with no origin, but an
+    # origin on a forge no adapter serves binds nothing (it is never "local by default").
+    bare = checkout(tmp_path / "bare", None, "trigger: pair\n")
+    assert find_checkout("octocat/Hello-World", 7, root=bare, directory=None, env={}).path == bare
+    gitlab = checkout(tmp_path / "gitlab", "https://gitlab.com/o/r.git", "trigger: pair\n")
+    with pytest.raises(UserError, match="no checkout"):
+        find_checkout("octocat/Hello-World", 7, root=gitlab, directory=None, env={})
 
 
 def test_the_executor_runs_each_job_on_its_own_checkout_with_that_checkouts_deps(
