@@ -24,10 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from app.domain.binding import KNOWN_HOSTS, Resolution, runner_of
 from app.domain.testgate import Detected, detect_test_commands
 from app.engine.atomic import write_bytes_atomic
-from app.engine.manifest import PAIR_DIR, load_project_config
+from app.engine.manifest import PAIR_DIR, ProjectConfig
 from app.errors import ConfigError, UserError
 from hosts.git import GitError, run_git
 
@@ -194,9 +196,9 @@ def init_project(root: Path, env: Mapping[str, str], *, force: bool) -> Init:
         inferred = Inferred(None, str(err))
     detected = detect_test_commands(*_tracked(root))
     text = render_config(inferred, detected)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # What is written must be what a run accepts: checked against the model before writing.
+    ProjectConfig.model_validate(yaml.safe_load(text) or {})
     write_bytes_atomic(path, text.encode("utf-8"))
-    load_project_config(root)  # what was written must be what a run accepts
     ignore = root / GITIGNORE
     wrote_ignore = not ignore.exists()
     if wrote_ignore:
