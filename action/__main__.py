@@ -224,6 +224,7 @@ async def _act(
         checkpoint=checkpoint,
         runner=runner_of(env),
         say=log.line,
+        run_url=ctx.run_url,
     )
     # Reactions an earlier run owes go out first; this run's own after its command's record.
     await acks.flush(ctx.workspace, cycle.hosts.code, log.line, run)

@@ -262,6 +262,14 @@ class ActionContext(BaseModel):
 
     # -- handing values on -----------------------------------------------------------------
 
+    @property
+    def run_url(self) -> str | None:
+        """This workflow run's page (`GITHUB_SERVER_URL/GITHUB_REPOSITORY/actions/runs/ID`),
+        linked from the tracking comment; None outside a run."""
+        if not self.run_id or not self.repository:
+            return None
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
     def agent_env(self) -> dict[str, str]:
         """The API keys, as the variables the agent CLIs read; only the keys given."""
         return {name: key.get_secret_value() for name, key in self.agent_keys.items()}

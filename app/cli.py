@@ -65,7 +65,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
-    validate = verbs.add_parser("validate", help="check .pair/ files without running anything")
+    init = verbs.add_parser(
+        "init", help="write a commented .pair/config.yaml for this checkout and say what to commit"
+    )
+    init.add_argument("--force", action="store_true", help="replace an existing config")
+
+    validate = verbs.add_parser(
+        "validate", help="check .pair/ files and the agents they name, without running anything"
+    )
     validate.add_argument("batch", nargs="?")
 
     doctor = verbs.add_parser("doctor", help="check this machine against the project's settings")
@@ -97,9 +104,11 @@ def _parser() -> argparse.ArgumentParser:
         headless.add_argument("--json", action="store_true")
 
     card = verbs.add_parser(
-        "card", help="run a /pair command on a card, e.g. `pairbot card 42 implement until: merged`"
+        "card",
+        help="run a /pair command on a card, e.g. `pairbot card 42 implement until: merged`; "
+        '`pairbot card new "title" [--body TEXT]` opens a card',
     )
-    card.add_argument("number", help="the card (issue / work item) number")
+    card.add_argument("number", help="the card (issue / work item) number, or `new`")
     card.add_argument("command", nargs=argparse.REMAINDER, help="the verb and its arguments")
     card.add_argument("--json", action="store_true")
     tick = verbs.add_parser("tick", help="one scheduled step: the oldest-waiting runnable batch")
@@ -141,16 +150,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def _deps(env: Mapping[str, str], root: Path) -> Any:
     # Imported here: `--help`, `status` and `report` never load the runtime (swerex, aiohttp).
+    from app.cycle.batch_vet import batch_vetter  # noqa: PLC0415
     from app.cycle.batch_work import GitWorkTree  # noqa: PLC0415
     from app.engine.step import EngineDeps  # noqa: PLC0415
     from app.runtime.launcher import project_launcher  # noqa: PLC0415
 
+    work = GitWorkTree(root)
     return EngineDeps(
         launcher=project_launcher(root),
         env=dict(env),
         on_line=lambda line: print(line, file=sys.stderr, flush=True),
         pr_opener=_pr_opener(env, root),
-        work=GitWorkTree(root),
+        work=work,
+        work_vet=batch_vetter(work),
     )
 
 
@@ -202,15 +214,14 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         else:
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
     root: Path = (args.root or Path(env.get("PAIR_ROOT") or ".")).resolve()
-    if args.verb == "validate":
-        from app.engine.manifest import list_batches, load_manifest, load_project_config  # noqa: PLC0415
+    if args.verb == "init":
+        from app.project_init import init_project  # noqa: PLC0415
 
-        load_project_config(root)
-        names = [args.batch] if args.batch is not None else list_batches(root)
-        for name in names:
-            load_manifest(root, name)
-        print(f"ok: .pair/config.yaml and {len(names)} batch(es): {', '.join(names) or '-'}")
+        for line in init_project(root, env, force=args.force).lines:
+            print(line)
         return 0
+    if args.verb == "validate":
+        return _validate(root, env, args.batch)
     if args.verb == "doctor":
         from app.runtime.doctor import diagnose, render_text  # noqa: PLC0415
 
@@ -244,9 +255,55 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
             run_headless(root, args.change, args.verb, _deps(env, root), guidance=args.message)
         )
         return _print_result(result, args.json)
+    if args.verb == "card" and args.number == "new":
+        return _card_new(root, env, list(args.command))
     if args.verb in ("card", "tick"):
         return _cycle(args, root, env)
     return _batch(args, root, env)
+
+
+def _validate(root: Path, env: Mapping[str, str], batch: str | None) -> int:
+    """The files parse (the loader's one line, exit 2), then every agent they configure is
+    one pairbot can start: one line per problem, exit 2."""
+    from app.engine.manifest import list_batches, load_manifest, load_project_config  # noqa: PLC0415
+    from app.validation import agent_problems  # noqa: PLC0415
+
+    project = load_project_config(root)
+    names = [batch] if batch is not None else list_batches(root)
+    manifests = {name: load_manifest(root, name) for name in names}
+    problems = agent_problems(root, env, project, manifests)
+    for problem in problems:
+        print(f"pairbot: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"ok: .pair/config.yaml and {len(names)} batch(es): {', '.join(names) or '-'}")
+    return 0
+
+
+def _card_new(root: Path, env: Mapping[str, str], words: list[str]) -> int:
+    """`pairbot card new "title" [--body TEXT]`: open a card on the project's PM host."""
+    from app.cycle.card_cycle import project_binding  # noqa: PLC0415
+    from app.domain.binding import describe, runner_of  # noqa: PLC0415
+    from app.hosting import HostSettings, build_host  # noqa: PLC0415
+
+    parser = _Parser(prog="pairbot card new", description="open a card on the PM host")
+    parser.add_argument("title", help="the card's title")
+    parser.add_argument("--body", default="", help="the card's text (its acceptance criteria)")
+    parser.add_argument("--json", action="store_true")
+    opened = parser.parse_args(words)
+    title = " ".join(opened.title.split())
+    if not title:
+        raise UserError('a card needs a title: pairbot card new "What to build"')
+    resolution, settings = project_binding(root, HostSettings.from_env(env), runner_of(env))
+    print(describe(resolution), file=sys.stderr, flush=True)
+    pm = resolution.binding.pm
+    card = asyncio.run(build_host(pm, settings, root).create_card(title, opened.body))
+    if opened.json:
+        print(json.dumps({"card": card.number, "title": card.title, "host": pm}))
+    else:
+        print(f"opened card #{card.number} on the {pm} host: {card.title}")
+        print(f"next: pairbot card {card.number} implement")
+    return 0
 
 
 def _card_request(number: str, words: list[str], trigger: str) -> Any:

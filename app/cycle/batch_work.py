@@ -195,3 +195,18 @@ class GitWorkTree:
         return self._git(
             "commit-tree", tree, "-p", onto, "-m", message, env=self._identity(deltas[-1][1])
         ).stdout.strip()
+
+    async def discard(self, branch: str, snap: Snapshot) -> None:
+        """Undo a refused step: the working tree back to `snap.parent` and `branch` with it.
+
+        A throwaway index holding the refused snapshot lets `read-tree --reset -u` move the
+        files from its tree to the parent's (files the step added are removed, edited and
+        deleted ones restored) without touching the checkout's own index or HEAD.
+        """
+        if snap.parent is None or snap.commit == snap.parent:
+            return
+        with tempfile.TemporaryDirectory(prefix="pair-discard-") as scratch:
+            index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            self._git("read-tree", snap.commit, env=index)
+            self._git("read-tree", "--reset", "-u", snap.parent, env=index)
+        self._git("update-ref", f"refs/heads/{branch}", snap.parent, snap.commit)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.cycle import driver
+from app.cycle.batch_vet import batch_vetter
 from app.cycle.batch_work import GitWorkTree
 from app.cycle.pr_opener import HostPrOpener
 from app.cycle.state import CardStep, CycleEnv
@@ -71,9 +72,10 @@ class CardCycle(CycleEnv):
         checkpoint: Callable[[], Awaitable[None]] | None = None,
         runner: Runner = "checkout",
         say: Callable[[str], None] | None = None,
+        run_url: str | None = None,
     ) -> CardCycle:
         """The hosts the project binds where pairbot runs, built from `hosts`; the binding is
-        said once through `say`.
+        said once through `say`; `run_url` (this run's page) is linked from tracking comments.
 
         A plain batch ticked here (the Action, the App's worker) opens its PR groups on the
         bound code host and records its work on a work line that every step pushes there: a
@@ -91,13 +93,17 @@ class CardCycle(CycleEnv):
             async def push_work(branch: str) -> str:
                 return await bound.code.push_branch(root, branch, force=True)
 
+            work = deps.work or GitWorkTree(root, remote=remote, push=push_work)
             return cls(
                 root=root,
                 hosts=bound,
                 deps=replace(
                     deps,
                     pr_opener=deps.pr_opener or HostPrOpener(lambda: bound.code, root),
-                    work=deps.work or GitWorkTree(root, remote=remote, push=push_work),
+                    work=work,
+                    # A plain batch's steps meet the converge gate a card's do.
+                    work_vet=deps.work_vet
+                    or (batch_vetter(work) if isinstance(work, GitWorkTree) else None),
                 ),
                 base_branch=base_branch,
                 remote=remote,
@@ -105,6 +111,7 @@ class CardCycle(CycleEnv):
                 resolution=resolved,
                 rebind=rebind,
                 say=say,
+                run_url=run_url,
             )
 
         def rebind(binding: Binding) -> CardCycle:

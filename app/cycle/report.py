@@ -459,7 +459,12 @@ async def publish_status(
     facts = card_facts(state, status, derived)
     explanation = explain(facts)
     body = render_tracking(
-        facts, explanation, tracking_steps(state), plan=plan, notes=run_notes(state)
+        facts,
+        explanation,
+        tracking_steps(state),
+        plan=plan,
+        notes=run_notes(state),
+        run_url=state.env.run_url,
     )
     shown = {"status": explanation.status, "next": explanation.next, "why": explanation.why}
     await state.pub.tracking(state.rec, body, shown)

@@ -60,6 +60,9 @@ class CycleEnv:
     resolution: Resolution | None = None
     rebind: Callable[[Binding], CycleEnv] | None = None
     say: Callable[[str], None] | None = None  # the run's own lines (the binding), not the agent's
+    # The run this is (the Action's workflow run, the App's job), linked from the tracking
+    # comment; read from the surface's settings, never from the environment here.
+    run_url: str | None = None
 
     async def save(self) -> None:
         """Run the checkpoint, if there is one."""

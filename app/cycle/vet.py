@@ -151,7 +151,7 @@ class Vetter:
         if self.verdict is not None and not self.verdict.checked:
             # Never silently nothing: the step's message (its row in the tracking comment)
             # says that no test gate held it, and what would make one.
-            note = no_gate_note(detect_test_commands(*_listing(path, end)))
+            note = no_gate_note(detect_test_commands(*tree_listing(path, end)))
             outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
         return outcome
 
@@ -172,7 +172,7 @@ class Vetter:
         )
 
 
-def _listing(path: Path, commit: str) -> tuple[list[str], str | None]:
+def tree_listing(path: Path, commit: str) -> tuple[list[str], str | None]:
     """The files of `commit` and the root `package.json`'s text, for the test-command detection."""
     files = wt.git(path, "ls-tree", "-r", "-z", "--name-only", commit, strip=False)
     names = [name for name in files.split("\0") if name]

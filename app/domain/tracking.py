@@ -112,13 +112,15 @@ def render_tracking(
     plan: str | None = None,
     max_steps: int = MAX_STEPS,
     notes: Sequence[str] = (),
+    run_url: str | None = None,
 ) -> str:
     """The owned body of the card's tracking comment (no marker): same input, same text.
 
     `facts` and `explanation` must describe the same card; `steps` are in journal order
     (oldest first); `plan` is the proposed plan, shown when given; `notes` are pairbot's own
     one-line facts about the run (the budget's figures, a step handed to a fallback agent),
-    shown under the step history.
+    shown under the step history; `run_url` the run that writes the comment (the Action's
+    workflow run, the App's job), linked when given and safe.
     """
     if facts.card != explanation.card:
         raise ValueError(
@@ -136,6 +138,9 @@ def render_tracking(
         status.append(f"reviewed head `{explanation.reviewed_head[:12]}`")
     if facts.current_head is not None and facts.current_head.lower() != explanation.reviewed_head:
         status.append(f"PR head `{facts.current_head[:12].lower()}`")
+    run = mdtext.safe_url(run_url)
+    if run is not None:
+        status.append(f"[the run that wrote this]({run})")
     lines += [" · ".join(status), "", explanation.to_markdown(), ""]
 
     if plan is not None and mdtext.clean(plan).strip():

@@ -393,7 +393,7 @@ def pair_dir(root: Path) -> Path:
     if not directory.is_dir():
         raise NotInitialisedError(
             f"{root} is not a pairbot project: no {PAIR_DIR}/ directory "
-            "(create .pair/config.yaml, or run pairbot from the project root)"
+            "(run `pairbot init` to create one, or run pairbot from the project root)"
         )
     return directory
 

@@ -40,6 +40,7 @@ from app.engine.manifest import (
     BatchManifest,
     Phase,
     ProjectConfig,
+    TestsConfig,
     load_manifest,
     load_project_config,
 )
@@ -77,6 +78,7 @@ from app.engine.work import (
     work_record,
     work_steps,
 )
+from app.engine.workvet import WorkVet, WorkVetRequest
 from app.settings import ResolvedSettings, resolve_settings
 
 
@@ -170,6 +172,8 @@ class ChangeStepContext:
     # step that takes either over a limit parks the change `awaiting-human`.
     card_budget: Budget | None = None
     batch_budget: Budget | None = None
+    # The project's `tests:`, which deps.work_vet holds a recorded step to.
+    tests: TestsConfig | None = None
 
 
 async def run_change_step(
@@ -204,8 +208,23 @@ async def run_change_step(
     instructions = instructions_for(ctx.settings.agent_for(ctx.transition).name)
     work = deps.work if ctx.record_work else None
     last: str | None = None
+    vetter: WorkVet | None = None
     if work is not None and ctx.batch is not None:
         last = await _prepare_work(ctx.locus, deps, work, ctx.batch)
+        if last is not None and deps.work_vet is not None:
+            vetter = deps.work_vet(
+                WorkVetRequest(
+                    root=ctx.root,
+                    batch=ctx.batch,
+                    change=ctx.change,
+                    transition=ctx.transition,
+                    tests=ctx.tests or TestsConfig(),
+                    journal=ctx.locus.journal,
+                    branch=work_branch(ctx.batch),
+                    env=deps.env,
+                )
+            )
+            await vetter.before()
     spawned = await spawn_agent(
         root=ctx.root,
         locus=ctx.locus,
@@ -218,16 +237,11 @@ async def run_change_step(
         state_root=ctx.state_root,
         instructions_for=instructions_for,
     )
+    snap: Snapshot | None = None
     if work is not None and ctx.batch is not None and last is not None:
-        # Before the outcome: a crash in between leaves the step unaccepted, so it runs again
-        # for the same change, and its next snapshot still belongs to that change.
         snap = await work.snapshot(
             work_branch(ctx.batch), last, f"{ctx.batch}: {ctx.transition} {ctx.change}"
         )
-        if snap is not None and snap.files:
-            _journal_work(
-                ctx.locus, deps, ctx.batch, change=ctx.change, transition=ctx.transition, snap=snap
-            )
     after = read_change_disk(ctx.root, ctx.change)
     verdict: Verdict | None = None
     problems: list[str] = []
@@ -255,8 +269,21 @@ async def run_change_step(
     )
     if ctx.vet is not None and outcome.state in ("advanced", "awaiting-approval"):
         outcome = await ctx.vet(outcome)
+    keep = True
     accepted = outcome.state in ("advanced", "awaiting-approval")
-    budget_park = _budget_park(ctx, spawned.session, spawned.usage) if accepted else None
+    if vetter is not None and snap is not None and accepted:
+        vetted = await vetter.vet(outcome, snap)
+        outcome, keep = vetted.outcome, vetted.keep
+    if ctx.batch is not None and snap is not None and snap.files and keep:
+        # Before the outcome: a crash in between leaves the step unaccepted, so it runs again
+        # for the same change, and its next snapshot still belongs to that change. A refused
+        # step's snapshot was discarded with its work, and belongs to nothing.
+        _journal_work(
+            ctx.locus, deps, ctx.batch, change=ctx.change, transition=ctx.transition, snap=snap
+        )
+    # Spending counts once the step is accepted, after the vet: a refused step parks nothing.
+    still_accepted = outcome.state in ("advanced", "awaiting-approval")
+    budget_park = _budget_park(ctx, spawned.session, spawned.usage) if still_accepted else None
     ref = record_outcome(
         ctx.locus,
         deps,
@@ -394,6 +421,7 @@ async def run_step(
         record_work=True,
         card_budget=project.budget.to_budget() if project.budget else None,
         batch_budget=manifest.budget.to_budget() if manifest.budget else None,
+        tests=project.tests,
     )
     return await run_change_step(ctx, deps, proof)
 

@@ -50,6 +50,7 @@ from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.engine.selection import Park
 from app.engine.work import WorkTree
+from app.engine.workvet import WorkVetFactory
 from app.proc import START_FAILURE_EXIT_CODE
 from app.settings import AgentChoice, AgentStage, ResolvedSettings
 
@@ -134,6 +135,9 @@ class EngineDeps:
     # Records a plain batch's work per change and builds its PR group branches; without it
     # change steps record nothing and the PR step hands the opener branches as they are.
     work: WorkTree | None = None
+    # Vets a plain batch's step (the converge gate of card steps) before its outcome and its
+    # work are recorded (app/engine/workvet.py); without it a batch step is recorded as it ends.
+    work_vet: WorkVetFactory | None = None
     pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
 
 

@@ -1,6 +1,7 @@
 """Which checkout a worker job runs on: the git work tree whose own repository is the job's.
 
-    repo_of_remote(url)                    the repository a remote URL names (pure)
+    repo_of_remote(url, github_api_url)    the repository a remote URL names (pure: the
+                                           binding's own `parse_origin`)
     choose(repo, installation, found, …)   the checkout for a job, or why there is none (pure)
     find_checkout(repo, installation, root, directory, env)
                                            the shell: read the candidates' remotes, then choose
@@ -12,7 +13,8 @@ A's tree would commit A's code to B's branch and publish it on B. The candidates
 project root and, when `PAIR_WORKER_CHECKOUTS` names a directory, the checkouts in it laid out
 as `<directory>/<owner>/<name>` (`<project>/<repo>` for Azure DevOps). A candidate counts only
 if it is the top of a git work tree and its `origin` remote names the job's repository
-(case-insensitively, as both hosts compare names); the root may name its repository with
+(case-insensitively, as both hosts compare names; a GitHub Enterprise Server counts when its API
+URL is set, as for the binding); the root may name its repository with
 `PAIR_GITHUB_REPOSITORY` (or `PAIR_AZURE_DEVOPS_PROJECT` + `_REPOSITORY`) when its `origin` is
 not a host's URL (a local mirror, say). Nothing else is guessed: no checkout is a `UserError`
 that says how to add one, and nothing runs.
@@ -23,8 +25,8 @@ Two cases are not one-to-one:
   project; several are ambiguous and refused.
 - The root serves every job no checkout claims when the App answers on the root's local forge
   (`pairbot serve --dev`, `any_repository`), or when the root names no hosted repository and
-  its `.pair/config.yaml` binds only the `local` host: either way it publishes to its own
-  local forge, never to the repository a delivery names.
+  the binding it resolves (`app.domain.binding`) is `local` for both keys: either way it
+  publishes to its own local forge, never to the repository a delivery names.
 
 A GitHub job carries its installation id and an Azure DevOps job none, so a GitHub job never
 lands on an Azure DevOps checkout of the same name.
@@ -36,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
-from urllib.parse import unquote, urlsplit
 
+from app.domain.binding import parse_origin
 from app.errors import UserError
 from hosts.git import GitError, run_git
 
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 
 HostKind = Literal["github", "azure-devops"]
 _GIT_TIMEOUT_S: Final = 30.0
-_AZURE_SSH_HOSTS: Final = ("ssh.dev.azure.com", "vs-ssh.visualstudio.com")
+GITHUB_API: Final = "https://api.github.com"
 
 
 @dataclass(frozen=True)
@@ -77,48 +79,29 @@ class Checkout:
     repo: RepoId | None  # None: the local-host root, which serves any repository
 
 
-def repo_of_remote(url: str) -> RepoId | None:
-    """The repository a git remote URL names; None for a path or an unknown shape. Pure.
+def repo_of_remote(url: str, github_api_url: str = GITHUB_API) -> RepoId | None:
+    """The repository a git remote URL names; None for a path or a forge no adapter serves. Pure.
 
-    GitHub (and GitHub Enterprise Server): `https://HOST/OWNER/NAME(.git)`,
-    `git@HOST:OWNER/NAME(.git)`, `ssh://git@HOST/OWNER/NAME(.git)`. Azure DevOps:
-    `https://[ORG@]dev.azure.com/ORG/PROJECT/_git/REPO`, `https://ORG.visualstudio.com/
-    [DefaultCollection/]PROJECT/_git/REPO`, Azure DevOps Server `…/PROJECT/_git/REPO`, and
-    `git@ssh.dev.azure.com:v3/ORG/PROJECT/REPO`. A credential in the URL is never kept.
+    What the URL names is `app.domain.binding.parse_origin`'s answer, the one every binding
+    uses: github.com or the GitHub Enterprise Server `github_api_url` belongs to, Azure DevOps
+    (dev.azure.com, <org>.visualstudio.com, ssh.dev.azure.com). A credential in the URL is
+    never kept.
     """
-    url = url.strip()
-    if "://" in url:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https", "ssh", "git"):
-            return None  # file:// and friends: a path names no hosted repository
-        host, path = (parts.hostname or "").lower(), parts.path
-    else:
-        # scp-like `[user@]host:path`; a local path has no `:` before its first `/`
-        head, sep, path = url.partition(":")
-        if not sep or "/" in head or not head:
-            return None
-        host = head.rpartition("@")[2].lower()
-    segments = [unquote(s) for s in path.strip("/").removesuffix(".git").split("/") if s]
-    if not host or not segments:
+    origin = parse_origin(url, github_api_url)
+    if origin is None or origin.repository is None:
         return None
-    if host in _AZURE_SSH_HOSTS:
-        if len(segments) == 4 and segments[0] == "v3":  # v3/ORG/PROJECT/REPO
-            return RepoId("azure-devops", f"{segments[2]}/{segments[3]}")
-        return None
-    if "_git" in segments:
-        at = segments.index("_git")
-        if at != len(segments) - 2:
-            return None
-        repo, before = segments[at + 1], segments[:at]
-        if host == "dev.azure.com":
-            before = before[1:]  # the organization
-        elif host.endswith(".visualstudio.com") and before[:1] == ["DefaultCollection"]:
-            before = before[1:]
-        # `…/ORG/_git/REPO` is the project's default repository, named as the project
-        return RepoId("azure-devops", f"{before[-1] if before else repo}/{repo}")
-    if len(segments) == 2:
-        return RepoId("github", "/".join(segments))
+    if origin.host == "github":
+        return RepoId("github", origin.repository)
+    if origin.host == "azure-devops":
+        return RepoId("azure-devops", origin.repository)
     return None
+
+
+def github_api_url(env: Mapping[str, str] | None) -> str:
+    """The GitHub API URL the environment names (docs/hosts.md), which says which server is a
+    GitHub Enterprise Server; github.com's without one."""
+    env = env or {}
+    return (env.get("PAIR_GITHUB_API_URL") or env.get("GITHUB_API_URL") or GITHUB_API).strip()
 
 
 def choose(
@@ -173,13 +156,16 @@ def is_work_tree_top(path: Path) -> bool:
     return top is not None and Path(top).resolve() == path.resolve()
 
 
-def checkout_repo(path: Path, env: Mapping[str, str] | None = None) -> RepoId | None:
+def checkout_repo(
+    path: Path, env: Mapping[str, str] | None = None, *, api_url: str | None = None
+) -> RepoId | None:
     """The repository the work tree at `path` is a checkout of: its `origin` remote, else
-    (for the root, given `env`) the repository the environment names."""
+    (for the root, given `env`) the repository the environment names. `api_url` (else the
+    one `env` names) says which server is a GitHub Enterprise Server."""
     if not path.is_dir() or not is_work_tree_top(path):
         return None
     url = _git(path, "config", "--get", "remote.origin.url")
-    found = repo_of_remote(url) if url else None
+    found = repo_of_remote(url, api_url or github_api_url(env)) if url else None
     return found or (configured_repo(env) if env is not None else None)
 
 
@@ -208,18 +194,20 @@ def acting_as(hosts: HostSettings, repo: RepoId, installation: int | None) -> Ho
 
 
 def binds_only_local(root: Path) -> bool:
-    """The root is a pairbot project whose cards and pull requests live on the local forge."""
+    """The root is a pairbot project whose cards and pull requests live on the local forge:
+    the binding a run on it chooses (`app.domain.binding`: `hosts:` as declared, else its
+    `origin` remote, `local` only when that is absent or a path) is local for both."""
     if not (root / ".pair" / "config.yaml").is_file() or not is_work_tree_top(root):
         return False
-    from app.domain.binding import resolve_binding  # noqa: PLC0415  # lazy: the engine
-    from app.engine.manifest import load_project_config  # noqa: PLC0415
+    from app.cycle.card_cycle import project_binding  # noqa: PLC0415  # lazy: the engine
+    from app.hosting import HostSettings  # noqa: PLC0415
     from hosts.errors import HostUnsupported  # noqa: PLC0415
 
     try:
-        binding = resolve_binding(load_project_config(root).hosts)
-    except (UserError, HostUnsupported):
-        return False  # a config that does not parse binds nothing: not a local-forge project
-    return binding.pm == binding.code == "local"
+        resolution, _ = project_binding(root, HostSettings())
+    except (UserError, HostUnsupported, ValueError):
+        return False  # a config that does not parse, or a forge no adapter serves: not local
+    return resolution.binding.pm == resolution.binding.code == "local"
 
 
 def _entries(directory: Path, name: str | None) -> list[Path]:
@@ -248,13 +236,14 @@ def find_checkout(
     any_repository: bool = False,
 ) -> Checkout:
     """The checkout a job for `repo` runs on (blocking: run it in a thread); else UserError."""
-    root_repo = checkout_repo(root, env)
+    api_url = github_api_url(env)
+    root_repo = checkout_repo(root, env, api_url=api_url)
     found = [Checkout(root, root_repo)]
     if directory is not None:
         owner, _, name = repo.partition("/")
         for owner_dir in _entries(directory, owner):
             for path in _entries(owner_dir, name or None):
-                found.append(Checkout(path, checkout_repo(path)))
+                found.append(Checkout(path, checkout_repo(path, api_url=api_url)))
     claimed = any(c.repo is not None and c.repo.serves(repo, installation) for c in found)
     # The fallback only for a job no checkout claims: a checkout of the repository wins.
     serves_any = not claimed and (any_repository or (root_repo is None and binds_only_local(root)))

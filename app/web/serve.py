@@ -194,6 +194,7 @@ def serve(
             deps_for=deps,
             # --dev answers every repository on the root's local forge: the root runs them all
             any_repository=settings.forge == "local",
+            run_url=settings.public_url,
         ),
         batches=lambda: worker_batches(root, settings.worker_checkouts),
     )

@@ -129,6 +129,9 @@ class AppSettings(BaseModel):
     tick_s: float = 60.0
     # What the webhook edge lets clients hold before a delivery is authenticated.
     limits: EdgeLimits = EdgeLimits()
+    # Where the App's status page is served from outside (PAIR_PUBLIC_URL): each tracking
+    # comment a job writes links to it. None: no link.
+    public_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
@@ -181,6 +184,7 @@ class AppSettings(BaseModel):
             worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
             tick_s=_tick_s(get("PAIR_TICK_S")),
             limits=EdgeLimits.from_env(get),
+            public_url=_public_url(get("PAIR_PUBLIC_URL")),
         )
 
     def require_webhook_secret(self) -> bytes:
@@ -270,6 +274,17 @@ def _checkouts_dir(value: str | None, root: Path) -> Path | None:
             "that holds the worker's checkouts as <owner>/<name> (or unset it)"
         )
     return path.resolve()
+
+
+def _public_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value.startswith(("https://", "http://")) or any(c.isspace() for c in value):
+        raise ConfigError(
+            f"PAIR_PUBLIC_URL={value!r} is not an http(s) URL; set it to the address the "
+            "status page is served at, e.g. https://pairbot.example.com"
+        )
+    return value.rstrip("/") + "/"
 
 
 def _tick_s(value: str | None) -> float:

@@ -159,6 +159,7 @@ def cycle_executor(
     checkouts: Path | None = None,
     deps_for: Callable[[Path], Any] | None = None,
     any_repository: bool = False,
+    run_url: str | None = None,
 ) -> Executor:
     """The production executor: one step of the card cycle (`app.cycle.card_cycle.CardCycle`)
     on the checkout of the job's repository, its hosts `hosts` (`AppSettings.hosts`) acting as
@@ -173,6 +174,8 @@ def cycle_executor(
     works in).
     `any_repository`: the App answers on the root's local forge (`pairbot serve --dev`), so
     the root serves every repository no checkout claims.
+    `run_url`: the App's status page (`PAIR_PUBLIC_URL`), linked from every tracking comment a
+    job writes; each job logs its host binding line, as a CLI run prints it.
 
     The engine is imported on the first job, so a webhook-only deployment never loads it.
     Each kind of job goes to the cycle's own entry for it: a command to `handle_request`, a
@@ -205,7 +208,11 @@ def cycle_executor(
         same = checkout.path == root
         engine_deps = deps() if same or deps_for is None else deps_for(checkout.path)
         log.debug("a job for %s runs on the checkout at %s", repo, checkout.path)
-        cycle = CardCycle.for_checkout(checkout.path, acting, engine_deps)
+        # Each job says its binding in the log, as a CLI run does on stderr; its tracking
+        # comment links `run_url` (the App's status page).
+        cycle = CardCycle.for_checkout(
+            checkout.path, acting, engine_deps, say=log.info, run_url=run_url
+        )
         if isinstance(job, PairRequest):
             await cycle.handle_request(job)
         elif isinstance(job, ScopeDecisionJob):

@@ -433,7 +433,7 @@ def test_missing_pair_directory(tmp_path: Path, load: Callable[[Path], object]) 
         load(tmp_path)
     assert str(err.value) == (
         f"{tmp_path} is not a pairbot project: no .pair/ directory "
-        "(create .pair/config.yaml, or run pairbot from the project root)"
+        "(run `pairbot init` to create one, or run pairbot from the project root)"
     )
     assert isinstance(err.value, UserError)
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, PrRequest, StepResult
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
-from tests.support.project import Project, agent_env, cli
+from tests.support.project import Project, agent_env, cli, run_until_idle
 
 
 class RecordingOpener:
@@ -35,13 +33,7 @@ def run_all(project: Project, opener: RecordingOpener, limit: int = 40) -> list[
     deps = EngineDeps(
         launcher=Launcher(lambda _s: ProcessRuntime()), env=agent_env(), pr_opener=opener
     )
-    results = []
-    for _ in range(limit):
-        result = asyncio.run(apply_batch(project.root, project.batch, deps))
-        results.append(result)
-        if result.state != "advanced":
-            break
-    return results
+    return run_until_idle(project, deps, limit)
 
 
 def manifest(grouping: str) -> dict[str, Any]:
@@ -124,12 +116,7 @@ def test_without_a_code_host_the_pr_step_blocks_with_a_remedy(
         {"prGrouping": "whole-batch", "phases": [{"name": "p", "changes": ["a"]}]}
     )
     deps = EngineDeps(launcher=Launcher(lambda _s: ProcessRuntime()), env=agent_env())
-    result = None
-    for _ in range(6):
-        result = asyncio.run(apply_batch(project.root, project.batch, deps))
-        if result.state != "advanced":
-            break
-    assert result is not None
+    result = run_until_idle(project, deps, limit=6)[-1]
     assert (result.state, result.transition) == ("blocked", "pr")
     assert "prGrouping: off" in (result.blocker or "")
 

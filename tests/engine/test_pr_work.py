@@ -18,12 +18,12 @@ import pytest
 from app.cycle.batch_work import GitWorkTree
 from app.cycle.pr_opener import HostPrOpener
 from app.engine.runner import apply_batch
-from app.engine.step import EngineDeps, PrRequest, StepResult
+from app.engine.step import EngineDeps, PrRequest
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
 from tests.support.git import git
-from tests.support.project import Project, agent_env
+from tests.support.project import Project, agent_env, run_until_idle
 
 
 class Crash(BaseException):
@@ -77,16 +77,6 @@ def deps_for(project: Project, forge: Path, scratch: Path, opener: Any = None) -
         pr_opener=opener or HostPrOpener(lambda: host, project.root),
         work=GitWorkTree(project.root),
     )
-
-
-def run_until_idle(project: Project, deps: EngineDeps, limit: int = 30) -> list[StepResult]:
-    results = []
-    for _ in range(limit):
-        result = asyncio.run(apply_batch(project.root, project.batch, deps))
-        results.append(result)
-        if result.state != "advanced":
-            break
-    return results
 
 
 def two_changes(grouping: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 `Project` is a real git repository with `.pair/config.yaml` (agent `command` running
 tests/support/scripted_agent.py with this interpreter) and one batch manifest; the
 `make_project` fixture (tests/conftest.py) builds one. `apply_once` runs one real
-`apply_batch` in-process through the real `ProcessRuntime`; `cli` runs the installed `pairbot`
+`apply_batch` in-process through the real `ProcessRuntime` (`run_until_idle`: until a step does
+not advance); `cli` runs the installed `pairbot`
 console script as a subprocess; `agent_env` is the small environment both give pairbot and its
 agent, so no secret of the test runner reaches them.
 """
@@ -87,6 +88,17 @@ def apply_once(
         env=agent_env(env),
     )
     return asyncio.run(apply_batch(project.root, project.batch, deps))
+
+
+def run_until_idle(project: Project, deps: EngineDeps, limit: int = 30) -> list[StepResult]:
+    """`batch apply` in-process until a step does not advance (at most `limit` steps)."""
+    results = []
+    for _ in range(limit):
+        result = asyncio.run(apply_batch(project.root, project.batch, deps))
+        results.append(result)
+        if result.state != "advanced":
+            break
+    return results
 
 
 def cli(

@@ -54,8 +54,10 @@ def test_the_cycle_executor_hands_each_kind_of_job_to_its_own_cycle_entry(
 
     env = Cycle()
 
-    def for_checkout(root: Path, hosts: HostSettings, deps: Any) -> object:
+    def for_checkout(root: Path, hosts: HostSettings, deps: Any, **given: Any) -> object:
         assert (root, deps) == (tmp_path, "deps")
+        # Each job logs its binding line and links the App's page (none configured here).
+        assert callable(given["say"]) and given["run_url"] is None
         return env
 
     monkeypatch.setattr(CardCycle, "for_checkout", staticmethod(for_checkout))
@@ -85,7 +87,8 @@ def test_the_cycle_executor_hands_each_kind_of_job_to_its_own_cycle_entry(
         ),
         pytest.param("git@github.com:octo-org/widgets.git", "github:octo-org/widgets", id="scp"),
         pytest.param("ssh://git@github.com/o/n.git", "github:o/n", id="ssh"),
-        pytest.param("https://ghe.example.com/o/n.git", "github:o/n", id="enterprise"),
+        # A server is a GitHub Enterprise Server only when its API URL says so (as the binding).
+        pytest.param("https://ghe.example.com/o/n.git", None, id="enterprise-unconfigured"),
         pytest.param(
             "https://fabrikam@dev.azure.com/fabrikam/Fabrikam%20Fiber/_git/Web",
             "azure-devops:Fabrikam Fiber/Web",
@@ -104,11 +107,7 @@ def test_the_cycle_executor_hands_each_kind_of_job_to_its_own_cycle_entry(
         pytest.param(
             "git@ssh.dev.azure.com:v3/fabrikam/Fiber/Web", "azure-devops:Fiber/Web", id="ado-ssh"
         ),
-        pytest.param(
-            "https://tfs.example.com/tfs/Coll/Fiber/_git/Web",
-            "azure-devops:Fiber/Web",
-            id="server",
-        ),
+        pytest.param("https://tfs.example.com/tfs/Coll/Fiber/_git/Web", None, id="server"),
         pytest.param("/srv/mirrors/hello.git", None, id="path"),
         pytest.param("../forge/repo.git", None, id="relative-path"),
         pytest.param("file:///srv/mirrors/o/n.git", None, id="file-url"),
@@ -119,6 +118,11 @@ def test_the_cycle_executor_hands_each_kind_of_job_to_its_own_cycle_entry(
 def test_a_remote_url_names_its_repository(url: str, expected: str | None) -> None:
     found = repo_of_remote(url)
     assert (f"{found.host}:{found.name}" if found is not None else None) == expected
+
+
+def test_an_enterprise_server_is_github_when_its_api_url_is_set() -> None:
+    found = repo_of_remote("git@ghe.example.com:o/n.git", "https://ghe.example.com/api/v3")
+    assert found == RepoId("github", "o/n")
 
 
 LOCAL_ONLY = "hosts: {pm: local, code: local}\n"
@@ -219,6 +223,13 @@ def test_a_local_forge_root_serves_what_no_checkout_claims(tmp_path: Path) -> No
     hosted = checkout(tmp_path / "hosted", None, "hosts: {pm: github, code: github}\n")
     with pytest.raises(UserError, match="no checkout"):
         find_checkout("octocat/Hello-World", 7, root=hosted, directory=None, env={})
+    # Without `hosts:` the binding is what a run would infer: local with no origin, but an
+    # origin on a forge no adapter serves binds nothing (it is never "local by default").
+    bare = checkout(tmp_path / "bare", None, "trigger: pair\n")
+    assert find_checkout("octocat/Hello-World", 7, root=bare, directory=None, env={}).path == bare
+    gitlab = checkout(tmp_path / "gitlab", "https://gitlab.com/o/r.git", "trigger: pair\n")
+    with pytest.raises(UserError, match="no checkout"):
+        find_checkout("octocat/Hello-World", 7, root=gitlab, directory=None, env={})
 
 
 def test_the_executor_runs_each_job_on_its_own_checkout_with_that_checkouts_deps(
@@ -231,7 +242,7 @@ def test_the_executor_runs_each_job_on_its_own_checkout_with_that_checkouts_deps
         async def handle_request(self, request: PairRequest) -> None:
             return None
 
-    def for_checkout(path: Path, hosts: HostSettings, deps: Any) -> object:
+    def for_checkout(path: Path, hosts: HostSettings, deps: Any, **_: Any) -> object:
         repo = hosts.github_repository
         ado = hosts.azure_project, hosts.azure_repository
         ran.append((path, repo, "/".join(ado) if all(ado) else None, deps))
