@@ -55,8 +55,8 @@ def plain() -> str:
         "minutes, and say so in the error message. See [the spec](https://example.com/spec) "
         "and `auth/lockout.py`; the **current** behaviour is *wrong* for SSO users.\n\n"
         "- first point of the plan\n- second point, with a longer explanation of why\n"
-        "  it matters for the rollout\n\n```python\ndef lockout(user):\n    return user.failed >= 5\n"
-        "```\n\n"
+        "  it matters for the rollout\n\n```python\ndef lockout(user):\n"
+        "    return user.failed >= 5\n```\n\n"
     )
     return _fill(paragraph) + TAIL
 
@@ -66,10 +66,9 @@ SHAPES: dict[str, Callable[[], str]] = {
     "nested comments": lambda: _nested("<!-", "<!-- x -->", "->") + TAIL,
     "open comments": lambda: _fill("<!-- ") + TAIL,
     "deep list": lambda: _fill("- ") + "x" + TAIL,
-    "deep list lines": lambda: "".join(
-        "  " * depth + "- item\n" for depth in range(SIZE // 400)
-    )
-    + TAIL,
+    "deep list lines": lambda: (
+        "".join("  " * depth + "- item\n" for depth in range(SIZE // 400)) + TAIL
+    ),
     "deep quote": lambda: _fill("> ") + "x" + TAIL,
     "long line": lambda: _fill("word ") + TAIL,
     "nested brackets": lambda: _nested("[", "x", "]") + TAIL,

@@ -222,7 +222,7 @@ def parse_commands(
     while index < len(visible):
         match = start.match(visible[index]) if prose[index] else None
         if match is not None and _ODD_INDENT.match(_FORMAT.sub("", original[index])):
-            match = None  # markdown-it strips any Unicode space; CommonMark only " " and tab
+            match = None  # a line indented by a no-break space is not a command line
         reordered = raw_prose[index] and _reordered_command(start, original[index])
         if match is None and not reordered:
             index += 1

@@ -14,19 +14,21 @@ would have seen.
     strip_hidden(text)     strip_invisible, then HTML comments removed in one pass so that no
                            `<!--` is left; for short plain fields (titles, goals) and for text
                            pairbot re-escapes itself
-    reader_text(text)      Markdown read by a real parser (markdown-it-py, CommonMark + GFM
-                           tables and strikethrough) and its raw HTML by `html.parser`, rendered
-                           back as the text a reader sees: no HTML comments, no tags or
-                           attributes, no content of hidden elements (`hidden`, `display:none`,
-                           `<script>`, …), no image alt text, no link titles; links keep their
-                           target, code keeps its text
+    reader_text(text)      Markdown read by a real parser (cmark-gfm, GitHub's own renderer:
+                           CommonMark + GFM tables, task lists, strikethrough, autolinks) and
+                           its raw HTML by a linear tokenizer, rendered back as the text a
+                           reader sees: no HTML comments, no tags or attributes, no content of
+                           hidden elements (`hidden`, `display:none`, `<script>`, …), no image
+                           alt text, no link titles; links keep their target, code its text
     visible_lines(text)    the same reading, line by line in the source's numbering, with which
                            lines are top-level prose (a paragraph or raw HTML at the top level,
                            outside quotes, code and hidden elements): where a command may stand
 
-Cost: every step is one pass over the text (the Markdown parser is linear on the inputs that
-make regex loops quadratic: nested comments, deep lists, long lines, nested brackets and
-emphasis; `benchmarks/hostile_comment.py` measures it), after a hard cap: text longer than
+Cost: every step is one pass over the text (cmark-gfm is linear on the inputs that make regex
+loops quadratic: nested comments, deep lists, long lines, nested brackets and emphasis;
+`benchmarks/hostile_comment.py` measures it), and what Python does with the rendered HTML is
+bounded by element budgets (MAX_ELEMENTS: an agent is told the text was withheld;
+MAX_BLOCK_ELEMENTS / MAX_BLOCKS: such a block holds no command), after a hard cap: text longer than
 MAX_CHARS (a GitHub comment or issue body holds at most 65,536 characters) is cut at the last
 line break before the cap and the rest is never parsed. `reader_text` says so in a last line;
 the command grammar simply never sees the rest, and a line is never cut in the middle (so the
@@ -42,8 +44,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-import cmarkgfm
-from cmarkgfm.cmark import Options
+# cmarkgfm ships no type information; its two entry points are typed where they are used.
+import cmarkgfm  # type: ignore[import-untyped]
+from cmarkgfm.cmark import Options  # type: ignore[import-untyped]
 
 MAX_CHARS: Final = 65_536
 # Rendered HTML with more elements than these is too complex to read in bounded time: a
@@ -338,7 +341,8 @@ _MARKERS: Final = {
 
 
 def _render(source: str) -> str:
-    return cmarkgfm.github_flavored_markdown_to_html(source, _OPTIONS)
+    rendered: str = cmarkgfm.github_flavored_markdown_to_html(source, _OPTIONS)
+    return rendered
 
 
 @dataclass
@@ -459,13 +463,23 @@ class _LineReader:
                 element = stack.push(tok)
                 if not element.hidden and not outside and (tok.tag in _MARKERS or tok.tag == "img"):
                     yield from self._place(
-                        out_line, _MARKERS.get(tok.tag, "[image]"), True, block, pending, out_lines
+                        out_line,
+                        _MARKERS.get(tok.tag, "[image]"),
+                        True,
+                        block=block,
+                        pending=pending,
+                        out_lines=out_lines,
                     )
             elif tok.kind == "end":
                 closed = stack.pop(tok.tag)
                 if closed is not None and not closed.hidden and not outside and tok.tag in _MARKERS:
                     yield from self._place(
-                        out_line, _MARKERS[tok.tag], True, block, pending, out_lines
+                        out_line,
+                        _MARKERS[tok.tag],
+                        True,
+                        block=block,
+                        pending=pending,
+                        out_lines=out_lines,
                     )
                 if closed is not None and not stack.open:
                     if block is not None:
@@ -476,7 +490,12 @@ class _LineReader:
                 for offset, piece in enumerate(tok.text.split("\n")):
                     if piece:
                         yield from self._place(
-                            out_line + offset, piece, not stack.quiet, block, pending, out_lines
+                            out_line + offset,
+                            piece,
+                            not stack.quiet,
+                            block=block,
+                            pending=pending,
+                            out_lines=out_lines,
                         )
             if "\n" in tok.raw:
                 out_line += tok.raw.count("\n")
@@ -486,6 +505,7 @@ class _LineReader:
         at: int,
         piece: str,
         plain: bool,
+        *,
         block: tuple[int, int, int] | None,
         pending: list[tuple[int, str, bool]],
         out_lines: list[str],
