@@ -163,12 +163,24 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
     )
     if wanted == []:
         return VisibleLines(lines, prose)
-    for first, end, segment in _segments(_render(source), len(source_lines)):
+    markup = _render(source)
+    # Raw HTML can open an element in one block that hides or quotes the next blocks
+    # (`<div hidden>`, a blank line, a paragraph): then every block is scanned for its tags,
+    # within the same element budget, so each block is read inside what encloses it.
+    raw_html = _RAW_TAG.search(source) is not None
+    if raw_html and markup.count("<") > MAX_ELEMENTS:
+        return VisibleLines(lines, prose)
+    stack = _Stack()
+    for first, end, segment in _segments(markup, len(source_lines)):
         if wanted is not None and not _any_between(wanted, first, end):
+            if raw_html:
+                _follow(stack, segment)
             continue
         if segment.count("<") > MAX_BLOCK_ELEMENTS:
+            if raw_html:
+                _follow(stack, segment)
             continue
-        for line, piece, plain in _LineReader(source_lines, first).read(segment):
+        for line, piece, plain in _LineReader(source_lines, first, stack).read(segment):
             if line < total:
                 lines[line] += piece
                 prose[line] = prose[line] or plain
@@ -177,6 +189,15 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
         lines,
         [p and not q and bool(t.strip()) for p, q, t in zip(prose, quiet, lines, strict=True)],
     )
+
+
+def _follow(stack: _Stack, segment: str) -> None:
+    """Open and close elements as a segment does, reading none of its text."""
+    for tok in _tokens(segment):
+        if tok.kind == "start":
+            stack.push(tok)
+        elif tok.kind == "end":
+            stack.pop(tok.tag)
 
 
 def _any_between(ordered: list[int], first: int, end: int) -> bool:
@@ -324,6 +345,7 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|([^\s>]+)))?""")
+_RAW_TAG = re.compile(r"<[A-Za-z/]")
 _BLOCK_START = re.compile(r'<[a-z0-9]+ data-sourcepos="(\d+):(\d+)-(\d+):(\d+)"')
 _POSITION = re.compile(r"(\d+):(\d+)-(\d+):(\d+)")
 _BLOCKS: Final = frozenset(
@@ -332,7 +354,7 @@ _BLOCKS: Final = frozenset(
      "dt", "dd", "figure", "figcaption", "header", "footer", "nav", "aside", "main", "br"}
 )  # fmt: skip
 _SPACED: Final = frozenset(
-    {"p", "pre", "table", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "div"}
+    {"p", "pre", "table", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "div", "ul", "ol"}
 )
 _MARKERS: Final = {
     "em": "*", "i": "*", "strong": "**", "b": "**", "del": "~~", "s": "~~", "strike": "~~",
@@ -437,14 +459,15 @@ class _LineReader:
     Everything else (lists, quotes, headings, tables, code) is never prose and not read.
     """
 
-    def __init__(self, source_lines: list[str], cursor: int = 0) -> None:
+    def __init__(self, source_lines: list[str], cursor: int, stack: _Stack) -> None:
         self._source = source_lines
+        self._stack = stack
         self._cursor = cursor  # the next source line raw HTML may come from
         self._raw_at: dict[int, int] = {}
 
     def read(self, markup: str) -> Iterator[tuple[int, str, bool]]:
         out_lines = markup.split("\n")
-        stack = _Stack()
+        stack = self._stack
         out_line = 0
         block: tuple[int, int, int] | None = None  # (first, last source line, first out line)
         pending: list[tuple[int, str, bool]] = []
@@ -627,7 +650,7 @@ class _Reader:
         elif tag == "img":
             self._add("[image]")
         elif tag == "input" and tok.attrs.get("type") == "checkbox":
-            self._add("[x] " if "checked" in tok.attrs else "[ ] ")
+            self._add("[x]" if "checked" in tok.attrs else "[ ]")
         elif tag == "tr":
             self._row = []
         elif tag in ("td", "th"):
@@ -651,6 +674,8 @@ class _Reader:
         elif tag in ("li", "blockquote") and self._prefixes:
             self._flush()
             self._prefixes.pop()
+            if tag == "blockquote" and self._out and not self._out[-1].strip(" >"):
+                self._out[-1] = "".join(">" for e in self._prefixes if e[0] == "> ")
         elif tag == "a" and self._links:
             href = self._links.pop()
             if href and not self._line.endswith(href):
