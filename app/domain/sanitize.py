@@ -79,6 +79,7 @@ _HIDDEN_TAGS: Final = frozenset(
 )
 _HIDING_STYLE = re.compile(
     r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|font-size\s*:\s*0(?![.\d]*[1-9])"
+    r"|color\s*:\s*(?:transparent|white|#fff(?:fff)?\b|rgba\([^)]*,\s*0\s*\))"
     r"|opacity\s*:\s*0(?![.\d]*[1-9])|(?:max-)?(?:height|width)\s*:\s*0(?![.\d]*[1-9])",
     re.IGNORECASE,
 )
@@ -130,6 +131,42 @@ def reader_text(text: str) -> str:
     if dropped:
         body += f"\n[pairbot: {dropped} more characters over the {MAX_CHARS}-character cap]"
     return body
+
+
+def html_paragraphs(markup: str) -> str:
+    """The top-level paragraphs of an HTML fragment (a work-item comment), as escaped text.
+
+    Only text a reader sees as plain prose counts: text inside `<blockquote>`, `<pre>`, inline
+    code (`<code>`, `<kbd>`, …), lists, tables or a hidden element (`hidden`, a hiding style)
+    is left out. Each `<p>` / `<div>` / `<br>` ends a line and paragraphs are separated by a
+    blank line; every ASCII punctuation character is backslash-escaped, so reading the result
+    as Markdown (the command grammar does) shows exactly this text and nothing can turn into
+    markup. Linear, after the same cap as everything else.
+    """
+    capped, _ = cap(markup)
+    stack = _Stack()
+    lines: list[str] = []
+    current = ""
+    for tok in _tokens(capped):
+        if tok.kind == "start":
+            element = stack.push(tok)
+            if tok.tag in _PARAGRAPH_BREAKS:
+                lines.append(current)
+                current = ""
+            if tok.void:
+                continue
+            if tok.tag not in _PROSE_TAGS and not element.hidden:
+                element.quiet = True  # a list, a table, code, a quote: never a command
+        elif tok.kind == "end":
+            stack.pop(tok.tag)
+            if tok.tag in _PARAGRAPH_BREAKS:
+                lines.append(current)
+                current = ""
+        elif tok.kind == "text" and not stack.hidden and not stack.quiet:
+            current += " ".join(strip_invisible(tok.text).split("\n"))
+    lines.append(current)
+    text = "\n".join(_MD_PUNCTUATION.sub(r"\\\g<0>", " ".join(line.split())) for line in lines)
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
 
 @dataclass(frozen=True)
@@ -345,6 +382,13 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|([^\s>]+)))?""")
+# Elements whose text is still prose in a work-item comment; any other element quiets its text.
+_PROSE_TAGS: Final = frozenset(
+    {"p", "div", "span", "font", "b", "strong", "i", "em", "u", "s", "strike", "del", "ins",
+     "a", "br", "small", "big", "sub", "sup", "mark", "abbr", "body", "html"}
+)  # fmt: skip
+_PARAGRAPH_BREAKS: Final = frozenset({"p", "div", "br", "li", "tr", "blockquote", "pre", "hr"})
+_MD_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 _RAW_TAG = re.compile(r"<[A-Za-z/]")
 _BLOCK_START = re.compile(r'<[a-z0-9]+ data-sourcepos="(\d+):(\d+)-(\d+):(\d+)"')
 _POSITION = re.compile(r"(\d+):(\d+)-(\d+):(\d+)")
