@@ -10,9 +10,9 @@ from app.domain.sanitize import strip_hidden
 from app.engine.instructions import (
     InstructionContext,
     Quoted,
-    fence,
     build_decomposition_instructions,
     build_instructions,
+    fence,
 )
 from app.engine.manifest import Phase
 from app.runtime.launcher import Launcher
