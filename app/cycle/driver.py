@@ -251,7 +251,9 @@ async def _recorded(
     """After a command's effect is journaled: note its delivery, save, then take the step."""
     if run:  # the card as it stands at this command is what its steps' agents read
         trigger = request.comment.id if request.comment and not request.comment.on_pull else None
-        await snapshot.record(env, locus, request.card, trigger_comment=trigger)
+        await snapshot.record(
+            env.hosts.pm, env.deps.clock, locus, request.card, trigger_comment=trigger
+        )
     if request.delivery:
         data = {"event": "command", "verb": request.verb, "delivery": request.delivery}
         journal_event(locus, env.deps.clock, kind="cycle", key=card_key(request.card), data=data)
@@ -403,7 +405,9 @@ async def _transition(
     card = await env.hosts.pm.get_card(state.card)
     taken = rec.snapshot
     if taken is None:  # a cycle bound before snapshots were kept: take one now, once
-        taken = await snapshot.record(env, state.locus, state.card, trigger_comment=None)
+        taken = await snapshot.record(
+            env.hosts.pm, env.deps.clock, state.locus, state.card, trigger_comment=None
+        )
     notes: list[str] = []
     if rec.sendbacks and rec.last_sendback:
         notes.append(f"Your previous attempt was sent back by the engine: {rec.last_sendback}")

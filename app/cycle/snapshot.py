@@ -1,6 +1,6 @@
 """The card as it was when its command was accepted: the only card text an agent is given.
 
-    record(env, locus, card, trigger_comment)  read the card and its comments once, keep what
+    record(pm, clock, locus, card, ...)        read the card and its comments once, keep what
                                                existed when the command was posted, journal it
     quotes(snapshot)                           the snapshot as attributed, quoted pieces
 
@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.cycle.batch import card_key
-from app.cycle.state import CycleEnv
 from app.domain.sanitize import cap
 from app.engine.instructions import Quoted
 from app.engine.runstate import RunLocus
-from app.engine.step import journal_event
+from app.engine.step import Clock, journal_event
+from hosts.base import Host
 from hosts.errors import HostError
 from hosts.models import WRITE_PERMISSIONS, Author, Target
 
@@ -44,13 +44,12 @@ _OWN_MARKER = "<!-- pair:"
 
 
 async def record(
-    env: CycleEnv, locus: RunLocus, card: int, *, trigger_comment: str | None
+    pm: Host, clock: Clock, locus: RunLocus, card: int, *, trigger_comment: str | None
 ) -> dict[str, Any]:
     """Read the card and its comments, keep what stood at the command, journal it."""
-    pm = env.hosts.pm
     found = await pm.get_card(card)
     comments = await pm.list_comments(Target("card", card))
-    now = env.deps.clock()
+    now = clock()
     trigger = next((c for c in comments if trigger_comment and c.id == trigger_comment), None)
     cutoff = _when(trigger.created_at) if trigger is not None else None
     cutoff = cutoff or (now if now.tzinfo else now.replace(tzinfo=UTC))
@@ -94,7 +93,7 @@ async def record(
         "authorWrites": (await writes(author)) if author is not None else None,
         "comments": kept[-MAX_COMMENTS:],
     }
-    journal_event(locus, env.deps.clock, kind="cycle", key=card_key(card), data=snapshot)
+    journal_event(locus, clock, kind="cycle", key=card_key(card), data=snapshot)
     return snapshot
 
 
