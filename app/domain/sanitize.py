@@ -193,11 +193,7 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
     quiet = [False] * total
     source = _SOURCEPOS.sub("data-x-", _prepare(normal)[0])
     source_lines = source.split("\n")
-    wanted = (
-        None
-        if addressed is None
-        else [i for i, line in enumerate(source_lines) if addressed.search(line)]
-    )
+    wanted = None if addressed is None else _lines_matching(addressed, source)
     if wanted == []:
         return VisibleLines(lines, prose)
     markup = _render(source)
@@ -226,6 +222,18 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
         lines,
         [p and not q and bool(t.strip()) for p, q, t in zip(prose, quiet, lines, strict=True)],
     )
+
+
+def _lines_matching(pattern: re.Pattern[str], text: str) -> list[int]:
+    """The 0-based numbers of the lines of `text` that `pattern` finds something on."""
+    found: list[int] = []
+    line, counted = 0, 0
+    for match in pattern.finditer(text):
+        line += text.count("\n", counted, match.start())
+        counted = match.start()
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
 
 
 def _follow(stack: _Stack, segment: str) -> None:
