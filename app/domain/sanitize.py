@@ -6,7 +6,7 @@ never shown in the text, zero-width characters are invisible and a bidi override
 run reversed. The agent, and the command grammar, only ever get what a person reading the card
 would have seen.
 
-    cap(text)              the first MAX_CHARS characters, cut at a line break (see below)
+    cap(text)              at most MAX_CHARS characters, cut at a line break (see below)
     strip_invisible(text)  zero-width / invisible format characters removed and every bidi
                            embedding, override or isolate run dropped whole: from its opening
                            control (U+202A-U+202E, U+2066-U+2068) to its matching PDF / PDI or
@@ -20,6 +20,9 @@ would have seen.
                            reader sees: no HTML comments, no tags or attributes, no content of
                            hidden elements (`hidden`, `display:none`, `<script>`, …), no image
                            alt text, no link titles; links keep their target, code its text
+    html_paragraphs(html)  the top-level paragraphs of an HTML fragment (an Azure Boards
+                           work-item comment) as escaped text: quoted, code, list, table and
+                           hidden text left out
     visible_lines(text)    the same reading, line by line in the source's numbering, with which
                            lines are top-level prose (a paragraph or raw HTML at the top level,
                            outside quotes, code and hidden elements): where a command may stand
@@ -28,9 +31,9 @@ Cost: every step is one pass over the text (cmark-gfm is linear on the inputs th
 loops quadratic: nested comments, deep lists, long lines, nested brackets and emphasis;
 `benchmarks/hostile_comment.py` measures it), and what Python does with the rendered HTML is
 bounded by element budgets (MAX_ELEMENTS: an agent is told the text was withheld;
-MAX_BLOCK_ELEMENTS / MAX_BLOCKS: such a block holds no command), after a hard cap: text longer than
-MAX_CHARS (a GitHub comment or issue body holds at most 65,536 characters) is cut at the last
-line break before the cap and the rest is never parsed. `reader_text` says so in a last line;
+MAX_BLOCK_ELEMENTS / MAX_BLOCKS: such a block holds no command), after a hard cap: text longer
+than MAX_CHARS (a GitHub comment or issue body holds at most 65,536 characters) is cut at the
+last line break before the cap and the rest is never parsed. `reader_text` says so in a last line;
 the command grammar simply never sees the rest, and a line is never cut in the middle (so the
 cut cannot turn `/pair approve if CI passes` into `/pair approve`).
 """
