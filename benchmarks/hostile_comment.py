@@ -10,8 +10,10 @@ Markdown/HTML reading of `app.domain.sanitize.visible_lines`) and the text the a
 given (`app.domain.sanitize.reader_text`). The shapes are the ones that made the old regex loops
 quadratic or that stress a Markdown parser: nested HTML comments (`<!-<!-…-->->`), deep lists
 and quotes, one long line, nested brackets, links and images, nested emphasis, backtick runs,
-nested raw HTML and a stack of bidi controls. They are timed side by side with a plain comment
-(prose paragraphs, lists, code, links) in the same run, and the ratio is printed.
+nested raw HTML and a stack of bidi controls; "emphasis at limit" holds as many `*` and `_`
+as the sanitizer reads before it calls a text too complex (more are refused unparsed). They
+are timed side by side with a plain comment (prose paragraphs, lists, code, links) in the same
+run, and the ratio is printed.
 
 The goal: every hostile shape under 50 ms on the reference machine (2 shared cores). Nothing
 here touches the network or the disk.
@@ -32,7 +34,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.domain.commands import parse_commands
-from app.domain.sanitize import reader_text
+from app.domain.sanitize import MAX_DELIMITERS, reader_text
 
 SIZE = 64 * 1024
 GOAL_MS = 50.0
@@ -76,6 +78,9 @@ SHAPES: dict[str, Callable[[], str]] = {
     "nested images": lambda: _nested("![", "x", "](y)") + TAIL,
     "nested emphasis": lambda: _nested("*a _b ", "c", " d_ e*") + TAIL,
     "open emphasis": lambda: _fill("*_") + TAIL,
+    "emphasis at limit": lambda: (
+        "*_" * (MAX_DELIMITERS // 2 - 8) + "\n\n" + "word " * ((SIZE - MAX_DELIMITERS) // 5) + TAIL
+    ),
     "backtick runs": lambda: "".join("`" * (n % 60 + 1) + " " for n in range(SIZE // 32)) + TAIL,
     "nested html": lambda: "<div>\n" + _nested("<span hidden>", "x", "</span>") + TAIL,
     "bidi stack": lambda: _fill("\u202e\u2066") + TAIL,

@@ -31,7 +31,10 @@ Cost: every step is one pass over the text (cmark-gfm is linear on the inputs th
 loops quadratic: nested comments, deep lists, long lines, nested brackets and emphasis;
 `benchmarks/hostile_comment.py` measures it), and what Python does with the rendered HTML is
 bounded by element budgets (MAX_ELEMENTS: an agent is told the text was withheld;
-MAX_BLOCK_ELEMENTS / MAX_BLOCKS: such a block holds no command), after a hard cap: text longer
+MAX_BLOCK_ELEMENTS / MAX_BLOCKS: such a block holds no command), after hard caps checked before
+any parsing: a text with more than MAX_DELIMITERS `*` and `_`, or quotes nested deeper than
+MAX_QUOTE_DEPTH, is withheld from an agent and holds no command (cmark-gfm's emphasis pass is
+its slowest per character; deep quotes multiply its output), and text longer
 than MAX_CHARS (a GitHub comment or issue body holds at most 65,536 characters) is cut at the
 last line break before the cap and the rest is never parsed. `reader_text` says so in a last line;
 the command grammar simply never sees the rest, and a line is never cut in the middle (so the
@@ -55,9 +58,16 @@ MAX_CHARS: Final = 65_536
 # Rendered HTML with more elements than these is too complex to read in bounded time: a
 # 64 KB text of ordinary Markdown renders to about 3,000; nested emphasis or `> > > …` to tens
 # of thousands. The whole text (for an agent) or one top-level block (for a command).
-MAX_ELEMENTS: Final = 16_384
+MAX_ELEMENTS: Final = 8_192
 MAX_BLOCK_ELEMENTS: Final = 2_048
 MAX_BLOCKS: Final = 8_192
+# Emphasis delimiters cost cmark-gfm the most per character (`*_*_…` over 64 KB takes it ~70 ms
+# where plain text takes 1): a text with more `*` and `_` than this is too complex to read,
+# checked before it is parsed. 64 KB of snake_case code holds a few thousand.
+MAX_DELIMITERS: Final = 16_384
+MAX_QUOTE_DEPTH: Final = 64
+# Unambiguous (each repetition starts at its own `>`), so a near miss costs no backtracking.
+_DEEP_QUOTE = re.compile(rf"^[ ]{{0,3}}(?:>[ ]{{0,3}}){{{MAX_QUOTE_DEPTH + 1}}}", re.MULTILINE)
 
 _LINE_END = re.compile(r"\r\n?")
 # Zero-width and invisible formatting characters: none of them renders as a visible glyph.
@@ -124,6 +134,12 @@ def strip_hidden(text: str) -> str:
 def reader_text(text: str) -> str:
     """What a reader of `text` (Markdown with raw HTML) sees, as plain Markdown-like text."""
     source, dropped = _prepare(text)
+    if _too_many_delimiters(source):
+        return (
+            f"[pairbot: withheld, this text holds more than {MAX_DELIMITERS} emphasis "
+            f"delimiters (* and _) or quotes nested over {MAX_QUOTE_DEPTH} deep; too complex "
+            "to read safely]"
+        )
     markup = _render(source)
     if markup.count("<") > MAX_ELEMENTS:
         return (
@@ -197,7 +213,7 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
     source = _SOURCEPOS.sub("data-x-", _prepare(normal)[0])
     source_lines = source.split("\n")
     wanted = None if addressed is None else _lines_matching(addressed, source)
-    if wanted == []:
+    if wanted == [] or _too_many_delimiters(source):
         return VisibleLines(lines, prose)
     markup = _render(source)
     # Raw HTML can open an element in one block that hides or quotes the next blocks
@@ -225,6 +241,14 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
         lines,
         [p and not q and bool(t.strip()) for p, q, t in zip(prose, quiet, lines, strict=True)],
     )
+
+
+def _too_many_delimiters(source: str) -> bool:
+    """Too many emphasis delimiters, or quotes nested deeper than MAX_QUOTE_DEPTH (each level
+    costs cmark-gfm a block and its HTML a line: 32,000 levels render to 2 MB)."""
+    if source.count("*") + source.count("_") > MAX_DELIMITERS:
+        return True
+    return _DEEP_QUOTE.search(source) is not None
 
 
 def _lines_matching(pattern: re.Pattern[str], text: str) -> list[int]:

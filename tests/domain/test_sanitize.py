@@ -11,6 +11,7 @@ from app.domain.commands import Command, CommandError, parse_commands
 from app.domain.sanitize import (
     MAX_BLOCK_ELEMENTS,
     MAX_CHARS,
+    MAX_DELIMITERS,
     MAX_ELEMENTS,
     cap,
     reader_text,
@@ -98,7 +99,17 @@ def test_text_over_the_cap_is_cut_at_a_line_break_and_said() -> None:
 
 
 def test_too_many_elements_are_withheld_from_the_agent() -> None:
-    assert "withheld" in reader_text("*a* " * MAX_ELEMENTS)
+    assert "withheld" in reader_text("<b>" * (MAX_ELEMENTS + 100))
+
+
+def test_an_emphasis_flood_is_refused_before_it_is_parsed() -> None:
+    flood = "*_" * (MAX_DELIMITERS // 2 + 1)
+    assert "withheld" in reader_text(flood)
+    assert parse_commands(flood + "\n\n/pair approve") == []
+    assert parse_commands("a_b " * 1000 + "\n\n/pair approve") != []
+    deep = "> " * 65 + "x\n\n/pair approve"
+    assert "withheld" in reader_text(deep) and parse_commands(deep) == []
+    assert parse_commands("> " * 64 + "x\n\n/pair approve") != []
 
 
 def test_a_block_with_too_many_elements_holds_no_command() -> None:
