@@ -42,17 +42,22 @@ class Card:
     assignees: tuple[str, ...] = ()
     state: Literal["open", "closed"] = "open"
     url: str = ""
+    author: Author | None = None  # who opened it; None where the host does not say
 
 
 @dataclass(frozen=True)
 class Comment:
-    """One comment; `id` is the host's id as text (a thread id + comment id on Azure DevOps)."""
+    """One comment; `id` is the host's id as text (a thread id + comment id on Azure DevOps).
+
+    `created_at` / `updated_at` are the host's ISO 8601 timestamps ("" when it gives none);
+    `updated_at` moves when the text is edited, so a snapshot can tell a later edit."""
 
     id: str
     body: str
     author: Author
     created_at: str = ""
     url: str = ""
+    updated_at: str = ""
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from app.cycle import snapshot
 from app.cycle import worktree as wt
 from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
 from app.cycle.records import CycleRecord, fold_cycle
@@ -51,7 +52,6 @@ from app.cycle.state import (
     CardState,
     CardStep,
     CycleEnv,
-    card_prompt,
     dangling_step,
     park_status,
     pending_scope,
@@ -264,6 +264,11 @@ async def _recorded(
     env: CycleEnv, locus: RunLocus, request: PairRequest, *, run: bool = True
 ) -> CardStep:
     """After a command's effect is journaled: note its delivery, save, then take the step."""
+    if run:  # the card as it stands at this command is what its steps' agents read
+        trigger = request.comment.id if request.comment and not request.comment.on_pull else None
+        await snapshot.record(
+            env.hosts.pm, env.deps.clock, locus, request.card, trigger_comment=trigger
+        )
     if request.delivery:
         data = {"event": "command", "verb": request.verb, "delivery": request.delivery}
         journal_event(locus, env.deps.clock, kind="cycle", key=card_key(request.card), data=data)
@@ -444,11 +449,16 @@ async def _transition(
 ) -> CardStep:
     env, rec = state.env, state.rec
     card = await env.hosts.pm.get_card(state.card)
-    guidance = [card_prompt(card)]
+    taken = rec.snapshot
+    if taken is None:  # a cycle bound before snapshots were kept: take one now, once
+        taken = await snapshot.record(
+            env.hosts.pm, env.deps.clock, state.locus, state.card, trigger_comment=None
+        )
+    notes: list[str] = []
     if rec.sendbacks and rec.last_sendback:
-        guidance.append(f"Your previous attempt was sent back by the engine: {rec.last_sendback}")
+        notes.append(f"Your previous attempt was sent back by the engine: {rec.last_sendback}")
     if delta is not None:
-        guidance.append(
+        notes.append(
             f"Delta re-review: {delta}. Re-check the earlier findings and what changed since the "
             f"reviewed head {rec.reviewed_head or '(none)'}; do not start a fresh full pass."
         )
@@ -471,7 +481,8 @@ async def _transition(
         batch=state.key,
         phase=manifest.phase_of(state.key),
         max_fix_rounds=state.project.cycle.max_fix_rounds,
-        guidance="\n\n".join(guidance),
+        card=snapshot.quotes(dict(taken)),
+        notes=tuple(notes),
         history=state.history,
         vet=vetter.vet,
         state_root=env.root,

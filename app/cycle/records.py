@@ -35,6 +35,9 @@ re-run tick knows what is already published and never does it twice:
                                                  (null: another writer changed it; publish it
                                                  again) and the status, next step and reason it
                                                  shows — what every other view of the card says
+    snapshot         {at, card, title, body, author, authorWrites, comments}  the card as it
+                                                 was when a command was accepted; the latest one
+                                                 is what agents read (app.cycle.snapshot)
 
 `fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
 """
@@ -70,6 +73,7 @@ class CycleRecord:
     review_published: str | None = None  # head whose review comment + status are set
     scope_baseline_posted: str | None = None
     applied_refs: tuple[str, ...] = ()
+    snapshot: Mapping[str, Any] | None = None  # the latest card snapshot (app.cycle.snapshot)
     dispositions: tuple[Mapping[str, Any], ...] = ()
     split_cards: dict[str, int] = field(default_factory=dict)  # proposal id -> created card
     scope_epoch: int = 0
@@ -171,6 +175,8 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
             if value is not None:
                 setattr(rec, name, str(value))
         rec.abandoned = False
+    elif event == "snapshot":
+        rec.snapshot = data
     elif event == "hosts":
         if rec.binding is None and isinstance(data.get("binding"), Mapping):
             rec.binding = data["binding"]  # a running card never moves host: first one wins

@@ -218,11 +218,6 @@ def pull_text(card: Card) -> tuple[str, str]:
     return f"pair: {title}"[:240], body
 
 
-def card_prompt(card: Card) -> str:
-    """The card as quoted data for an agent: its title and body, hidden content stripped."""
-    return f"Card #{card.number}: {strip_hidden(card.title)}\n\n{strip_hidden(card.body)}"
-
-
 def pending_scope(state: CardState) -> list[ScopeChange]:
     """Scope proposals of the last accepted review that no applied decision has settled."""
     decided = {str(d.get("id")) for d in state.rec.dispositions}

@@ -13,17 +13,24 @@ Grammar (decisions written down so the App, the Action and the help text agree):
   (`/pairing`, `@pairbot`, `/pair-x` are not the trigger `pair`), then a verb. Trigger, slug,
   verb and argument keys are case-insensitive. `/pair` with no verb, or an unknown verb, is a
   `CommandError` whose usage is the whole help.
-- Hidden content is removed first (`app.domain.sanitize.strip_hidden`: HTML comments,
-  zero-width and bidi characters), keeping line numbers, so a command inside an HTML comment
-  never runs and `/pa<U+200B>ir approve` runs as the `/pair approve` a reader sees. A command
-  line whose original text held a bidi embedding/override/isolate control is a `CommandError`
-  (it displays differently from how it reads), never a command.
-- Never a command: lines inside fenced code (``` or ~~~, CommonMark: closed only by the same
-  character at least as long, with no info string; an unclosed fence runs to the end; a fence
-  right after a list marker counts too), lines indented four columns or more (indented code;
-  tabs count to the next multiple of four), quoted lines (`>`) and the lines that lazily
-  continue a quote up to the next blank line. The block structure is read both before and after
-  hidden content is removed, and a line must be prose in both, so neither an HTML comment nor a
+- The comment is read the way a reader sees it (`app.domain.sanitize.visible_lines`: one
+  Markdown/HTML parse, linear, after a size cap): HTML comments, attributes, hidden elements,
+  image alt text, zero-width characters and whole bidi runs are gone, line numbers are kept,
+  so a command inside an HTML comment never runs and `/pa<U+200B>ir approve` runs as the
+  `/pair approve` a reader sees. A command stands only on a line of a top-level paragraph (or
+  of raw HTML at the top level, outside quotes, code and hidden elements): never in a list
+  item, a heading, a table, a quote or code. A line whose original text held a bidi
+  embedding/override/isolate control and reads as a command once the controls are removed is
+  a `CommandError` (it displays differently from how it reads), never a command. Before any
+  of that, a cheap scan of the raw text for the trigger returns nothing for the comments that
+  address no one (most of them), and a comment over the cap is read up to its last line break
+  before the cap.
+- Never a command, also read on the raw lines as a second, conservative check: lines inside
+  fenced code (``` or ~~~, CommonMark: closed only by the same character at least as long,
+  with no info string; an unclosed fence runs to the end; a fence right after a list marker
+  counts too), lines indented four columns or more (indented code; tabs count to the next
+  multiple of four), quoted lines (`>`) and the lines that lazily continue a quote up to the
+  next blank line. A line must be prose in both readings, so neither an HTML comment nor a
   zero-width character can open or close a code block to uncover a command.
 - Arguments of `implement` / `refine` are `key: value` pairs in any order; a value runs to the
   next known key (`until`, `merge`, `agent`, `prepare`) or the end of the line. `until:` is
@@ -49,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
-from app.domain.sanitize import strip_invisible
+from app.domain.sanitize import BIDI_CONTROLS, visible_lines
 
 Verb = Literal[
     "implement",
@@ -108,10 +115,11 @@ _LIST_FENCE = re.compile(
     r"(?P<indent>[ ]*(?:(?:[-+*]|\d{1,9}[.)])[ ]+)+)(?P<fence>`{3,}|~{3,})(?P<info>.*)\Z"
 )
 _QUOTE = re.compile(r" {0,3}>")
-# The same pattern as app.domain.sanitize, used to remove comments line-preservingly.
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-# Controls that make text display in another order than it reads (Unicode TR9).
-_BIDI_REORDER = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# Every character that can hide inside a trigger word (format characters, Unicode category
+# Cf): removed for the cheap "is pairbot addressed at all?" scan only.
+_ODD_INDENT = re.compile(r"[ \t]*[^\S \t\n]")
+_FORMAT = re.compile("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff"
+                     "\U000e0000-\U000e007f]")  # fmt: skip
 
 _WRITE_PERMISSIONS: Final = frozenset({"write", "maintain", "admin"})
 
@@ -201,21 +209,29 @@ def parse_commands(
     Raises ValueError only for an invalid `trigger` or `app_slug` (configuration, not input).
     """
     start = _command_start(trigger, app_slug)
+    addressed = _addressed(trigger, app_slug)
+    if addressed.search(body) is None and addressed.search(_FORMAT.sub("", body)) is None:
+        return []
     original = _LINE_END.sub("\n", body).split("\n")
-    visible = _visible_lines(body)
-    prose = [a and b for a, b in zip(_prose_mask(original), _prose_mask(visible), strict=True)]
+    reading = visible_lines(body, addressed)
+    visible = reading.lines
+    raw_prose = _prose_mask(original)
+    prose = [a and b for a, b in zip(raw_prose, reading.prose, strict=True)]
     results: list[Command | CommandError] = []
     index = 0
     while index < len(visible):
         match = start.match(visible[index]) if prose[index] else None
-        if match is None:
+        if match is not None and _ODD_INDENT.match(_FORMAT.sub("", original[index])):
+            match = None  # a line indented by a no-break space is not a command line
+        reordered = raw_prose[index] and _reordered_command(start, original[index])
+        if match is None and not reordered:
             index += 1
             continue
         raw = visible[index].strip()
         line = index + 1
-        rest = visible[index][match.end() :]
+        rest = visible[index][match.end() :] if match is not None else ""
         index += 1
-        if _BIDI_REORDER.search(original[line - 1]):
+        if reordered:
             results.append(
                 CommandError(
                     line,
@@ -326,18 +342,20 @@ def _command_start(trigger: str, app_slug: str | None) -> re.Pattern[str]:
     return re.compile(rf"[ \t]*(?:{'|'.join(addresses)})(?=\s|\Z)", re.IGNORECASE)
 
 
-def _visible_lines(body: str) -> list[str]:
-    """`strip_hidden(body)`, but each removed HTML comment keeps its line breaks."""
-    text = _LINE_END.sub("\n", body)
-    while True:
-        kept = _HTML_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
-        # Removing invisible characters can join a new `<!--`, which the next round removes
-        # across lines with its line breaks kept. Repeat until nothing changes (every round
-        # shortens the text).
-        kept = "\n".join(strip_invisible(line) for line in kept.split("\n"))
-        if kept == text:
-            return text.split("\n")
-        text = kept
+@functools.lru_cache(maxsize=64)
+def _addressed(trigger: str, app_slug: str | None) -> re.Pattern[str]:
+    """Anything that could become a command start once hidden content is read away."""
+    words = [rf"[/@]{re.escape(trigger)}"]
+    if app_slug is not None:
+        words.append(rf"@{re.escape(_BOT_SUFFIX.sub('', app_slug))}\[bot\]")
+    return re.compile("|".join(words), re.IGNORECASE)
+
+
+def _reordered_command(start: re.Pattern[str], line: str) -> bool:
+    """A raw line with a bidi control that reads as a command once the controls are gone."""
+    if BIDI_CONTROLS.search(line) is None:
+        return False
+    return start.match(_FORMAT.sub("", line).lstrip()) is not None
 
 
 def _prose_mask(lines: list[str]) -> list[bool]:

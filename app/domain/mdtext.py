@@ -8,10 +8,10 @@ Everything pairbot publishes on a card or PR (the tracking comment, the review c
 - break the table or the layout it sits in (`|`, newlines, an unclosed code span);
 - inject HTML, links or images, or ping people with an `@mention`.
 
-`clean` removes hidden content until nothing more can be removed: `strip_hidden` alone is one
-pass, and removing a zero-width character or a comment can *create* a new `<!--` (`<!\u200b--`,
-`<!<!-- x -->--`). Since any `<!--` left would itself be removed, the fixpoint holds none.
-`inline`, `cell` and `code` then render that clean text as one line of Markdown.
+`clean` removes hidden content in one linear pass (`app.domain.sanitize.strip_hidden`), which
+leaves no `<!--` at all, not even one that removing a zero-width character or a comment
+assembles (`<!\u200b--`, `<!<!-- x -->--`). `inline`, `cell` and `code` then render that clean
+text as one line of Markdown.
 """
 
 from __future__ import annotations
@@ -39,13 +39,8 @@ _SAFE_URL = re.compile(
 
 
 def clean(text: str) -> str:
-    """`text` with hidden content removed to a fixpoint and control characters dropped."""
-    text = _CONTROL.sub("", text)
-    while True:
-        stripped = strip_hidden(text)
-        if stripped == text:
-            return text
-        text = stripped
+    """`text` with hidden content removed (none is left) and control characters dropped."""
+    return strip_hidden(_CONTROL.sub("", text))
 
 
 def one_line(text: str, limit: int | None = None) -> str:

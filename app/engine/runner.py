@@ -34,7 +34,7 @@ from app.domain.verdict import (
 from app.engine import jsonl, lock
 from app.engine.agent import AgentUsage
 from app.engine.gates import Gate
-from app.engine.instructions import InstructionContext, build_instructions
+from app.engine.instructions import InstructionContext, Quoted, build_instructions
 from app.engine.journal import JournalEntry, JournalIndex, KeyHistory, read_index
 from app.engine.manifest import (
     BatchManifest,
@@ -160,6 +160,8 @@ class ChangeStepContext:
     phase: Phase | None
     max_fix_rounds: int
     guidance: str | None = None
+    card: tuple[Quoted, ...] = ()  # the card's text as of its accepted command, attributed
+    notes: tuple[str, ...] = ()  # pairbot's own notes for the agent
     history: KeyHistory | None = None  # already folded under the lock; read when absent
     # The card cycle's check of an accepted result (tests, sealed files, push) before it is
     # recorded; it may turn the outcome into `sent-back` or `failed`.
@@ -198,6 +200,8 @@ async def run_change_step(
                 agent=agent,
                 review_round=derived.review_round,
                 guidance=ctx.guidance,
+                card=ctx.card,
+                notes=ctx.notes,
                 answers=tuple(history.answers),
                 feedback=history.feedback[1] if history.feedback else None,
                 open_findings=_open_findings(history) if ctx.transition in ("red", "fix") else (),

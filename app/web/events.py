@@ -22,7 +22,6 @@ is pairbot's own; a PR comment event also fires on an edit, and an edited commen
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from app.domain.intake import (
     intake,
     positive_reason,
 )
+from app.domain.sanitize import html_paragraphs
 from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
 from hosts.models import Author
@@ -286,10 +286,12 @@ Handler = Callable[[Payload, Policy, str], Routed]
 
 
 def html_to_text(text: str) -> str:
-    """Work-item comments arrive as HTML: line breaks kept, tags dropped, entities decoded."""
-    text = re.sub(r"<!--.*?(?:-->|\Z)", "", text, flags=re.DOTALL)
-    text = re.sub(r"(?i)<br\s*/?>|</(?:div|p|li|h[1-6]|pre|blockquote)\s*>", "\n", text)
-    return html.unescape(re.sub(r"<[^>]*>", "", text))
+    """Work-item comments arrive as HTML: only their top-level paragraphs can hold a command.
+
+    `app.domain.sanitize.html_paragraphs` reads the HTML in one linear pass: quoted, code,
+    list, table and hidden text is left out, and the rest comes back escaped so the command
+    grammar sees it as the plain text it is."""
+    return html_paragraphs(text)
 
 
 def _azure_repo(repository: Payload) -> str:

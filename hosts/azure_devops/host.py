@@ -237,6 +237,9 @@ class AzureDevOpsHost:
             assignees=(convert.author_from(assigned).login,) if assigned else (),
             state="closed" if category in convert.CLOSED_CATEGORIES else "open",
             url=f"{self.organization_url}/{self.project}/_workitems/edit/{item.id}",
+            author=convert.author_from(created)
+            if (created := fields.get("System.CreatedBy"))
+            else None,
         )
 
     async def get_card(self, number: int) -> Card:
@@ -290,6 +293,7 @@ class AzureDevOpsHost:
             author=convert.author_from(raw.created_by),
             created_at=convert.timestamp(raw.created_date),
             url=str(raw.url or ""),
+            updated_at=convert.timestamp(getattr(raw, "modified_date", None)),
         )
 
     async def _card_comment_page(self, number: int, token: str | None) -> Sdk:
@@ -337,6 +341,7 @@ class AzureDevOpsHost:
             author=convert.author_from(raw.author),
             created_at=convert.timestamp(raw.published_date),
             url=f"{web_url}/pullrequest/{pull}?discussionId={thread}",
+            updated_at=convert.timestamp(getattr(raw, "last_content_updated_date", None)),
         )
 
     async def _pr_comments(self, pull: int, *, first_only: bool) -> list[Comment]:

@@ -68,6 +68,7 @@ def comment(data: Mapping[str, Any]) -> Comment:
         author=author(data.get("user")),
         created_at=text(data.get("created_at")),
         url=text(data.get("html_url")),
+        updated_at=text(data.get("updated_at")),
     )
 
 
@@ -80,6 +81,7 @@ def card(data: Mapping[str, Any]) -> Card:
         assignees=logins(data),
         state="closed" if data.get("state") == "closed" else "open",
         url=text(data.get("html_url")),
+        author=author(data.get("user")) if isinstance(data.get("user"), dict) else None,
     )
 
 

@@ -110,7 +110,11 @@ def _author(rec: _AuthorRec) -> Author:
 
 def _comment(rec: _CommentRec) -> Comment:
     return Comment(
-        id=rec["id"], body=rec["body"], author=_author(rec["author"]), created_at=rec["created_at"]
+        id=rec["id"],
+        body=rec["body"],
+        author=_author(rec["author"]),
+        created_at=rec["created_at"],
+        updated_at=rec.get("updated_at", "") or rec["created_at"],
     )
 
 
@@ -123,6 +127,7 @@ def _card(rec: _CardRec) -> Card:
         labels=tuple(rec["labels"]),
         assignees=tuple(rec["assignees"]),
         state=state,
+        author=_author(rec["author"]) if rec.get("author") else None,
     )
 
 

@@ -350,7 +350,9 @@ def test_invalid_configuration_raises(trigger: str, app_slug: str | None) -> Non
         pytest.param("```\n/pair status", [], id="unclosed-runs-to-end"),
         pytest.param("``` `x`\n/pair status", [2], id="backtick-info-is-not-a-fence"),
         pytest.param("~~~ `x`\n/pair status\n~~~", [], id="tilde-info-may-hold-backticks"),
-        pytest.param("``\n/pair status\n``", [2], id="two-backticks-not-a-fence"),
+        # Not a fence, but a code span across the lines: a reader sees `/pair status` as code.
+        pytest.param("``\n/pair status\n``", [], id="two-backticks-code-span"),
+        pytest.param("``\n/pair status\n\n/pair retry", [2, 4], id="two-backticks-unclosed"),
         pytest.param("- ```\n  /pair status\n  ```\n/pair retry", [4], id="fence-in-list"),
         pytest.param("1. ```\n   /pair status\n   ```\n/pair retry", [4], id="fence-in-olist"),
         pytest.param("\t```\n/pair status", [2], id="tab-is-indented-code-not-fence"),

@@ -25,3 +25,13 @@ def test_built_journal_has_exactly_the_requested_entries() -> None:
     assert len(records) == 1_000
     kinds = {r["kind"] for r in records}
     assert {"step-started", "progress", "completion", "outcome", "proof-of-work"} <= kinds
+
+
+def test_hostile_comment_benchmark_runs_one_shape() -> None:
+    from benchmarks import hostile_comment
+
+    printed: list[str] = []
+    rows = hostile_comment.main(["nested comments"], repeats=1, out=printed.append)
+    assert [row.shape for row in rows] == ["plain", "nested comments"]
+    assert all(row.commands_ms > 0 and row.reader_ms > 0 for row in rows)
+    assert "goal: commands + reader under 50 ms" in "\n".join(printed)

@@ -176,10 +176,50 @@ def test_replies_quote_user_text_as_code() -> None:
 
 
 def test_work_item_comments_are_html() -> None:
+    # Escaped, so the command grammar reads the plain text a reader saw, never markup.
     assert html_to_text("<div>/pair approve</div><div>thanks &amp; bye</div>") == (
-        "/pair approve\nthanks & bye\n"
+        "\\/pair approve\n\nthanks \\& bye"
     )
     assert html_to_text("<!-- hidden /pair abandon -->seen<br/>x") == "seen\nx"
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        pytest.param("<blockquote>/pair abandon</blockquote>", id="blockquote"),
+        pytest.param("<div><blockquote><div>/pair abandon</div></blockquote></div>", id="quote"),
+        pytest.param("<pre><code>/pair abandon</code></pre>", id="pre-code"),
+        pytest.param("<pre>\n/pair abandon\n</pre>", id="pre"),
+        pytest.param("<div><code>/pair abandon</code></div>", id="code"),
+        pytest.param('<div><span style="display:none">/pair abandon</span></div>', id="none"),
+        pytest.param('<div><span style="font-size:0px">/pair abandon</span></div>', id="tiny"),
+        pytest.param('<div><span style="color:#ffffff">/pair abandon</span></div>', id="white"),
+        pytest.param("<div hidden>/pair abandon</div>", id="hidden"),
+        pytest.param("<ul><li>/pair abandon</li></ul>", id="list"),
+        pytest.param("<table><tr><td>/pair abandon</td></tr></table>", id="table"),
+        pytest.param("<!-- <div>/pair abandon</div> -->", id="comment"),
+        pytest.param("<div>&lt;!-- x --&gt;/pair abandon</div>", id="escaped-comment"),
+        pytest.param("<div>`/pair abandon`</div>", id="backticks-are-text"),
+        pytest.param("<div>/pair\u202e abandon</div>", id="bidi"),
+    ],
+)
+def test_boards_quotes_code_and_hidden_text_never_act(history: str) -> None:
+    routed = route_azure(azure_workitem(f"<div>thanks</div>{history}"), POLICY, "n-9")
+    assert routed.jobs == () or all(
+        CommandJob.from_json(job.request).request is None
+        or CommandJob.from_json(job.request).request.verb != "abandon"
+        for job in routed.jobs
+    )
+
+
+def test_boards_top_level_paragraphs_act() -> None:
+    body = "<div><div>looks good</div><div>/pair implement until: merged</div></div>"
+    [job] = route_azure(azure_workitem(body), POLICY, "n-10").jobs
+    request = CommandJob.from_json(job.request).request
+    assert request is not None and (request.verb, dict(request.args)) == (
+        "implement",
+        {"until": "merged"},
+    )
 
 
 def azure_workitem(
