@@ -1,0 +1,274 @@
+"""Who the agent runs as: the pure decision, and a real local agent as its own OS user.
+
+The decision is a table. The real part (root or passwordless sudo only; elsewhere it skips
+with one line) runs the probe agent (tests/support/probe_agent.py) through the production
+launcher and swerex's local runtime while a process of the test's own user holds a fake token in
+its environment: isolated, the probe runs under another uid, in a HOME of its own, and cannot
+read the token; with PAIR_ISOLATION=off the same probe finds it, so the probe can fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.engine.agent import AgentLaunch, AgentNotStarted, AgentSpawnResult
+from app.errors import UserError
+from app.runtime import isolation
+from app.runtime.isolation import (
+    Contained,
+    HostFacts,
+    NoIsolation,
+    Refused,
+    Switch,
+    decide,
+    parse_setting,
+)
+from app.runtime.launcher import Launcher
+from app.runtime.process import ProcessRuntime
+from app.settings import AgentSpecModel, BatchSettings, ResolvedSettings, resolve_settings
+
+PROBE = Path(__file__).resolve().parents[1] / "support" / "probe_agent.py"
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+ROOT = HostFacts(euid=0, sudo=False, setpriv=True, runuser=True)
+SUDOER = HostFacts(euid=1001, sudo=True, setpriv=True, runuser=True)
+LAPTOP = HostFacts(euid=1000, sudo=False, setpriv=True, runuser=False)
+BARE_ROOT = HostFacts(euid=0, sudo=False, setpriv=False, runuser=False)
+
+
+@pytest.mark.parametrize(
+    ("setting", "locus", "facts", "plan"),
+    [
+        pytest.param("auto", "local", ROOT, Switch("u", "setpriv"), id="root-setpriv"),
+        pytest.param(
+            "auto",
+            "local",
+            HostFacts(0, sudo=False, setpriv=False, runuser=True),
+            Switch("u", "runuser"),
+            id="root-runuser",
+        ),
+        pytest.param(
+            "auto",
+            "local",
+            HostFacts(0, sudo=True, setpriv=False, runuser=False),
+            Switch("u", "sudo"),
+            id="root-sudo-only",
+        ),
+        pytest.param("auto", "local", SUDOER, Switch("u", "sudo"), id="hosted-runner"),
+        pytest.param("required", "local", SUDOER, Switch("u", "sudo"), id="required-sudo"),
+        pytest.param("auto", "docker", LAPTOP, Contained("docker"), id="docker"),
+        pytest.param("off", "remote", ROOT, Contained("remote"), id="remote"),
+        pytest.param("off", "local", ROOT, NoIsolation(None), id="off-is-silent"),
+    ],
+)
+def test_the_decision_table(
+    setting: isolation.Setting, locus: str, facts: HostFacts, plan: isolation.Plan
+) -> None:
+    assert decide(setting, locus, facts, "u") == plan
+
+
+def test_without_root_or_sudo_the_run_is_warned_in_one_line() -> None:
+    plan = decide("auto", "local", LAPTOP, "u")
+    assert isinstance(plan, NoIsolation) and plan.warning is not None
+    assert "\n" not in plan.warning
+    assert "not root and no passwordless sudo" in plan.warning
+    assert "locus: docker" in plan.warning
+    bare = decide("auto", "local", BARE_ROOT, "u")
+    assert isinstance(bare, NoIsolation) and "neither setpriv" in str(bare.warning)
+
+
+def test_required_refuses_where_isolation_is_impossible() -> None:
+    plan = decide("required", "local", LAPTOP, "u")
+    assert isinstance(plan, Refused)
+    assert "PAIR_ISOLATION=required" in plan.reason
+
+
+def test_switch_argv_carries_names_only() -> None:
+    assert Switch("u", "setpriv").argv()[-1] == "--"
+    assert "--no-new-privs" in Switch("u", "setpriv").argv()
+    assert Switch("u", "runuser").argv() == ("runuser", "-u", "u", "--")
+    assert Switch("u", "sudo").argv() == ("sudo", "-n", "-u", "u", "--")
+    assert Switch("u", "sudo").admin() == ("sudo", "-n")
+    assert Switch("u", "setpriv").admin() == ()
+
+
+@pytest.mark.parametrize(
+    ("env", "wanted"),
+    [
+        ({}, ("auto", "pairbot-agent")),
+        ({"PAIR_ISOLATION": " OFF "}, ("off", "pairbot-agent")),
+        ({"PAIR_ISOLATION": "required", "PAIR_AGENT_USER": "bots"}, ("required", "bots")),
+    ],
+)
+def test_the_settings_come_from_the_environment(env: dict[str, str], wanted: object) -> None:
+    assert parse_setting(env) == wanted
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"PAIR_ISOLATION": "maybe"}, "PAIR_ISOLATION='maybe'"),
+        ({"PAIR_AGENT_USER": "root"}, "PAIR_AGENT_USER='root'"),
+        ({"PAIR_AGENT_USER": "Bad User"}, "PAIR_AGENT_USER='Bad User'"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(env: dict[str, str], named: str) -> None:
+    with pytest.raises(UserError, match="^" + named.replace("(", r"\(")):
+        parse_setting(env)
+
+
+# --- the launcher -------------------------------------------------------------------------------
+
+
+def _settings(command: list[str], locus: str = "local") -> ResolvedSettings:
+    return resolve_settings(
+        env={},
+        manifest=None,
+        project=BatchSettings.model_validate(
+            {"agent": AgentSpecModel(name="command"), "agentCommand": command, "locus": locus}
+        ),
+    )
+
+
+def _launch(
+    root: Path, env: dict[str, str], command: list[str], writable: tuple[Path, ...] = ()
+) -> AgentLaunch:
+    return AgentLaunch(
+        stage="apply",
+        command="apply",
+        settings=_settings(command),
+        root=root,
+        instructions="do it\n",
+        env=env,
+        pair_env={"PAIR_CHANGE": "alpha"},
+        writable=writable,
+    )
+
+
+def test_the_warning_is_said_once_per_launcher_and_the_agent_still_runs(tmp_path: Path) -> None:
+    launcher = Launcher(lambda _s: ProcessRuntime(), host=lambda: LAPTOP)
+    lines: list[str] = []
+    command = [sys.executable, "-c", "print('ran')"]
+    env = {"PATH": "/usr/bin:/bin"}
+    for _ in range(2):
+        result = asyncio.run(launcher.launch(_launch(tmp_path, env, command), lines.append))
+        assert isinstance(result, AgentSpawnResult) and result.exit_code == 0
+    warnings = [line for line in lines if "warning" in line]
+    assert len(warnings) == 1, lines
+    assert lines.count("ran") == 2
+
+
+def test_required_or_a_bad_setting_starts_no_agent(tmp_path: Path) -> None:
+    launcher = Launcher(lambda _s: ProcessRuntime(), host=lambda: LAPTOP)
+    command = [sys.executable, "-c", "pass"]
+    for env, said in [
+        ({"PAIR_ISOLATION": "required"}, "PAIR_ISOLATION=required"),
+        ({"PAIR_ISOLATION": "sometimes"}, "PAIR_ISOLATION='sometimes'"),
+    ]:
+        result = asyncio.run(launcher.launch(_launch(tmp_path, env, command), lambda _l: None))
+        assert isinstance(result, AgentNotStarted) and said in result.reason
+
+
+# --- a real agent as another OS user --------------------------------------------------------------
+
+
+def _can_isolate() -> bool:
+    facts = isolation.probe_host()
+    return (facts.euid == 0 and (facts.setpriv or facts.runuser)) or facts.sudo
+
+
+needs_isolation = pytest.mark.skipif(
+    not _can_isolate() or not Path(SYSTEM_PYTHON).exists(),
+    reason="agent isolation needs root or passwordless sudo (and /usr/bin/python3)",
+)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory another OS user can reach (pytest's own tmp is private to this user)."""
+    path = Path(tempfile.mkdtemp(prefix="pairbot-iso-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def ancestor_secret() -> Iterator[str]:
+    """A process of the test's own user holding a fake token in its environment, as the
+    runner's step shell holds INPUT_GITHUB_TOKEN."""
+    token = "ghs_" + secrets.token_hex(16)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "INPUT_GITHUB_TOKEN": token},
+    )
+    try:
+        yield token
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def _probe(shared: Path, setting: str) -> tuple[dict[str, object], Path, AgentSpawnResult]:
+    from app.runtime.rex import LocalLocus, RexRuntime  # swerex
+
+    root = shared / "repo"
+    (root / ".pair").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    journal = shared / "journal.jsonl"
+    journal.write_text("")
+    out = shared / "out"
+    out.mkdir(mode=0o777)
+    out.chmod(0o1777)
+    env = {"PATH": "/usr/bin:/bin", "PAIR_ISOLATION": setting, "PAIR_PROBE_OUT": str(out)}
+    launcher = Launcher(lambda _s: RexRuntime(LocalLocus()), host=isolation.probe_host)
+    command = [SYSTEM_PYTHON, str(PROBE)]
+    result = asyncio.run(
+        launcher.launch(_launch(root, env, command, (journal,)), lambda _line: None)
+    )
+    assert isinstance(result, AgentSpawnResult), result
+    assert result.exit_code == 0, result.stderr
+    (report,) = out.glob("probe-*.json")
+    return json.loads(report.read_text()), root, result
+
+
+@needs_isolation
+def test_an_isolated_agent_reads_no_secret_of_pairbots_user(
+    shared_dir: Path, ancestor_secret: str
+) -> None:
+    report, root, _ = _probe(shared_dir, "auto")
+    assert report["uid"] != os.geteuid()
+    found = report["found"]
+    assert isinstance(found, dict) and found  # it did read things: its own /proc entries
+    assert not [where for where, text in found.items() if ancestor_secret in text]
+    home = Path(str(report["home"]))
+    assert home.name.startswith("pairbot-agent-home-") and not home.exists()  # removed after
+    # Everything lent is pairbot's again, so its git works on the checkout as before.
+    assert root.stat().st_uid == os.geteuid()
+    assert all(p.lstat().st_uid == os.geteuid() for p in root.rglob("*"))
+    assert (shared_dir / "journal.jsonl").stat().st_uid == os.geteuid()
+
+
+@needs_isolation
+def test_the_probe_finds_the_secret_when_isolation_is_off(
+    shared_dir: Path, ancestor_secret: str
+) -> None:
+    report, _, _ = _probe(shared_dir, "off")
+    assert report["uid"] == os.geteuid()
+    found = report["found"]
+    assert isinstance(found, dict)
+    assert [where for where, text in found.items() if ancestor_secret in text]
