@@ -109,6 +109,9 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     from app.engine.step import utc_now  # noqa: PLC0415
 
     root = ctx.workspace
+    from action.credentials import drop_persisted_credentials  # noqa: PLC0415
+
+    drop_persisted_credentials(root)  # before any agent can read .git/config
     _authenticate_git(ctx, root)
     run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
     branch = StateBranch(

@@ -81,7 +81,11 @@ def main() -> int:
         _walk(Path(place), found)
     _git_configs(Path.cwd(), found)
     out = Path(os.environ["PAIR_PROBE_OUT"]) / f"probe-{os.getpid()}.json"
-    out.write_text(json.dumps({"uid": os.getuid(), "home": os.environ.get("HOME"), "found": found}))
+    partial = out.with_suffix(".partial")  # renamed into place: a watcher never reads half
+    partial.write_text(
+        json.dumps({"uid": os.getuid(), "home": os.environ.get("HOME"), "found": found})
+    )
+    partial.rename(out)
     print(f"probe: {len(found)} texts read as uid {os.getuid()}")
     return 0
 
