@@ -45,6 +45,7 @@ __all__ = [
     "Setting",
     "Switch",
     "decide",
+    "escaping_link",
     "parse_setting",
     "probe_host",
 ]
@@ -303,7 +304,7 @@ class AgentAccount:
     def reclaim(self, root: Path, writable: Sequence[Path], entry: GitEntry) -> str | None:
         """Take everything back; None, or why pairbot must not run git in `root` any more."""
         self.chown([root, *(p for p in writable if p.exists())], os.geteuid(), os.getegid())
-        return _restore_git_entry(entry)
+        return _restore_git_entry(entry) or escaping_link(root)
 
 
 def _user_exists(name: str) -> bool:
@@ -324,6 +325,29 @@ def _git_entry(git: Path) -> GitEntry:
     if git.is_file():
         return GitEntry(git, git.read_text(), None)
     return GitEntry(git, None, (stat.st_dev, stat.st_ino))
+
+
+def escaping_link(root: Path) -> str | None:
+    """A symbolic link under `root` (outside .git) that leads out of it, if any.
+
+    pairbot reads and publishes files of the worktree with its own rights once the agent is
+    done; a link to /proc/self/environ or to a key file would make it read them for the agent.
+    """
+    top = root.resolve()
+    for here, dirs, files in os.walk(root):
+        if Path(here) == root and ".git" in dirs:
+            dirs.remove(".git")
+        for name in [*dirs, *files]:
+            path = Path(here) / name
+            if not path.is_symlink():
+                continue
+            target = path.resolve()
+            if target != top and top not in target.parents:
+                return (
+                    f"the agent left a symbolic link {path} pointing outside its worktree "
+                    f"({path.readlink()}); remove it and retry"
+                )
+    return None
 
 
 def _restore_git_entry(entry: GitEntry) -> str | None:

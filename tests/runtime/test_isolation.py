@@ -272,3 +272,75 @@ def test_the_probe_finds_the_secret_when_isolation_is_off(
     found = report["found"]
     assert isinstance(found, dict)
     assert [where for where, text in found.items() if ancestor_secret in text]
+
+
+def _hostile(shared: Path, script: str, root: Path) -> AgentSpawnResult:
+    from app.runtime.rex import LocalLocus, RexRuntime
+
+    env = {"PATH": "/usr/bin:/bin", "PAIR_ISOLATION": "auto"}
+    launcher = Launcher(lambda _s: RexRuntime(LocalLocus()), host=isolation.probe_host)
+    result = asyncio.run(
+        launcher.launch(_launch(root, env, ["/bin/sh", "-c", script]), lambda _line: None)
+    )
+    assert isinstance(result, AgentSpawnResult), result
+    return result
+
+
+def _worktree(shared: Path) -> Path:
+    main = shared / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(main),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "first",
+        ],
+        check=True,
+    )
+    tree = shared / "tree"
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tree)], check=True)
+    return tree
+
+
+@needs_isolation
+def test_a_rewritten_gitfile_is_put_back(shared_dir: Path) -> None:
+    tree = _worktree(shared_dir)
+    before = (tree / ".git").read_text()
+    script = "id -u >whoami; mkdir evil; rm .git; echo 'gitdir: evil' >.git; echo 'x' >new.txt"
+    result = _hostile(shared_dir, script, tree)
+    assert result.exit_code == 0, result.stderr
+    assert (tree / "whoami").read_text().strip() != str(os.geteuid())
+    assert (tree / ".git").read_text() == before
+    assert (tree / "new.txt").stat().st_uid == os.geteuid()  # the agent's files are pairbot's
+    status = subprocess.run(
+        ["git", "-C", str(tree), "status", "--short"], capture_output=True, check=False
+    )
+    assert status.returncode == 0 and b"new.txt" in status.stdout
+
+
+@needs_isolation
+def test_a_replaced_git_directory_fails_the_step(shared_dir: Path) -> None:
+    root = shared_dir / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    result = _hostile(shared_dir, "mv .git old-git && mkdir .git", root)
+    assert result.exit_code == 1
+    assert "the agent replaced" in result.stderr and ".git" in result.stderr
+
+
+@needs_isolation
+def test_a_link_out_of_the_worktree_fails_the_step(shared_dir: Path) -> None:
+    tree = _worktree(shared_dir)
+    result = _hostile(shared_dir, "mkdir -p .pair && ln -s /proc/self/environ .pair/plan.md", tree)
+    assert result.exit_code == 1
+    assert "symbolic link" in result.stderr and "plan.md" in result.stderr
+    inside = _hostile(shared_dir, "rm .pair/plan.md; ln -s ../README .pair/plan.md", tree)
+    assert inside.exit_code == 0, inside.stderr  # a link inside the worktree is fine
