@@ -48,6 +48,7 @@ __all__ = [
     "escaping_link",
     "parse_setting",
     "probe_host",
+    "succeeds",
 ]
 
 DEFAULT_AGENT_USER: Final = "pairbot-agent"
@@ -173,22 +174,21 @@ def decide(setting: Setting, locus: str, facts: HostFacts, user: str) -> Plan:
 # --- the thin I/O ------------------------------------------------------------------------------
 
 
+def succeeds(argv: Sequence[str]) -> bool:
+    """Whether `argv` exits 0 promptly without a terminal (`sudo -n true`: passwordless sudo)."""
+    try:
+        done = subprocess.run(
+            list(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def probe_host() -> HostFacts:
     """This machine's facts; `sudo -n true` is tried only when pairbot is not root."""
     euid = os.geteuid()
-    sudo = False
-    if euid != 0 and shutil.which("sudo") is not None:
-        try:
-            done = subprocess.run(
-                ["sudo", "-n", "true"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=10,
-                check=False,
-            )
-            sudo = done.returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            sudo = False
+    sudo = euid != 0 and shutil.which("sudo") is not None and succeeds(["sudo", "-n", "true"])
     return HostFacts(
         euid=euid,
         sudo=sudo,
@@ -293,8 +293,11 @@ class AgentAccount:
         """Lend the agent its working tree and `writable`; `.git` stays pairbot's."""
         uid, gid = self.ensure()
         git = root / ".git"
-        entry = _git_entry(git)
-        inside = sorted(path for path in root.iterdir() if path.name != ".git")
+        try:
+            entry = _git_entry(git)
+            inside = sorted(path for path in root.iterdir() if path.name != ".git")
+        except OSError as exc:
+            raise UserError(f"agent isolation: cannot lend {root} to the agent: {exc}") from None
         # The root directory itself: the agent creates files at the top level.
         lend = [*self.switch.admin(), "chown", "-h", f"{uid}:{gid}", "--", str(root)]
         _run(lend, f"hand {root} to uid {uid}")

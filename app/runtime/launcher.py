@@ -181,9 +181,12 @@ class Launcher:
         try:
             entry = account.grant(launch.root, writable)
         except BaseException:
+            # Undo what was lent; the failure that stopped the lending is the one to report.
             unknown = isolation.GitEntry(launch.root / ".git", None, None)
-            account.reclaim(launch.root, writable, unknown)
-            account.remove_home(home)
+            with contextlib.suppress(UserError):
+                account.reclaim(launch.root, writable, unknown)
+            with contextlib.suppress(UserError):
+                account.remove_home(home)
             raise
         return _Lent(account, home, launch.root, writable, entry)
 

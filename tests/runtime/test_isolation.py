@@ -344,3 +344,62 @@ def test_a_link_out_of_the_worktree_fails_the_step(shared_dir: Path) -> None:
     assert "symbolic link" in result.stderr and "plan.md" in result.stderr
     inside = _hostile(shared_dir, "rm .pair/plan.md; ln -s ../README .pair/plan.md", tree)
     assert inside.exit_code == 0, inside.stderr  # a link inside the worktree is fine
+
+
+def test_succeeds_says_whether_a_command_exits_zero() -> None:
+    assert isolation.succeeds(["true"])
+    assert not isolation.succeeds(["false"])
+    assert not isolation.succeeds(["/nonexistent/sudo", "-n", "true"])
+
+
+@needs_isolation
+def test_the_agent_user_is_created_on_demand() -> None:
+    import pwd
+
+    name = "pbt-" + secrets.token_hex(6)
+    account = isolation.AgentAccount(Switch(name, "setpriv"))
+    try:
+        uid, gid = account.ensure()
+        entry = pwd.getpwnam(name)
+        assert (entry.pw_uid, entry.pw_gid) == (uid, gid) and uid != 0
+        assert entry.pw_shell == "/usr/sbin/nologin"
+        assert account.ensure() == (uid, gid)  # looked up once
+        again = isolation.AgentAccount(Switch(name, "setpriv"))
+        assert again.ensure() == (uid, gid)  # an existing user is reused
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@needs_isolation
+def test_a_failing_isolation_command_is_one_line() -> None:
+    account = isolation.AgentAccount(Switch(isolation.DEFAULT_AGENT_USER, "setpriv"))
+    uid, gid = account.ensure()
+    with pytest.raises(UserError, match=r"^agent isolation: could not hand .* \(`chown` exit 1\)"):
+        account.chown([Path("/nonexistent/pairbot")], uid, gid)
+    with pytest.raises(UserError, match="could not"):
+        isolation._run(["/nonexistent/tool"], "run a tool")
+
+
+@needs_isolation
+def test_a_root_that_cannot_be_lent_starts_no_agent(shared_dir: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PAIR_ISOLATION": "auto"}
+    launcher = Launcher(lambda _s: ProcessRuntime(), host=isolation.probe_host)
+    gone = shared_dir / "gone"
+    result = asyncio.run(launcher.launch(_launch(gone, env, ["/bin/true"]), lambda _line: None))
+    assert isinstance(result, AgentNotStarted)
+    assert result.reason.startswith("agent isolation: cannot lend")
+
+
+@needs_isolation
+def test_the_process_runtime_runs_the_agent_as_the_agent_user(shared_dir: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PAIR_ISOLATION": "auto"}
+    launcher = Launcher(lambda _s: ProcessRuntime(), host=isolation.probe_host)
+    root = shared_dir / "work"
+    root.mkdir()
+    lines: list[str] = []
+    result = asyncio.run(
+        launcher.launch(_launch(root, env, ["/bin/sh", "-c", "id -u; echo $HOME"]), lines.append)
+    )
+    assert isinstance(result, AgentSpawnResult) and result.exit_code == 0, result
+    assert lines[0] != str(os.geteuid())
+    assert "pairbot-agent-home-" in lines[1]
