@@ -243,12 +243,16 @@ def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = 
     shell = "env -i /bin/sh" if isolated_env else "/bin/sh"
     # Another OS user: it gets the run directory (its prompt and its 0600 env file), and
     # becomes itself before `setsid`, so the group id the launcher records is its own.
+    start = f"setsid {shell} {run}/run <{run}/prompt >{run}/out.log 2>{run}/launcher.log"
     lend: list[str] = []
     become = ""
     if run_as is not None:
         chown = shlex.join([*run_as.admin, "chown", "-R", run_as.owner, run_dir])
         lend = [f"{chown} || exit 94"]
         become = shlex.join(run_as.switch) + " "
+        # The redirections are opened as the agent too: the directory is no longer pairbot's
+        # (pairbot without root cannot open its files once they are lent).
+        start = f"/bin/sh -c {shlex.quote('exec ' + start)}"
     missing = "pairbot: setsid is not installed where the agent runs (it comes with util-linux)"
     return "\n".join(
         [
@@ -261,7 +265,7 @@ def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = 
             f"command -v setsid >/dev/null 2>&1 || {{ echo {shlex.quote(missing)} >&2; exit 92; }}",
             ": >out.log && : >err.log && : >launcher.log || exit 93",
             *lend,
-            f"{become}setsid {shell} {run}/run <{run}/prompt >{run}/out.log 2>{run}/launcher.log &",
+            f"{become}{start} &",
             "echo launched",
         ]
     )
