@@ -56,6 +56,13 @@ Setting = Literal["auto", "off", "required"]
 _SETTINGS: Final[tuple[Setting, ...]] = ("auto", "off", "required")
 _USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,30}")
 _COMMAND_TIMEOUT_S: Final = 120.0
+# Never lent to the agent: the repository's git directory (or a worktree's gitfile) and
+# pairbot's own private directory.
+KEPT_FROM_AGENT: Final = (".git", ".pair/app")
+
+
+def _glob_escape(path: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", path)
 
 
 @dataclass(frozen=True)
@@ -290,18 +297,23 @@ class AgentAccount:
             )
 
     def grant(self, root: Path, writable: Sequence[Path]) -> GitEntry:
-        """Lend the agent its working tree and `writable`; `.git` stays pairbot's."""
+        """Lend the agent its working tree and `writable`; `.git` and pairbot's private
+        `.pair/app` (the App's --dev webhook secret) stay pairbot's."""
         uid, gid = self.ensure()
-        git = root / ".git"
-        try:
-            entry = _git_entry(git)
-            inside = sorted(path for path in root.iterdir() if path.name != ".git")
-        except OSError as exc:
-            raise UserError(f"agent isolation: cannot lend {root} to the agent: {exc}") from None
-        # The root directory itself: the agent creates files at the top level.
-        lend = [*self.switch.admin(), "chown", "-h", f"{uid}:{gid}", "--", str(root)]
-        _run(lend, f"hand {root} to uid {uid}")
-        self.chown([*inside, *(p for p in writable if p.exists())], uid, gid)
+        if not root.is_dir():
+            raise UserError(f"agent isolation: cannot lend {root} to the agent: not a directory")
+        entry = _git_entry(root / ".git")
+        kept = [str(root / name) for name in KEPT_FROM_AGENT]
+        # find, not chown -R: a pruned path and everything under it is left out. -path takes a
+        # pattern, so the names are escaped.
+        prune: list[str] = ["("]
+        for index, path in enumerate(kept):
+            prune += [*(["-o"] if index else []), "-path", _glob_escape(path)]
+        prune += [")", "-prune", "-o"]
+        owner = f"{uid}:{gid}"
+        lend = [*self.switch.admin(), "find", str(root), *prune]
+        _run([*lend, "-exec", "chown", "-h", owner, "{}", "+"], f"hand {root} to uid {uid}")
+        self.chown([p for p in writable if p.exists()], uid, gid)
         return entry
 
     def reclaim(self, root: Path, writable: Sequence[Path], entry: GitEntry) -> str | None:

@@ -403,3 +403,19 @@ def test_the_process_runtime_runs_the_agent_as_the_agent_user(shared_dir: Path) 
     assert isinstance(result, AgentSpawnResult) and result.exit_code == 0, result
     assert lines[0] != str(os.geteuid())
     assert "pairbot-agent-home-" in lines[1]
+
+
+@needs_isolation
+def test_pairbots_private_directory_is_never_lent(shared_dir: Path) -> None:
+    root = shared_dir / "repo"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    private = root / ".pair" / "app"
+    private.mkdir(parents=True, mode=0o700)
+    (private / "webhook-secret").write_text("dev-secret-value\n")
+    (private / "webhook-secret").chmod(0o600)
+    (root / "src").mkdir()
+    script = "cat .pair/app/webhook-secret >leaked 2>&1; echo changed >src/file"
+    result = _hostile(shared_dir, script, root)
+    assert result.exit_code == 0, result.stderr
+    assert "dev-secret-value" not in (root / "leaked").read_text()
+    assert (root / "src" / "file").read_text() == "changed\n"  # the rest was lent
