@@ -24,6 +24,11 @@ to a `swerex-remote` server. `RexRuntime` implements the `AgentRuntime` seam
    group is swept (SIGKILL), `err.log` is read for the result's stderr, and the run directory
    and the swerex session/runtime are closed.
 
+A request with `run_as` (a local agent isolated as its own OS user, app/runtime/isolation.py)
+stages in /tmp, hands the run directory to that user before step 2, starts the launcher as it,
+and runs every later script of steps 3 and 4 as it (`as_agent`): with passwordless sudo
+instead of root, pairbot cannot open the lent files itself.
+
 The sentinel holds the shell's `$?`. A shell cannot tell `exit 137` from death by SIGKILL, so,
 like the shell, a status 128+N (N a signal number) is read as "killed by signal N".
 
