@@ -419,3 +419,38 @@ def test_pairbots_private_directory_is_never_lent(shared_dir: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert "dev-secret-value" not in (root / "leaked").read_text()
     assert (root / "src" / "file").read_text() == "changed\n"  # the rest was lent
+
+
+def test_a_gitfile_replaced_by_a_directory_or_a_link_is_put_back(tmp_path: Path) -> None:
+    git = tmp_path / ".git"
+    git.write_text("gitdir: /somewhere/.git/worktrees/card-1\n")
+    entry = isolation._git_entry(git)
+    git.unlink()
+    git.mkdir()
+    (git / "config").write_text("[core]\n\tfsmonitor = evil\n")
+    assert isolation._restore_git_entry(entry) is None
+    assert git.read_text() == "gitdir: /somewhere/.git/worktrees/card-1\n"
+    git.unlink()
+    git.symlink_to(tmp_path / "elsewhere")
+    assert isolation._restore_git_entry(entry) is None
+    assert not git.is_symlink() and git.read_text().startswith("gitdir: /somewhere")
+
+
+def test_a_removed_git_directory_or_an_odd_git_entry(tmp_path: Path) -> None:
+    git = tmp_path / ".git"
+    git.mkdir()
+    entry = isolation._git_entry(git)
+    git.rmdir()
+    assert "the agent replaced" in str(isolation._restore_git_entry(entry))
+    git.symlink_to(tmp_path)
+    assert isolation._git_entry(git) == isolation.GitEntry(git, None, None)
+    absent = isolation._git_entry(tmp_path / "none" / ".git")
+    assert isolation._restore_git_entry(absent) is None
+
+
+@needs_isolation
+def test_a_user_that_cannot_be_made_or_is_root_is_refused() -> None:
+    with pytest.raises(UserError, match="has uid 0"):
+        isolation.AgentAccount(Switch("root", "setpriv")).ensure()
+    with pytest.raises(UserError, match="could not create the agent user"):
+        isolation.AgentAccount(Switch("no such user!", "setpriv")).ensure()
