@@ -26,7 +26,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -236,9 +236,13 @@ def _run(argv: Sequence[str], what: str) -> None:
 class AgentAccount:
     """The agent user on this machine: created once, a fresh HOME per spawn, files lent."""
 
-    def __init__(self, switch: Switch) -> None:
+    def __init__(
+        self, switch: Switch, *, setfacl: Callable[[], str | None] = lambda: shutil.which("setfacl")
+    ) -> None:
+        """`setfacl` finds the tool that opens a closed parent directory to the agent."""
         self.switch = switch
         self._ids: tuple[int, int] | None = None
+        self._setfacl = setfacl
 
     def ensure(self) -> tuple[int, int]:
         """(uid, gid) of the agent user, creating it (`useradd --system`) when missing."""
@@ -302,6 +306,7 @@ class AgentAccount:
         uid, gid = self.ensure()
         if not root.is_dir():
             raise UserError(f"agent isolation: cannot lend {root} to the agent: not a directory")
+        self.open_way([root, *writable])
         entry = _git_entry(root / ".git")
         kept = [str(root / name) for name in KEPT_FROM_AGENT]
         # find, not chown -R: a pruned path and everything under it is left out. -path takes a
@@ -315,6 +320,30 @@ class AgentAccount:
         _run([*lend, "-exec", "chown", "-h", owner, "{}", "+"], f"hand {root} to uid {uid}")
         self.chown([p for p in writable if p.exists()], uid, gid)
         return entry
+
+    def open_way(self, paths: Sequence[Path]) -> None:
+        """Let the agent user pass through every directory above `paths` that other users
+        cannot enter (a 0750 HOME such as a runner's holds the workspace): an ACL entry for
+        that one user, search only (`setfacl -m u:<user>:x`), never a wider mode."""
+        closed: list[Path] = []
+        for path in (p for p in paths if p.exists()):
+            for parent in reversed(path.absolute().parents):
+                if parent not in closed and not parent.stat().st_mode & 0o001:
+                    closed.append(parent)
+        if not closed:
+            return
+        tool = self._setfacl()
+        if tool is None:
+            raise UserError(
+                f"agent isolation: {self.switch.user} cannot reach {paths[0]}: {closed[0]} is "
+                "closed to other users and setfacl (package acl) is not installed; install it, "
+                f"or open the directory (chmod o+x {closed[0]}), or set PAIR_ISOLATION=off"
+            )
+        user = self.switch.user
+        _run(
+            [*self.switch.admin(), tool, "-m", f"u:{user}:x", "--", *map(str, closed)],
+            f"let {user} through {closed[0]}",
+        )
 
     def reclaim(self, root: Path, writable: Sequence[Path], entry: GitEntry) -> str | None:
         """Take everything back; None, or why pairbot must not run git in `root` any more."""

@@ -454,3 +454,36 @@ def test_a_user_that_cannot_be_made_or_is_root_is_refused() -> None:
         isolation.AgentAccount(Switch("root", "setpriv")).ensure()
     with pytest.raises(UserError, match="could not create the agent user"):
         isolation.AgentAccount(Switch("no such user!", "setpriv")).ensure()
+
+
+def _closed_root(shared: Path) -> Path:
+    closed = shared / "home"  # like a runner's 0750 HOME holding the workspace
+    closed.mkdir(mode=0o750)
+    closed.chmod(0o750)
+    root = closed / "work" / "repo"
+    root.mkdir(parents=True)
+    return root
+
+
+@needs_isolation
+def test_without_setfacl_a_closed_parent_is_one_clear_line(shared_dir: Path) -> None:
+    root = _closed_root(shared_dir)
+    switch = Switch(isolation.DEFAULT_AGENT_USER, "setpriv")
+    account = isolation.AgentAccount(switch, setfacl=lambda: None)
+    with pytest.raises(UserError, match=r"cannot reach .*home is closed to other users"):
+        account.grant(root, ())
+    assert root.stat().st_uid == os.geteuid()  # nothing was lent
+
+
+@needs_isolation
+@pytest.mark.skipif(shutil.which("setfacl") is None, reason="needs setfacl (package acl)")
+def test_a_closed_parent_is_opened_to_the_agent_user_only(shared_dir: Path) -> None:
+    root = _closed_root(shared_dir)
+    result = _hostile(shared_dir, "id -u >whoami", root)
+    assert result.exit_code == 0, result.stderr
+    assert (root / "whoami").read_text().strip() != str(os.geteuid())
+    assert (shared_dir / "home").stat().st_mode & 0o777 == 0o750  # the mode itself is unchanged
+    acl = subprocess.run(
+        ["getfacl", "-c", str(shared_dir / "home")], capture_output=True, text=True, check=True
+    )
+    assert f"user:{isolation.DEFAULT_AGENT_USER}:--x" in acl.stdout
