@@ -282,7 +282,8 @@ class AgentAccount:
     def make_home(self) -> Path:
         """A fresh HOME owned by the agent user (0700), with its git trusting the worktree."""
         uid, gid = self.ensure()
-        home = Path(tempfile.mkdtemp(prefix="pairbot-agent-home-"))
+        # /tmp, not pairbot's TMPDIR: that may be a directory only pairbot's user can enter.
+        home = Path(tempfile.mkdtemp(prefix="pairbot-agent-home-", dir="/tmp"))
         # The worktree's git directory is pairbot's: the agent's own git must accept it.
         (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
         self.chown([home], uid, gid)
