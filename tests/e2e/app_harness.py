@@ -207,11 +207,13 @@ def app_world(
     *,
     files: Mapping[str, str] | None = None,
     extra_env: Mapping[str, str] | None = None,
+    pat: str | None = None,
 ) -> Iterator[AppWorld]:
     """A fake GitHub with one card on a bare repository, and `pairbot serve` in worker mode
-    (`files`: the project's files instead of the scripted agent's; `extra_env`: on top)."""
+    (`files`: the project's files instead of the scripted agent's; `extra_env`: on top;
+    `pat`: the operator's token instead of the fake's fixed one)."""
     bare = seed_bare(tmp, project_files() if files is None else files)
-    fake = FakeGitHub(clock=WallClock())
+    fake = FakeGitHub(clock=WallClock()) if pat is None else FakeGitHub(clock=WallClock(), pat=pat)
     fake.user(MAINTAINER)
     card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
     scratch = tmp / "agent"

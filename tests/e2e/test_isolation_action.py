@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -46,7 +47,9 @@ def probe_repo() -> Iterator[tuple[ActionRepo, Path]]:
         config["batch"]["agentCommand"] = [SYSTEM_PYTHON, str(PROBE)]
         files = {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello\n"}
         bare = seed_bare(tmp, files)
-        fake = FakeGitHub(clock=WallClock())
+        # A token of this test's own: the fake's fixed one is in other runs' `git -c` argv,
+        # which every user can read in /proc/<pid>/cmdline.
+        fake = FakeGitHub(clock=WallClock(), pat="ghp_" + secrets.token_hex(18))
         accept_actions_token(fake)
         fake.user(MAINTAINER)
         card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
@@ -67,7 +70,7 @@ def probe_repo() -> Iterator[tuple[ActionRepo, Path]]:
 
 
 def _run_probe(repo: ActionRepo, out: Path, isolation: str) -> tuple[Invocation, dict[str, Any]]:
-    run_home = repo.tmp / f"run-{1}"  # the harness's first runner HOME
+    run_home = repo.tmp / "run-1"  # the harness's first runner HOME
     runner_temp = repo.tmp / "runner-temp"
     runner_temp.mkdir(exist_ok=True)
     pem = rsa_key()[0]

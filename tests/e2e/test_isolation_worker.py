@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -63,7 +64,9 @@ def _probe_worker(shared_tmp: Path, isolation: str) -> tuple[dict[str, Any], dic
         "PAIR_PROBE_OUT": str(out),
         "PAIR_PROBE_SCAN": str(shared_tmp),  # the App's HOME, its checkout, its store
     }
-    with app_world(shared_tmp, files=files, extra_env=extra) as world:
+    # A token of this test's own: the fake's fixed one shows up in other runs' git argv.
+    pat = "ghp_" + secrets.token_hex(18)
+    with app_world(shared_tmp, files=files, extra_env=extra, pat=pat) as world:
         _, _, answer = world.comment("/pair implement")
         assert answer.status_code == 202, answer.text
         report = _report(out, world)
