@@ -105,14 +105,16 @@ def _needles(repo: ActionRepo, pem: str) -> dict[str, str]:
 def test_an_isolated_agent_in_the_action_finds_no_credential() -> None:
     with probe_repo() as (repo, out):
         done, report = _run_probe(repo, out, "auto")
-        assert report["uid"] != os.geteuid(), "the probe ran as the test's own user"
+        log = f"exit {done.code}\n{done.stdout}\n{done.stderr}"
+        assert report["uid"] != os.geteuid(), f"the probe ran as the test's own user\n{log}"
         found = secrets_found(report["found"], _needles(repo, report["pem"]))
-        assert found == {}, found
+        assert found == {}, f"{found}\n{log}"
         # It did look: its own process, and the checkout's git config (token removed).
-        assert any(path.endswith("/.git/config") for path in report["found"]), report["found"]
-        assert any(path.startswith("/proc/") for path in report["found"])
-        assert done.code in (0, 1), done.stdout + done.stderr  # the probe never reports
-        assert "warning" not in done.stdout
+        looked = sorted(report["found"])
+        assert any(path.endswith("/.git/config") for path in looked), f"{looked}\n{log}"
+        assert any(path.startswith("/proc/") for path in looked), log
+        assert done.code in (0, 1), log  # the probe never reports: the step blocks
+        assert "warning" not in done.stdout, log
 
 
 def test_with_isolation_off_the_same_probe_finds_the_token() -> None:
