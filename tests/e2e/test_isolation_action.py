@@ -114,7 +114,7 @@ def test_an_isolated_agent_in_the_action_finds_no_credential() -> None:
         assert any(path.endswith("/.git/config") for path in looked), f"{looked}\n{log}"
         assert any(path.startswith("/proc/") for path in looked), log
         assert done.code in (0, 1), log  # the probe never reports: the step blocks
-        assert "warning" not in done.stdout, log
+        assert "pairbot: warning: the agent runs as" not in done.stdout, log
 
 
 def test_with_isolation_off_the_same_probe_finds_the_token() -> None:
