@@ -112,6 +112,9 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     # A repository that only adds the workflow of docs/action.md has no `.pair/`: every default
     # applies, and the run-state still needs its directory (it travels on `pair-state`).
     (root / ".pair").mkdir(exist_ok=True)
+    from action.credentials import drop_persisted_credentials  # noqa: PLC0415
+
+    drop_persisted_credentials(root)  # before any agent can read .git/config
     _authenticate_git(ctx, root)
     run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
     branch = StateBranch(

@@ -33,6 +33,20 @@ CommandId = Literal["propose", "apply", "verify", "red", "fix", "decompose-phase
 
 
 @dataclass(frozen=True)
+class RunAs:
+    """Run the agent as another OS user (app/runtime/isolation.py decides which, and how).
+
+    `switch` prefixes a command to run it as that user; `admin` prefixes the privileged
+    commands that lend it files (empty when pairbot is root, `sudo -n` otherwise). Neither
+    carries a secret: argv is readable by every user in /proc/<pid>/cmdline.
+    """
+
+    switch: tuple[str, ...]
+    admin: tuple[str, ...]
+    owner: str  # "uid:gid" of the agent user, for chown
+
+
+@dataclass(frozen=True)
 class AgentSpawnRequest:
     """Everything needed to start one agent process."""
 
@@ -42,6 +56,7 @@ class AgentSpawnRequest:
     cwd: str
     env: Mapping[str, str]
     timeout_ms: int
+    run_as: RunAs | None = None  # None: pairbot's own OS user
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,9 @@ class AgentLaunch:
     instructions: str
     env: Mapping[str, str]  # the caller's environment; the launcher strips secrets from it
     pair_env: Mapping[str, str]  # pairbot's own keys, added after the stripping
+    # Files outside `root` the agent writes (the journal `pairbot batch report` appends to): an
+    # agent running as its own OS user is lent them for the step.
+    writable: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -424,6 +424,7 @@ async def _spawn_once(
         instructions=instructions,
         env={k: v for k, v in deps.env.items() if k != "PAIR_BATCH"},
         pair_env=pair_env,
+        writable=(locus.journal,),  # `pairbot batch report` appends there
     )
     result = await deps.launcher.launch(launch, deps.on_line)
     if isinstance(result, AgentNotStarted):

@@ -9,9 +9,13 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
       2. say the agent's permission warning, once per process
       3. render-or-verify the stage's command file where the agent runs (commands.py)
       4. pick the runtime for the locus (`runtime_for`, by default select.py's)
-      5. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
-      6. render stream-json output for people (streamjson.py), usage taken from the stream
-    a UserError in steps 1 to 4 → AgentNotStarted: nothing was spawned, the step blocks and resumes
+      5. decide who the agent runs as (isolation.py): a local agent runs as its own OS user,
+         lent its working tree and journal for the step and given a fresh HOME; where that is
+         impossible the run says so once
+      6. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
+      7. take the files back, and render stream-json output for people (streamjson.py), usage
+         taken from the stream
+    a UserError in steps 1 to 5 → AgentNotStarted: nothing was spawned, the step blocks and resumes
 
 `delegate` writes the prompt's command block and `agent_root` says where each locus puts the
 project root; both are here because only the runtime knows agents' command files and loci.
@@ -19,8 +23,10 @@ project root; both are here because only the runtime knows agents' command files
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from app.engine.agent import (
@@ -32,10 +38,11 @@ from app.engine.agent import (
     AgentSpawnResult,
     CommandId,
     LineSink,
+    RunAs,
 )
 from app.errors import UserError
 from app.proc import agent_environment
-from app.runtime import commands
+from app.runtime import commands, isolation
 from app.runtime.adapters import resolve_argv
 from app.runtime.permissions import WarnOnce
 from app.runtime.streamjson import StreamJsonRenderer
@@ -48,15 +55,53 @@ __all__ = ["DOCKER_WORKDIR", "Launcher", "RuntimeFor", "project_launcher"]
 DOCKER_WORKDIR = "/workspace"
 
 RuntimeFor = Callable[[ResolvedSettings], AgentRuntime]
+HostProbe = Callable[[], isolation.HostFacts]
+
+# Locations of pairbot's own user that an agent with a HOME of its own must not inherit.
+_HOME_VARS = frozenset(
+    {"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"}
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Lent:
+    """What a step lent its isolated agent, to take back afterwards."""
+
+    account: isolation.AgentAccount
+    home: Path
+    root: Path
+    writable: tuple[Path, ...]
+    entry: isolation.GitEntry
 
 
 class Launcher:
     """Starts one stage's agent through the runtime that `runtime_for` picks for its settings."""
 
-    def __init__(self, runtime_for: RuntimeFor) -> None:
+    def __init__(self, runtime_for: RuntimeFor, *, host: HostProbe | None = None) -> None:
+        """`host` finds this machine's facts for the isolation decision (`project_launcher`
+        passes `isolation.probe_host`); without it agents run as pairbot's own user."""
         self._runtime_for = runtime_for
         # Per launcher, so a surface that keeps one per process warns once per agent.
         self._warn_once = WarnOnce()
+        self._host = host
+        self._facts: isolation.HostFacts | None = None
+        self._accounts: dict[str, isolation.AgentAccount] = {}
+        self._isolation_warned = False
+
+    def plan(self, settings: ResolvedSettings, env: Mapping[str, str]) -> isolation.Plan | None:
+        """Who this step's agent runs as (None: no probe, pairbot's own user, said nowhere)."""
+        if self._host is None:
+            return None
+        setting, user = isolation.parse_setting(env)
+        if self._facts is None:
+            self._facts = self._host()
+        return isolation.decide(setting, settings.locus, self._facts, user)
+
+    def _account(self, switch: isolation.Switch) -> isolation.AgentAccount:
+        account = self._accounts.get(switch.user)
+        if account is None or account.switch != switch:
+            account = self._accounts[switch.user] = isolation.AgentAccount(switch)
+        return account
 
     def agent_root(self, root: Path, settings: ResolvedSettings) -> str:
         """The project root as the agent sees it: /workspace in docker, the server's workdir
@@ -90,19 +135,79 @@ class Launcher:
                 launch.command, choice.name, settings.locus, launch.root, launch.env
             )
             runtime = self._runtime_for(settings)
+            plan = self.plan(settings, launch.env)
         except UserError as err:
             return AgentNotStarted(str(err))
+        if isinstance(plan, isolation.Refused):
+            return AgentNotStarted(plan.reason)
+        if isinstance(plan, isolation.NoIsolation) and plan.warning and not self._isolation_warned:
+            self._isolation_warned = True  # once per run: the surfaces keep one launcher a run
+            on_line(plan.warning)
+        env = agent_environment(launch.env, launch.pair_env)
+        run_as: RunAs | None = None
+        lent: _Lent | None = None
+        if isinstance(plan, isolation.Switch):
+            try:
+                lent = await asyncio.to_thread(self._lend, plan, launch)
+            except UserError as err:
+                return AgentNotStarted(str(err))
+            uid, gid = lent.account.ensure()
+            run_as = RunAs(switch=plan.argv(), admin=plan.admin(), owner=f"{uid}:{gid}")
+            env = {k: v for k, v in env.items() if k not in _HOME_VARS}
+            env.update(HOME=str(lent.home), USER=plan.user, LOGNAME=plan.user)
         request = AgentSpawnRequest(
             command=argv.command,
             args=argv.args,
             instructions=launch.instructions,
             cwd=str(launch.root),
-            env=agent_environment(launch.env, launch.pair_env),
+            env=env,
             timeout_ms=settings.agent_timeout_ms,
+            run_as=run_as,
         )
+        try:
+            result = await self._spawn(runtime, request, argv.adapter.emits_stream_json, on_line)
+        finally:
+            problem = None if lent is None else await asyncio.to_thread(self._take_back, lent)
+        if problem is not None:
+            on_line(f"error: pairbot: {problem}")
+            stderr = f"{result.stderr.rstrip()}\npairbot: {problem}\n".lstrip()
+            return dataclasses.replace(result, exit_code=1, signal=None, stderr=stderr)
+        return result
 
+    def _lend(self, switch: isolation.Switch, launch: AgentLaunch) -> _Lent:
+        account = self._account(switch)
+        account.ensure()
+        home = account.make_home()
+        writable = tuple(launch.writable)
+        try:
+            entry = account.grant(launch.root, writable)
+        except BaseException:
+            # Undo what was lent; the failure that stopped the lending is the one to report.
+            unknown = isolation.GitEntry(launch.root / ".git", None, None)
+            with contextlib.suppress(UserError):
+                account.reclaim(launch.root, writable, unknown)
+            with contextlib.suppress(UserError):
+                account.remove_home(home)
+            raise
+        return _Lent(account, home, launch.root, writable, entry)
+
+    @staticmethod
+    def _take_back(lent: _Lent) -> str | None:
+        try:
+            return lent.account.reclaim(lent.root, lent.writable, lent.entry)
+        except UserError as err:
+            return str(err)
+        finally:
+            # A leftover temporary HOME holds nothing of pairbot's.
+            with contextlib.suppress(UserError):
+                lent.account.remove_home(lent.home)
+
+    @staticmethod
+    async def _spawn(
+        runtime: AgentRuntime, request: AgentSpawnRequest, stream_json: bool, on_line: LineSink
+    ) -> AgentSpawnResult:
         # Stream-json agents are rendered for people; the accumulated stdout stays the raw stream.
-        renderer = StreamJsonRenderer(on_line) if argv.adapter.emits_stream_json else None
+        renderer = StreamJsonRenderer(on_line) if stream_json else None
         show = renderer.feed if renderer is not None else on_line
 
         def on_event(event: AgentEvent) -> None:
@@ -124,4 +229,6 @@ def project_launcher(project_root: Path) -> Launcher:
     `project_root` (select.py; swerex loads on the first spawn, not here)."""
     from app.runtime.select import select_runtime  # noqa: PLC0415  # keep --help light
 
-    return Launcher(lambda settings: select_runtime(settings, project_root))
+    return Launcher(
+        lambda settings: select_runtime(settings, project_root), host=isolation.probe_host
+    )

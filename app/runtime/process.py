@@ -63,7 +63,11 @@ class ProcessRuntime:
     async def spawn(self, request: AgentSpawnRequest, on_event: EventSink) -> AgentSpawnResult:
         """Start the agent, stream its stdout lines to `on_event`, and return how it ended."""
         try:
+            # As another OS user: setpriv/runuser keep the environment given here (sudo would
+            # reset it: this minimal runtime is for root, the SWE-ReX loci handle sudo).
+            switch = request.run_as.switch if request.run_as is not None else ()
             proc = await asyncio.create_subprocess_exec(
+                *switch,
                 request.command,
                 *request.args,
                 cwd=request.cwd,

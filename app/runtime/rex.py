@@ -24,6 +24,11 @@ to a `swerex-remote` server. `RexRuntime` implements the `AgentRuntime` seam
    group is swept (SIGKILL), `err.log` is read for the result's stderr, and the run directory
    and the swerex session/runtime are closed.
 
+A request with `run_as` (a local agent isolated as its own OS user, app/runtime/isolation.py)
+stages in /tmp, hands the run directory to that user before step 2, starts the launcher as it,
+and runs every later script of steps 3 and 4 as it (`as_agent`): with passwordless sudo
+instead of root, pairbot cannot open the lent files itself.
+
 The sentinel holds the shell's `$?`. A shell cannot tell `exit 137` from death by SIGKILL, so,
 like the shell, a status 128+N (N a signal number) is read as "killed by signal N".
 
@@ -84,6 +89,7 @@ from app.engine.agent import (
     AgentSpawnRequest,
     AgentSpawnResult,
     EventSink,
+    RunAs,
 )
 from app.proc import START_FAILURE_EXIT_CODE
 from app.runtime.remote_url import RemoteUrlError, remote_base_url
@@ -227,11 +233,31 @@ def launcher_script(run_dir: str, cwd: str, argv: tuple[str, ...]) -> str:
     )
 
 
-def _launch_command(run_dir: str, *, isolated_env: bool) -> str:
+def as_agent(run_as: RunAs | None, script: str) -> str:
+    """`script` run as the agent's OS user (as is without one): the run directory is the
+    agent's once it started, and pairbot reads, signals and removes it as that user."""
+    if run_as is None:
+        return script
+    return f"{shlex.join(run_as.switch)} /bin/sh -c {shlex.quote(script)}"
+
+
+def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = None) -> str:
     run = shlex.quote(run_dir)
     # `env -i`: a local agent gets exactly the request's environment, never pairbot's own
     # (which holds forge credentials). A server's environment is its own and stays.
     shell = "env -i /bin/sh" if isolated_env else "/bin/sh"
+    # Another OS user: it gets the run directory (its prompt and its 0600 env file), and
+    # becomes itself before `setsid`, so the group id the launcher records is its own.
+    start = f"setsid {shell} {run}/run <{run}/prompt >{run}/out.log 2>{run}/launcher.log"
+    lend: list[str] = []
+    become = ""
+    if run_as is not None:
+        chown = shlex.join([*run_as.admin, "chown", "-R", run_as.owner, run_dir])
+        lend = [f"{chown} || exit 94"]
+        become = shlex.join(run_as.switch) + " "
+        # The redirections are opened as the agent too: the directory is no longer pairbot's
+        # (pairbot without root cannot open its files once they are lent).
+        start = f"/bin/sh -c {shlex.quote('exec ' + start)}"
     missing = "pairbot: setsid is not installed where the agent runs (it comes with util-linux)"
     return "\n".join(
         [
@@ -242,8 +268,9 @@ def _launch_command(run_dir: str, *, isolated_env: bool) -> str:
             '  rm -f "$f.b64"',
             "done",
             f"command -v setsid >/dev/null 2>&1 || {{ echo {shlex.quote(missing)} >&2; exit 92; }}",
-            ": >out.log && : >err.log || exit 93",
-            f"setsid {shell} {run}/run <{run}/prompt >{run}/out.log 2>{run}/launcher.log &",
+            ": >out.log && : >err.log && : >launcher.log || exit 93",
+            *lend,
+            f"{become}{start} &",
             "echo launched",
         ]
     )
@@ -781,6 +808,7 @@ def _not_alive_message(message: str, where: str) -> str:
 @dataclass
 class _Launched:
     run_dir: str
+    run_as: RunAs | None = None
     swept: bool = False
 
 
@@ -838,7 +866,7 @@ class RexRuntime:
         try:
             cwd = self._locus.agent_cwd(request.cwd)
             connection = await self._connect(run_id)
-            launched = await self._make_run_dir(connection)
+            launched = await self._make_run_dir(connection, request.run_as)
             await self._launch(connection, launched, request, cwd)
             return await self._follow(connection, launched, request, events)
         except RexError as err:
@@ -866,17 +894,19 @@ class RexRuntime:
             exit_code=exit_code, signal=None, stdout="\n".join(events.lines), stderr=message + "\n"
         )
 
-    async def _make_run_dir(self, connection: RexConnection) -> _Launched:
+    async def _make_run_dir(self, connection: RexConnection, run_as: RunAs | None) -> _Launched:
         # mktemp: a fresh 0700 directory, so the env file is private before it is even written.
+        # Another OS user cannot reach pairbot's own TMPDIR (often private): /tmp it is.
+        parent = "/tmp" if run_as is not None else "${TMPDIR:-/tmp}"  # noqa: S108
         made = await connection.execute(
             "create the run directory",
-            'mktemp -d "${TMPDIR:-/tmp}/pairbot-run-XXXXXXXXXX"',
+            f'mktemp -d "{parent}/pairbot-run-XXXXXXXXXX"',
             self._request_timeout_s,
         )
         run_dir = made.stdout.strip()
         if not PurePosixPath(run_dir).is_absolute():
             raise RexError(f"could not create the run directory: mktemp printed {run_dir!r}")
-        return _Launched(run_dir)
+        return _Launched(run_dir, run_as)
 
     async def _launch(
         self, connection: RexConnection, launched: _Launched, request: AgentSpawnRequest, cwd: str
@@ -893,7 +923,9 @@ class RexRuntime:
             await connection.write_file(
                 f"write the agent's {name} file", f"{run_dir}/{name}.b64", encoded, timeout
             )
-        script = _launch_command(run_dir, isolated_env=self._locus.isolated_env)
+        script = _launch_command(
+            run_dir, isolated_env=self._locus.isolated_env, run_as=launched.run_as
+        )
         await connection.execute("start the agent", script, timeout)
 
     async def _follow(
@@ -987,7 +1019,7 @@ class RexRuntime:
     async def _poll(self, connection: RexConnection, launched: _Launched, cursor: int) -> _Poll:
         response = await connection.execute(
             "read the agent's output",
-            _poll_command(launched.run_dir, cursor),
+            as_agent(launched.run_as, _poll_command(launched.run_dir, cursor)),
             self._request_timeout_s,
         )
         try:
@@ -998,7 +1030,7 @@ class RexRuntime:
     async def _signal(
         self, connection: RexConnection, launched: _Launched, sig: Literal["TERM", "KILL"]
     ) -> None:
-        script = _signal_command(launched.run_dir, sig) + " || true"
+        script = as_agent(launched.run_as, _signal_command(launched.run_dir, sig)) + " || true"
         await connection.execute(f"send SIG{sig} to the agent", script, self._request_timeout_s)
 
     async def _finish(
@@ -1007,7 +1039,7 @@ class RexRuntime:
         """Sweep the group (if it may live), read a log's tail, remove the run directory."""
         response = await connection.execute(
             "collect the agent's stderr",
-            _finish_command(launched.run_dir, sweep=sweep, log=log),
+            as_agent(launched.run_as, _finish_command(launched.run_dir, sweep=sweep, log=log)),
             self._request_timeout_s,
         )
         launched.swept = True
@@ -1016,6 +1048,6 @@ class RexRuntime:
     async def _abandon(self, connection: RexConnection, launched: _Launched) -> None:
         # A failure or a cancellation left the agent behind: stop it and remove its files.
         launched.swept = True
-        script = _finish_command(launched.run_dir, sweep=True)
+        script = as_agent(launched.run_as, _finish_command(launched.run_dir, sweep=True))
         with contextlib.suppress(RexError):  # unreachable: nothing more can be done from here
             await connection.execute("clean up", script, _CLEANUP_TIMEOUT_S)

@@ -29,7 +29,7 @@ import sqlite3
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +186,8 @@ def app_env(
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
         "PAIR_EXECUTION": "worker",
+        # The agent runs as this user unless a test turns isolation on (tests/conftest.py).
+        "PAIR_ISOLATION": os.environ.get("PAIR_ISOLATION", "off"),
         "PAIR_WEBHOOK_SECRET": SECRET,
         "PAIR_APP_ID": str(fake.app_id),
         "PAIR_PRIVATE_KEY": rsa_key()[0],
@@ -200,10 +202,18 @@ def app_env(
 
 
 @contextmanager
-def app_world(tmp: Path) -> Iterator[AppWorld]:
-    """A fake GitHub with one card on a bare repository, and `pairbot serve` in worker mode."""
-    bare = seed_bare(tmp, project_files())
-    fake = FakeGitHub(clock=WallClock())
+def app_world(
+    tmp: Path,
+    *,
+    files: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    pat: str | None = None,
+) -> Iterator[AppWorld]:
+    """A fake GitHub with one card on a bare repository, and `pairbot serve` in worker mode
+    (`files`: the project's files instead of the scripted agent's; `extra_env`: on top;
+    `pat`: the operator's token instead of the fake's fixed one)."""
+    bare = seed_bare(tmp, project_files() if files is None else files)
+    fake = FakeGitHub(clock=WallClock()) if pat is None else FakeGitHub(clock=WallClock(), pat=pat)
     fake.user(MAINTAINER)
     card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
     scratch = tmp / "agent"
@@ -216,7 +226,10 @@ def app_world(tmp: Path) -> Iterator[AppWorld]:
         root = operator_checkout(fake, base_url, tmp / "checkout", home)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        env = app_env(fake, home, base_url=base_url, store=store, scratch=scratch)
+        env = {
+            **app_env(fake, home, base_url=base_url, store=store, scratch=scratch),
+            **(extra_env or {}),
+        }
         with log.open("wb") as out:
             argv = [str(PAIRBOT), "--root", str(root), "serve", "--host", "127.0.0.1"]
             process = subprocess.Popen(

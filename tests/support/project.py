@@ -72,6 +72,9 @@ def agent_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": os.environ.get("HOME", "/tmp"),
         "LANG": "C.UTF-8",
+        # The agent runs as this user: the interpreter may sit where no other user reaches
+        # (tests/conftest.py; the isolation tests turn it on).
+        "PAIR_ISOLATION": os.environ.get("PAIR_ISOLATION", "off"),
         # Coverage measures the console script's subprocesses through these.
         **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
     }

@@ -1,0 +1,421 @@
+"""Who the agent runs as: a dedicated unprivileged OS user wherever pairbot can switch to one.
+
+Any process of pairbot's own OS user can read `/proc/<pid>/environ` of pairbot and of every
+ancestor (the runner's step shell included), where the forge token, the App's private key and
+the webhook secret sit. Filtering the agent's environment cannot hide those; another OS user
+can. So a `local` agent runs as `pairbot-agent` (or PAIR_AGENT_USER) when pairbot can become it:
+
+    decide(setting, locus, facts)          pure: the plan for one step
+      docker / remote locus  → Contained    the container or the server is the boundary
+      PAIR_ISOLATION=off     → NoIsolation  the operator's explicit choice: said nowhere
+      root                   → Switch via setpriv (else runuser, else sudo)
+      non-root, `sudo -n`    → Switch via sudo -n -u <user> (GitHub-hosted runners)
+      neither                → NoIsolation  warning once per run; `required` refuses instead
+
+The thin I/O around it (`probe_host`, `AgentAccount`) finds the facts, creates the user on
+demand (`useradd --system`, no login shell, no home of its own: every spawn gets a fresh HOME),
+and hands a step's files to the agent and back (`grant` / `reclaim`). The switch never carries
+a secret in argv: the agent's environment travels in a 0600 file the runtime hands over.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from app.errors import UserError
+
+__all__ = [
+    "DEFAULT_AGENT_USER",
+    "AgentAccount",
+    "Contained",
+    "GitEntry",
+    "HostFacts",
+    "NoIsolation",
+    "Plan",
+    "Refused",
+    "Setting",
+    "Switch",
+    "decide",
+    "escaping_link",
+    "parse_setting",
+    "probe_host",
+    "succeeds",
+]
+
+DEFAULT_AGENT_USER: Final = "pairbot-agent"
+Setting = Literal["auto", "off", "required"]
+_SETTINGS: Final[tuple[Setting, ...]] = ("auto", "off", "required")
+_USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,30}")
+_COMMAND_TIMEOUT_S: Final = 120.0
+# Never lent to the agent: the repository's git directory (or a worktree's gitfile) and
+# pairbot's own private directory.
+KEPT_FROM_AGENT: Final = (".git", ".pair/app")
+
+
+def _glob_escape(path: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", path)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What this machine allows: pairbot's euid, passwordless sudo, the switch tools."""
+
+    euid: int
+    sudo: bool
+    setpriv: bool
+    runuser: bool
+
+
+@dataclass(frozen=True)
+class Switch:
+    """Run the agent as `user`, becoming it `via` a tool; `admin` prefixes privileged commands."""
+
+    user: str
+    via: Literal["setpriv", "runuser", "sudo"]
+
+    def argv(self) -> tuple[str, ...]:
+        """The prefix that runs a command as the agent user (no secret: names only)."""
+        if self.via == "setpriv":
+            # --no-new-privs: nothing the agent runs can gain privileges back (setuid sudo).
+            return (
+                "setpriv",
+                f"--reuid={self.user}",
+                f"--regid={self.user}",
+                "--init-groups",
+                "--no-new-privs",
+                "--",
+            )
+        if self.via == "runuser":
+            return ("runuser", "-u", self.user, "--")
+        return ("sudo", "-n", "-u", self.user, "--")
+
+    def admin(self) -> tuple[str, ...]:
+        """The prefix for useradd/chown/rm: nothing as root, `sudo -n` otherwise."""
+        return ("sudo", "-n") if self.via == "sudo" else ()
+
+
+@dataclass(frozen=True)
+class NoIsolation:
+    """The agent runs as pairbot's own user; `warning` (if any) is said once per run."""
+
+    warning: str | None
+
+
+@dataclass(frozen=True)
+class Contained:
+    """The locus itself isolates the agent (a container, another machine)."""
+
+    locus: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """PAIR_ISOLATION=required and no way to isolate: no agent starts."""
+
+    reason: str
+
+
+Plan = Switch | NoIsolation | Contained | Refused
+
+
+def parse_setting(env: Mapping[str, str]) -> tuple[Setting, str]:
+    """PAIR_ISOLATION (auto | off | required) and PAIR_AGENT_USER from `env`; `UserError` when
+    either is malformed. Read from the caller's environment only: a repository's files cannot
+    turn isolation off."""
+    raw = env.get("PAIR_ISOLATION", "").strip().lower() or "auto"
+    if raw not in _SETTINGS:
+        raise UserError(
+            f"PAIR_ISOLATION={raw!r} is not a setting; use auto (the default), off or required"
+        )
+    user = env.get("PAIR_AGENT_USER", "").strip() or DEFAULT_AGENT_USER
+    if not _USER_NAME.fullmatch(user) or user == "root":
+        raise UserError(
+            f"PAIR_AGENT_USER={user!r} is not a usable user name; use lower-case letters, digits, "
+            "'_' or '-' (at most 31), never root"
+        )
+    setting: Setting = "auto" if raw == "auto" else "off" if raw == "off" else "required"
+    return setting, user
+
+
+def warning_line(reason: str) -> str:
+    """The one line a run says when its agent shares pairbot's OS user."""
+    return (
+        f"pairbot: warning: the agent runs as pairbot's own OS user ({reason}), so it can read "
+        "the credentials in pairbot's environment; run as root or with passwordless sudo, or "
+        "use `locus: docker` (docs/security.md)"
+    )
+
+
+def decide(setting: Setting, locus: str, facts: HostFacts, user: str) -> Plan:
+    """The plan for one step's agent. Pure."""
+    if locus in ("docker", "remote"):
+        return Contained(locus)
+    if setting == "off":
+        return NoIsolation(None)
+    if facts.euid == 0:
+        if facts.setpriv:
+            return Switch(user, "setpriv")
+        if facts.runuser:
+            return Switch(user, "runuser")
+        if facts.sudo:
+            return Switch(user, "sudo")
+        reason = "root, but neither setpriv, runuser nor sudo is installed"
+    elif facts.sudo:
+        return Switch(user, "sudo")
+    else:
+        reason = "not root and no passwordless sudo"
+    if setting == "required":
+        return Refused(f"PAIR_ISOLATION=required, but the agent cannot run as {user}: {reason}")
+    return NoIsolation(warning_line(reason))
+
+
+# --- the thin I/O ------------------------------------------------------------------------------
+
+
+def succeeds(argv: Sequence[str]) -> bool:
+    """Whether `argv` exits 0 promptly without a terminal (`sudo -n true`: passwordless sudo)."""
+    try:
+        done = subprocess.run(
+            list(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def probe_host() -> HostFacts:
+    """This machine's facts; `sudo -n true` is tried only when pairbot is not root."""
+    euid = os.geteuid()
+    sudo = euid != 0 and shutil.which("sudo") is not None and succeeds(["sudo", "-n", "true"])
+    return HostFacts(
+        euid=euid,
+        sudo=sudo,
+        setpriv=shutil.which("setpriv") is not None,
+        runuser=shutil.which("runuser") is not None,
+    )
+
+
+@dataclass(frozen=True)
+class GitEntry:
+    """What `<root>/.git` was before the agent ran: a gitfile's text, or a directory's inode."""
+
+    path: Path
+    text: str | None  # a linked worktree's `gitdir: …` file
+    inode: tuple[int, int] | None  # (st_dev, st_ino) of a repository's .git directory
+
+
+def _run(argv: Sequence[str], what: str) -> None:
+    try:
+        done = subprocess.run(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_COMMAND_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"agent isolation: could not {what}: {exc}") from None
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise UserError(
+            f"agent isolation: could not {what} (`{argv[0]}` exit {done.returncode}): "
+            f"{said[-1] if said else 'no output'}"
+        )
+
+
+class AgentAccount:
+    """The agent user on this machine: created once, a fresh HOME per spawn, files lent."""
+
+    def __init__(
+        self, switch: Switch, *, setfacl: Callable[[], str | None] = lambda: shutil.which("setfacl")
+    ) -> None:
+        """`setfacl` finds the tool that opens a closed parent directory to the agent."""
+        self.switch = switch
+        self._ids: tuple[int, int] | None = None
+        self._setfacl = setfacl
+
+    def ensure(self) -> tuple[int, int]:
+        """(uid, gid) of the agent user, creating it (`useradd --system`) when missing."""
+        if self._ids is not None:
+            return self._ids
+        name = self.switch.user
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            try:
+                _run(
+                    [
+                        *self.switch.admin(),
+                        "useradd",
+                        "--system",
+                        "--user-group",
+                        "--no-create-home",
+                        "--home-dir",
+                        "/nonexistent",
+                        "--shell",
+                        "/usr/sbin/nologin",
+                        "--comment",
+                        "pairbot agent",
+                        name,
+                    ],
+                    f"create the agent user {name}",
+                )
+            except UserError:
+                if not _user_exists(name):  # else another pairbot created it meanwhile
+                    raise
+            entry = pwd.getpwnam(name)
+        if entry.pw_uid == 0:
+            raise UserError(f"agent isolation: the agent user {name} has uid 0; use another user")
+        self._ids = (entry.pw_uid, entry.pw_gid)
+        return self._ids
+
+    def make_home(self) -> Path:
+        """A fresh HOME owned by the agent user (0700), with its git trusting the worktree."""
+        uid, gid = self.ensure()
+        # /tmp, not pairbot's TMPDIR: that may be a directory only pairbot's user can enter.
+        home = Path(tempfile.mkdtemp(prefix="pairbot-agent-home-", dir="/tmp"))
+        # The worktree's git directory is pairbot's: the agent's own git must accept it.
+        (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+        self.chown([home], uid, gid)
+        return home
+
+    def remove_home(self, home: Path) -> None:
+        """Remove a HOME made by `make_home` (whatever the agent left in it)."""
+        _run([*self.switch.admin(), "rm", "-rf", "--", str(home)], f"remove {home}")
+
+    def chown(self, paths: Sequence[Path], uid: int, gid: int) -> None:
+        """`chown -hR`: symbolic links themselves, never what they point at."""
+        if paths:
+            _run(
+                [*self.switch.admin(), "chown", "-hR", f"{uid}:{gid}", "--", *map(str, paths)],
+                f"hand {paths[0]} to uid {uid}",
+            )
+
+    def grant(self, root: Path, writable: Sequence[Path]) -> GitEntry:
+        """Lend the agent its working tree and `writable`; `.git` and pairbot's private
+        `.pair/app` (the App's --dev webhook secret) stay pairbot's."""
+        uid, gid = self.ensure()
+        if not root.is_dir():
+            raise UserError(f"agent isolation: cannot lend {root} to the agent: not a directory")
+        self.open_way([root, *writable])
+        entry = _git_entry(root / ".git")
+        kept = [str(root / name) for name in KEPT_FROM_AGENT]
+        # find, not chown -R: a pruned path and everything under it is left out. -path takes a
+        # pattern, so the names are escaped.
+        prune: list[str] = ["("]
+        for index, path in enumerate(kept):
+            prune += [*(["-o"] if index else []), "-path", _glob_escape(path)]
+        prune += [")", "-prune", "-o"]
+        owner = f"{uid}:{gid}"
+        lend = [*self.switch.admin(), "find", str(root), *prune]
+        _run([*lend, "-exec", "chown", "-h", owner, "{}", "+"], f"hand {root} to uid {uid}")
+        self.chown([p for p in writable if p.exists()], uid, gid)
+        return entry
+
+    def open_way(self, paths: Sequence[Path]) -> None:
+        """Let the agent user pass through every directory above `paths` that other users
+        cannot enter (a 0750 HOME such as a runner's holds the workspace): an ACL entry for
+        that one user, search only (`setfacl -m u:<user>:x`), never a wider mode."""
+        closed: list[Path] = []
+        for path in (p for p in paths if p.exists()):
+            for parent in reversed(path.absolute().parents):
+                if parent not in closed and not parent.stat().st_mode & 0o001:
+                    closed.append(parent)
+        if not closed:
+            return
+        tool = self._setfacl()
+        if tool is None:
+            raise UserError(
+                f"agent isolation: {self.switch.user} cannot reach {paths[0]}: {closed[0]} is "
+                "closed to other users and setfacl (package acl) is not installed; install it, "
+                f"or open the directory (chmod o+x {closed[0]}), or set PAIR_ISOLATION=off"
+            )
+        user = self.switch.user
+        _run(
+            [*self.switch.admin(), tool, "-m", f"u:{user}:x", "--", *map(str, closed)],
+            f"let {user} through {closed[0]}",
+        )
+
+    def reclaim(self, root: Path, writable: Sequence[Path], entry: GitEntry) -> str | None:
+        """Take everything back; None, or why pairbot must not run git in `root` any more."""
+        self.chown([root, *(p for p in writable if p.exists())], os.geteuid(), os.getegid())
+        return _restore_git_entry(entry) or escaping_link(root)
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _git_entry(git: Path) -> GitEntry:
+    try:
+        stat = git.lstat()
+    except FileNotFoundError:
+        return GitEntry(git, None, None)
+    if git.is_symlink() or not (git.is_file() or git.is_dir()):
+        return GitEntry(git, None, None)
+    if git.is_file():
+        return GitEntry(git, git.read_text(), None)
+    return GitEntry(git, None, (stat.st_dev, stat.st_ino))
+
+
+def escaping_link(root: Path) -> str | None:
+    """A symbolic link under `root` (outside .git) that leads out of it, if any.
+
+    pairbot reads and publishes files of the worktree with its own rights once the agent is
+    done; a link to /proc/self/environ or to a key file would make it read them for the agent.
+    """
+    top = root.resolve()
+    for here, dirs, files in os.walk(root):
+        if Path(here) == root and ".git" in dirs:
+            dirs.remove(".git")
+        for name in [*dirs, *files]:
+            path = Path(here) / name
+            if not path.is_symlink():
+                continue
+            target = path.resolve()
+            if target != top and top not in target.parents:
+                return (
+                    f"the agent left a symbolic link {path} pointing outside its worktree "
+                    f"({path.readlink()}); remove it and retry"
+                )
+    return None
+
+
+def _restore_git_entry(entry: GitEntry) -> str | None:
+    """The agent owned the directory holding `.git`: a gitfile it rewrote is put back (it could
+    point pairbot's git at a repository with hooks of the agent's); a replaced .git directory
+    cannot be, so the step fails."""
+    git = entry.path
+    if entry.text is not None:
+        if git.is_symlink() or not git.is_file() or git.read_text() != entry.text:
+            if git.is_dir() and not git.is_symlink():
+                shutil.rmtree(git)
+            elif git.exists() or git.is_symlink():
+                git.unlink()
+            git.write_text(entry.text)
+        return None
+    if entry.inode is not None:
+        try:
+            stat = git.lstat()
+        except FileNotFoundError:
+            stat = None
+        if stat is None or git.is_symlink() or (stat.st_dev, stat.st_ino) != entry.inode:
+            return (
+                f"the agent replaced {git}; pairbot will not run git in a repository the agent "
+                "controls. Restore the checkout and retry."
+            )
+    return None
