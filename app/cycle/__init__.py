@@ -1,4 +1,4 @@
-"""The card delivery cycle (seed 004) on top of the batch engine and the hosts.
+"""The card delivery cycle (docs/cycle.md) on top of the batch engine and the hosts.
 
 Imports flow one way: `app.cycle` uses `app.engine`, `app.domain` and `hosts/`; nothing in the
 engine imports the cycle. The surfaces (the App's worker and ticker, the Action, the CLI)

@@ -233,7 +233,7 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
 
 def _on_its_card(root: Path, request: PairRequest) -> PairRequest:
     """A command commented on a pull request acts on the card whose cycle opened that pull
-    request (DESIGN.md: a command is a line of an issue or PR comment). The App and the Action
+    request (docs/cycle.md: a command is a line of an issue or PR comment). The App and the Action
     both name the number the comment was on; only the run-state knows the card behind it."""
     if request.comment is None or not request.comment.on_pull:
         return request

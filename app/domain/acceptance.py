@@ -1,6 +1,6 @@
 """Acceptance criteria in a card body: find them, and rewrite one in place. Pure.
 
-`extend-current-card` (DESIGN.md, "The card cycle") rewrites the AC a maintainer approved in
+`extend-current-card` (docs/cycle.md) rewrites the AC a maintainer approved in
 the card's ACTUAL body. Only the adopted formats are read, and nothing else of the card is ever
 touched: everything outside the criterion's text span stays byte-identical.
 

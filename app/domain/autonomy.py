@@ -1,7 +1,7 @@
 """The card's autonomy gates: `prepare:` (after propose) and `merge:` (before merging).
 
 Each is `always`, `never`, or `when has:<labels> lacks:<labels>` (labels comma-separated;
-`;` may separate the clauses, as in seed 004). `always` parks for a human, `never` goes on
+`;` may separate the clauses). `always` parks for a human, `never` goes on
 unattended, `when …` parks (escalates) only if a condition fires: the card carries one of the
 `has` labels, or lacks one of the `lacks` labels.
 """

@@ -24,7 +24,7 @@ nobody watches would look like pairbot doing nothing.
 The caller resolves the binding ONCE at the start of a run, prints `describe(resolution)`, and
 stores `binding.to_json()` with a card's run-state the first time the card runs; later runs read
 it back with `Binding.from_json()`, so a `config.yaml` edited mid-cycle does not move a running
-card to another host (seed 004, "Resolved once").
+card to another host (docs/hosts.md).
 
 A declared host without an adapter is `hosts.errors.HostUnsupported` (`host-unsupported`),
 naming the declared value and the adapters that exist; the binding never falls back to GitHub.

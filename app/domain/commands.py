@@ -4,7 +4,7 @@
 `Command` or a `CommandError` (what was wrong, what is allowed, and the usage to reply with).
 The caller acts on the *first* result only and replies about the rest (a `CommandError` first
 means: reply with its usage, run nothing). `may_act` is the shared "who may act" decision.
-Nothing here does I/O (DESIGN.md, "Commands" and "Security model").
+Nothing here does I/O (docs/cycle.md, "Commands"; docs/security.md).
 
 Grammar (decisions written down so the App, the Action and the help text agree):
 
@@ -299,7 +299,7 @@ def may_act(
     allowlist: frozenset[int],
     own_bot_id: int | None,
 ) -> Decision:
-    """Who may act (DESIGN.md, "Security model"), decided on numeric ids and permission only.
+    """Who may act (docs/security.md), decided on numeric ids and permission only.
 
     In order: pairbot's own events are ignored silently; another bot is ignored silently unless
     its id is allowlisted; an allowlisted id may act whatever its login or permission; a human

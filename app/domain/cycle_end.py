@@ -1,7 +1,7 @@
 """What a card does at the end of its cycle: re-review, publish, park, or merge. Pure.
 
-DESIGN.md "The card cycle", the rows from "converged, scope proposals pending" down, and seed
-004 "Merge is the human gate unless your merge gate says otherwise". `decide_cycle_end` takes
+docs/cycle.md: merge is the human gate unless the project's merge gate says otherwise.
+`decide_cycle_end` takes
 `CycleEndFacts` and returns exactly one `Decision`; the shell acts on it (posts the packet,
 upserts and reads back the synthesis, sets the `pr-state:*` label, merges). No I/O, no clock.
 

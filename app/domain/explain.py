@@ -1,6 +1,6 @@
 """The `/pair status` explanation of one card: status, next step, blocking gate and why, budget.
 
-DESIGN.md ("Commands"): `status` replies with the card's status, the next step, which gate
+docs/cycle.md ("Commands"): `status` replies with the card's status, the next step, which gate
 blocks it and why, and the budget left. The same `Explanation` feeds the tracking comment
 (`app.domain.tracking`), the Action's job summary and the CLI, so all of them say the same
 thing. `explain(CardFacts) -> Explanation` is pure: the shell gathers the facts (journal,
@@ -17,7 +17,7 @@ card on from where it is; an entry that is not a command (a scope decision is a 
 a closed PR must be reopened) says what to do instead.
 
 Budget figures keep their coverage: an unknown token count reads "unknown (0 of 3 steps
-reported)", never 0 (seed 004). Text that a person or an agent wrote (the title, a park reason)
+reported)", never 0 (docs/cycle.md). Text that a person or an agent wrote (the title, a park reason)
 is stripped of hidden content here and escaped where it is rendered as Markdown.
 """
 

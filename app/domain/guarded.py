@@ -3,7 +3,7 @@
 The test gate (`app.domain.testsets`) trusts what decides passing: the tests that existed before
 the iteration, the tests `red` sealed, the configuration that decides how the tests run and the
 manifests that decide what the tests run against. An iteration whose diff touches any of these
-is refused and sent back, naming each file (DESIGN.md, "The card cycle"; issue #5):
+is refused and sent back, naming each file (docs/cycle.md, "The converge gate"):
 
     pair-config    `.pair/config.yaml`: it holds the test command and the allowances
     junit          the configured JUnit report path: only the test command writes it

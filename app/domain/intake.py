@@ -20,7 +20,7 @@ allowlist, the Action's default tick batch. No I/O, no environment, no clock.
     Ignore(reason, silent)          nothing to do; `silent`: drop it before writing anything
     Malformed(reason)               a payload without what its event always carries
 
-The rules (DESIGN.md, "Commands" and "Security model"):
+The rules (docs/cycle.md, "Commands"; docs/security.md):
 
 - Own events first, before the action is even read: anything authored by pairbot's own
   identity — its App (`performed_via_github_app.id`), its App's bot login `<slug>[bot]`, and

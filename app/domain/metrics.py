@@ -4,7 +4,7 @@
 parsed JSONL dicts, in file order) and returns `CycleMetrics`. It has no clock (`as_of` is
 passed in), never raises on a malformed record (a record it cannot read is skipped or counted
 as missing coverage), and never fabricates a zero: a figure nobody reported is `None` with
-coverage `unknown` (seed 004, "Metrics, host runtime and the final PR summary").
+coverage `unknown` (docs/cycle.md).
 
 Steps. A step is a `step-started` entry paired with the entry that ends it: an `outcome` (by
 session when both carry one, else by key and transition, oldest open start first) or, for

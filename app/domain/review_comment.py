@@ -1,7 +1,7 @@
 """The review comment a `verify` publishes on the PR, and its `pair-review` status text. Pure.
 
 After a verify the engine upserts one review comment on the PR (marker-keyed, by the shell)
-and sets `pair-review` on the exact head that was reviewed (DESIGN.md, "The card cycle";
+and sets `pair-review` on the exact head that was reviewed (docs/cycle.md;
 issue #5). The comment shows:
 
 - the reviewed head, short and in full (the status and any merge are pinned to it);

@@ -2,7 +2,7 @@
 
 Once a review converges with scope proposals (`sc-<n>`) still pending, the card parks at
 `awaiting-scope-decision` and the packet asks the maintainer to answer in a PR comment holding
-exactly one fenced ```json object (DESIGN.md, "The card cycle"; seed 004, "Scope proposals are
+exactly one fenced ```json object (docs/cycle.md; "Scope proposals are
 never defects")::
 
     {"schemaVersion": 1,

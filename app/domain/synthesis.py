@@ -2,8 +2,7 @@
 
 `render_synthesis` returns only pairbot's owned body; the shell wraps it with
 `hosts.markers.render(synthesis_marker(card, pr, run_id), body, tail)` and upserts it, so a
-republish with the same inputs is a no-op (seed 004, "Metrics, host runtime and the final PR
-summary"). Sections, in the seed's order:
+republish with the same inputs is a no-op (docs/cycle.md). Sections, in this order:
 
 1. identity: card, PR, run, reviewed head, versions, models;
 2. quality (the last review's verdict) vs delivery (the engine status) — they differ until the

@@ -1,7 +1,7 @@
 """Failing-test sets from JUnit XML, and whether an apply / red / fix iteration may advance. Pure.
 
 The engine runs the project's configured test command before and after an `apply`, `red` or
-`fix` iteration (DESIGN.md, "The card cycle"; `tests:` in `.pair/config.yaml`) and reads the
+`fix` iteration (docs/cycle.md; `tests:` in `.pair/config.yaml`) and reads the
 JUnit XML it writes. This module turns those bytes into sets of test ids and decides:
 
     apply / fix   refused when a test fails now that did not fail before (each one named)

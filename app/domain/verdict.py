@@ -1,8 +1,8 @@
 """A verifier's verdict: typed findings, scope proposals, and whether the review converged.
 
-The verifier reports either a findings file (DESIGN.md, "The card cycle") or only a verdict
+The verifier reports either a findings file (docs/cycle.md) or only a verdict
 line. With a findings file, convergence is computed from the findings: zero active blocking
-findings. Without one, the verdict text decides (seed 001's pattern): "Ready for archive"
+findings. Without one, the verdict text decides: "Ready for archive"
 converges, "N critical issue(s) found" converges only when N is 0. Fail closed: a positive
 count anywhere in the message blocks even beside "Ready for archive", and "not ready for
 archive" is no verdict at all (the verify is then blocked for a readable verdict).

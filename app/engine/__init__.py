@@ -1,1 +1,1 @@
-"""The batch engine (seed 001): one forced transition per call, recorded and resumable."""
+"""The batch engine (docs/engine.md): one forced transition per call, recorded and resumable."""

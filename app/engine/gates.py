@@ -1,4 +1,4 @@
-"""The batch approval gate: which completed step parks for a human (seed 001's matrix).
+"""The batch approval gate: which completed step parks for a human (docs/engine.md).
 
 This matrix is the single source of truth: the change path, the decomposition path and the
 PR path all ask it. Decomposition and PR steps never park under any gate: a decomposition's

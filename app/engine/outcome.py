@@ -1,4 +1,4 @@
-"""Session-to-outcome mapping: what one agent session means for the step (seed 001).
+"""Session-to-outcome mapping: what one agent session means for the step (docs/engine.md).
 
 Pure. The branch order is the contract:
 

@@ -1,4 +1,4 @@
-"""Proof-of-work (seed 001): judge a phase's proof command and decide whether it gates the phase.
+"""Proof-of-work (docs/engine.md): judge a phase's proof command and decide whether it gates the phase.
 
 The verdict is pure: `evaluate_pass_condition` maps a pass condition, an exit status and stdout
 to (passed, one-line detail), and `gate_passed` applies the phase's policy. `run_proof_command`
@@ -35,7 +35,7 @@ _EXIT_DIRECTIVE = re.compile(r"(?:exit\s+code\s+0|exit-zero|exit\s+0)(?!\w|\.\d)
 _CONTAINS = "contains:"
 _REGEX = "regex:"
 
-# Grace between SIGTERM and SIGKILL when a proof command overruns (seed 000, same as agents).
+# Grace between SIGTERM and SIGKILL when a proof command overruns (as for agents).
 PROOF_KILL_GRACE_S = 2.0
 
 

@@ -1,4 +1,4 @@
-"""Agent adapters: how to start each coding agent, from one registry of binaries (seed 000).
+"""Agent adapters: how to start each coding agent, from one registry of binaries (docs/runtime.md).
 
 Each adapter turns (agent choice, settings, repo root) into argv; instructions always go on
 stdin. The binary names live only in `AGENT_BINARIES`, which `pairbot doctor` reads too, so the

@@ -1,4 +1,4 @@
-"""Agent permissions: translate the merged policy into each agent's argv flags (seed 000).
+"""Agent permissions: translate the merged policy into each agent's argv flags (docs/runtime.md).
 
 `resolve_permission_flags` is pure: a posture, the allow/deny lists and the per-agent `raw`
 fragments go in, an argv fragment comes out. The adapters append it after their base args and

@@ -1,7 +1,7 @@
 """Where the `remote` locus may send its auth token: the scheme rules for a swerex-remote host.
 
 Pure. `remote_base_url` turns the configured `batch.remote.host` into the base URL pairbot talks
-to, or refuses with a message that says what to change (seed 000, "remote"):
+to, or refuses with a message that says what to change (docs/runtime.md):
 
     bare loopback host (localhost, 127.x.x.x, ::1)   → http://
     bare non-local host                              → https://

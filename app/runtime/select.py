@@ -1,4 +1,4 @@
-"""Pick the agent runtime for a step from the resolved locus (seed 000, "Execution loci").
+"""Pick the agent runtime for a step from the resolved locus (docs/runtime.md).
 
     local   → RexRuntime over swerex's LocalRuntime (in-process)
     docker  → RexRuntime over a DockerDeployment, the project root mounted at /workspace

@@ -1,4 +1,4 @@
-"""Render an agent's stream-json stdout as readable lines (seed 000, "Streaming").
+"""Render an agent's stream-json stdout as readable lines (docs/runtime.md).
 
 Agents whose adapter sets `emits_stream_json` print one JSON event per stdout line: claude with
 `-p --output-format stream-json --verbose --include-partial-messages`, opencode with
