@@ -147,8 +147,8 @@ def status_of(derived: Derivation, rec: CycleRecord) -> PrState:
     return PrState.IN_PROGRESS
 
 
-# The stage whose failure a step's `failed` outcome stands for (docs/hosts.md's `pr-state` table): an agent
-# that crashed without completing, a result refused until the step gave up, a review that
+# The stage whose failure a step's `failed` outcome stands for (docs/hosts.md, `pr-state`): an
+# agent that crashed without completing, a result refused until the step gave up, a review that
 # could not be trusted. A failed red or fix stays `blocked`: `failed-fix` means the fix rounds
 # are spent, which a crash is not.
 FAILED_AT: Mapping[str, PrState] = {

@@ -1,4 +1,4 @@
-"""PR groups (docs/runtime.md): where a batch's pull requests begin and end, and what each one targets.
+"""PR groups (docs/runtime.md): where a batch's pull requests begin and end, what each targets.
 
 Pure policies over the batch plan, no git and no run-state:
 

@@ -1,4 +1,4 @@
-"""The SWE-ReX loci (local, docker, remote): run one agent through a swerex runtime (docs/runtime.md).
+"""The SWE-ReX loci (local, docker, remote): run one agent through a swerex runtime.
 
 pairbot drives SWE-ReX in-process: `local` uses swerex's `LocalRuntime`, `docker` the runtime
 of a `DockerDeployment` (after a `docker info` pre-flight), `remote` a `RemoteRuntime` talking
