@@ -1,4 +1,4 @@
-"""Proof-of-work : judge a phase's proof command and decide whether it gates the phase.
+"""Proof-of-work: judge a phase's proof command and decide whether it gates the phase.
 
 The verdict is pure: `evaluate_pass_condition` maps a pass condition, an exit status and stdout
 to (passed, one-line detail), and `gate_passed` applies the phase's policy. `run_proof_command`
