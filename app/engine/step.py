@@ -163,11 +163,27 @@ def usage_record(usage: AgentUsage | None) -> dict[str, Any] | None:
     }
 
 
-def begin_step(locus: RunLocus, clock: Clock, *, key: str, transition: str) -> tuple[str, int]:
-    """Journal `step-started` ("doing", before any effect); returns the session id and index."""
+def begin_step(
+    locus: RunLocus,
+    clock: Clock,
+    *,
+    key: str,
+    transition: str,
+    data: Mapping[str, Any] | None = None,
+) -> tuple[str, int]:
+    """Journal `step-started` ("doing", before any effect); returns the session id and index.
+
+    `data` says what runs the step: `{agent, model}` for an agent step (`model` only when the
+    stage names one)."""
     session = uuid.uuid4().hex[:12]
     index = journal_event(
-        locus, clock, kind="step-started", key=key, transition=transition, session=session
+        locus,
+        clock,
+        kind="step-started",
+        key=key,
+        transition=transition,
+        session=session,
+        data=data,
     )
     return session, index
 
@@ -400,7 +416,9 @@ async def _spawn_once(
     instructions: str,
     state_root: Path | None,
 ) -> _Spawned:
-    session, started = begin_step(locus, deps.clock, key=key, transition=stage)
+    choice = settings.agent_for(stage)
+    runs = {"agent": choice.name, **({"model": choice.model} if choice.model else {})}
+    session, started = begin_step(locus, deps.clock, key=key, transition=stage, data=runs)
     start = started + 1
     pair_env = {
         "PAIR_CHANGE": key,

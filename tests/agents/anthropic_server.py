@@ -15,7 +15,8 @@ Each answer is streamed as server-sent events when the request asks for `stream:
 (message_start, content_block_start / _delta / _stop, message_delta with the output tokens,
 message_stop) and is one JSON message otherwise; `count_tokens` answers a fixed count. Every
 message reports `USAGE_IN` input tokens and `USAGE_OUT` output tokens, so a test can find the
-figures the real stream reported. The requests are recorded for assertions.
+figures the real stream reported (a subclass can vary them per request with `usage_for`). The
+requests, and the figures each answer reported, are recorded for assertions.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class ScriptedModel:
     tool_input: Mapping[str, Any]
     final_text: str = "Done: the file is written."
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # (input tokens, output tokens) of each message answered, in order, with its request.
+    reported: list[tuple[dict[str, Any], int, int]] = field(default_factory=list)
     _count: int = 0
 
     def _next_id(self, prefix: str) -> str:
@@ -73,6 +76,11 @@ class ScriptedModel:
         text = self.final_text if answered else "pairbot"
         return [{"type": "text", "text": text}], "end_turn"
 
+    def usage_for(self, body: Mapping[str, Any]) -> tuple[int, int]:
+        """The (input, output) tokens the answer to `body` reports."""
+        del body
+        return USAGE_IN, USAGE_OUT
+
     async def answer(self, request: Request) -> Response:
         """The loopback handler."""
         if request.method != "POST" or not request.path.startswith("/v1/messages"):
@@ -82,6 +90,8 @@ class ScriptedModel:
         if request.path.endswith("/count_tokens"):
             return Response.of(200, json.dumps({"input_tokens": USAGE_IN}).encode())
         blocks, stop = self._blocks(body)
+        usage_in, usage_out = self.usage_for(body)
+        self.reported.append((body, usage_in, usage_out))
         message_id = self._next_id("msg")
         if not body.get("stream"):
             message = {
@@ -92,7 +102,7 @@ class ScriptedModel:
                 "content": blocks,
                 "stop_reason": stop,
                 "stop_sequence": None,
-                "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT},
+                "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
             }
             headers = {"content-type": "application/json"}
             return Response.of(200, json.dumps(message).encode(), headers)
@@ -107,7 +117,7 @@ class ScriptedModel:
                     "content": [],
                     "stop_reason": None,
                     "stop_sequence": None,
-                    "usage": {"input_tokens": USAGE_IN, "output_tokens": 1},
+                    "usage": {"input_tokens": usage_in, "output_tokens": 1},
                 },
             }
         ]
@@ -127,7 +137,7 @@ class ScriptedModel:
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": stop, "stop_sequence": None},
-                "usage": {"output_tokens": USAGE_OUT},
+                "usage": {"output_tokens": usage_out},
             },
             {"type": "message_stop"},
         ]

@@ -59,3 +59,9 @@ def test_a_card_whose_first_agent_hits_its_quota_goes_on_with_the_second(
     assert line in owned(project, pull, "pair:synthesis")
     failover = [e for e in project.journal() if e["kind"] == "failover"]
     assert [e["data"]["signature"] for e in failover] == ["quota"]
+    # Each attempt's start names the agent that ran it: claude, then the fallback.
+    started = [e for e in project.journal() if e["kind"] == "step-started"]
+    assert [(e["transition"], e["data"]["agent"]) for e in started][:2] == [
+        ("propose", "claude"),
+        ("propose", "command"),
+    ]
