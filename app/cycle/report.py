@@ -43,7 +43,7 @@ from app.domain.scope import (
     rewrite_card,
     validate_decision,
 )
-from app.domain.synthesis import render_synthesis, synthesis_marker
+from app.domain.synthesis import models_by_step, render_synthesis, synthesis_marker
 from app.domain.tracking import TrackingStep, render_tracking
 from app.domain.verdict import FindingsReport
 from app.engine.runstate import read_parks, write_parks
@@ -270,7 +270,7 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
         status="ready-for-merge",
         reviewed_head=rec.reviewed_head,
         versions={"pairbot": __version__},
-        models={},
+        models=models_by_step(mine),
         metrics=metrics,
         metrics_revision=1,
         failovers=failover_lines(mine),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from app.domain.metrics import ORIGINS, CycleMetrics, Quantity
 from app.domain.sanitize import strip_hidden
@@ -125,6 +126,23 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return lines
+
+
+def models_by_step(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """What ran each kind of step, from the journal's `step-started` entries: the agent, and its
+    model when the stage names one. The latest attempt wins (a fallback agent replaces the
+    failed one); a step that names no agent (an older journal) is left out, never guessed."""
+    models: dict[str, str] = {}
+    for record in records:
+        data = record.get("data")
+        if record.get("kind") != "step-started" or not isinstance(data, Mapping):
+            continue
+        agent, model = data.get("agent"), data.get("model")
+        if not isinstance(agent, str) or not agent:
+            continue
+        shown = f"{agent} ({model})" if isinstance(model, str) and model else agent
+        models[str(record.get("transition") or "step")] = shown
+    return models
 
 
 def render_synthesis(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.domain.metrics import CycleMetrics, reduce_metrics
-from app.domain.synthesis import render_synthesis, synthesis_marker
+from app.domain.synthesis import models_by_step, render_synthesis, synthesis_marker
 from hosts.markers import check_marker, render
 
 AS_OF = "2024-05-01T12:00:00+00:00"
@@ -236,3 +236,15 @@ def test_failovers_and_the_budget_are_shown_when_there_are_some() -> None:
     failover = text.index("- apply: claude failed (quota); retried once with codex")
     budget = text.index("Budget: 3/1 steps, 120k/100k tokens; usage unknown for 1 of 3 steps.")
     assert cycles < failover < tokens < budget
+
+
+def test_models_by_step_names_what_ran_each_step_and_the_fallback_wins() -> None:
+    records = [
+        {"kind": "step-started", "transition": "propose", "data": {"agent": "claude"}},
+        {"kind": "step-started", "transition": "apply", "data": {"agent": "claude"}},
+        {"kind": "failover", "transition": "apply", "data": {"failed": "claude"}},
+        {"kind": "step-started", "transition": "apply", "data": {"agent": "codex", "model": "o3"}},
+        {"kind": "step-started", "transition": "verify", "data": None},  # an older journal
+        {"kind": "outcome", "transition": "verify", "data": {"agent": "nobody"}},
+    ]
+    assert models_by_step(records) == {"propose": "claude", "apply": "codex (o3)"}
