@@ -30,7 +30,7 @@ from typing import Any
 
 from app.cycle.batch_work import GitWorkTree
 from app.cycle.testrun import run_tests
-from app.cycle.vet import MAX_SENDBACKS, tree_listing
+from app.cycle.vet import send_back, tree_listing
 from app.domain.guarded import guarded_violations, normalize_path, parse_name_status, stage_policy
 from app.domain.testgate import detect_test_commands, no_gate_note
 from app.domain.testsets import NoTestCommand, TestRun, iteration_verdict
@@ -122,18 +122,9 @@ class BatchVet:
 
     def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:
         request = self.request
-        reason = "; ".join(problems)
         earlier = sendbacks_in_a_row(jsonl.read_records(request.journal), request.change)
-        if earlier + 1 >= MAX_SENDBACKS:
-            message = (
-                f"{request.transition} was refused {MAX_SENDBACKS} times in a row; last: "
-                f"{reason}. Run `pairbot batch retry {request.batch} --change {request.change}` "
-                "(or `batch feedback`) to try again."
-            )
-            return replace(outcome, state="failed", message=message, blocker=message)
-        return replace(
-            outcome,
-            state="sent-back",
-            message=f"{request.transition} sent back: {reason}",
-            approval_request=None,
+        remedy = (
+            f"Run `pairbot batch retry {request.batch} --change {request.change}` "
+            "(or `batch feedback`) to try again."
         )
+        return send_back(outcome, request.transition, problems, earlier, remedy)

@@ -156,20 +156,32 @@ class Vetter:
         return outcome
 
     def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:
-        reason = "; ".join(problems)
-        self.refused = reason
-        if self.state.rec.sendbacks + 1 >= MAX_SENDBACKS:
-            message = (
-                f"{self.transition} was refused {MAX_SENDBACKS} times in a row; last: {reason}. "
-                "Comment `/pair retry` (or `/pair feedback <text>`) to try again."
-            )
-            return replace(outcome, state="failed", message=message, blocker=message)
-        return replace(
-            outcome,
-            state="sent-back",
-            message=f"{self.transition} sent back: {reason}",
-            approval_request=None,
+        self.refused = "; ".join(problems)
+        remedy = "Comment `/pair retry` (or `/pair feedback <text>`) to try again."
+        return send_back(outcome, self.transition, problems, self.state.rec.sendbacks, remedy)
+
+
+def send_back(
+    outcome: EngineStepOutcome,
+    transition: str,
+    problems: list[str],
+    earlier: int,
+    remedy: str,
+) -> EngineStepOutcome:
+    """A refused step: `sent-back` naming each problem, or `failed` (with `remedy`, how a
+    person tries again) when `earlier` refusals in a row make this one the last allowed."""
+    reason = "; ".join(problems)
+    if earlier + 1 >= MAX_SENDBACKS:
+        message = (
+            f"{transition} was refused {MAX_SENDBACKS} times in a row; last: {reason}. {remedy}"
         )
+        return replace(outcome, state="failed", message=message, blocker=message)
+    return replace(
+        outcome,
+        state="sent-back",
+        message=f"{transition} sent back: {reason}",
+        approval_request=None,
+    )
 
 
 def tree_listing(path: Path, commit: str) -> tuple[list[str], str | None]:
