@@ -285,7 +285,10 @@ def _finish(settings: PipelineSettings, outcome: Outcome, out: TextIO) -> None:
         else:
             upload_summary(path, out)
     said = "" if outcome.status == "error" else outcome.message
-    out.write(f"pairbot: {outcome.status} {outcome.transition} {said}".rstrip() + "\n")
+    out.write(
+        " ".join(part for part in ("pairbot:", outcome.status, outcome.transition, said) if part)
+        + "\n"
+    )
     out.flush()
 
 
