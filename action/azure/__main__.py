@@ -231,6 +231,7 @@ async def _dispatch(
         if isinstance(intent, ScopeDecision):
             return _outcome(await cycle.handle_scope_decision(intent.pull, intent.comment_id))
         if isinstance(intent, Comment):
+            await _confirm(settings, cycle, intent)
             run = _CommentRun(settings.sources, settings.trigger, settings.run_id)
             # Work-item comments have no id in the notification (nothing to react to), and PR
             # comments take a like, not 👀: no acknowledgement is owed here.
@@ -246,6 +247,24 @@ async def _dispatch(
             await _answer(cycle, origin, str(err), settings.run_id)
         raise
     return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")
+
+
+async def _confirm(settings: PipelineSettings, cycle: CardCycle, intent: Any) -> None:
+    """Read the comment back from Azure DevOps: the payload is a claim (`action.azure.hook`)."""
+    from action.azure.hook import UnconfirmedNotification, confirms  # noqa: PLC0415
+    from app.domain.intake import Policy  # noqa: PLC0415
+    from hosts.models import Target  # noqa: PLC0415
+
+    target = Target("pull" if intent.is_pull else "card", intent.card)
+    host = cycle.hosts.code if intent.is_pull else cycle.hosts.pm
+    comments = await host.list_comments(target)
+    if not confirms(comments, intent, Policy(trigger=settings.trigger)):
+        where = f"pull request !{intent.card}" if intent.is_pull else f"work item #{intent.card}"
+        raise UnconfirmedNotification(
+            f"the notification claims a comment by {intent.author_login or 'someone'} on "
+            f"{where} that Azure DevOps does not hold; nothing ran (a forged or stale "
+            "payload: check who can reach the incoming webhook)"
+        )
 
 
 def _outcome(step: Any) -> Outcome:

@@ -7,25 +7,39 @@ parameters. The template (docs/azure-pipelines.md) writes `${{ convertToJson(par
 to a file through a step's environment and names it in `PAIR_WEBHOOK_PAYLOAD_PATH`; this module
 reads that file and hands it to the reading the App uses (`app.domain.azure_hooks`).
 
-Authenticity: the pipeline never sees the request's headers, so the HMAC of the connection's
-secret is checked by Azure DevOps before it queues the run (a request that fails it queues
-nothing). What the entry re-checks itself is what the App checks: that the notification is
-for this pipeline's project and repository, and — before any command runs — the commenter's
-permission on the repository (`action.comments.handle_comment`).
+Authenticity. The pipeline never sees the request's headers, and an Azure DevOps service hook
+cannot sign its body with the Incoming WebHook connection's HMAC secret (it sends fixed headers
+only), so the connection is left without a secret and its URL is public: anyone who learns the
+webhook's name can queue a run with a payload of their choosing. The payload is therefore a
+claim, never a fact. Before a command runs, the entry reads the comment back from Azure DevOps
+with the job's token (`confirms`): a comment by the claimed author, holding the same command,
+must be on that work item (on a pull request: the comment with that id). Then the commenter's
+permission is looked up exactly as the App does (`action.comments.handle_comment`). A scope
+decision and a moved head are read back by the card cycle itself (the decision comment and its
+author, the pull request's head), as for the App. The notification must also name this
+pipeline's project (a work item) or project and repository (a pull request).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from action.event import MalformedEventError
-from app.domain.azure_hooks import AzureHook, read_azure_hook
-from app.domain.intake import Policy
-from app.errors import UserError
+from app.domain.azure_hooks import AzureHook, html_to_text, read_azure_hook
+from app.domain.intake import Comment, NewComment, Policy, comment_intent
+from app.errors import OperatorError, UserError
+from hosts.models import Author
+from hosts.models import Comment as HostComment
 
-__all__ = ["Notification", "read_notification"]
+__all__ = ["Notification", "UnconfirmedNotification", "confirms", "read_notification"]
+
+
+class UnconfirmedNotification(OperatorError):
+    """A notification claims a comment Azure DevOps does not hold: nothing runs for it."""
+
 
 # A service hook's notification is a few KiB; a comment is at most 150,000 characters.
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -76,3 +90,32 @@ def read_notification(path: Path, policy: Policy) -> Notification:
             "one — is the webhook resource fed by an Azure DevOps service hook?"
         )
     return Notification(notification, read_azure_hook(payload, policy, notification))
+
+
+def _same_person(a: Author, b: Author) -> bool:
+    if a.id and b.id and a.id.casefold() == b.id.casefold():
+        return True
+    return bool(a.login) and a.login.casefold() == b.login.casefold()
+
+
+def confirms(comments: Iterable[HostComment], intent: Comment, policy: Policy) -> bool:
+    """Whether the host's comments on the target hold the comment `intent` was read from: by
+    the same person, with the same first command (and, on a pull request, the same id). Pure."""
+    for found in comments:
+        if intent.is_pull and found.id != intent.comment.id:
+            continue
+        if not _same_person(found.author, intent.author):
+            continue
+        body = found.body if intent.is_pull else html_to_text(found.body)
+        new = NewComment(
+            "pull" if intent.is_pull else "card",
+            intent.card,
+            found.id,
+            found.url,
+            body,
+            intent.author,
+        )
+        again = comment_intent(new, policy)
+        if isinstance(again, Comment) and again.command == intent.command:
+            return True
+    return False

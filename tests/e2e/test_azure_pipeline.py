@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from hosts.models import Target
+from hosts.models import Author, Target
 from tests.cycle.azure_harness import TOKEN, AzureCardProject, _auth_header, _remote
-from tests.support.fake_azure import PROJECT, REPO, FakeAzureDevOps, running
+from tests.support.fake_azure import PROJECT, READ, REPO, FakeAzureDevOps, running
 from tests.support.git import git
 from tests.support.project import agent_env
 
@@ -174,3 +174,38 @@ def test_a_work_item_comment_then_scheduled_runs_reach_ready_for_merge(
     for log in pipeline.logs:
         assert log.count(TOKEN) == log.count(MASK) == 1, log
         assert basic not in log
+
+
+def test_a_forged_notification_or_a_readers_comment_runs_nothing(
+    tmp_path: Path, fake: FakeAzureDevOps
+) -> None:
+    (tmp_path / "setup").mkdir()
+    project = AzureCardProject.create(tmp_path / "setup", fake)
+    pipeline = Pipeline(tmp_path, fake, project)
+    body = "<div>/pair implement</div>"
+
+    # Nobody wrote it on the work item: the payload is a claim, read back and refused.
+    forged = workitem_commented(fake, project.card, body, "n-forged")
+    code, out = pipeline.run("ResourceTrigger", forged)
+    assert code == 1
+    [error] = [line for line in out.splitlines() if line.startswith("##vso[task.logissue")]
+    assert "does not hold; nothing ran" in error
+
+    # A reader's real comment: the App's polite refusal, once, and nothing else.
+    reader = Author("reader@fabrikam.example", "7d1f0c1e-reader")
+    fake.grant(reader, READ)
+    fake.comment_as(reader, Target("card", project.card), body)
+    claim = workitem_commented(fake, project.card, body, "n-reader")
+    claim["resource"]["fields"]["System.ChangedBy"] = {
+        "uniqueName": reader.login,
+        "id": reader.id,
+    }
+    code, out = pipeline.run("ResourceTrigger", claim)
+    assert (code, Pipeline.status(out)) == (0, "nothing-ready"), out
+    assert "refused" in out
+    replies = [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:reply")]
+    assert len(replies) == 1
+    assert project.pull() is None and project.tags() == []
+    assert not project.agent_calls()
+    for log in pipeline.logs:
+        assert log.count(TOKEN) == log.count(MASK) == 1, log
