@@ -113,7 +113,8 @@ def _run(settings: PipelineSettings, env: dict[str, str], out: TextIO) -> Outcom
 
         # PipelineSettings refuses a webhook run without the path.
         path = settings.payload_path or Path(os.devnull)
-        notification = read_notification(path, Policy(trigger=settings.trigger))
+        policy = Policy(trigger=settings.trigger)
+        notification = read_notification(path, policy, settings.secrets())
         intent, repo = notification.hook.intent, notification.hook.repo
         if isinstance(intent, Ignore | Malformed):
             return Outcome(status="ignored", message=intent.reason)

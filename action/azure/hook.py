@@ -53,8 +53,11 @@ class Notification:
     hook: AzureHook
 
 
-def read_notification(path: Path, policy: Policy) -> Notification:
+def read_notification(path: Path, policy: Policy, secrets: tuple[str, ...] = ()) -> Notification:
     """Read and classify the notification at `path`.
+
+    A payload that holds one of `secrets` is refused (`UserError`): the pipeline expanded a
+    macro such as `$(System.AccessToken)` that a commenter wrote, and any reply could carry it.
 
     `UserError` when the file cannot be read or is not a JSON object (the pipeline's YAML is
     wrong); `MalformedEventError` when it lacks the notification id every service hook sends.
@@ -70,6 +73,12 @@ def read_notification(path: Path, policy: Policy) -> Notification:
         raise UserError(
             f"PAIR_WEBHOOK_PAYLOAD_PATH={str(path)!r} holds more than "
             f"{MAX_PAYLOAD_BYTES} bytes; a service-hook notification is a few KiB"
+        )
+    if any(secret.encode() in raw for secret in secrets if secret):
+        raise UserError(
+            f"PAIR_WEBHOOK_PAYLOAD_PATH={str(path)!r} holds a secret of this job: the pipeline "
+            "expanded a `$(…)` macro a comment wrote; nothing ran — write the payload with "
+            "docs/azure-pipelines.md's `replace(convertToJson(…), '$(', '$ (')`"
         )
     try:
         payload = json.loads(raw.decode("utf-8"))

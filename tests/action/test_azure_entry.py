@@ -82,6 +82,14 @@ def test_a_bad_notification_file_is_one_line(
         read_notification(path, Policy())
 
 
+def test_a_notification_holding_a_secret_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "hook.json"
+    path.write_text(json.dumps(notification(f"<div>/pair implement {TOKEN}</div>")))
+    with pytest.raises(UserError, match="holds a secret of this job") as caught:
+        read_notification(path, Policy(), (TOKEN,))
+    assert TOKEN not in str(caught.value)
+
+
 def test_handled_notifications_are_remembered_newest_last(tmp_path: Path) -> None:
     said: list[str] = []
     assert not deliveries.seen(tmp_path, "a", said.append)
