@@ -20,8 +20,7 @@ comments, `git.pullrequest.updated` on a pairbot branch like `synchronize`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -102,10 +101,6 @@ def serial_key(source: str, repo: str, target: TargetKind, number: int) -> str:
     if source == GITHUB:
         return f"{source}:{repo}#{number}"
     return f"{source}:{repo}:{target}#{number}"
-
-
-def _marker_safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", text)
 
 
 # -- intents → jobs (both sources) ---------------------------------------------------------------
@@ -270,9 +265,6 @@ GITHUB_ROUTES: Final[frozenset[tuple[str, str | None]]] = frozenset(
 
 def _installation_id(payload: Payload) -> int | None:
     return _int(_obj(payload.get("installation")).get("id"))
-
-
-Handler = Callable[[Payload, Policy, str], Routed]
 
 
 # -- Azure DevOps ---------------------------------------------------------------------------------
