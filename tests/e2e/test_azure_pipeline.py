@@ -28,6 +28,7 @@ import pytest
 
 from hosts.models import Author, Target
 from tests.cycle.azure_harness import TOKEN, AzureCardProject, _auth_header, _remote
+from tests.support.card_project import card_journal, cycle_events
 from tests.support.fake_azure import PROJECT, READ, REPO, FakeAzureDevOps, running
 from tests.support.git import git
 from tests.support.project import agent_env
@@ -126,44 +127,63 @@ def workitem_commented(
     }
 
 
-def test_a_work_item_comment_then_scheduled_runs_reach_ready_for_merge(
+def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(
     tmp_path: Path, fake: FakeAzureDevOps
 ) -> None:
     (tmp_path / "setup").mkdir()
     project = AzureCardProject.create(tmp_path / "setup", fake)
     pipeline = Pipeline(tmp_path, fake, project)
-    body = "<div>/pair implement</div>"
-    fake.comment_as(fake.human.author, Target("card", project.card), body)
+    card = Target("card", project.card)
+    body = "<div>/pair implement until: merged merge: always</div>"
+    fake.comment_as(fake.human.author, card, body)
     notification = workitem_commented(fake, project.card, body, "6a9ee8b1-notification-1")
 
     code, out = pipeline.run("ResourceTrigger", notification)
     assert code == 0, out
-    first = pipeline.status(out)
-    assert first not in ("ignored", "error", "duplicate"), out
+    statuses = [pipeline.status(out)]
+    assert statuses[0] not in ("ignored", "error", "duplicate"), out
     # The same notification again (a redelivery, a re-run) does nothing.
     code, out = pipeline.run("ResourceTrigger", notification)
     assert (code, pipeline.status(out)) == (0, "duplicate"), out
 
-    statuses = [first]
     for _ in range(12):
         code, out = pipeline.run("Schedule")
         assert code == 0, out
         statuses.append(pipeline.status(out))
         project.assert_invariants()
-        if statuses[-1] == "ready-for-merge":
+        if statuses[-1] == "awaiting-human":
             break
-    assert statuses[-1] == "ready-for-merge", statuses
-    print(statuses)
+    # Ready for merge, and the merge gate waits for a person.
+    assert statuses[-1] == "awaiting-human", statuses
     pull = project.pull()
     assert pull is not None
     pr = fake.pull(pull)
-    assert (pr.source, pr.target, pr.created_by) == (
+    assert (pr.source, pr.target, pr.created_by, pr.status) == (
         f"pair/card-{project.card}",
         "main",
         fake.pairbot,
+        "active",
     )
-    assert pr.head == fake.branch_sha(f"pair/card-{project.card}")
-    assert len(project.tags()) == 1
+    # The journal as the last run left it (its checkout pulled pair-state, then journaled).
+    journal = card_journal(tmp_path / f"s{pipeline.runs}", project.card)
+    reviewed = str(cycle_events(journal, "reviewed")[-1]["head"])
+    assert pr.head == reviewed == fake.branch_sha(f"pair/card-{project.card}")
+    assert [s["state"] for s in project.statuses(pull)[reviewed]][-1] == "succeeded"
+
+    # The maintainer approves with a second comment; the merge follows in that run.
+    approve = "<div>/pair approve</div>"
+    fake.comment_as(fake.human.author, card, approve)
+    code, out = pipeline.run(
+        "ResourceTrigger", workitem_commented(fake, project.card, approve, "notification-2")
+    )
+    assert (code, pipeline.status(out)) == (0, "merged"), out
+    pr = fake.pull(pull)
+    assert (pr.status, pr.head) == ("completed", reviewed)
+    assert project.tags() == ["pr-state:merged"]
+    synthesis = [m for m in project.comment_markers() if m.startswith("<!-- pair:synthesis")]
+    assert len(synthesis) == 1
+    project.assert_invariants()
+
     # The run-state travelled on pair-state, pushed with the job's token; no lock is left.
     state = fake.branch_sha("pair-state")
     assert state is not None
