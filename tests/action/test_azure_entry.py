@@ -130,9 +130,14 @@ def test_a_missing_variable_is_one_logissue_line_and_exit_2(tmp_path: Path) -> N
     ]
 
 
-def test_an_unreadable_notification_is_one_logissue_line(tmp_path: Path) -> None:
+def test_an_unreadable_notification_is_one_logissue_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, lines = run(tmp_path, "{oops")
     assert code == 2
+    assert "Traceback" not in capsys.readouterr().err
+    run(tmp_path, "{oops", SYSTEM_DEBUG="true")  # System.Debug: the traceback too
+    assert "Traceback" in capsys.readouterr().err
     [error] = [line for line in lines if line.startswith("##vso[task.logissue")]
     assert "is not a JSON notification" in error
     assert lines[-1].startswith("pairbot: error")

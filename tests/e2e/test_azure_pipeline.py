@@ -170,6 +170,21 @@ def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(
     assert pr.head == reviewed == fake.branch_sha(f"pair/card-{project.card}")
     assert [s["state"] for s in project.statuses(pull)[reviewed]][-1] == "succeeded"
 
+    # The PR's head did not move: a `git.pullrequest.updated` notification changes nothing.
+    updated = {
+        "id": "notification-updated",
+        "eventType": "git.pullrequest.updated",
+        "resource": {
+            "pullRequestId": pull,
+            "sourceRefName": f"refs/heads/pair/card-{project.card}",
+            "lastMergeSourceCommit": {"commitId": reviewed},
+            "repository": {"name": REPO, "project": {"name": PROJECT}},
+        },
+    }
+    code, out = pipeline.run("ResourceTrigger", updated)
+    assert code == 0, out
+    assert fake.pull(pull).head == reviewed and project.tags() == ["pr-state:awaiting-human"]
+
     # The maintainer approves with a second comment; the merge follows in that run.
     approve = "<div>/pair approve</div>"
     fake.comment_as(fake.human.author, card, approve)
@@ -211,6 +226,17 @@ def test_a_forged_notification_or_a_readers_comment_runs_nothing(
     [error] = [line for line in out.splitlines() if line.startswith("##vso[task.logissue")]
     assert "does not hold; nothing ran" in error
 
+    # The maintainer's command that cannot run (nothing to approve) is answered once, exit 2.
+    approve = "<div>/pair approve</div>"
+    fake.comment_as(fake.human.author, Target("card", project.card), approve)
+    code, out = pipeline.run(
+        "ResourceTrigger", workitem_commented(fake, project.card, approve, "n-approve")
+    )
+    assert code == 2, out
+    assert [line for line in out.splitlines() if line.startswith("##vso[task.logissue")]
+    answers = [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:reply")]
+    assert len(answers) == 1
+
     # A reader's real comment: the App's polite refusal, once, and nothing else.
     reader = Author("reader@fabrikam.example", "7d1f0c1e-reader")
     fake.grant(reader, READ)
@@ -224,7 +250,7 @@ def test_a_forged_notification_or_a_readers_comment_runs_nothing(
     assert (code, Pipeline.status(out)) == (0, "nothing-ready"), out
     assert "refused" in out
     replies = [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:reply")]
-    assert len(replies) == 1
+    assert len(replies) == 2  # the approve's answer, and the reader's refusal
     assert project.pull() is None and project.tags() == []
     assert not project.agent_calls()
     for log in pipeline.logs:
