@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -105,7 +104,7 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
 
 
 async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: TextIO) -> Outcome:
-    from action.statebranch import StateBranch  # noqa: PLC0415
+    from action.statebranch import StateBranch, run_locked  # noqa: PLC0415
     from app.engine.step import utc_now  # noqa: PLC0415
 
     root = ctx.workspace
@@ -123,35 +122,23 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
         host_id=f"actions:{ctx.run_id or 'local'}",
         stale_after_s=ctx.stale_after_s,
     )
-    lease = branch.try_lock(run_id)
+
+    async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
+        with agent_log("pairbot: agent output", out) as log:
+            return await _act(ctx, intent, env, log, save)
+
     # A tick that finds the lock taken skips: the next tick comes. A command must not be lost
     # (GitHub keeps one pending run per concurrency group and cancels the rest), so it waits
-    # for the running step, bounded.
-    deadline = time.monotonic() + (0.0 if isinstance(intent, Tick) else ctx.lock_wait_s)
-    while lease is None and time.monotonic() < deadline:
-        await asyncio.sleep(min(LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
-        lease = branch.try_lock(run_id)
-    if lease is None:
+    # for the running step, bounded. The lock, the pull, the checkpoints, the push even of a
+    # failed step and the release are the state branch's (`run_locked`, shared with
+    # `python -m action.azure`).
+    wait = 0.0 if isinstance(intent, Tick) else ctx.lock_wait_s
+    outcome = await run_locked(branch, root, run_id, act, lambda o: o.status, wait_s=wait)
+    if outcome is None:
         return Outcome(
             status="nothing-ready",
             message="another pairbot run holds the pair-state lock; this one exits",
         )
-    try:
-        branch.pull(root)
-        try:
-
-            async def save() -> None:
-                _push(branch, root, run_id, "checkpoint", lease)
-
-            with agent_log("pairbot: agent output", out) as log:
-                outcome = await _act(ctx, intent, env, log, save)
-        except BaseException:
-            # What the failed step journaled is the record of what happened: keep it.
-            _push(branch, root, run_id, "failed", lease)
-            raise
-        _push(branch, root, run_id, outcome.status, lease)
-    finally:
-        branch.release(lease)
     return outcome
 
 
@@ -171,17 +158,6 @@ def _authenticate_git(ctx: ActionContext, root: Path) -> None:
     url = git(root, "remote", "get-url", "origin", check=False)
     if url.startswith(("http://", "https://")):
         os.environ.update(push_env(os.environ, url, ctx.github_token.get_secret_value()))
-
-
-def _push(branch: Any, root: Path, run_id: str, status: str, lease: Any) -> None:
-    """Commit this run's run-state (journals, parks, card manifests) to `pair-state`."""
-    from app.cycle.batch import card_batches, card_key  # noqa: PLC0415
-
-    cards = [card_key(n) for n in card_batches(root)]
-    branch.push(root, f"pairbot: run {run_id} ({status})", lease, card_batches=cards)
-
-
-LOCK_POLL_S = 10.0
 
 
 def _deps(ctx: ActionContext, env: dict[str, str], log: AgentLog) -> Any:

@@ -13,18 +13,34 @@ record is saved, so a refused reaction (a 502, a 401) never loses the command.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from action.acks import PendingAck, record
-from action.context import ActionContext
-from action.event import Comment
 from app.cycle.card_cycle import CardCycle, CardStep
 from app.domain.commands import CommandError, Decision
 from app.domain.dispatch import PairRequest
-from app.domain.intake import decide, needs_permission
+from app.domain.intake import Comment, decide, needs_permission
 from app.domain.replies import Reply, answer_comment
 from app.engine.step import StepResult
 from hosts.models import Target
+
+
+class CommentContext(Protocol):
+    """What handling a comment reads of its run: `ActionContext`, or the Azure Pipelines
+    entry's (`action.azure.__main__`)."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def allowlist(self) -> frozenset[int]: ...
+
+    @property
+    def trigger(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
 
 
 def comment_answer(
@@ -44,9 +60,17 @@ def comment_answer(
 
 
 async def handle_comment(
-    ctx: ActionContext, cycle: CardCycle, intent: Comment
+    ctx: CommentContext,
+    cycle: CardCycle,
+    intent: Comment,
+    *,
+    delivery: str | None = None,
+    acknowledge: bool = True,
 ) -> CardStep | StepResult:
-    """Authorize, acknowledge and run one comment's command."""
+    """Authorize, acknowledge and run one comment's command.
+
+    `delivery` names the command for the cycle's repeat check (default: the comment's id);
+    `acknowledge=False` owes no reaction (a host whose comment cannot take one)."""
     code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
     permission = None
@@ -64,13 +88,17 @@ async def handle_comment(
     if reply is not None:  # help: answered, nothing runs
         return StepResult("nothing-ready", "", "", message=f"answered with {reply.kind}")
     # Owed, not posted: the reaction follows the command's record (`action.acks`).
-    record(ctx.workspace, PendingAck(target.kind, target.number, intent.comment.id))
+    if acknowledge:
+        record(ctx.workspace, PendingAck(target.kind, target.number, intent.comment.id))
     # On a pull request the cycle finds the card behind it (`CardCycle.handle_request`), for the
     # App's dispatches as for this comment.
     # The comment is the command: its id is the delivery, so a re-run of this workflow run is
     # recognised as a repeat, and another comment (another run) always acts.
     request = PairRequest.from_command(
-        intent.card, command, comment=intent.comment, delivery=f"comment-{intent.comment.id}"
+        intent.card,
+        command,
+        comment=intent.comment,
+        delivery=delivery or f"comment-{intent.comment.id}",
     )
     return await cycle.handle_request(request)
 

@@ -9,6 +9,7 @@ pushed at its end (`push`). The branch holds
     .pair/batches/<batch>/run/state.json        its parked steps
     .pair/batches/<batch>/batch.yaml            a card batch's manifest (not committed on main)
     .pair/acks.json                             reactions still owed to commands (action.acks)
+    .pair/deliveries.json                       notifications already handled (action.azure)
     lock.json                                   {"runId", "host", "at"} while a tick holds it
 
 and shares no history with the project's branches. `step.lock` does not travel: a file lock
@@ -19,6 +20,11 @@ a run that no longer exists and is reclaimed by a commit replacing it. Every pus
 compare-and-swap against the tip this object last saw (`--force-with-lease=<ref>:<sha>`, with
 an empty sha meaning "the branch must not exist yet"), so nothing another writer pushed is ever
 overwritten; a rejected `push` raises `StateBranchConflict` and the caller re-pulls.
+
+`run_locked` is the one run of a CI entry on the branch, shared by the GitHub Action and the
+Azure Pipelines entry (`action.azure`): take the lock (a tick skips when it is held, a command
+waits for it, bounded), pull, act with checkpoints, push what the step journaled even when it
+failed, release.
 
 How it touches the repository, and why plumbing. The user's checkout, index and current branch
 are never read or written: the branch is fetched into a private ref
@@ -50,14 +56,17 @@ Errors:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from action.acks import ACKS_FILE
 from app.engine.manifest import NAME_PATTERN
@@ -66,6 +75,7 @@ from hosts.git import GitError, GitResult, run_git
 
 __all__ = [
     "DEFAULT_STALE_AFTER_S",
+    "DELIVERIES_FILE",
     "LOCK_FILE",
     "LeaseNotHeldError",
     "LockLease",
@@ -74,9 +84,13 @@ __all__ = [
     "StateBranchConflict",
     "StateBranchGitError",
     "is_state_path",
+    "run_locked",
 ]
 
 LOCK_FILE = "lock.json"
+DELIVERIES_FILE = ".pair/deliveries.json"
+_STATE_FILES = (ACKS_FILE, DELIVERIES_FILE)
+LOCK_POLL_S = 10.0
 DEFAULT_STALE_AFTER_S = 30 * 60.0
 IDENTITY = ("-c", "user.name=pairbot", "-c", "user.email=pairbot@users.noreply.invalid")
 # Network operations get a bound: a hung remote must not hold a runner until the job timeout.
@@ -134,7 +148,9 @@ class _Entry:
 def is_state_path(path: str) -> bool:
     """Whether a branch-relative path is a run-state file this module carries (not the lock)."""
     return (
-        path == ACKS_FILE or _RUN_FILE.match(path) is not None or _MANIFEST.match(path) is not None
+        path in _STATE_FILES
+        or _RUN_FILE.match(path) is not None
+        or _MANIFEST.match(path) is not None
     )
 
 
@@ -319,8 +335,7 @@ class StateBranch:
                 raise ValueError(f"not a batch name: {batch!r}")
             if (from_dir / relative).is_file():
                 paths.add(relative)
-        if (from_dir / ACKS_FILE).is_file():
-            paths.add(ACKS_FILE)
+        paths.update(name for name in _STATE_FILES if (from_dir / name).is_file())
         ordered = sorted(paths)
         shas = self._hash_files([from_dir / path for path in ordered])
         return {path: _Entry("100644", sha) for path, sha in zip(ordered, shas, strict=True)}
@@ -504,6 +519,56 @@ class StateBranch:
             "commit.gpgSign=false",
             *args,
         ]
+
+
+T = TypeVar("T")
+
+
+async def run_locked(
+    branch: StateBranch,
+    root: Path,
+    run_id: str,
+    act: Callable[[Callable[[], Awaitable[None]]], Awaitable[T]],
+    status_of: Callable[[T], str],
+    *,
+    wait_s: float = 0.0,
+    poll_s: float = LOCK_POLL_S,
+) -> T | None:
+    """One CI run on the state branch; None when another run holds the lock past `wait_s`.
+
+    `act(save)` runs the step; `save()` pushes a checkpoint of the run-state. Whatever the step
+    journaled is pushed even when it raises (the record of what happened), then the lock is
+    released; `status_of(result)` names the final push.
+    """
+    lease = branch.try_lock(run_id)
+    deadline = time.monotonic() + wait_s
+    while lease is None and time.monotonic() < deadline:
+        await asyncio.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        lease = branch.try_lock(run_id)
+    if lease is None:
+        return None
+    held = lease
+
+    def push(status: str) -> None:
+        from app.cycle.batch import card_batches, card_key  # noqa: PLC0415 - the cycle is heavy
+
+        cards = [card_key(n) for n in card_batches(root)]
+        branch.push(root, f"pairbot: run {run_id} ({status})", held, card_batches=cards)
+
+    async def save() -> None:
+        push("checkpoint")
+
+    try:
+        branch.pull(root)
+        try:
+            result = await act(save)
+        except BaseException:
+            push("failed")
+            raise
+        push(status_of(result))
+    finally:
+        branch.release(held)
+    return result
 
 
 def _git_error(args: Sequence[str], result: GitResult) -> StateBranchGitError:

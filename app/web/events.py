@@ -12,42 +12,34 @@ only the Action acts on (ticks, the App's own `pair` dispatches) and malformed p
 "not for the App": 2xx and one log line, never a 500. `Routed.intent` keeps the intent, so a
 test can hold the App's reading of a payload against the Action's.
 
-Azure DevOps has no Action: its service hooks are read here into the same host-neutral
-comment (`app.domain.intake.comment_intent`). PR comments
-(`ms.vss-code.git-pullrequest-comment-event`) and work-item comments (`workitem.commented`)
-route like issue comments; `git.pullrequest.updated` on a pairbot branch like `synchronize`.
-A service hook names no identity for pairbot, so there a comment that opens with a pair marker
-is pairbot's own; a PR comment event also fires on an edit, and an edited comment never acts.
+An Azure DevOps service hook is read by `app.domain.azure_hooks.read_azure_hook` (shared with
+the Azure Pipelines entry, `action.azure`) into the same host-neutral comment
+(`app.domain.intake.comment_intent`): PR comments and work-item comments route like issue
+comments, `git.pullrequest.updated` on a pairbot branch like `synchronize`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from app.domain.azure_hooks import AZURE_EVENTS, html_to_text, read_azure_hook
 from app.domain.commands import Command
 from app.domain.dispatch import PairRequest
 from app.domain.intake import (
-    BRANCH_PREFIX,
-    OWN_MARKER,
     Comment,
     HeadMoved,
     Ignore,
     Installation,
     Intent,
     Malformed,
-    NewComment,
     Policy,
     Run,
     ScopeDecision,
     Tick,
-    comment_intent,
     intake,
-    positive_reason,
 )
-from app.domain.sanitize import html_paragraphs
 from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
 from hosts.models import Author
@@ -109,10 +101,6 @@ def serial_key(source: str, repo: str, target: TargetKind, number: int) -> str:
     if source == GITHUB:
         return f"{source}:{repo}#{number}"
     return f"{source}:{repo}:{target}#{number}"
-
-
-def _marker_safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", text)
 
 
 # -- intents → jobs (both sources) ---------------------------------------------------------------
@@ -279,131 +267,23 @@ def _installation_id(payload: Payload) -> int | None:
     return _int(_obj(payload.get("installation")).get("id"))
 
 
-Handler = Callable[[Payload, Policy, str], Routed]
-
-
 # -- Azure DevOps ---------------------------------------------------------------------------------
 
 
-def html_to_text(text: str) -> str:
-    """Work-item comments arrive as HTML: only their top-level paragraphs can hold a command.
-
-    `app.domain.sanitize.html_paragraphs` reads the HTML in one linear pass: quoted, code,
-    list, table and hidden text is left out, and the rest comes back escaped so the command
-    grammar sees it as the plain text it is."""
-    return html_paragraphs(text)
-
-
-def _azure_repo(repository: Payload) -> str:
-    project = _text(_obj(repository.get("project")).get("name"))
-    name = _text(repository.get("name"))
-    return f"{project}/{name}" if project and name else ""
-
-
-def _azure_identity(value: Any) -> Author:
-    """An identity object, or the `Name <account>` text work-item fields hold."""
-    if isinstance(value, dict):
-        unique = _text(value.get("uniqueName")) or _text(value.get("displayName"))
-        return Author(login=unique, id=_text(value.get("id")) or unique)
-    text = _text(value)
-    account = re.search(r"<([^<>]+)>\s*\Z", text)
-    login = account.group(1) if account else text
-    return Author(login=login, id=login)
-
-
-def _thread_id(comment: Payload) -> str:
-    href = _text(_obj(_obj(comment.get("_links")).get("threads")).get("href"))
-    match = re.search(r"/threads/(\d+)(?:[/?#]|\Z)", href)
-    return match.group(1) if match else ""
-
-
-def _azure_pr_comment(payload: Payload, policy: Policy, delivery: str) -> Routed:
-    resource = _obj(payload.get("resource"))
-    comment, pull = _obj(resource.get("comment")), _obj(resource.get("pullRequest"))
-    repo = _azure_repo(_obj(pull.get("repository")))
-    number, comment_number = _int(pull.get("pullRequestId")), _int(comment.get("id"))
-    thread = _thread_id(comment)
-    if not repo or number is None or comment_number is None or not thread:
-        return ignored("pull request comment without a repository, a pull, a thread or an id")
-    body = _text(comment.get("content"))
-    if body.lstrip().startswith(OWN_MARKER):
-        return silent("pairbot's own comment (it opens with a pair marker)")
-    if _text(comment.get("commentType")) == "system":
-        return ignored("a system comment")
-    published = _text(comment.get("publishedDate"))
-    changed = _text(comment.get("lastContentUpdatedDate")) or published
-    if published and changed != published:
-        return ignored("an edited comment never acts")
-    new = NewComment(
-        target="pull",
-        number=number,
-        comment_id=f"{thread}/{comment_number}",
-        url=_text(_obj(_obj(comment.get("_links")).get("self")).get("href")),
-        body=body,
-        author=_azure_identity(comment.get("author")),
-    )
-    return _comment_jobs(comment_intent(new, policy), _Where(AZURE, repo, None, delivery), policy)
-
-
-def _azure_workitem_commented(payload: Payload, policy: Policy, delivery: str) -> Routed:
-    resource = _obj(payload.get("resource"))
-    fields = _obj(resource.get("fields"))
-    number = _int(resource.get("id")) or _int(resource.get("workItemId"))
-    project = _text(fields.get("System.TeamProject"))
-    history = _text(fields.get("System.History"))
-    if number is None or not project or not history:
-        return ignored("work item comment without an id, a project or a comment")
-    if OWN_MARKER in history.lstrip()[:64]:
-        return silent("pairbot's own comment (it opens with a pair marker)")
-    revision = _int(resource.get("rev"))
-    new = NewComment(
-        target="card",
-        number=number,
-        # The notification names no comment id (nothing to react to): the revision that
-        # added the comment identifies it.
-        comment_id="",
-        url=_text(resource.get("url")),
-        body=html_to_text(history),
-        author=_azure_identity(fields.get("System.ChangedBy")),
-    )
-    # A work item belongs to a project; the worker's host names the repository.
-    where = _Where(
-        AZURE,
-        project,
-        None,
-        delivery,
-        dedupe_id=_marker_safe(f"rev{revision if revision is not None else delivery}"),
-    )
-    return _comment_jobs(comment_intent(new, policy), where, policy)
-
-
-def _azure_pull_updated(payload: Payload, policy: Policy, delivery: str) -> Routed:
-    resource = _obj(payload.get("resource"))
-    repo = _azure_repo(_obj(resource.get("repository")))
-    number = _int(resource.get("pullRequestId"))
-    sha = _text(_obj(resource.get("lastMergeSourceCommit")).get("commitId"))
-    if not repo or number is None or not sha:
-        return ignored("git.pullrequest.updated without a repository, a pull or a source commit")
-    problem = positive_reason(number, "git.pullrequest.updated: resource.pullRequestId")
-    if problem is not None:
-        return ignored(problem)
-    if not _text(resource.get("sourceRefName")).startswith(f"refs/heads/{BRANCH_PREFIX}"):
-        return ignored(f"{repo}!{number} is not on a pairbot branch ({BRANCH_PREFIX}…)")
-    job = _head_moved(_Where(AZURE, repo, None, delivery), number=number, sha=sha)
-    return Routed(f"head of {repo}!{number} moved to {sha[:12]}", (job,))
-
-
-AZURE_ROUTES: Final[Mapping[str, Handler]] = {
-    "ms.vss-code.git-pullrequest-comment-event": _azure_pr_comment,
-    "workitem.commented": _azure_workitem_commented,
-    "git.pullrequest.updated": _azure_pull_updated,
-}
+# The service-hook event types the App routes (docs/hosts.md lists them).
+AZURE_ROUTES: Final = AZURE_EVENTS
 
 
 def route_azure(payload: Payload, policy: Policy, delivery: str) -> Routed:
-    """The jobs a verified Azure DevOps service-hook notification asks for."""
-    event = _text(payload.get("eventType"))
-    handler = AZURE_ROUTES.get(event)
-    if handler is not None:
-        return handler(payload, policy, delivery)
-    return ignored(f"{event or 'an event without eventType'} is not for pairbot")
+    """The jobs a verified Azure DevOps service-hook notification asks for: the shared reading
+    (`app.domain.azure_hooks`, the Azure Pipelines entry's too), translated."""
+    hook = read_azure_hook(payload, policy, delivery)
+    intent = hook.intent
+    if not hook.repo:  # unreadable, or not for pairbot: nothing of it is kept
+        reason = intent.reason if isinstance(intent, Ignore | Malformed) else hook.event
+        return Routed(reason, silent=isinstance(intent, Ignore) and intent.silent)
+    where = _Where(AZURE, hook.repo, None, delivery, dedupe_id=hook.dedupe_id)
+    if isinstance(intent, HeadMoved):
+        job = _head_moved(where, number=intent.pull, sha=intent.head_sha)
+        return Routed(f"head of {hook.repo}!{intent.pull} moved to {intent.head_sha[:12]}", (job,))
+    return _comment_jobs(intent, where, policy)

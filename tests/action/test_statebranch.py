@@ -8,16 +8,19 @@ the system config is off, so git has no identity but the one the module passes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from action.statebranch import (
+    DELIVERIES_FILE,
     LOCK_FILE,
     LeaseNotHeldError,
     LockLease,
@@ -25,6 +28,7 @@ from action.statebranch import (
     StateBranchConflict,
     StateBranchGitError,
     lock_is_stale,
+    run_locked,
 )
 from app.engine.jsonl import append_record, read_records
 from app.engine.runstate import RunLocus
@@ -442,3 +446,46 @@ def test_a_push_the_remote_refuses_is_an_error_not_a_lost_race(world: World) -> 
     with pytest.raises(StateBranchGitError, match="protected branch"):
         state.try_lock("run-1")
     world.assert_untouched()
+
+
+# -- run_locked: one CI run on the branch (the Action's and the Azure Pipelines entry's) --------
+
+
+def test_run_locked_pushes_checkpoints_and_the_outcome_then_releases(world: World) -> None:
+    branch = world.state(world.b, "ci:1")
+    root = world.b.path
+
+    async def act(save: Any) -> str:
+        (root / ".pair").mkdir(exist_ok=True)
+        (root / DELIVERIES_FILE).write_text('{"version": 1, "handled": ["n-1"]}\n')
+        await save()
+        return "done"
+
+    assert asyncio.run(run_locked(branch, root, "run-1", act, str)) == "done"
+    files = world.origin_files()
+    assert DELIVERIES_FILE in files and "lock.json" not in files
+    log = git(world.origin, "log", "--format=%s", "pair-state")
+    assert "pairbot: run run-1 (checkpoint)" in log and "pairbot: unlock run run-1" in log
+
+
+def test_run_locked_skips_while_another_run_holds_the_lock_and_keeps_a_failed_step(
+    world: World,
+) -> None:
+    holder = world.state(world.a, "ci:a")
+    lease = holder.try_lock("run-a")
+    assert lease is not None
+    waiter = world.state(world.b, "ci:b")
+    calls: list[str] = []
+
+    async def act(save: Any) -> str:
+        calls.append("ran")
+        raise RuntimeError("the step failed")
+
+    done = asyncio.run(run_locked(waiter, world.b.path, "run-b", act, str, wait_s=0.01, poll_s=0))
+    assert done is None and calls == []
+    holder.release(lease)
+    with pytest.raises(RuntimeError):
+        asyncio.run(run_locked(waiter, world.b.path, "run-b", act, str))
+    log = git(world.origin, "log", "--format=%s", "pair-state")
+    assert "pairbot: unlock run run-b" in log.splitlines()[0]
+    assert "lock.json" not in world.origin_files()

@@ -84,6 +84,12 @@ RULES = (
     Rule("the App does not import the Action", "app.web", ("action", "app.cli")),
     Rule("the CLI does not import the Action", "app.cli", ("action",)),
     Rule("the Action does not import the App's web edge", "action", ("app.web", "app.cli")),
+    Rule(
+        "the Azure Pipelines entry speaks Azure DevOps only: no GitHub adapter, workflow "
+        "commands or Actions context",
+        "action.azure",
+        ("hosts.github", "action.workflow", "action.context"),
+    ),
 )
 
 
@@ -164,6 +170,7 @@ def test_the_contract_sees_every_product_package() -> None:
         "app.store",
     ):
         assert expected in packages
+    assert "action.azure.__main__" in IMPORTS  # the Azure Pipelines entry is under contract
 
 
 @pytest.mark.parametrize(
@@ -182,6 +189,12 @@ def test_the_contract_sees_every_product_package() -> None:
         ),
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.agent", False, id="runtime-to-seam"),
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.step", True, id="runtime-past-seam"),
+        pytest.param(
+            RULES[-1], "action.azure.x", "action.workflow", True, id="pipeline-to-workflow"
+        ),
+        pytest.param(
+            RULES[-1], "action.azure.x", "action.statebranch", False, id="pipeline-state-branch"
+        ),
     ],
 )
 def test_a_rule_catches_what_it_names(rule: Rule, module: str, target: str, breaks: bool) -> None:

@@ -1,0 +1,202 @@
+"""The Azure Pipelines entry's settings: the job's predefined variables, read and checked once.
+
+    settings = PipelineSettings.from_env(os.environ)
+
+Azure Pipelines sets these on every job
+(https://learn.microsoft.com/en-us/azure/devops/pipelines/build/variables):
+
+    SYSTEM_COLLECTIONURI     the organization's URL (https://dev.azure.com/<org>/)
+    SYSTEM_TEAMPROJECT       the project
+    BUILD_REPOSITORY_NAME    the repository the pipeline checked out
+    BUILD_REASON             Schedule → a tick; ResourceTrigger → a service-hook notification;
+                             Manual → a tick (a person pressed "Run pipeline")
+    BUILD_SOURCESDIRECTORY   the checkout
+    BUILD_BUILDID            this run (its page, and the lock's owner)
+    SYSTEM_ACCESSTOKEN       the job's token; only in the step's environment when the YAML maps
+                             it (`env: SYSTEM_ACCESSTOKEN: $(System.AccessToken)`)
+    AGENT_TEMPDIRECTORY      where the run's Markdown summary is written
+
+pairbot's own, set in the YAML (docs/azure-pipelines.md):
+
+    PAIR_WEBHOOK_PAYLOAD_PATH   the file holding the notification of a ResourceTrigger run
+    PAIR_TRIGGER                the command word (default `pair`, for `/pair …`)
+    PAIR_STATE_LOCK_WAIT_S      how long a command waits for a running step (default 900)
+    PAIR_STATE_STALE_AFTER_S    after how long a dead run's lock is reclaimed (default 1800)
+
+Every secret is a `SecretStr`, and `secrets()` lists them for masking before anything else is
+printed: the job's token and any agent API key in the environment. Every bad value is a
+`UserError` naming the variable and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from action.statebranch import DEFAULT_STALE_AFTER_S
+from app.domain.commands import DEFAULT_TRIGGER, parse_commands
+from app.errors import UserError
+from app.hosting import HostSettings
+
+__all__ = ["AGENT_KEYS", "PipelineSettings", "Reason"]
+
+Reason = Literal["tick", "webhook", "other"]
+# The variables the agent CLIs read their API keys from: secrets this run masks.
+AGENT_KEYS: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+ENV_PAYLOAD: Final = "PAIR_WEBHOOK_PAYLOAD_PATH"
+ENV_LOCK_WAIT_S: Final = "PAIR_STATE_LOCK_WAIT_S"
+ENV_STALE_AFTER_S: Final = "PAIR_STATE_STALE_AFTER_S"
+DEFAULT_LOCK_WAIT_S: Final = 15 * 60.0
+MAX_LOCK_WAIT_S: Final = 6 * 3600.0
+_REASONS: Final[Mapping[str, Reason]] = {
+    "schedule": "tick",
+    "manual": "tick",
+    "resourcetrigger": "webhook",
+}
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Everything one run of the entry reads from its environment."""
+
+    collection_uri: str
+    project: str
+    repository: str
+    build_reason: str
+    reason: Reason
+    token: SecretStr = field(repr=False)
+    sources: Path
+    build_id: str = ""
+    payload_path: Path | None = None
+    summary_dir: Path | None = None
+    trigger: str = DEFAULT_TRIGGER
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
+    stale_after_s: float = DEFAULT_STALE_AFTER_S
+    debug: bool = False
+    agent_keys: tuple[SecretStr, ...] = field(default=(), repr=False)
+    hosts: HostSettings = field(default_factory=HostSettings, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PipelineSettings:
+        """Read and validate every variable; `UserError` on the first invalid one."""
+        collection = _required(env, "SYSTEM_COLLECTIONURI")
+        parts = urlsplit(collection)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise UserError(
+                f"SYSTEM_COLLECTIONURI={collection!r} is not the organization's URL; allowed: "
+                "https://dev.azure.com/<organization>/ as Azure Pipelines sets it"
+            )
+        token = _required(env, "SYSTEM_ACCESSTOKEN")
+        if token.startswith("$("):
+            # An unmapped macro reaches the step as its own text.
+            raise UserError(
+                "SYSTEM_ACCESSTOKEN is not mapped into the step; allowed: the job's token, "
+                "mapped with `env: SYSTEM_ACCESSTOKEN: $(System.AccessToken)`"
+            )
+        build_reason = _required(env, "BUILD_REASON")
+        reason = _REASONS.get(build_reason.lower(), "other")
+        payload = _get(env, ENV_PAYLOAD)
+        if reason == "webhook" and payload is None:
+            raise UserError(
+                f"BUILD_REASON={build_reason} but {ENV_PAYLOAD} is not set; allowed: the path "
+                "of the file the pipeline wrote the webhook resource's payload to "
+                "(docs/azure-pipelines.md)"
+            )
+        temp = _get(env, "AGENT_TEMPDIRECTORY")
+        return cls(
+            collection_uri=collection.rstrip("/"),
+            project=_required(env, "SYSTEM_TEAMPROJECT"),
+            repository=_required(env, "BUILD_REPOSITORY_NAME"),
+            build_reason=build_reason,
+            reason=reason,
+            token=SecretStr(token),
+            sources=Path(_required(env, "BUILD_SOURCESDIRECTORY")),
+            build_id=_get(env, "BUILD_BUILDID") or "",
+            payload_path=Path(payload) if payload is not None else None,
+            summary_dir=Path(temp) if temp is not None else None,
+            trigger=_trigger(env),
+            lock_wait_s=_seconds(env, ENV_LOCK_WAIT_S, DEFAULT_LOCK_WAIT_S, MAX_LOCK_WAIT_S),
+            stale_after_s=_seconds(env, ENV_STALE_AFTER_S, DEFAULT_STALE_AFTER_S, math.inf),
+            debug=(_get(env, "SYSTEM_DEBUG") or "").lower() == "true",
+            agent_keys=tuple(SecretStr(v) for name in AGENT_KEYS if (v := _get(env, name))),
+            hosts=HostSettings.from_env(env),
+        )
+
+    @property
+    def run_url(self) -> str | None:
+        """This run's page, linked from the tracking comment; None without a build id."""
+        if not self.build_id:
+            return None
+        return f"{self.collection_uri}/{self.project}/_build/results?buildId={self.build_id}"
+
+    @property
+    def run_id(self) -> str:
+        return self.build_id or "local"
+
+    def host_settings(self) -> HostSettings:
+        """The hosts' settings: the environment's, with this pipeline's organization,
+        project, repository and the job's token (over any `PAIR_AZURE_DEVOPS_*`)."""
+        return self.hosts.model_copy(
+            update={
+                "azure_organization_url": self.collection_uri,
+                "azure_project": self.project,
+                "azure_repository": self.repository,
+                "azure_token": self.token,
+            }
+        )
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value this run holds, masked before any other output."""
+        return tuple(s.get_secret_value() for s in (self.token, *self.agent_keys))
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = _get(env, name)
+    if value is None:
+        raise UserError(
+            f"{name} is not set: `python -m action.azure` runs as a step of an Azure Pipelines "
+            "job, where the agent sets it (to run pairbot elsewhere, use the `pairbot` CLI)"
+        )
+    return value
+
+
+def _trigger(env: Mapping[str, str]) -> str:
+    value = _get(env, "PAIR_TRIGGER") or DEFAULT_TRIGGER
+    try:
+        parse_commands("", trigger=value)  # the grammar judges a trigger word
+    except ValueError:
+        raise UserError(
+            f"PAIR_TRIGGER={value!r} is not a command word; allowed: letters, digits, '.', '_' "
+            "and '-' (e.g. pair, for `/pair …`)"
+        ) from None
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float, most: float) -> float:
+    raw = _get(env, name)
+    if raw is None:
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= most) and not (
+        seconds == 0 and name == ENV_LOCK_WAIT_S
+    ):
+        upper = "" if math.isinf(most) else f" up to {most:.0f}"
+        raise UserError(
+            f"{name}={raw!r} is not allowed; allowed: a number of seconds{upper} "
+            f"(default {default:.0f})"
+        )
+    return seconds

@@ -1,0 +1,257 @@
+"""End to end: the Azure Pipelines entry as a subprocess, with a pipeline job's environment.
+
+`python -m action.azure` runs as the template's step would (docs/azure-pipelines.md): the
+predefined variables (`TF_BUILD`, `SYSTEM_COLLECTIONURI`, `SYSTEM_TEAMPROJECT`,
+`BUILD_REPOSITORY_NAME`, `BUILD_REASON`, `BUILD_SOURCESDIRECTORY`, `BUILD_BUILDID`,
+`AGENT_TEMPDIRECTORY`) and the job's token mapped in as `SYSTEM_ACCESSTOKEN`, against the
+loopback fake Azure DevOps (`tests.support.fake_azure`: REST for the SDK, and git smart HTTP
+into a real bare repository). Every run is a fresh clone with no persisted credential
+(`persistCredentials: false`), as on a hosted agent: what carries the card from one run to the
+next is the `pair-state` branch the entry pushes with the job's token.
+
+The card: a `/pair implement` work-item comment (the `workitem.commented` notification a
+`resources: webhooks` run hands the entry), then scheduled runs until the card is ready for
+merge. Secrets appear in the log only in the masking command.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hosts.models import Author, Target
+from tests.cycle.azure_harness import TOKEN, AzureCardProject, _auth_header, _remote
+from tests.support.card_project import card_journal, cycle_events
+from tests.support.fake_azure import PROJECT, READ, REPO, FakeAzureDevOps, running
+from tests.support.git import git
+from tests.support.project import agent_env
+
+MASK = f"##vso[task.setvariable variable=pairbot.secret;issecret=true]{TOKEN}"
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeAzureDevOps]:
+    with running(TOKEN, tmp_path / "fake") as server:
+        yield server
+    assert server.unexpected == [], "the entry sent requests the fake does not know"
+
+
+class Pipeline:
+    """Runs of one pipeline: each on a fresh clone, as a hosted agent starts."""
+
+    def __init__(self, tmp: Path, fake: FakeAzureDevOps, project: AzureCardProject) -> None:
+        self.tmp, self.fake, self.project = tmp, fake, project
+        self.runs = 0
+        self.logs: list[str] = []
+
+    def run(self, reason: str, payload: dict[str, Any] | None = None) -> tuple[int, str]:
+        self.runs += 1
+        checkout = self.tmp / f"s{self.runs}"
+        header = _auth_header(self.fake.token)
+        # The job's checkout step, persistCredentials: false (nothing left in .git/config).
+        remote = _remote(self.fake)
+        git(self.tmp, "-c", f"http.extraheader={header}", "clone", "-q", remote, str(checkout))
+        temp = self.tmp / f"t{self.runs}"
+        temp.mkdir()
+        env = agent_env(
+            {
+                "TF_BUILD": "True",
+                "SYSTEM_COLLECTIONURI": f"{self.fake.base_url}/",
+                "SYSTEM_TEAMPROJECT": PROJECT,
+                "BUILD_REPOSITORY_NAME": REPO,
+                "BUILD_REASON": reason,
+                "BUILD_SOURCESDIRECTORY": str(checkout),
+                "BUILD_BUILDID": str(100 + self.runs),
+                "AGENT_TEMPDIRECTORY": str(temp),
+                "SYSTEM_ACCESSTOKEN": TOKEN,
+                "AZURE_DEVOPS_CACHE_DIR": str(self.project.cache),
+                "PAIR_TEST_AGENT_DIR": str(self.project.scratch),
+            }
+        )
+        if payload is not None:
+            path = temp / "webhook.json"
+            path.write_text(json.dumps(payload))
+            env["PAIR_WEBHOOK_PAYLOAD_PATH"] = str(path)
+        done = subprocess.run(
+            [sys.executable, "-m", "action.azure"],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        log = done.stdout + done.stderr
+        self.logs.append(log)
+        assert "Traceback" not in log, log
+        assert "extraheader" not in git(checkout, "config", "--local", "--list"), "persisted"
+        return done.returncode, done.stdout
+
+    @staticmethod
+    def status(stdout: str) -> str:
+        last = [line for line in stdout.splitlines() if line.startswith("pairbot: ")][-1]
+        return last.split()[1]
+
+
+def workitem_commented(
+    fake: FakeAzureDevOps, card: int, html: str, notification: str
+) -> dict[str, Any]:
+    """The `workitem.commented` notification of a comment the maintainer just posted."""
+    who = fake.human
+    return {
+        "id": notification,
+        "eventType": "workitem.commented",
+        "publisherId": "tfs",
+        "resource": {
+            "id": card,
+            "rev": 3,
+            "fields": {
+                "System.TeamProject": PROJECT,
+                "System.WorkItemType": "User Story",
+                "System.ChangedBy": {
+                    "displayName": who.display_name,
+                    "uniqueName": who.author.login,
+                    "id": who.author.id,
+                },
+                "System.History": html,
+            },
+            "url": f"{fake.base_url}/_apis/wit/workItems/{card}",
+        },
+    }
+
+
+def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(
+    tmp_path: Path, fake: FakeAzureDevOps
+) -> None:
+    (tmp_path / "setup").mkdir()
+    project = AzureCardProject.create(tmp_path / "setup", fake)
+    pipeline = Pipeline(tmp_path, fake, project)
+    card = Target("card", project.card)
+    body = "<div>/pair implement until: merged merge: always</div>"
+    fake.comment_as(fake.human.author, card, body)
+    notification = workitem_commented(fake, project.card, body, "6a9ee8b1-notification-1")
+
+    code, out = pipeline.run("ResourceTrigger", notification)
+    assert code == 0, out
+    statuses = [pipeline.status(out)]
+    assert statuses[0] not in ("ignored", "error", "duplicate"), out
+    # The same notification again (a redelivery, a re-run) does nothing.
+    code, out = pipeline.run("ResourceTrigger", notification)
+    assert (code, pipeline.status(out)) == (0, "duplicate"), out
+
+    for _ in range(12):
+        code, out = pipeline.run("Schedule")
+        assert code == 0, out
+        statuses.append(pipeline.status(out))
+        project.assert_invariants()
+        if statuses[-1] == "awaiting-human":
+            break
+    # Ready for merge, and the merge gate waits for a person.
+    assert statuses[-1] == "awaiting-human", statuses
+    pull = project.pull()
+    assert pull is not None
+    pr = fake.pull(pull)
+    assert (pr.source, pr.target, pr.created_by, pr.status) == (
+        f"pair/card-{project.card}",
+        "main",
+        fake.pairbot,
+        "active",
+    )
+    # The journal as the last run left it (its checkout pulled pair-state, then journaled).
+    journal = card_journal(tmp_path / f"s{pipeline.runs}", project.card)
+    reviewed = str(cycle_events(journal, "reviewed")[-1]["head"])
+    assert pr.head == reviewed == fake.branch_sha(f"pair/card-{project.card}")
+    assert [s["state"] for s in project.statuses(pull)[reviewed]][-1] == "succeeded"
+
+    # The PR's head did not move: a `git.pullrequest.updated` notification changes nothing.
+    updated = {
+        "id": "notification-updated",
+        "eventType": "git.pullrequest.updated",
+        "resource": {
+            "pullRequestId": pull,
+            "sourceRefName": f"refs/heads/pair/card-{project.card}",
+            "lastMergeSourceCommit": {"commitId": reviewed},
+            "repository": {"name": REPO, "project": {"name": PROJECT}},
+        },
+    }
+    code, out = pipeline.run("ResourceTrigger", updated)
+    assert code == 0, out
+    assert fake.pull(pull).head == reviewed and project.tags() == ["pr-state:awaiting-human"]
+
+    # The maintainer approves with a second comment; the merge follows in that run.
+    approve = "<div>/pair approve</div>"
+    fake.comment_as(fake.human.author, card, approve)
+    code, out = pipeline.run(
+        "ResourceTrigger", workitem_commented(fake, project.card, approve, "notification-2")
+    )
+    assert (code, pipeline.status(out)) == (0, "merged"), out
+    pr = fake.pull(pull)
+    assert (pr.status, pr.head) == ("completed", reviewed)
+    assert project.tags() == ["pr-state:merged"]
+    synthesis = [m for m in project.comment_markers() if m.startswith("<!-- pair:synthesis")]
+    assert len(synthesis) == 1
+    project.assert_invariants()
+
+    # The run-state travelled on pair-state, pushed with the job's token; no lock is left.
+    state = fake.branch_sha("pair-state")
+    assert state is not None
+    files = git(fake.repo, "ls-tree", "-r", "--name-only", state).splitlines()
+    assert ".pair/deliveries.json" in files and "lock.json" not in files
+    # Secrets: the token only in its masking command, its header form nowhere.
+    basic = base64.b64encode(f":{TOKEN}".encode()).decode()
+    for log in pipeline.logs:
+        assert log.count(TOKEN) == log.count(MASK) == 1, log
+        assert basic not in log
+
+
+def test_a_forged_notification_or_a_readers_comment_runs_nothing(
+    tmp_path: Path, fake: FakeAzureDevOps
+) -> None:
+    (tmp_path / "setup").mkdir()
+    project = AzureCardProject.create(tmp_path / "setup", fake)
+    pipeline = Pipeline(tmp_path, fake, project)
+    body = "<div>/pair implement</div>"
+
+    # Nobody wrote it on the work item: the payload is a claim, read back and refused.
+    forged = workitem_commented(fake, project.card, body, "n-forged")
+    code, out = pipeline.run("ResourceTrigger", forged)
+    assert code == 1
+    [error] = [line for line in out.splitlines() if line.startswith("##vso[task.logissue")]
+    assert "does not hold; nothing ran" in error
+
+    # The maintainer's command that cannot run (nothing to approve) is answered once, exit 2.
+    approve = "<div>/pair approve</div>"
+    fake.comment_as(fake.human.author, Target("card", project.card), approve)
+    code, out = pipeline.run(
+        "ResourceTrigger", workitem_commented(fake, project.card, approve, "n-approve")
+    )
+    assert code == 2, out
+    assert [line for line in out.splitlines() if line.startswith("##vso[task.logissue")]
+    answers = [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:reply")]
+    assert len(answers) == 1
+
+    # A reader's real comment: the App's polite refusal, once, and nothing else.
+    reader = Author("reader@fabrikam.example", "7d1f0c1e-reader")
+    fake.grant(reader, READ)
+    fake.comment_as(reader, Target("card", project.card), body)
+    claim = workitem_commented(fake, project.card, body, "n-reader")
+    claim["resource"]["fields"]["System.ChangedBy"] = {
+        "uniqueName": reader.login,
+        "id": reader.id,
+    }
+    code, out = pipeline.run("ResourceTrigger", claim)
+    assert (code, Pipeline.status(out)) == (0, "nothing-ready"), out
+    assert "refused" in out
+    replies = [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:reply")]
+    assert len(replies) == 2  # the approve's answer, and the reader's refusal
+    assert project.pull() is None and project.tags() == []
+    assert not project.agent_calls()
+    for log in pipeline.logs:
+        assert log.count(TOKEN) == log.count(MASK) == 1, log
