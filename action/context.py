@@ -33,10 +33,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from action.statebranch import DEFAULT_STALE_AFTER_S
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.commands import DEFAULT_TRIGGER, UNTIL_VALUES, parse_commands
-from app.engine.manifest import NAME_PATTERN
 from app.errors import UserError
 from app.hosting import HostSettings
 from app.runtime.adapters import ADAPTERS
@@ -385,6 +383,9 @@ def _locus(env: Mapping[str, str]) -> Locus | None:
 
 
 def _batch(env: Mapping[str, str]) -> str | None:
+    # The engine's manifest module (yaml, its models) loads only when a batch is given.
+    from app.engine.manifest import NAME_PATTERN  # noqa: PLC0415
+
     value = _input(env, "batch")
     if value is not None and not NAME_PATTERN.match(value):
         raise UserError(
@@ -472,6 +473,9 @@ def _lock_wait_s(env: Mapping[str, str]) -> float:
 
 
 def _stale_after_s(env: Mapping[str, str]) -> float:
+    # The state branch's module loads when a run takes the lock, not for an ignored event.
+    from action.statebranch import DEFAULT_STALE_AFTER_S  # noqa: PLC0415
+
     seconds = _seconds(env, ENV_STALE_AFTER_S)
     if seconds is None:
         return DEFAULT_STALE_AFTER_S

@@ -43,7 +43,6 @@ from app.domain.intake import (
     Tick,
     intake,
 )
-from app.engine.manifest import NAME_PATTERN
 from app.errors import OperatorError, UserError
 
 if TYPE_CHECKING:
@@ -102,6 +101,9 @@ def classify(event_name: str, payload: Mapping[str, Any], policy: Policy | None 
     )
     if isinstance(intent, Malformed):
         raise MalformedEventError(intent.reason)
+    # The engine's manifest module (yaml, its models) loads only for a batch to check.
+    from app.engine.manifest import NAME_PATTERN  # noqa: PLC0415
+
     if (
         event_name == "workflow_dispatch"
         and isinstance(intent, Tick)

@@ -361,7 +361,6 @@ def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
 
 
 def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
-    from app.cycle import humans  # noqa: PLC0415
     from app.engine import render  # noqa: PLC0415
     from app.engine.manifest import load_manifest  # noqa: PLC0415
     from app.engine.runner import apply_batch, batch_status  # noqa: PLC0415
@@ -381,6 +380,9 @@ def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     if verb == "apply":
         result = asyncio.run(apply_batch(root, args.name, _deps(env, root), guidance=args.message))
         return _print_result(result, args.json)
+    # The human-action journal writers load only for the verbs that write (not status).
+    from app.cycle import humans  # noqa: PLC0415
+
     if verb == "report":
         kind_arg = next(k for k in REPORT_KINDS if getattr(args, k) is not None)
         key = args.change or env.get("PAIR_CHANGE")

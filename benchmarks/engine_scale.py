@@ -16,7 +16,17 @@ It then measures, side by side in one run (median of `--repeats`, `time.perf_cou
     status   `runner.batch_status(root, batch)` (config, manifest, disk, journal, fold, derive)
              plus `selection.pick_next_step` on the same gathered facts
 
-The goal: status ≤ 2x the floor at 100k entries, and linear growth. Local files only; no network.
+The goal: status ≤ 2x the floor at 100k entries, and linear growth.
+
+The command, `pairbot batch status` as a user runs it (interpreter start, imports, the status,
+the printing), is measured the same way at 1k and 100k entries (`--command-entries`) against
+its own floor, a process that only parses the journal:
+
+    parse process   `python -c "from app.engine import jsonl; jsonl.read_records(path)"`
+    command         `pairbot batch status scale` (`python -m app.cli`, in the project's root)
+
+The goals (issue 16): the command ≤ 2x its floor at 100k entries and ≤ 3x at 1k. Local files
+only; no network.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import gc
 import io
 import pstats
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +68,10 @@ GOAL_ENTRIES = 100_000
 # The journal of a step: step-started, completion, outcome (progress reports come on top).
 STEP_FIXED = 3
 START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+COMMAND_CHANGES = 100
+COMMAND_ENTRIES = (1_000, 100_000)
+COMMAND_GOALS = {1_000: 3.0, 100_000: 2.0}  # entries -> command / parse process
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------- building a project
@@ -389,6 +404,59 @@ def measure(shape: Shape, repeats: int, workdir: Path) -> Row:
     return Row(shape.changes, shape.entries, floor, status, type(target).__name__)
 
 
+@dataclass(frozen=True)
+class CommandRow:
+    """`pairbot batch status` as a process, against a process that only parses the journal."""
+
+    entries: int
+    floor_s: float
+    command_s: float
+
+    @property
+    def ratio(self) -> float:
+        """command / parse process."""
+        return self.command_s / self.floor_s
+
+
+def _process(argv: Sequence[str], cwd: Path) -> Callable[[], object]:
+    def run() -> object:
+        return subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, timeout=300)
+
+    return run
+
+
+def measure_command(entries: int, repeats: int, workdir: Path) -> CommandRow:
+    """Build a project of `COMMAND_CHANGES` changes and time the command beside its floor."""
+    root = workdir / f"command-e{entries}"
+    journal = build_project(root, Shape(COMMAND_CHANGES, entries))
+    parse = (
+        "from pathlib import Path; from app.engine import jsonl; "
+        f"jsonl.read_records(Path({str(journal)!r}))"
+    )
+    floor, command = median_pair(
+        _process([sys.executable, "-c", parse], PROJECT),
+        _process([sys.executable, "-m", "app.cli", "batch", "status", BATCH], root),
+        repeats,
+    )
+    return CommandRow(entries, floor, command)
+
+
+def format_command(rows: Sequence[CommandRow]) -> str:
+    """The command's table and its goals."""
+    lines = [
+        f"`pairbot batch status` as a command, {COMMAND_CHANGES} changes:",
+        f"{'entries':>8} {'parse process ms':>17} {'command ms':>11} {'ratio':>6}  goal",
+    ]
+    for r in rows:
+        goal = COMMAND_GOALS.get(r.entries)
+        verdict = "" if goal is None else f"≤ {goal:g}x: {'met' if r.ratio <= goal else 'MISSED'}"
+        lines.append(
+            f"{r.entries:>8,} {r.floor_s * 1e3:>17.1f} {r.command_s * 1e3:>11.1f} "
+            f"{r.ratio:>5.2f}x  {verdict}"
+        )
+    return "\n".join(lines)
+
+
 def shapes(changes: Sequence[int], entries: Sequence[int]) -> Iterator[Shape]:
     """Every (changes, entries) case."""
     for count in changes:
@@ -451,10 +519,13 @@ def main(
     entries: Sequence[int] = ENTRY_SIZES,
     repeats: int = 5,
     *,
+    command_entries: Sequence[int] = COMMAND_ENTRIES,
     with_profile: bool = False,
     out: Callable[[str], None] = print,
+    command_rows: list[CommandRow] | None = None,
 ) -> list[Row]:
-    """Run the matrix, print the table; returns the rows."""
+    """Run the matrix and the command's cases, print the tables; returns the matrix's rows
+    (the command's are appended to `command_rows` when given)."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="pairbot-scale-") as tmp:
         workdir = Path(tmp)
@@ -465,6 +536,11 @@ def main(
         for shape in shapes(changes, entries):
             rows.append(measure(shape, repeats, workdir))
         out(format_table(rows))
+        measured = [measure_command(n, repeats, workdir) for n in command_entries]
+        if measured:
+            out(format_command(measured))
+        if command_rows is not None:
+            command_rows.extend(measured)
         if with_profile:
             biggest = Shape(max(changes), max(entries))
             out(
@@ -479,10 +555,17 @@ def _cli(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--changes", type=int, nargs="+", default=list(CHANGE_SIZES))
     parser.add_argument("--entries", type=int, nargs="+", default=list(ENTRY_SIZES))
+    parser.add_argument("--command-entries", type=int, nargs="*", default=list(COMMAND_ENTRIES))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="cProfile the largest case")
     args = parser.parse_args(argv)
-    main(args.changes, args.entries, args.repeats, with_profile=args.profile)
+    main(
+        args.changes,
+        args.entries,
+        args.repeats,
+        command_entries=args.command_entries,
+        with_profile=args.profile,
+    )
 
 
 if __name__ == "__main__":

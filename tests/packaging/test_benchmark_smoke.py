@@ -7,7 +7,15 @@ from benchmarks import engine_scale
 
 def test_benchmark_runs_at_its_smallest_size() -> None:
     printed: list[str] = []
-    rows = engine_scale.main(changes=(10,), entries=(1_000,), repeats=1, out=printed.append)
+    commands: list[engine_scale.CommandRow] = []
+    rows = engine_scale.main(
+        changes=(10,),
+        entries=(1_000,),
+        repeats=1,
+        command_entries=(1_000,),
+        out=printed.append,
+        command_rows=commands,
+    )
     assert [(r.changes, r.entries) for r in rows] == [(10, 1_000)]
     assert rows[0].floor_s > 0
     assert rows[0].status_s > 0
@@ -16,6 +24,24 @@ def test_benchmark_runs_at_its_smallest_size() -> None:
     assert "floor ms" in table
     assert "status ms" in table
     assert "goal: status + selection" in table
+    assert [r.entries for r in commands] == [1_000]
+    assert commands[0].floor_s > 0
+    assert commands[0].command_s > 0
+    assert "`pairbot batch status` as a command" in table
+    assert "≤ 3x:" in table
+
+
+def test_action_startup_benchmark_runs_once() -> None:
+    from benchmarks import action_startup
+
+    printed: list[str] = []
+    report = action_startup.main(1, out=printed.append)
+    assert len(report.baseline_s) == len(report.comment_s) == len(report.tick_s) == 1
+    assert all(s > 0 for s in [*report.baseline_s, *report.comment_s, *report.tick_s])
+    text = "\n".join(printed)
+    assert "ratio first request / baseline" in text
+    assert "target: first API request under 1 s" in text
+    assert "idle tick (no card), wall time" in text
 
 
 def test_built_journal_has_exactly_the_requested_entries() -> None:
