@@ -13,8 +13,8 @@ from app.errors import ConfigError
 from app.store.base import Store
 
 
-def make_store(path: Path, url: str | None = None) -> Store:
-    """`PostgresStore(url)` when a URL is given, else `SqliteStore(path)`."""
+def make_store(path: Path, url: str | None = None, *, lease_s: float = 60.0) -> Store:
+    """`PostgresStore(url, lease_s=…)` when a URL is given, else `SqliteStore(path)`."""
     if url is None:
         from app.store.sqlite import SqliteStore  # noqa: PLC0415
 
@@ -26,7 +26,7 @@ def make_store(path: Path, url: str | None = None) -> Store:
             f"PAIR_STORE={redact_url(url)!r} needs the PostgreSQL extra: "
             f"pip install 'pairbot[postgres]' ({err.name} is missing)"
         ) from None
-    return PostgresStore(url)
+    return PostgresStore(url, lease_s=lease_s)
 
 
 def redact_url(value: str) -> str:

@@ -532,6 +532,7 @@ def create_app(
         else make_store(
             settings.store,
             settings.store_url.get_secret_value() if settings.store_url else None,
+            lease_s=settings.store_lease_s,
         ),
         github=github,
         azure=azure if azure is not None else AzureForges(settings.hosts, settings.root),

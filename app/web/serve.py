@@ -168,7 +168,9 @@ def serve(
     settings = settings_for(root, env, dev=dev)
     listen_socket = bind(host, port)  # before the store: a port in use leaves nothing behind
     url = settings.store_url
-    store = make_store(settings.store, url.get_secret_value() if url else None)
+    store = make_store(
+        settings.store, url.get_secret_value() if url else None, lease_s=settings.store_lease_s
+    )
     # With execution: actions a repository's scheduled workflow ticks; a worker ticks itself.
     tick = (
         checkout_tick(

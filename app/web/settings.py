@@ -109,6 +109,9 @@ class AppSettings(BaseModel):
     # PAIR_STORE=postgresql://…: the PostgreSQL store replicas share (a secret: it may carry a
     # password). None: the SQLite file at `store`, the embedded default.
     store_url: SecretStr | None = None
+    # PostgreSQL only (PAIR_STORE_LEASE_S): how long a replica's running job stays its own
+    # without a renewal; a killed replica's job goes to another this long after it died.
+    store_lease_s: float = 60.0
     webhook_secret: SecretStr | None = None
     app_id: int | None = None
     private_key: SecretStr | None = None
@@ -172,6 +175,7 @@ class AppSettings(BaseModel):
             root=base,
             store=store if store.is_absolute() else base / store,
             store_url=SecretStr(store_url) if store_url else None,
+            store_lease_s=_lease_s(get("PAIR_STORE_LEASE_S")),
             webhook_secret=SecretStr(secret) if secret else None,
             app_id=_app_id(get("PAIR_APP_ID")),
             private_key=_private_key(
@@ -305,6 +309,21 @@ def _store_url(value: str | None) -> str | None:
             "(postgres:// too)"
         )
     return value
+
+
+def _lease_s(value: str | None) -> float:
+    if value is None:
+        return 60.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 1 <= seconds <= 3600:  # also refuses nan and inf
+        raise ConfigError(
+            f"PAIR_STORE_LEASE_S={value!r} is not allowed; allowed: a number of seconds from 1 "
+            "to 3600 (default 60)"
+        )
+    return seconds
 
 
 def _public_url(value: str | None) -> str | None:

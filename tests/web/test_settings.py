@@ -66,6 +66,12 @@ def test_pair_store_as_a_postgresql_url_selects_the_shared_store(
     assert settings.store_label == label
     shown = repr(settings) + settings.model_dump_json() + settings.store_label
     assert "db-password-value" not in shown
+    assert settings.store_lease_s == 60.0
+    leased = AppSettings.from_env({"PAIR_STORE": url, "PAIR_STORE_LEASE_S": "2.5"}, root=tmp_path)
+    assert leased.store_lease_s == 2.5
+    for bad in ("0", "nan", "soon", "3601"):
+        with pytest.raises(ConfigError, match=r"PAIR_STORE_LEASE_S=.*allowed: a number of seconds"):
+            AppSettings.from_env({"PAIR_STORE_LEASE_S": bad}, root=tmp_path)
     plain = AppSettings.from_env({"PAIR_STORE": "data/app.sqlite3"}, root=tmp_path)
     assert plain.store_url is None and plain.store_label == str(tmp_path / "data" / "app.sqlite3")
 
