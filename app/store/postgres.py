@@ -565,8 +565,6 @@ async def _apply_installation(
 
 
 async def _select(conn: psycopg.AsyncConnection[DictRow], ids: Sequence[int]) -> list[JobRecord]:
-    if not ids:
-        return []
     cursor = await conn.execute(
         f"{_SELECT_JOBS} WHERE j.id = ANY(%s) ORDER BY j.id",
         (list(ids),),

@@ -43,6 +43,8 @@ def test_replicas_opening_together_migrate_once_and_a_reopen_migrates_nothing(ur
             await store.close()
         again = PostgresStore(url)
         await again.open()
+        await again.open()  # a second open and close change nothing
+        await again.close()
         await again.close()
 
     asyncio.run(asyncio.wait_for(body(), 60))
