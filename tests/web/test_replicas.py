@@ -15,6 +15,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -33,7 +34,6 @@ from tests.support.github_server import WallClock, serve_fake_github
 from tests.support.postgres import schema_url
 from tests.support.project import PAIRBOT
 from tests.web.conftest import SECRET, AppGitHub, comment_event, github_headers
-from tests.web.test_serve import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +55,12 @@ class HoldingGitHub(AppGitHub):
             self._never = asyncio.Event()
             await self._never.wait()  # the replica waiting here is killed
         return await super().handle(request)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def wait_for(check: Callable[[], bool], what: str, timeout: float) -> None:
