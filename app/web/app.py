@@ -498,14 +498,14 @@ def create_app(
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
 
-    Seams, with production defaults: `store` (`make_store`: SQLite or PostgreSQL, per
-    PAIR_STORE), `github` (the App's forges, or the local forge under `forge: local`), `azure`
-    (Azure DevOps from the host credentials), `executor` (what runs a job under `execution:
-    worker`), `clock` (the permission cache's), `after_body` (awaited right after a body is
-    read: a test uses it to stop a process there), `batches` (the local batches the status page
-    lists), `tick` (what the worker runs every PAIR_TICK_S to advance cards between commands:
-    `execution: worker`), `github_router` (what reads a verified GitHub delivery, in a worker
-    thread: a test slows it down to show the event loop does not wait on it).
+    Seams, with production defaults: `store` (make_store, per PAIR_STORE), `github` (the App's
+    forges, or the local forge under `forge: local`), `azure` (Azure DevOps from the host
+    credentials), `executor` (what runs a job under `execution: worker`), `clock` (the
+    permission cache's), `after_body` (awaited right after a body is read: a test uses it to
+    stop a process there), `batches` (the local batches the status page lists), `tick` (what
+    the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
+    `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows
+    it down to show the event loop does not wait on it).
     """
     settings.require_webhook_secret()
     if github is None:
