@@ -1,11 +1,13 @@
 """Which store PAIR_STORE names: the SQLite file (embedded default) or a PostgreSQL database.
 
 `make_store(path, url)` imports only the implementation it builds: the SQLite path never loads
-psycopg, an optional extra (`pip install 'pairbot[postgres]'`).
+psycopg, an optional extra (`pip install 'pairbot[postgres]'`). `alone_across_replicas(store,
+tick)` keeps replicas sharing a store from ticking at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -40,3 +42,19 @@ def redact_url(value: str) -> str:
         return value
     host = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def alone_across_replicas(
+    store: Store, tick: Callable[[], Awaitable[bool]]
+) -> Callable[[], Awaitable[bool]]:
+    """`tick` run by one replica at a time when the store is shared (PostgreSQL); a replica
+    whose turn finds another ticking skips it (an idle tick). SQLite serves one process:
+    `tick` as is."""
+    run_alone = getattr(store, "run_alone", None)
+    if run_alone is None:
+        return tick
+
+    async def alone() -> bool:
+        return bool(await run_alone("tick", tick))
+
+    return alone

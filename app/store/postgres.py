@@ -24,6 +24,8 @@ optional extra (`pip install 'pairbot[postgres]'`) and only this module imports 
 - The schema is migrated forward on `open()`: `MIGRATIONS` is a versioned list of DDL, applied
   in one transaction under an advisory lock (replicas starting together migrate once) and
   recorded in `schema_version`. A schema written by a newer pairbot is refused.
+- `run_alone(name, body)`: the worker's ticks (`PAIR_EXECUTION=worker`) run on one replica at
+  a time, under a session advisory lock; a replica whose tick finds the lock taken skips it.
 - Timestamps (created, updated, received) come from the store's clock like SQLite's; leases
   use the database's clock, the one clock every replica shares.
 """
@@ -37,8 +39,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, cast
 
 import orjson
 import psycopg
@@ -58,6 +60,8 @@ from app.store.base import (
     TargetKind,
 )
 from app.store.factory import redact_url
+
+T = TypeVar("T")
 
 PRUNE_CHUNK = 500  # rows per prune transaction, as in SqliteStore
 LEASE_S = 60.0  # a dead replica's running job is queued again this long after its last renewal
@@ -264,6 +268,22 @@ class PostgresStore:
                         "WHERE state = 'running' AND owner = %s",
                         (self._lease_s, self.owner),
                     )
+
+    async def run_alone(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
+        """`body()` while no other replica runs a body of this `name`; None, without running
+        it, when one does. A session advisory lock on one pooled connection, held for the
+        body: a replica that dies drops its connection, and the lock with it."""
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_lock(hashtext(%s)) AS taken", (f"pairbot:{name}",)
+            )
+            row = await cursor.fetchone()
+            if row is None or not row["taken"]:
+                return None
+            try:
+                return await body()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"pairbot:{name}",))
 
     # -- the edge -----------------------------------------------------------------------------
 

@@ -154,7 +154,7 @@ def serve(
     """
     import uvicorn  # noqa: PLC0415  # only `serve` needs the server
 
-    from app.store.factory import make_store  # noqa: PLC0415
+    from app.store.factory import alone_across_replicas, make_store  # noqa: PLC0415
     from app.web.app import create_app  # noqa: PLC0415
     from app.web.dashboard import worker_batches  # noqa: PLC0415
     from app.web.ticker import checkout_tick  # noqa: PLC0415
@@ -173,13 +173,16 @@ def serve(
     )
     # With execution: actions a repository's scheduled workflow ticks; a worker ticks itself.
     tick = (
-        checkout_tick(
-            root,
-            env,
-            deps,
-            hosts=settings.hosts,
-            checkouts=settings.worker_checkouts,
-            installation_of=store.last_installation,
+        alone_across_replicas(
+            store,
+            checkout_tick(
+                root,
+                env,
+                deps,
+                hosts=settings.hosts,
+                checkouts=settings.worker_checkouts,
+                installation_of=store.last_installation,
+            ),
         )
         if settings.execution == "worker"
         else None

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from app.errors import OperatorError
-from app.store.factory import make_store, redact_url
+from app.store.factory import alone_across_replicas, make_store, redact_url
 from app.store.postgres import MIGRATIONS, PostgresStore
 from app.store.sqlite import SqliteStore
 from tests.store.test_contract import job
@@ -170,3 +170,43 @@ def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert shown.stdout.strip() == "[]"
+
+
+def test_a_tick_runs_on_one_replica_at_a_time_and_sqlite_ticks_as_is(
+    url: str, tmp_path: Path
+) -> None:
+    async def body() -> tuple[bool, bool, bool, list[str]]:
+        one, two = PostgresStore(url), PostgresStore(url)
+        await one.open()
+        await two.open()
+        ran: list[str] = []
+        inside, leave = asyncio.Event(), asyncio.Event()
+
+        async def long_tick() -> bool:
+            ran.append("one")
+            inside.set()
+            await leave.wait()
+            return True
+
+        async def other_tick() -> bool:
+            ran.append("two")
+            return True
+
+        try:
+            first = asyncio.ensure_future(alone_across_replicas(one, long_tick)())
+            await inside.wait()
+            skipped = await alone_across_replicas(two, other_tick)()  # one is ticking
+            leave.set()
+            stepped = await first
+            after = await alone_across_replicas(two, other_tick)()  # the lock was released
+            return skipped, stepped, after, ran
+        finally:
+            await one.close()
+            await two.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == (False, True, True, ["one", "two"])
+
+    async def tick() -> bool:
+        return True
+
+    assert alone_across_replicas(SqliteStore(tmp_path / "s.sqlite3"), tick) is tick
