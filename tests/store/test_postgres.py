@@ -77,15 +77,16 @@ def test_a_live_replicas_running_job_is_its_own_past_its_first_lease(url: str) -
     """The replica renews its lease: another replica neither recovers nor claims the job."""
 
     async def body() -> tuple[int, int, int]:
-        live, other = PostgresStore(url, lease_s=0.3), PostgresStore(url)
+        # A lease of a second, renewed every third: a loaded machine's late renewal still lands.
+        live, other = PostgresStore(url, lease_s=1.0), PostgresStore(url)
         await live.open()
         await other.open()
         try:
             await live.enqueue_delivery("d", "e", None, [job(1)])
             (claimed,) = await live.claim(1, 1e12)
-            first_lease = _db_now(url) + 0.3
-            for _ in range(200):  # bounded: until the first lease would have run out
-                if _db_now(url) > first_lease + 0.2:
+            first_lease = _db_now(url) + 1.0
+            for _ in range(400):  # bounded: until the first lease would have run out
+                if _db_now(url) > first_lease + 0.5:
                     break
                 await asyncio.sleep(0.05)
             stolen = await other.recover() + len(await other.claim(5, 1e12))
