@@ -69,7 +69,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.store.base import JobRecord, Store
-from app.store.sqlite import SqliteStore
+from app.store.factory import make_store
 from app.web import dashboard
 from app.web.events import AZURE, GITHUB, Payload, Policy, Routed, route_azure, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
@@ -253,7 +253,7 @@ class _Service:
         log.info(
             "pairbot serves webhooks (execution: %s, store: %s)",
             self.settings.execution,
-            self.settings.store,
+            self.settings.store_label,
         )
         try:
             yield
@@ -498,7 +498,7 @@ def create_app(
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
 
-    Seams, with production defaults: `store` (SqliteStore at PAIR_STORE), `github` (the App's
+    Seams, with production defaults: `store` (make_store, per PAIR_STORE), `github` (the App's
     forges, or the local forge under `forge: local`), `azure` (Azure DevOps from the host
     credentials), `executor` (what runs a job under `execution: worker`), `clock` (the
     permission cache's), `after_body` (awaited right after a body is read: a test uses it to
@@ -527,7 +527,13 @@ def create_app(
             )
     service = _Service(
         settings,
-        store=store if store is not None else SqliteStore(settings.store),
+        store=store
+        if store is not None
+        else make_store(
+            settings.store,
+            settings.store_url.get_secret_value() if settings.store_url else None,
+            lease_s=settings.store_lease_s,
+        ),
         github=github,
         azure=azure if azure is not None else AzureForges(settings.hosts, settings.root),
         executor=executor,

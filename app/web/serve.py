@@ -154,7 +154,7 @@ def serve(
     """
     import uvicorn  # noqa: PLC0415  # only `serve` needs the server
 
-    from app.store.sqlite import SqliteStore  # noqa: PLC0415
+    from app.store.factory import alone_across_replicas, make_store  # noqa: PLC0415
     from app.web.app import create_app  # noqa: PLC0415
     from app.web.dashboard import worker_batches  # noqa: PLC0415
     from app.web.ticker import checkout_tick  # noqa: PLC0415
@@ -167,16 +167,22 @@ def serve(
         )
     settings = settings_for(root, env, dev=dev)
     listen_socket = bind(host, port)  # before the store: a port in use leaves nothing behind
-    store = SqliteStore(settings.store)
+    url = settings.store_url
+    store = make_store(
+        settings.store, url.get_secret_value() if url else None, lease_s=settings.store_lease_s
+    )
     # With execution: actions a repository's scheduled workflow ticks; a worker ticks itself.
     tick = (
-        checkout_tick(
-            root,
-            env,
-            deps,
-            hosts=settings.hosts,
-            checkouts=settings.worker_checkouts,
-            installation_of=store.last_installation,
+        alone_across_replicas(
+            store,
+            checkout_tick(
+                root,
+                env,
+                deps,
+                hosts=settings.hosts,
+                checkouts=settings.worker_checkouts,
+                installation_of=store.last_installation,
+            ),
         )
         if settings.execution == "worker"
         else None
@@ -204,7 +210,7 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     print(
         f"pairbot: serving on http://{shown}:{port}/ (status page; webhooks at "
-        f"/webhooks/github and /webhooks/azure-devops), store {settings.store}",
+        f"/webhooks/github and /webhooks/azure-devops), store {settings.store_label}",
         file=sys.stderr,
         flush=True,
     )

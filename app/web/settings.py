@@ -19,12 +19,14 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from app.domain.commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import ConfigError
 from app.hosting import HostSettings
+from app.store.factory import redact_url
 
 Execution = Literal["actions", "worker"]
 ForgeKind = Literal["github", "local"]
@@ -104,6 +106,12 @@ class AppSettings(BaseModel):
 
     root: Path
     store: Path
+    # PAIR_STORE=postgresql://…: the PostgreSQL store replicas share (a secret: it may carry a
+    # password). None: the SQLite file at `store`, the embedded default.
+    store_url: SecretStr | None = None
+    # PostgreSQL only (PAIR_STORE_LEASE_S): how long a replica's running job stays its own
+    # without a renewal; a killed replica's job goes to another this long after it died.
+    store_lease_s: float = 60.0
     webhook_secret: SecretStr | None = None
     app_id: int | None = None
     private_key: SecretStr | None = None
@@ -142,7 +150,8 @@ class AppSettings(BaseModel):
             return value or None
 
         base = (root or Path(env.get("PAIR_ROOT") or ".")).resolve()
-        store = Path(get("PAIR_STORE") or DEFAULT_STORE)
+        store_url = _store_url(get("PAIR_STORE"))
+        store = Path(DEFAULT_STORE if store_url else get("PAIR_STORE") or DEFAULT_STORE)
         trigger = get("PAIR_TRIGGER") or DEFAULT_TRIGGER
         slug = get("PAIR_APP_SLUG")
         _check_addressing(trigger, slug)
@@ -165,6 +174,8 @@ class AppSettings(BaseModel):
         return cls(
             root=base,
             store=store if store.is_absolute() else base / store,
+            store_url=SecretStr(store_url) if store_url else None,
+            store_lease_s=_lease_s(get("PAIR_STORE_LEASE_S")),
             webhook_secret=SecretStr(secret) if secret else None,
             app_id=_app_id(get("PAIR_APP_ID")),
             private_key=_private_key(
@@ -186,6 +197,13 @@ class AppSettings(BaseModel):
             limits=EdgeLimits.from_env(get),
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
         )
+
+    @property
+    def store_label(self) -> str:
+        """Where the store is, for a log line: the SQLite path, or the URL without password."""
+        if self.store_url is None:
+            return str(self.store)
+        return redact_url(self.store_url.get_secret_value())
 
     def require_webhook_secret(self) -> bytes:
         """The webhook secret as bytes; a ConfigError naming PAIR_WEBHOOK_SECRET if unset."""
@@ -274,6 +292,38 @@ def _checkouts_dir(value: str | None, root: Path) -> Path | None:
             "that holds the worker's checkouts as <owner>/<name> (or unset it)"
         )
     return path.resolve()
+
+
+_STORE_SCHEMES = ("postgresql", "postgres")
+
+
+def _store_url(value: str | None) -> str | None:
+    """PAIR_STORE as a PostgreSQL URL, or None when it is a SQLite path (or unset)."""
+    if value is None or "://" not in value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in _STORE_SCHEMES or any(c.isspace() for c in value):
+        raise ConfigError(
+            f"PAIR_STORE={redact_url(value)!r} is not allowed; allowed: a SQLite file path "
+            "(default .pair/app/pairbot.sqlite3) or a PostgreSQL URL postgresql://user@host/db "
+            "(postgres:// too)"
+        )
+    return value
+
+
+def _lease_s(value: str | None) -> float:
+    if value is None:
+        return 60.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 1 <= seconds <= 3600:  # also refuses nan and inf
+        raise ConfigError(
+            f"PAIR_STORE_LEASE_S={value!r} is not allowed; allowed: a number of seconds from 1 "
+            "to 3600 (default 60)"
+        )
+    return seconds
 
 
 def _public_url(value: str | None) -> str | None:

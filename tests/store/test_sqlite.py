@@ -1,4 +1,7 @@
-"""`SqliteStore` on real SQLite files in tmp_path: the edge's transaction, the queue, migrations."""
+"""`SqliteStore` only: WAL, migrations, the claim's plan, group commit, chunked prunes.
+
+The `Store` contract both stores keep is tests/store/test_contract.py.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from app.errors import OperatorError
-from app.store import CommandRecord, InstallationChange, NewJob, PrunedJobs, SqliteStore
+from app.store import CommandRecord, NewJob, PrunedJobs, SqliteStore
 from app.store.sqlite import _CLAIM, MIGRATIONS
 
 T = TypeVar("T")
@@ -81,185 +84,6 @@ def test_a_store_from_a_newer_pairbot_is_refused(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(OperatorError, match="newer than this pairbot knows"):
         run(SqliteStore(path), lambda s: s.counts())
-
-
-def test_a_delivery_is_seen_once_across_restarts_and_its_jobs_queued_once(tmp_path: Path) -> None:
-    path = tmp_path / "store.sqlite3"
-    record = CommandRecord("implement", {"until": "merged"}, "1", "octocat", "77", "https://x/77")
-
-    async def first(store: SqliteStore) -> tuple[bool, bool]:
-        fresh = await store.enqueue_delivery(
-            "d-1", "issue_comment", "created", [job(1, command=record)]
-        )
-        again = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
-        return fresh, again
-
-    assert run(SqliteStore(path), first) == (True, False)
-
-    async def later(store: SqliteStore) -> tuple[bool, int, str | None]:
-        again = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
-        jobs = await store.jobs()
-        return again, len(jobs), jobs[0].verb
-
-    assert run(SqliteStore(path), later) == (False, 1, "implement")
-
-
-def test_a_failed_transaction_records_neither_the_delivery_nor_a_job(tmp_path: Path) -> None:
-    bad = job(2, request={"not json": object()})
-
-    async def body(store: SqliteStore) -> tuple[int, int, bool]:
-        with pytest.raises(TypeError):
-            await store.enqueue_delivery("d-2", "issue_comment", "created", [job(1), bad])
-        counts = await store.counts()
-        deliveries = await store.deliveries()
-        # Nothing was recorded, so the redelivery is processed.
-        fresh = await store.enqueue_delivery("d-2", "issue_comment", "created", [job(1)])
-        return counts["queued"], len(deliveries), fresh
-
-    assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == (0, 0, True)
-
-
-def test_two_deliveries_of_one_comment_queue_one_job(tmp_path: Path) -> None:
-    async def body(store: SqliteStore) -> tuple[bool, bool, list[str], int]:
-        one = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(5)])
-        two = await store.enqueue_delivery("d-2", "issue_comment", "created", [job(5)])
-        statuses = [d.status for d in sorted(await store.deliveries(), key=lambda d: d.id)]
-        return one, two, statuses, len(await store.jobs())
-
-    one, two, statuses, count = run(SqliteStore(tmp_path / "s.sqlite3"), body)
-    assert (one, two, count) == (True, True, 1)
-    assert statuses[0].startswith("queued") and statuses[1].startswith("already-queued")
-
-
-def test_racing_connections_record_a_delivery_id_exactly_once(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
-
-    async def body() -> list[bool]:
-        stores = [SqliteStore(path) for _ in range(4)]
-        for store in stores:
-            await store.open()
-        try:
-            results: list[bool] = []
-            for round_ in range(25):
-                results += await asyncio.gather(
-                    *(
-                        s.enqueue_delivery(f"d-{round_}", "issue_comment", "created", [job(round_)])
-                        for s in stores
-                    )
-                )
-            return results
-        finally:
-            for store in stores:
-                await store.close()
-
-    results = asyncio.run(body())
-    assert results.count(True) == 25
-    assert run(SqliteStore(path), lambda s: s.counts())["queued"] == 25
-
-
-def test_claim_runs_one_job_per_serial_key_in_order_and_honours_retry_times(tmp_path: Path) -> None:
-    clock = Clock()
-
-    async def body(store: SqliteStore) -> None:
-        await store.enqueue_delivery("d-1", "e", None, [job(1), job(2)])
-        await store.enqueue_delivery(
-            "d-2", "e", None, [job(11, key="k11", serial="github:octocat/Hello-World#1")]
-        )
-        first = await store.claim(10, clock())
-        assert [j.number for j in first] == [1, 2]
-        assert all(j.state == "running" and j.attempts == 1 for j in first)
-        # Card 1 is running: its next job waits; nothing else is due.
-        assert await store.claim(10, clock()) == []
-        await store.retry_later(first[0].id, clock() + 30, "rate limited")
-        await store.finish(first[1].id, "done", "dispatched")
-        # Card 1's first job waits for its retry time, and the job behind it waits too.
-        assert await store.claim(10, clock()) == []
-        retried = await store.claim(10, clock() + 31)
-        assert [(j.number, j.attempts, j.result) for j in retried] == [(1, 2, "rate limited")]
-        await store.advance(retried[0].id, "acknowledged")
-        await store.finish(retried[0].id, "done", "ok")
-        behind = await store.claim(10, clock() + 31)
-        assert [j.number for j in behind] == [11]
-        assert (await store.job(retried[0].id)) is not None
-        done = await store.job(retried[0].id)
-        assert done is not None and (done.state, done.stage) == ("done", "acknowledged")
-
-    run(SqliteStore(tmp_path / "s.sqlite3", clock=clock), body)
-
-
-def test_claim_respects_the_limit(tmp_path: Path) -> None:
-    async def body(store: SqliteStore) -> tuple[int, int, int]:
-        await store.enqueue_delivery("d", "e", None, [job(n) for n in range(1, 8)])
-        first = await store.claim(3, 1e12)
-        second = await store.claim(0, 1e12)
-        third = await store.claim(10, 1e12)
-        return len(first), len(second), len(third)
-
-    assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == (3, 0, 4)
-
-
-def test_jobs_left_running_by_a_dead_process_are_queued_again(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
-
-    async def crash(store: SqliteStore) -> int:
-        await store.enqueue_delivery("d", "e", None, [job(1), job(2)])
-        return len(await store.claim(10, 1e12))
-
-    assert run(SqliteStore(path), crash) == 2
-
-    async def restart(store: SqliteStore) -> tuple[int, list[int]]:
-        recovered = await store.recover()
-        again = await store.claim(10, 1e12)
-        return recovered, [j.attempts for j in again]
-
-    assert run(SqliteStore(path), restart) == (2, [2, 2])
-
-
-def test_installations_follow_their_events(tmp_path: Path) -> None:
-    async def body(store: SqliteStore) -> list[Any]:
-        seen = []
-        changes = [
-            InstallationChange(1, "octocat", repos=("octocat/a", "octocat/b"), suspended=False),
-            InstallationChange(1, added=("octocat/c",), removed=("octocat/a",)),
-            InstallationChange(1, suspended=True),
-            InstallationChange(2, "hubot", repos=()),
-            InstallationChange(2, deleted=True),
-        ]
-        for number, change in enumerate(changes):
-            assert await store.enqueue_delivery(
-                f"i-{number}", "installation", None, [], installation=change
-            )
-            seen.append(
-                [(i.id, i.account, i.repos, i.suspended) for i in await store.installations()]
-            )
-        return seen
-
-    seen = run(SqliteStore(tmp_path / "s.sqlite3"), body)
-    assert seen[0] == [(1, "octocat", ("octocat/a", "octocat/b"), False)]
-    assert seen[1] == [(1, "octocat", ("octocat/b", "octocat/c"), False)]
-    assert seen[2] == [(1, "octocat", ("octocat/b", "octocat/c"), True)]
-    assert seen[3][1] == (2, "hubot", (), False)
-    assert seen[4] == seen[2]
-
-
-def test_old_deliveries_are_pruned_and_then_no_longer_recognised(tmp_path: Path) -> None:
-    clock = Clock(100.0)
-
-    async def body(store: SqliteStore) -> tuple[int, bool, int]:
-        await store.enqueue_delivery("old", "ping", None, [], status="ping")
-        clock.now = 500.0
-        await store.enqueue_delivery("new", "ping", None, [])
-        pruned = await store.prune_deliveries(before=200.0)
-        again = await store.enqueue_delivery("old", "ping", None, [])
-        return pruned, again, len(await store.deliveries())
-
-    assert run(SqliteStore(tmp_path / "s.sqlite3", clock=clock), body) == (1, True, 2)
-
-
-def test_using_a_store_that_is_not_open_is_a_clear_error(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "s.sqlite3")
-    with pytest.raises(RuntimeError, match="open"):
-        asyncio.run(store.counts())
 
 
 def test_a_version_1_store_is_migrated_and_its_queue_still_runs(tmp_path: Path) -> None:
@@ -344,24 +168,6 @@ def test_old_finished_jobs_are_pruned_with_their_commands_and_open_or_recent_job
     assert _rows(path, "commands") == 4  # the pruned jobs' command records went with them
 
 
-def test_a_pruned_jobs_comment_can_be_queued_again_and_a_kept_ones_cannot(tmp_path: Path) -> None:
-    """The dedupe key holds exactly as long as its job is kept (see JOB_RETENTION_S)."""
-    clock = Clock(100.0)
-
-    async def body(store: SqliteStore) -> list[str]:
-        await store.enqueue_delivery("d-1", "e", None, [job(1)])
-        await store.finish((await store.claim(1, clock()))[0].id, "done", "ok")
-        clock.now = 150.0
-        await store.prune_jobs(before=120.0)  # finished at t=100: kept no longer
-        await store.enqueue_delivery("d-2", "e", None, [job(1)])
-        await store.prune_jobs(before=120.0)  # queued at t=150: kept
-        await store.enqueue_delivery("d-3", "e", None, [job(1)])
-        return [d.status for d in sorted(await store.deliveries(), key=lambda d: d.id)]
-
-    statuses = run(SqliteStore(tmp_path / "s.sqlite3", clock=clock), body)
-    assert [s.split(":")[0] for s in statuses] == ["queued", "queued", "already-queued"]
-
-
 def test_a_prune_deletes_a_backlog_larger_than_a_chunk_in_several_transactions(
     tmp_path: Path,
 ) -> None:
@@ -389,11 +195,6 @@ def test_a_prune_deletes_a_backlog_larger_than_a_chunk_in_several_transactions(
     # 11 deliveries in chunks of 3: 4 transactions; 12 jobs walked 3 at a time: 4.
     assert transactions.count("BEGIN IMMEDIATE") == 8
     assert (_rows(path, "deliveries"), _rows(path, "jobs"), _rows(path, "commands")) == (1, 2, 1)
-
-
-def test_a_prune_chunk_must_hold_a_row(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="at least one row"):
-        SqliteStore(tmp_path / "s.sqlite3", prune_chunk=0)
 
 
 def test_in_a_group_commit_a_failing_delivery_fails_alone(tmp_path: Path) -> None:

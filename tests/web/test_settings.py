@@ -55,6 +55,38 @@ def test_every_variable_is_read_and_secrets_never_show(tmp_path: Path) -> None:
         assert secret not in shown
 
 
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "PostgreSQL"])
+def test_pair_store_as_a_postgresql_url_selects_the_shared_store(
+    tmp_path: Path, scheme: str
+) -> None:
+    url = f"{scheme}://pairbot:db-password-value@db.example:5432/pairbot?sslmode=require"
+    settings = AppSettings.from_env({"PAIR_STORE": url}, root=tmp_path)
+    assert settings.store_url is not None and settings.store_url.get_secret_value() == url
+    label = f"{scheme.lower()}://pairbot:***@db.example:5432/pairbot?sslmode=require"
+    assert settings.store_label == label
+    shown = repr(settings) + settings.model_dump_json() + settings.store_label
+    assert "db-password-value" not in shown
+    assert settings.store_lease_s == 60.0
+    leased = AppSettings.from_env({"PAIR_STORE": url, "PAIR_STORE_LEASE_S": "2.5"}, root=tmp_path)
+    assert leased.store_lease_s == 2.5
+    for bad in ("0", "nan", "soon", "3601"):
+        with pytest.raises(ConfigError, match=r"PAIR_STORE_LEASE_S=.*allowed: a number of seconds"):
+            AppSettings.from_env({"PAIR_STORE_LEASE_S": bad}, root=tmp_path)
+    plain = AppSettings.from_env({"PAIR_STORE": "data/app.sqlite3"}, root=tmp_path)
+    assert plain.store_url is None and plain.store_label == str(tmp_path / "data" / "app.sqlite3")
+
+
+@pytest.mark.parametrize(
+    "value", ["mysql://u:secret-pw@db/x", "sqlite:///tmp/x.sqlite3", "postgresql://db/x y"]
+)
+def test_pair_store_with_another_scheme_is_refused_in_one_line(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        AppSettings.from_env({"PAIR_STORE": value}, root=tmp_path)
+    message = str(caught.value)
+    assert message.startswith("PAIR_STORE=") and "allowed: a SQLite file path" in message
+    assert "postgresql://" in message and "secret-pw" not in message and "\n" not in message
+
+
 def test_the_private_key_can_come_from_a_file_or_a_one_line_variable(tmp_path: Path) -> None:
     pem = rsa_key()[0]
     (tmp_path / "key.pem").write_text(pem)

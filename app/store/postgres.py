@@ -1,0 +1,615 @@
+"""`PostgresStore`: the App's store on a PostgreSQL server, for several `pairbot serve` replicas.
+
+Selected by `PAIR_STORE=postgresql://…` (docs/app.md, Replicas on PostgreSQL); psycopg is an
+optional extra (`pip install 'pairbot[postgres]'`) and only this module imports it.
+
+- Every replica keeps a small pool of connections (`psycopg_pool.AsyncConnectionPool`), each in
+  autocommit mode; each operation is one explicit transaction.
+- A delivery is recorded with `INSERT … ON CONFLICT DO NOTHING` on (source, id) in the same
+  transaction as its jobs: two replicas handed one delivery id race on the primary key, the
+  second waits for the first's commit and then inserts nothing. A job's `dedupe_key` is unique
+  the same way, so a comment acts at most once across every replica.
+- Jobs are claimed with `SELECT … FOR UPDATE SKIP LOCKED`: replicas claiming at once never wait
+  for each other and never take one job twice. Only the oldest queued job of a serial key is
+  claimable, and only while none of its key runs, so one card runs one job at a time across
+  replicas too.
+- Leases, where SQLite re-queues every running job at start-up (one process owns that file):
+  here other replicas are alive, and their running jobs are theirs. A claimed job carries its
+  replica's `owner` and a `lease_until` (the database's clock plus `lease_s`); the replica
+  renews the leases of its running jobs every `lease_s / 3`. A replica that dies (SIGKILL,
+  power) stops renewing; once its lease has passed, `claim` and `recover` on any replica queue
+  the job again, and its `stage` lets the next run skip the effects already had. A replica
+  stopped cleanly queues its unfinished jobs again at once (`close`). A replica that lost its
+  lease (paused past it) finds its later `advance` / `finish` ignored: the job is another's.
+- The schema is migrated forward on `open()`: `MIGRATIONS` is a versioned list of DDL, applied
+  in one transaction under an advisory lock (replicas starting together migrate once) and
+  recorded in `schema_version`. A schema written by a newer pairbot is refused.
+- `run_alone(name, body)`: the worker's ticks (`PAIR_EXECUTION=worker`) run on one replica at
+  a time, under a session advisory lock; a replica whose tick finds the lock taken skips it.
+- Timestamps (created, updated, received) come from the store's clock like SQLite's; leases
+  use the database's clock, the one clock every replica shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, cast
+
+import orjson
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from app.errors import OperatorError
+from app.store.base import (
+    DeliveryRecord,
+    InstallationChange,
+    InstallationRecord,
+    JobKind,
+    JobRecord,
+    JobState,
+    NewJob,
+    PrunedJobs,
+    TargetKind,
+)
+from app.store.factory import redact_url
+
+T = TypeVar("T")
+
+PRUNE_CHUNK = 500  # rows per prune transaction, as in SqliteStore
+LEASE_S = 60.0  # a dead replica's running job is queued again this long after its last renewal
+# The advisory lock key migrations run under (any constant; "pairbot" as ASCII bytes).
+_MIGRATION_LOCK = 0x70616972626F74
+
+# Each entry is one migration; its index + 1 is the version `schema_version` records.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE deliveries (
+            source      TEXT NOT NULL,
+            id          TEXT NOT NULL,
+            event       TEXT NOT NULL,
+            action      TEXT,
+            status      TEXT NOT NULL,
+            note        TEXT NOT NULL DEFAULT '',
+            jobs        INTEGER NOT NULL DEFAULT 0,
+            received_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (source, id)
+        )
+        """,
+        "CREATE INDEX deliveries_received ON deliveries (received_at)",
+        """
+        CREATE TABLE jobs (
+            id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            delivery_id  TEXT NOT NULL,
+            kind         TEXT NOT NULL
+                         CHECK (kind IN ('command', 'scope-decision', 'head-moved')),
+            source       TEXT NOT NULL,
+            repo         TEXT NOT NULL,
+            installation BIGINT,
+            target       TEXT NOT NULL CHECK (target IN ('card', 'pull')),
+            number       INTEGER NOT NULL,
+            dedupe_key   TEXT NOT NULL UNIQUE,
+            serial_key   TEXT NOT NULL,
+            request      TEXT NOT NULL,
+            state        TEXT NOT NULL DEFAULT 'queued'
+                         CHECK (state IN ('queued', 'running', 'done', 'failed')),
+            stage        TEXT NOT NULL DEFAULT '',
+            attempts     INTEGER NOT NULL DEFAULT 0,
+            not_before   DOUBLE PRECISION NOT NULL DEFAULT 0,
+            result       TEXT NOT NULL DEFAULT '',
+            created_at   DOUBLE PRECISION NOT NULL,
+            updated_at   DOUBLE PRECISION NOT NULL,
+            owner        TEXT NOT NULL DEFAULT '',
+            lease_until  DOUBLE PRECISION NOT NULL DEFAULT 0
+        )
+        """,
+        # Open jobs only: finished ones stay for the record but out of the queue's indexes.
+        "CREATE INDEX jobs_open ON jobs (serial_key, id) WHERE state IN ('queued', 'running')",
+        "CREATE INDEX jobs_queued ON jobs (id) WHERE state = 'queued'",
+        "CREATE INDEX jobs_running ON jobs (owner, lease_until) WHERE state = 'running'",
+        "CREATE INDEX jobs_repo ON jobs (lower(repo), id)",
+        """
+        CREATE TABLE commands (
+            job_id       BIGINT PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+            repo         TEXT NOT NULL,
+            number       INTEGER NOT NULL,
+            verb         TEXT NOT NULL,
+            args         TEXT NOT NULL,
+            author_id    TEXT NOT NULL,
+            author_login TEXT NOT NULL,
+            comment_id   TEXT NOT NULL,
+            comment_url  TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE installations (
+            id         BIGINT PRIMARY KEY,
+            account    TEXT NOT NULL,
+            repos      TEXT NOT NULL DEFAULT '[]',
+            suspended  BOOLEAN NOT NULL DEFAULT FALSE,
+            updated_at DOUBLE PRECISION NOT NULL
+        )
+        """,
+    ),
+)
+
+_DB_NOW = "extract(epoch FROM clock_timestamp())"
+# Running jobs whose replica stopped renewing their lease go back to the queue.
+_EXPIRE = (
+    "UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %s "  # noqa: S608 - constant SQL
+    f"WHERE state = 'running' AND lease_until < {_DB_NOW}"
+)
+# As SqliteStore's claim: queued and due, nothing of its key running, no older job of its key
+# queued. SKIP LOCKED: a job another replica is claiming right now is left to it.
+_CLAIM = """
+    SELECT j.id FROM jobs AS j
+    WHERE j.state = 'queued' AND j.not_before <= %s
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs AS r
+          WHERE r.state IN ('queued', 'running') AND r.state = 'running'
+            AND r.serial_key = j.serial_key)
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs AS e
+          WHERE e.state IN ('queued', 'running') AND e.state = 'queued'
+            AND e.serial_key = j.serial_key AND e.id < j.id)
+    ORDER BY j.id
+    LIMIT %s
+    FOR UPDATE OF j SKIP LOCKED
+"""
+_SELECT_JOBS = """
+    SELECT j.id, j.delivery_id, j.kind, j.source, j.repo, j.installation, j.target, j.number,
+           j.request, j.state, j.stage, j.attempts, j.not_before, j.result, j.created_at,
+           j.updated_at, c.verb
+    FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id
+"""
+
+
+class PostgresStore:
+    """`Store` on a PostgreSQL database, shared by any number of replicas."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        lease_s: float = LEASE_S,
+        prune_chunk: int = PRUNE_CHUNK,
+        pool_size: int = 8,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        if prune_chunk < 1:
+            raise ValueError("a prune needs a chunk of at least one row")
+        if lease_s <= 0:
+            raise ValueError("a lease must last a positive number of seconds")
+        self.url = url
+        self._clock = clock
+        self._lease_s = lease_s
+        self._prune_chunk = prune_chunk
+        self._pool_size = pool_size
+        self._connect_timeout_s = connect_timeout_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] | None = None
+        self._renewer: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact_url(self.url)!r})"
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _connection(self) -> AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]:
+        if self._pool is None:
+            raise RuntimeError("PostgresStore.open() was not called (or close() was)")
+        return self._pool
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout_s))
+            )
+        except psycopg.Error as err:
+            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            raise OperatorError(
+                f"PAIR_STORE: cannot connect to PostgreSQL at {redact_url(self.url)}: {reason}"
+            ) from None
+        async with conn:
+            await _migrate(conn, redact_url(self.url))
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] = AsyncConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=self._pool_size,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            open=False,
+            name="pairbot-store",
+        )
+        await pool.open(wait=True, timeout=self._connect_timeout_s)
+        self._pool = pool
+        self._renewer = asyncio.create_task(self._renew(), name="pairbot-store-leases")
+
+    async def close(self) -> None:
+        """Stop renewing leases and queue this replica's unfinished jobs again at once."""
+        if self._pool is None:
+            return
+        await self._stop_renewing()
+        with contextlib.suppress(psycopg.Error):
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE jobs SET state = 'queued', not_before = 0, owner = '', "
+                    "updated_at = %s WHERE state = 'running' AND owner = %s",
+                    (self._clock(), self.owner),
+                )
+        await self._pool.close()
+        self._pool = None
+
+    async def _stop_renewing(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+            self._renewer = None
+
+    async def _renew(self) -> None:
+        """Extend the leases of this replica's running jobs, every third of a lease."""
+        while True:
+            await asyncio.sleep(self._lease_s / 3)
+            with contextlib.suppress(psycopg.Error):  # the next round tries again
+                async with self._connection().connection() as conn:
+                    await conn.execute(
+                        f"UPDATE jobs SET lease_until = {_DB_NOW} + %s "  # noqa: S608 - constant SQL
+                        "WHERE state = 'running' AND owner = %s",
+                        (self._lease_s, self.owner),
+                    )
+
+    async def run_alone(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
+        """`body()` while no other replica runs a body of this `name`; None, without running
+        it, when one does. A session advisory lock on one pooled connection, held for the
+        body: a replica that dies drops its connection, and the lock with it."""
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_lock(hashtext(%s)) AS taken", (f"pairbot:{name}",)
+            )
+            row = await cursor.fetchone()
+            if row is None or not row["taken"]:
+                return None
+            try:
+                return await body()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"pairbot:{name}",))
+
+    # -- the edge -----------------------------------------------------------------------------
+
+    async def enqueue_delivery(
+        self,
+        delivery_id: str,
+        event: str,
+        action: str | None,
+        jobs: Sequence[NewJob],
+        *,
+        source: str = "github",
+        status: str | None = None,
+        installation: InstallationChange | None = None,
+    ) -> bool:
+        now = self._clock()
+        # Encoded before the transaction: a request that is not JSON writes nothing.
+        requests = [_json_text(job.request) for job in jobs]
+        async with self._connection().connection() as conn, conn.transaction():
+            inserted = await conn.execute(
+                "INSERT INTO deliveries (source, id, event, action, status, note, jobs, "
+                "received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (
+                    source,
+                    delivery_id,
+                    event,
+                    action,
+                    "queued" if jobs else "ignored",
+                    status or "",
+                    len(jobs),
+                    now,
+                ),
+            )
+            if not inserted.rowcount:
+                return False  # seen before, by this replica or another: nothing is written
+            queued = 0
+            for job, request in zip(jobs, requests, strict=True):
+                queued += await _insert_job(conn, delivery_id, job, request, now)
+            if queued != len(jobs):  # a job of this comment was queued by another delivery
+                await conn.execute(
+                    "UPDATE deliveries SET status = %s, jobs = %s WHERE source = %s AND id = %s",
+                    ("queued" if queued else "already-queued", queued, source, delivery_id),
+                )
+            if installation is not None:
+                await _apply_installation(conn, installation, now)
+            return True
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    async def claim(self, limit: int, now: float) -> list[JobRecord]:
+        if limit <= 0:
+            return []
+        stamp = self._clock()
+        async with self._connection().connection() as conn, conn.transaction():
+            await conn.execute(_EXPIRE, (stamp,))
+            rows = await (await conn.execute(_CLAIM, (now, limit))).fetchall()
+            ids = [int(row["id"]) for row in rows]
+            if not ids:
+                return []
+            await conn.execute(
+                f"UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = %s, "  # noqa: S608 - constant SQL
+                f"owner = %s, lease_until = {_DB_NOW} + %s WHERE id = ANY(%s)",
+                (stamp, self.owner, self._lease_s, ids),
+            )
+            return await _select(conn, ids)
+
+    async def advance(self, job_id: int, stage: str) -> None:
+        await self._update(job_id, "stage = %s", (stage,))
+
+    async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:
+        await self._update(job_id, "state = %s, result = %s", (state, result))
+
+    async def retry_later(self, job_id: int, not_before: float, result: str) -> None:
+        await self._update(
+            job_id,
+            "state = 'queued', not_before = %s, result = %s, owner = ''",
+            (not_before, result),
+        )
+
+    async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
+        # Only while this replica holds the job: one whose lease ran out is another's now.
+        async with self._connection().connection() as conn:
+            await conn.execute(
+                f"UPDATE jobs SET {assignments}, updated_at = %s "  # noqa: S608 - constant SQL
+                "WHERE id = %s AND state = 'running' AND owner = %s",
+                (*values, self._clock(), job_id, self.owner),
+            )
+
+    async def recover(self) -> int:
+        """Queue again the running jobs whose replica's lease has passed (not every running
+        job, as SQLite does: other replicas' jobs are alive); how many."""
+        async with self._connection().connection() as conn:
+            return (await conn.execute(_EXPIRE, (self._clock(),))).rowcount
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def job(self, job_id: int) -> JobRecord | None:
+        async with self._connection().connection() as conn:
+            found = await _select(conn, [job_id])
+        return found[0] if found else None
+
+    async def jobs(self, limit: int = 100) -> list[JobRecord]:
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(f"{_SELECT_JOBS} ORDER BY j.id DESC LIMIT %s", (limit,))
+            return [_job(row) for row in await cursor.fetchall()]
+
+    async def counts(self) -> dict[str, int]:
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state")
+            found = {str(row["state"]): int(row["n"]) for row in await cursor.fetchall()}
+        return {state: found.get(state, 0) for state in ("queued", "running", "done", "failed")}
+
+    async def deliveries(self, limit: int = 50) -> list[DeliveryRecord]:
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(
+                "SELECT source, id, event, action, status, note, received_at, jobs "
+                "FROM deliveries ORDER BY received_at DESC, id LIMIT %s",
+                (limit,),
+            )
+            rows = await cursor.fetchall()
+        return [
+            DeliveryRecord(
+                source=row["source"],
+                id=row["id"],
+                event=row["event"],
+                action=row["action"],
+                status=row["status"] + (f": {row['note']}" if row["note"] else ""),
+                received_at=row["received_at"],
+                jobs=row["jobs"],
+            )
+            for row in rows
+        ]
+
+    async def last_installation(self, repo: str) -> int | None:
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(
+                "SELECT installation FROM jobs WHERE source = 'github' AND installation IS NOT "
+                "NULL AND lower(repo) = lower(%s) ORDER BY id DESC LIMIT 1",
+                (repo,),
+            )
+            row = await cursor.fetchone()
+        return int(row["installation"]) if row is not None else None
+
+    async def installations(self) -> list[InstallationRecord]:
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(
+                "SELECT id, account, repos, suspended, updated_at FROM installations ORDER BY id"
+            )
+            rows = await cursor.fetchall()
+        return [
+            InstallationRecord(
+                id=row["id"],
+                account=row["account"],
+                repos=tuple(json.loads(row["repos"])),
+                suspended=bool(row["suspended"]),
+                updated_at=row["updated_at"],
+            )
+            for row in rows
+        ]
+
+    async def prune_deliveries(self, before: float) -> int:
+        pruned = 0
+        while True:
+            async with self._connection().connection() as conn:
+                count = (
+                    await conn.execute(
+                        "DELETE FROM deliveries WHERE (source, id) IN (SELECT source, id FROM "
+                        "deliveries WHERE received_at < %s ORDER BY received_at LIMIT %s)",
+                        (before, self._prune_chunk),
+                    )
+                ).rowcount
+            pruned += count
+            if count < self._prune_chunk:
+                return pruned
+
+    async def prune_jobs(self, before: float) -> PrunedJobs:
+        pruned = PrunedJobs()
+        while True:
+            async with self._connection().connection() as conn, conn.transaction():
+                cursor = await conn.execute(
+                    "SELECT id FROM jobs WHERE state IN ('done', 'failed') AND created_at < %s "
+                    "AND updated_at < %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (before, before, self._prune_chunk),
+                )
+                ids = [int(row["id"]) for row in await cursor.fetchall()]
+                # Explicitly, though the foreign key cascades: so the count can be reported.
+                commands = (
+                    await conn.execute("DELETE FROM commands WHERE job_id = ANY(%s)", (ids,))
+                ).rowcount
+                jobs = (await conn.execute("DELETE FROM jobs WHERE id = ANY(%s)", (ids,))).rowcount
+            pruned = PrunedJobs(pruned.jobs + jobs, pruned.commands + commands)
+            if len(ids) < self._prune_chunk:
+                return pruned
+
+
+async def _migrate(conn: psycopg.AsyncConnection[Any], where: str) -> None:
+    """Apply the migrations this database has not seen, in one transaction under an advisory
+    lock: replicas starting at once wait for each other, and the second finds nothing to do."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        row = await (await conn.execute("SELECT max(version) FROM schema_version")).fetchone()
+        version = int(row[0]) if row is not None and row[0] is not None else 0
+        if version > len(MIGRATIONS):
+            raise OperatorError(
+                f"{where}: the store's schema version is {version}, newer than this pairbot "
+                f"knows ({len(MIGRATIONS)}); run the pairbot that wrote it, or point PAIR_STORE "
+                "elsewhere"
+            )
+        for number in range(version + 1, len(MIGRATIONS) + 1):
+            for statement in MIGRATIONS[number - 1]:
+                await conn.execute(cast(Any, statement))
+            await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (number,))
+
+
+def _json_text(value: Mapping[str, Any]) -> str:
+    """JSON text of a job's request, as SqliteStore writes it (orjson, keys sorted)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+async def _insert_job(
+    conn: psycopg.AsyncConnection[DictRow], delivery_id: str, job: NewJob, request: str, now: float
+) -> int:
+    """Insert one job unless its dedupe key exists; 1 if inserted."""
+    cursor = await conn.execute(
+        "INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, number, "
+        "dedupe_key, serial_key, request, created_at, updated_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
+        (
+            delivery_id,
+            job.kind,
+            job.source,
+            job.repo,
+            job.installation,
+            job.target,
+            job.number,
+            job.dedupe_key,
+            job.serial_key,
+            request,
+            now,
+            now,
+        ),
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return 0
+    if job.command is not None:
+        command = job.command
+        await conn.execute(
+            "INSERT INTO commands (job_id, repo, number, verb, args, author_id, author_login, "
+            "comment_id, comment_url) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                row["id"],
+                job.repo,
+                job.number,
+                command.verb,
+                _json_text(dict(command.args)),
+                command.author_id,
+                command.author_login,
+                command.comment_id,
+                command.comment_url,
+            ),
+        )
+    return 1
+
+
+async def _apply_installation(
+    conn: psycopg.AsyncConnection[DictRow], change: InstallationChange, now: float
+) -> None:
+    if change.deleted:
+        await conn.execute("DELETE FROM installations WHERE id = %s", (change.id,))
+        return
+    cursor = await conn.execute(
+        "SELECT account, repos, suspended FROM installations WHERE id = %s FOR UPDATE",
+        (change.id,),
+    )
+    row = await cursor.fetchone()
+    old_repos: list[str] = json.loads(row["repos"]) if row is not None else []
+    repos = list(change.repos) if change.repos is not None else old_repos
+    repos += [repo for repo in change.added if repo not in repos]
+    repos = [repo for repo in repos if repo not in change.removed]
+    account = change.account or (row["account"] if row is not None else "")
+    suspended = (
+        change.suspended
+        if change.suspended is not None
+        else bool(row["suspended"])
+        if row is not None
+        else False
+    )
+    await conn.execute(
+        "INSERT INTO installations (id, account, repos, suspended, updated_at) "
+        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET account = excluded.account, "
+        "repos = excluded.repos, suspended = excluded.suspended, updated_at = excluded.updated_at",
+        (change.id, account, json.dumps(sorted(repos)), suspended, now),
+    )
+
+
+async def _select(conn: psycopg.AsyncConnection[DictRow], ids: Sequence[int]) -> list[JobRecord]:
+    cursor = await conn.execute(
+        f"{_SELECT_JOBS} WHERE j.id = ANY(%s) ORDER BY j.id",
+        (list(ids),),
+    )
+    return [_job(row) for row in await cursor.fetchall()]
+
+
+def _job(row: Mapping[str, Any]) -> JobRecord:
+    request: Mapping[str, Any] = json.loads(row["request"])
+    return JobRecord(
+        id=int(row["id"]),
+        delivery_id=row["delivery_id"],
+        kind=cast(JobKind, row["kind"]),
+        source=row["source"],
+        repo=row["repo"],
+        installation=row["installation"],
+        target=cast(TargetKind, row["target"]),
+        number=row["number"],
+        request=request,
+        state=cast(JobState, row["state"]),
+        stage=row["stage"],
+        attempts=row["attempts"],
+        not_before=row["not_before"],
+        result=row["result"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        verb=row["verb"],
+    )

@@ -1,0 +1,213 @@
+"""`PostgresStore` only, on a real PostgreSQL: migrations, leases between replicas, errors.
+
+The `Store` contract it shares with SQLite is tests/store/test_contract.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from app.errors import OperatorError
+from app.store.factory import alone_across_replicas, make_store, redact_url
+from app.store.postgres import MIGRATIONS, PostgresStore
+from app.store.sqlite import SqliteStore
+from tests.store.test_contract import job
+from tests.support.postgres import abandon, schema_url
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with schema_url() as found:
+        yield found
+
+
+def _db_now(url: str) -> float:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+        assert row is not None
+        return float(row[0])
+
+
+def test_replicas_opening_together_migrate_once_and_a_reopen_migrates_nothing(url: str) -> None:
+    async def body() -> None:
+        stores = [PostgresStore(url) for _ in range(3)]
+        await asyncio.gather(*(s.open() for s in stores))
+        for store in stores:
+            await store.close()
+        again = PostgresStore(url)
+        await again.open()
+        await again.open()  # a second open and close change nothing
+        await again.close()
+        await again.close()
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+    with psycopg.connect(url) as conn:
+        versions = [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_a_schema_from_a_newer_pairbot_is_refused(url: str) -> None:
+    asyncio.run(PostgresStore(url).open())
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_version (version) VALUES (99)")
+    with pytest.raises(OperatorError, match="newer than this pairbot knows"):
+        asyncio.run(PostgresStore(url).open())
+
+
+def test_a_server_that_does_not_answer_is_one_line_without_the_password() -> None:
+    store = PostgresStore(
+        "postgresql://pairbot:hunter2@127.0.0.1:1/db", connect_timeout_s=2, lease_s=5
+    )
+    assert "hunter2" not in repr(store)
+    with pytest.raises(OperatorError) as caught:
+        asyncio.run(store.open())
+    message = str(caught.value)
+    assert message.startswith("PAIR_STORE: cannot connect to PostgreSQL at postgresql://pairbot:")
+    assert "hunter2" not in message and "\n" not in message
+
+
+def test_a_live_replicas_running_job_is_its_own_past_its_first_lease(url: str) -> None:
+    """The replica renews its lease: another replica neither recovers nor claims the job."""
+
+    async def body() -> tuple[int, int, int]:
+        # A lease of a second, renewed every third: a loaded machine's late renewal still lands.
+        live, other = PostgresStore(url, lease_s=1.0), PostgresStore(url)
+        await live.open()
+        await other.open()
+        try:
+            await live.enqueue_delivery("d", "e", None, [job(1)])
+            (claimed,) = await live.claim(1, 1e12)
+            first_lease = _db_now(url) + 1.0
+            for _ in range(400):  # bounded: until the first lease would have run out
+                if _db_now(url) > first_lease + 0.5:
+                    break
+                await asyncio.sleep(0.05)
+            stolen = await other.recover() + len(await other.claim(5, 1e12))
+            await live.finish(claimed.id, "done", "ok")
+            counts = await other.counts()
+            return stolen, counts["done"], counts["running"]
+        finally:
+            await live.close()
+            await other.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == (0, 1, 0)
+
+
+def test_a_replica_that_lost_its_lease_cannot_finish_the_job_another_took(url: str) -> None:
+    async def body() -> tuple[str, str, int]:
+        dead, taker = PostgresStore(url, lease_s=0.2), PostgresStore(url)
+        await dead.open()
+        await taker.open()
+        try:
+            await dead.enqueue_delivery("d", "e", None, [job(1)])
+            (claimed,) = await dead.claim(1, 1e12)
+            await dead._stop_renewing()  # paused past its lease, but its connections live on
+            taken = []
+            for _ in range(200):
+                taken = await taker.claim(1, 1e12)
+                if taken:
+                    break
+                await asyncio.sleep(0.05)
+            await dead.advance(claimed.id, "late")
+            await dead.finish(claimed.id, "failed", "late")
+            record = await taker.job(claimed.id)
+            assert record is not None
+            return record.state, record.stage, record.attempts
+        finally:
+            await abandon(dead)
+            await taker.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == ("running", "", 2)
+
+
+def test_a_replica_stopped_cleanly_hands_its_running_jobs_back_at_once(url: str) -> None:
+    async def body() -> list[int]:
+        first, second = PostgresStore(url), PostgresStore(url)
+        await first.open()
+        await second.open()
+        try:
+            await first.enqueue_delivery("d", "e", None, [job(1), job(2)])
+            await first.claim(5, 1e12)
+            await first.close()
+            return [j.attempts for j in await second.claim(5, 1e12)]
+        finally:
+            await second.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == [2, 2]
+
+
+def test_a_lease_must_last() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        PostgresStore("postgresql://x/y", lease_s=0)
+    with pytest.raises(ValueError, match="at least one row"):
+        PostgresStore("postgresql://x/y", prune_chunk=0)
+
+
+def test_the_factory_builds_the_store_pair_store_names(tmp_path: Path) -> None:
+    assert isinstance(make_store(tmp_path / "s.sqlite3"), SqliteStore)
+    built = make_store(tmp_path / "unused", "postgres://u:pw@db.example/pairbot")
+    assert isinstance(built, PostgresStore)
+    assert redact_url("postgresql://u:pw@db:5432/x?sslmode=require") == (
+        "postgresql://u:***@db:5432/x?sslmode=require"
+    )
+    assert redact_url("postgresql://db/x") == "postgresql://db/x"
+    assert redact_url("postgresql://[::1/x") == "<unparsable URL>"
+
+
+def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
+    code = (
+        "import sys, pathlib; import app.web.serve, app.web.app, app.store; "
+        "from app.store.factory import make_store; make_store(pathlib.Path('s.sqlite3')); "
+        "print(sorted(m for m in sys.modules if m.startswith('psycopg')))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert shown.stdout.strip() == "[]"
+
+
+def test_a_tick_runs_on_one_replica_at_a_time_and_sqlite_ticks_as_is(
+    url: str, tmp_path: Path
+) -> None:
+    async def body() -> tuple[bool, bool, bool, list[str]]:
+        one, two = PostgresStore(url), PostgresStore(url)
+        await one.open()
+        await two.open()
+        ran: list[str] = []
+        inside, leave = asyncio.Event(), asyncio.Event()
+
+        async def long_tick() -> bool:
+            ran.append("one")
+            inside.set()
+            await leave.wait()
+            return True
+
+        async def other_tick() -> bool:
+            ran.append("two")
+            return True
+
+        try:
+            first = asyncio.ensure_future(alone_across_replicas(one, long_tick)())
+            await inside.wait()
+            skipped = await alone_across_replicas(two, other_tick)()  # one is ticking
+            leave.set()
+            stepped = await first
+            after = await alone_across_replicas(two, other_tick)()  # the lock was released
+            return skipped, stepped, after, ran
+        finally:
+            await one.close()
+            await two.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == (False, True, True, ["one", "two"])
+
+    async def tick() -> bool:
+        return True
+
+    assert alone_across_replicas(SqliteStore(tmp_path / "s.sqlite3"), tick) is tick
