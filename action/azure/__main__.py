@@ -220,8 +220,8 @@ async def _dispatch(
     settings: PipelineSettings, cycle: CardCycle, notification: Notification
 ) -> Outcome:
     """Hand the notification's intent to the card cycle; a `UserError` is answered there."""
-    from action.__main__ import _answer, reply_origin  # noqa: PLC0415
     from action.comments import handle_comment  # noqa: PLC0415
+    from action.replies import answer_failed, reply_origin  # noqa: PLC0415
     from app.domain.intake import Comment, HeadMoved, ScopeDecision  # noqa: PLC0415
     from app.errors import CommandNotRun  # noqa: PLC0415
 
@@ -245,7 +245,7 @@ async def _dispatch(
         if origin is not None:
             if isinstance(err, CommandNotRun):  # the cycle wrote the card's status back
                 origin = replace(origin, announced_by=None)
-            await _answer(cycle, origin, str(err), settings.run_id)
+            await answer_failed(cycle, origin, str(err), settings.run_id)
         raise
     return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")
 
