@@ -286,7 +286,10 @@ class AgentAccount:
         home = Path(tempfile.mkdtemp(prefix="pairbot-agent-home-", dir="/tmp"))
         # The worktree's git directory is pairbot's: the agent's own git must accept it.
         (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
-        self.chown([home], uid, gid)
+        # Its own temporary directory too: pairbot's TMPDIR may be one only pairbot can write
+        # (claude, for one, makes its scratch directory there and stops when it cannot).
+        (home / "tmp").mkdir(mode=0o700)
+        self.chown([home], uid, gid)  # recursive: the tmp directory too
         return home
 
     def remove_home(self, home: Path) -> None:

@@ -154,7 +154,9 @@ class Launcher:
             uid, gid = lent.account.ensure()
             run_as = RunAs(switch=plan.argv(), admin=plan.admin(), owner=f"{uid}:{gid}")
             env = {k: v for k, v in env.items() if k not in _HOME_VARS}
+            scratch = str(lent.home / "tmp")
             env.update(HOME=str(lent.home), USER=plan.user, LOGNAME=plan.user)
+            env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
         request = AgentSpawnRequest(
             command=argv.command,
             args=argv.args,
