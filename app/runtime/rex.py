@@ -233,12 +233,22 @@ def launcher_script(run_dir: str, cwd: str, argv: tuple[str, ...]) -> str:
     )
 
 
+# What a command switched to the agent's OS user starts with: an empty environment. The swerex
+# session's shell holds pairbot's own environment (its credentials), and the agent can read
+# `/proc/<pid>/environ` of every process of its user — pairbot's polls and signals included.
+_CLEAN_ENV = "env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _become(run_as: RunAs) -> str:
+    return f"{_CLEAN_ENV} {shlex.join(run_as.switch)}"
+
+
 def as_agent(run_as: RunAs | None, script: str) -> str:
     """`script` run as the agent's OS user (as is without one): the run directory is the
     agent's once it started, and pairbot reads, signals and removes it as that user."""
     if run_as is None:
         return script
-    return f"{shlex.join(run_as.switch)} /bin/sh -c {shlex.quote(script)}"
+    return f"{_become(run_as)} /bin/sh -c {shlex.quote(script)}"
 
 
 def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = None) -> str:
@@ -254,7 +264,7 @@ def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = 
     if run_as is not None:
         chown = shlex.join([*run_as.admin, "chown", "-R", run_as.owner, run_dir])
         lend = [f"{chown} || exit 94"]
-        become = shlex.join(run_as.switch) + " "
+        become = _become(run_as) + " "
         # The redirections are opened as the agent too: the directory is no longer pairbot's
         # (pairbot without root cannot open its files once they are lent).
         start = f"/bin/sh -c {shlex.quote('exec ' + start)}"

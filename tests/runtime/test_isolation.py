@@ -487,3 +487,29 @@ def test_a_closed_parent_is_opened_to_the_agent_user_only(shared_dir: Path) -> N
         ["getfacl", "-c", str(shared_dir / "home")], capture_output=True, text=True, check=True
     )
     assert f"user:{isolation.DEFAULT_AGENT_USER}:--x" in acl.stdout
+
+
+def test_every_command_pairbot_runs_as_the_agent_starts_from_an_empty_environment() -> None:
+    # The swerex session's shell holds pairbot's credentials; the agent reads the environ of
+    # every process of its user, so pairbot's polls and signals must not carry them.
+    from app.engine.agent import RunAs
+    from app.runtime.rex import _launch_command, as_agent
+
+    switch = Switch(isolation.DEFAULT_AGENT_USER, "setpriv")
+    run_as = RunAs(switch=switch.argv(), admin=switch.admin(), owner="999:999")
+    secret = "ghs_" + secrets.token_hex(8)
+    script = as_agent(run_as, "cat out.log")
+    env = {"PATH": os.environ["PATH"], "PAIR_PROBE_SECRET": secret}
+    shown = subprocess.run(
+        ["/bin/sh", "-c", script.replace("cat out.log", "env")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert script.startswith("env -i PATH=")
+    assert secret not in shown.stdout + shown.stderr
+    launch = _launch_command("/tmp/run", isolated_env=True, run_as=run_as)
+    started = [line for line in launch.splitlines() if line.endswith(" &")]
+    assert started and all(line.startswith("env -i PATH=") for line in started), launch
