@@ -39,10 +39,9 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar, cast
 
-import orjson
 import psycopg
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -52,14 +51,12 @@ from app.store.base import (
     DeliveryRecord,
     InstallationChange,
     InstallationRecord,
-    JobKind,
     JobRecord,
-    JobState,
     NewJob,
     PrunedJobs,
-    TargetKind,
 )
 from app.store.factory import redact_url
+from app.store.rows import command_values, job_record, job_values, json_text
 
 T = TypeVar("T")
 
@@ -300,7 +297,7 @@ class PostgresStore:
     ) -> bool:
         now = self._clock()
         # Encoded before the transaction: a request that is not JSON writes nothing.
-        requests = [_json_text(job.request) for job in jobs]
+        requests = [json_text(job.request) for job in jobs]
         async with self._connection().connection() as conn, conn.transaction():
             inserted = await conn.execute(
                 "INSERT INTO deliveries (source, id, event, action, status, note, jobs, "
@@ -387,7 +384,7 @@ class PostgresStore:
     async def jobs(self, limit: int = 100) -> list[JobRecord]:
         async with self._connection().connection() as conn:
             cursor = await conn.execute(f"{_SELECT_JOBS} ORDER BY j.id DESC LIMIT %s", (limit,))
-            return [_job(row) for row in await cursor.fetchall()]
+            return [job_record(row) for row in await cursor.fetchall()]
 
     async def counts(self) -> dict[str, int]:
         async with self._connection().connection() as conn:
@@ -501,11 +498,6 @@ async def _migrate(conn: psycopg.AsyncConnection[Any], where: str) -> None:
             await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (number,))
 
 
-def _json_text(value: Mapping[str, Any]) -> str:
-    """JSON text of a job's request, as SqliteStore writes it (orjson, keys sorted)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
 async def _insert_job(
     conn: psycopg.AsyncConnection[DictRow], delivery_id: str, job: NewJob, request: str, now: float
 ) -> int:
@@ -515,40 +507,17 @@ async def _insert_job(
         "dedupe_key, serial_key, request, created_at, updated_at) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
         "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
-        (
-            delivery_id,
-            job.kind,
-            job.source,
-            job.repo,
-            job.installation,
-            job.target,
-            job.number,
-            job.dedupe_key,
-            job.serial_key,
-            request,
-            now,
-            now,
-        ),
+        job_values(delivery_id, job, request, now),
     )
     row = await cursor.fetchone()
     if row is None:
         return 0
-    if job.command is not None:
-        command = job.command
+    command = command_values(int(row["id"]), job)
+    if command is not None:
         await conn.execute(
             "INSERT INTO commands (job_id, repo, number, verb, args, author_id, author_login, "
             "comment_id, comment_url) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                row["id"],
-                job.repo,
-                job.number,
-                command.verb,
-                _json_text(dict(command.args)),
-                command.author_id,
-                command.author_login,
-                command.comment_id,
-                command.comment_url,
-            ),
+            command,
         )
     return 1
 
@@ -589,27 +558,4 @@ async def _select(conn: psycopg.AsyncConnection[DictRow], ids: Sequence[int]) ->
         f"{_SELECT_JOBS} WHERE j.id = ANY(%s) ORDER BY j.id",
         (list(ids),),
     )
-    return [_job(row) for row in await cursor.fetchall()]
-
-
-def _job(row: Mapping[str, Any]) -> JobRecord:
-    request: Mapping[str, Any] = json.loads(row["request"])
-    return JobRecord(
-        id=int(row["id"]),
-        delivery_id=row["delivery_id"],
-        kind=cast(JobKind, row["kind"]),
-        source=row["source"],
-        repo=row["repo"],
-        installation=row["installation"],
-        target=cast(TargetKind, row["target"]),
-        number=row["number"],
-        request=request,
-        state=cast(JobState, row["state"]),
-        stage=row["stage"],
-        attempts=row["attempts"],
-        not_before=row["not_before"],
-        result=row["result"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        verb=row["verb"],
-    )
+    return [job_record(row) for row in await cursor.fetchall()]
