@@ -1,4 +1,5 @@
-"""Acknowledgements (the 👀 on a command's comment) recorded before they are posted.
+"""Acknowledgements (the 👀 on a command's comment, a like on Azure DevOps) recorded before they
+are posted.
 
 A maintainer's command must survive a reaction GitHub refuses (a 502, a 401). So the Action
 records first and acknowledges second:
@@ -16,6 +17,9 @@ reaction posted twice is harmless: GitHub answers a repeated reaction with the e
 exists (404), or an acknowledgement still refused after `MAX_ATTEMPTS` runs, is dropped with
 one line in the run's log: it must not be retried forever.
 
+Azure DevOps has no 👀: the Azure Pipelines entry owes a like (`+1`) to a work-item comment (on
+the PM host) or a PR comment (`<thread>/<comment>`); where a host has no reaction at all, one
+reply under the comment's own `ack` marker stands in for it.
 `.pair/acks.json` travels on the state branch (`action.statebranch`); a file that is not what
 this module writes is read as "nothing pending" (with one line), never as a failed run.
 """

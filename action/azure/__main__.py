@@ -10,8 +10,11 @@
                                                     exits as nothing-ready, a command waits
     skip a notification already handled             action.azure.deliveries (on the branch)
     act on it                                       app.cycle.card_cycle (one step at most);
-                                                    a comment is authorized as the App does
-                                                    (action.comments.handle_comment)
+                                                    a comment is read back, then authorized as
+                                                    the App does (action.comments.handle_comment;
+                                                    bots and PAIR_ALLOWLIST by identity id)
+    acknowledge it                                  a like on the command's comment once its
+                                                    record is pushed (action.acks)
     push the run-state, release the lock            even when the step failed
     write the Markdown summary                      ##vso[task.uploadsummary]
 

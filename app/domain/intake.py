@@ -5,8 +5,9 @@
 The App's webhook edge (`app.web.events.route_github`: an HTTP delivery) and the Action
 (`action.event.classify`: `GITHUB_EVENT_NAME` and the file at `GITHUB_EVENT_PATH`) both call
 this, so a repository gets the same decision whichever of the two runs it. `Policy` carries what
-differs by deployment, as plain values: the trigger word, pairbot's own identity, the numeric-id
-allowlist, the Action's default tick batch. No I/O, no environment, no clock.
+differs by deployment, as plain values: the trigger word, pairbot's own identity, the
+allowlists (numeric GitHub ids, Azure DevOps identity ids), the Action's default tick batch.
+No I/O, no environment, no clock.
 
     Tick(batch)                     schedule / workflow_dispatch: the next runnable step
     Run(request)                    a `repository_dispatch` of type `pair`: a command the App
@@ -27,7 +28,8 @@ The rules (docs/cycle.md, "Commands"; docs/security.md):
   `github-actions[bot]` when the Action writes with the run's GITHUB_TOKEN — is never a
   command, marker or not. A person who pastes a marker is still a person.
 - Only `issue_comment.created` acts: an edit or a deletion never re-triggers a command.
-- Another bot is ignored silently unless its numeric id is allowlisted; a bot's scope decision
+- Another bot is ignored silently unless its id is allowlisted (a numeric GitHub id in
+  `allowlist`, an Azure DevOps identity GUID in `identity_allowlist`); a bot's scope decision
   is ignored even then: only a person decides scope.
 - A pull request comment holding a fenced scope decision (`hosts.decisions`) is a
   `ScopeDecision`, whatever command lines it also holds; otherwise the first result of
