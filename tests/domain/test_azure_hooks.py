@@ -271,6 +271,10 @@ def test_a_command_on_a_forks_pull_request_is_answered_with_the_refusal() -> Non
         read_azure_hook(moved, POLICY).intent,
     ):
         assert isinstance(ignored, Ignore) and "fork" in ignored.reason
+    # A comment without a command stays what it was.
+    chatter = pr_comment("looks good")
+    chatter["resource"]["pullRequest"]["forkSource"] = FORK
+    assert isinstance(read_azure_hook(chatter, POLICY).intent, Ignore)
     # A null forkSource is the repository's own branch.
     own = pull_updated("refs/heads/pair/card-7")
     own["resource"]["forkSource"] = None

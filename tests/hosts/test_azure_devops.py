@@ -814,6 +814,15 @@ def test_a_deny_on_the_default_branch_wins_over_an_allow_on_the_repository(
     assert sum(f"token={token}" in q for q in asked) == 2
 
 
+def test_an_empty_repository_has_no_branch_to_override_the_repository(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    fake.default_branch = None
+    fake.set_branch_ace(fake.human.author, "main", deny=4 | 1 | 8192)
+    assert run(host.permission(fake.human.author.login)) == "admin"
+    assert sum("AccessControlLists" in s.path for s in fake.requests) == 1
+
+
 def test_an_allow_on_the_default_branch_grants_what_the_repository_did_not(
     host: AzureDevOpsHost, fake: FakeAzureDevOps
 ) -> None:

@@ -355,6 +355,8 @@ class FakeAzureDevOps:
             "svc.YnVpbGQ",
         )
         self.people = [self.pairbot, self.human, self.bot]
+        # The repository's default branch (None: an empty repository, which has none).
+        self.default_branch: str | None = "refs/heads/main"
         # Branch-level ACL entries: (login casefolded, branch) -> (allow, deny) bits.
         self.branch_aces: dict[tuple[str, str], tuple[int, int]] = {}
         # Completion is asynchronous on Azure DevOps: when set, a completed PATCH answers
@@ -852,7 +854,7 @@ class FakeAzureDevOps:
                 "revision": 7,
                 "visibility": "private",
             },
-            "defaultBranch": "refs/heads/main",
+            **({"defaultBranch": self.default_branch} if self.default_branch else {}),
             "size": 1024,
             "remoteUrl": f"{self.base_url}/{PROJECT}/_git/{REPO}",
             "sshUrl": f"git@ssh.dev.azure.com:v3/{ORG}/{PROJECT}/{REPO}",
