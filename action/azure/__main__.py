@@ -203,7 +203,6 @@ async def _act(
             message=f"notification {notification.id} was handled by an earlier run",
         )
     deps = EngineDeps(launcher=project_launcher(root), env=env, on_line=log.line)
-    run = settings.run_id
 
     async def checkpoint() -> None:
         # A command's record is pushed first; only then is it acknowledged (`action.acks`).
@@ -232,17 +231,15 @@ async def _act(
         deliveries.remember(root, notification.id, log.line)
         return outcome
     finally:
-        await _flush_acks(settings, cycle, log, run)
+        await _flush_acks(settings, cycle, log)
 
 
-async def _flush_acks(
-    settings: PipelineSettings, cycle: CardCycle, log: AgentLog, run: str | None = None
-) -> None:
+async def _flush_acks(settings: PipelineSettings, cycle: CardCycle, log: AgentLog) -> None:
     """Post the likes (or, where none is possible, the replies) owed to commands' comments."""
     from action import acks  # noqa: PLC0415
 
     hosts = cycle.hosts
-    await acks.flush(settings.sources, hosts.code, log.line, run or settings.run_id, pm=hosts.pm)
+    await acks.flush(settings.sources, hosts.code, log.line, settings.run_id, pm=hosts.pm)
 
 
 async def _dispatch(
