@@ -208,6 +208,7 @@ class _Service:
             app_slug=settings.app_slug,
             app_id=settings.app_id,
             allowlist=settings.allowlist,
+            identity_allowlist=settings.azure_allowlist,
         )
         self.ado_header = (
             parse_secret_header(settings.ado_secret_header.get_secret_value())
@@ -282,6 +283,7 @@ class _Service:
                 app_slug=slug,
                 app_id=self.policy.app_id,
                 allowlist=self.policy.allowlist,
+                identity_allowlist=self.policy.identity_allowlist,
             )
             log.info("the App is @%s[bot]", slug)
 

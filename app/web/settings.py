@@ -18,11 +18,12 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from app.domain.azure_hooks import parse_identity_allowlist
 from app.domain.commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import ConfigError
 from app.hosting import HostSettings
@@ -118,6 +119,8 @@ class AppSettings(BaseModel):
     app_slug: str | None = None
     trigger: str = DEFAULT_TRIGGER
     allowlist: frozenset[int] = frozenset()
+    # PAIR_AZURE_DEVOPS_ALLOWLIST: Azure DevOps identity ids (GUIDs, lower-cased).
+    azure_allowlist: frozenset[str] = frozenset()
     execution: Execution = "actions"
     github_api_url: str = GITHUB_API
     ado_username: str | None = None
@@ -186,6 +189,7 @@ class AppSettings(BaseModel):
             app_slug=slug,
             trigger=trigger,
             allowlist=parse_allowlist(env.get("PAIR_ALLOWLIST", "")),
+            azure_allowlist=parse_azure_allowlist(env.get(AZURE_ALLOWLIST, "")),
             execution=_execution(get("PAIR_EXECUTION")),
             github_api_url=(get("PAIR_GITHUB_API_URL") or GITHUB_API).rstrip("/"),
             ado_username=username,
@@ -231,6 +235,17 @@ def parse_allowlist(text: str) -> frozenset[int]:
             )
         ids.add(int(entry))
     return frozenset(ids)
+
+
+AZURE_ALLOWLIST: Final = "PAIR_AZURE_DEVOPS_ALLOWLIST"
+
+
+def parse_azure_allowlist(text: str) -> frozenset[str]:
+    """`PAIR_AZURE_DEVOPS_ALLOWLIST`: Azure DevOps identity ids (GUIDs); a bad entry is named."""
+    try:
+        return parse_identity_allowlist(text, AZURE_ALLOWLIST)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def parse_secret_header(text: str) -> tuple[str, str]:

@@ -592,3 +592,40 @@ def test_azure_secret_header_is_an_alternative_to_basic_auth() -> None:
         secret_header=("X-Pair-Secret", "s3cret"),
     )
     assert not verify_azure({}, username=None, password=None, secret_header=None)
+
+
+def test_azure_devops_work_item_commands_are_liked_when_the_notification_names_the_comment(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    executor = RecordingExecutor()
+    forge = RecordingForge(permission="write")
+    app = create_app(
+        app_settings(tmp_path, **azure_settings()),
+        github=github_forges(fake),
+        azure=lambda_forges(forge),
+        executor=executor,
+        poll_s=0.05,
+    )
+    headers = {"Content-Type": "application/json", "Authorization": basic(ADO_USER, ADO_PASSWORD)}
+    author = {"displayName": "Jamal Hartnett", "uniqueName": "jamal@fabrikam.example", "id": "54d1"}
+    notification = {
+        "id": str(uuid.uuid4()),
+        "eventType": "workitem.commented",
+        "resource": {
+            "id": 5,
+            "rev": 4,
+            "fields": {
+                "System.TeamProject": "Fabrikam",
+                "System.ChangedBy": author,
+                "System.History": "<div>/pair status</div>",
+            },
+            "commentVersionRef": {"commentId": 41, "version": 1},
+        },
+    }
+    with served(app) as running:
+        answer = running.post("/webhooks/azure-devops", json.dumps(notification).encode(), headers)
+        assert answer.status_code == 202
+        running.wait_idle()
+    assert forge.permissions == ["jamal@fabrikam.example"]
+    # 👀 is refused (Unsupported); the like is what Azure Boards' comment reactions offer.
+    assert forge.reactions == [("card", 5, "41", "+1")]
