@@ -219,7 +219,7 @@ def test_webhooks_and_health_pass_the_sign_in_layer_untouched(server: Served) ->
     assert "content-security-policy" not in webhook.headers
 
 
-# -- GitHub sign-in ---------------------------------------------------------------------------------
+# -- GitHub sign-in ------------------------------------------------------------------------------
 
 
 def test_the_oauth_round_trip_signs_in_and_shows_only_readable_repositories(
@@ -332,7 +332,7 @@ def test_a_signed_in_visitor_on_the_sign_in_page_goes_where_they_were_going(
     assert offsite.headers["location"] == "/"
 
 
-# -- operator token ---------------------------------------------------------------------------------
+# -- operator token -------------------------------------------------------------------------------
 
 
 def test_the_operator_token_as_a_bearer_sees_every_repository(server: Served) -> None:
@@ -359,7 +359,7 @@ def test_the_operator_signs_in_with_the_form(server: Served) -> None:
     assert READABLE in home.text and PRIVATE in home.text
 
 
-# -- CSRF -------------------------------------------------------------------------------------------
+# -- CSRF -----------------------------------------------------------------------------------------
 
 
 def session_csrf(server: Served, browser: Browser) -> str:
