@@ -116,7 +116,7 @@ async def _pages(
         body = _json(response)
         page = body.get(key) if isinstance(body, dict) else None
         if not isinstance(page, list):
-            raise OAuthError(f"GitHub's answer to {httpx.URL(next_url).path} has no {key!r} list")
+            raise OAuthError(f"GitHub's answer to {httpx.URL(next_url).path} has no {key} list")
         items += [item for item in page if isinstance(item, dict)]
         next_url = response.links.get("next", {}).get("url")
     return items
