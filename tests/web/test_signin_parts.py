@@ -6,6 +6,7 @@ the client address set in the ASGI scope."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,11 @@ from starlette.routing import Route
 
 from app.domain.access import Session
 from app.errors import ConfigError
+from app.store.base import DeliveryRecord, InstallationRecord, JobRecord
+from app.web import dashboard
 from app.web.sessions import (
     COOKIE,
+    MAX_AGE_S,
     SessionCodec,
     TooLarge,
     operator_mark,
@@ -29,8 +33,8 @@ from app.web.sessions import (
     set_cookie,
 )
 from app.web.settings import AppSettings
-from app.web.signin import CSRF_KEY, SignIn, SignInService, signin_html
-from app.web.viewer import viewer_of
+from app.web.signin import CSRF_KEY, SignIn, SignInService, _read_body, _replay, signin_html
+from app.web.viewer import Viewer, viewer_of
 from tests.support.fake_github_oauth import (
     API,
     CLIENT_ID,
@@ -396,3 +400,115 @@ def test_a_bad_sign_in_setting_names_itself(
         AppSettings.from_env({**BASE, **env}, root=tmp_path)
     assert named in str(caught.value)
     assert "tiny-secret" not in str(caught.value)  # a secret's value is never shown
+
+
+# -- edges of the guard ------------------------------------------------------------------------
+
+
+def test_a_session_past_its_lifetime_is_a_fresh_one(tmp_path: Path) -> None:
+    app, service = guarded(app_settings(tmp_path))
+    old = Session(csrf="c", since=NOW - MAX_AGE_S - 1, kind="operator", mark=service.mark)
+    cookie = {"Cookie": f"{COOKIE}={service.codec.dump(old)}"}
+    assert call(app, "GET", "/", headers=cookie).status_code == 303
+    young = replace(old, since=NOW - 60)
+    assert call(
+        app, "GET", "/", headers={"Cookie": f"{COOKIE}={service.codec.dump(young)}"}
+    ).is_success
+
+
+def test_the_public_url_is_a_same_site_origin_and_api_refusals_are_json(tmp_path: Path) -> None:
+    app, service = guarded(app_settings(tmp_path, public_url="https://status.example.com"))
+    session = Session(csrf="tok", since=NOW, kind="operator", mark=service.mark)
+    headers = {
+        "Cookie": f"{COOKIE}={service.codec.dump(session)}",
+        "X-CSRF-Token": "tok",
+        "Origin": "https://status.example.com",
+        "Host": "10.0.0.5:8000",  # behind a proxy that does not pass the public host on
+    }
+    assert call(app, "POST", "/later/page", headers=headers).status_code == 200
+    refused = call(app, "POST", "/api/retry", headers={**headers, "X-CSRF-Token": "no"})
+    assert refused.status_code == 403
+    assert refused.json() == {"error": "the CSRF token is wrong (reload the page and try again)"}
+
+
+def test_the_sign_in_routes_need_the_middleware(tmp_path: Path) -> None:
+    service = SignInService(app_settings(tmp_path))
+    bare = Starlette(routes=service.routes())
+    with pytest.raises(RuntimeError, match="SignIn middleware"):
+        call(bare, "POST", "/signout")
+
+
+def test_the_form_reader_stops_at_a_disconnect_and_the_replay_hands_on() -> None:
+    messages = iter(
+        [
+            {"type": "http.request", "body": b"a=1", "more_body": True},
+            {"type": "http.disconnect"},
+            {"type": "http.disconnect"},
+        ]
+    )
+
+    async def receive() -> Any:
+        return next(messages)
+
+    async def go() -> tuple[Any, ...]:
+        body = await _read_body(receive, 100)
+        replay = _replay(body or b"", receive)
+        return body, await replay(), await replay()
+
+    body, first, second = asyncio.run(go())
+    assert body == b"a=1"
+    assert first == {"type": "http.request", "body": b"a=1", "more_body": False}
+    assert second == {"type": "http.disconnect"}
+
+
+def test_a_limited_viewer_sees_only_their_repositories_on_the_overview() -> None:
+    jobs = [_job(1, "octo/a"), _job(2, "OCTO/B"), _job(3, "octo/a", state="failed")]
+    snapshot = dashboard.Snapshot(
+        now=NOW,
+        execution="worker",
+        worker_healthy=True,
+        counts={"queued": 0, "running": 0, "done": 2, "failed": 1},
+        installations=[
+            InstallationRecord(7, "octo", ("octo/a", "octo/b")),
+            InstallationRecord(8, "other", ("other/c",)),
+        ],
+        batches=[
+            dashboard.BatchView("root-batch"),
+            dashboard.BatchView("a-batch", checkout="octo/a"),
+            dashboard.BatchView("c-batch", checkout="other/c"),
+        ],
+        jobs=jobs,
+        deliveries=[DeliveryRecord("github", "d-1", "issue_comment", "created", "queued", NOW, 1)],
+    )
+    everyone = Viewer.everyone("operator", operator=True)
+    assert dashboard.visible_to(snapshot, everyone) is snapshot
+    mine = dashboard.visible_to(snapshot, Viewer.reader_of("mona", ["octo/b"]))
+    assert [j.id for j in mine.jobs] == [2]
+    assert [(i.id, i.repos) for i in mine.installations] == [(7, ("octo/b",))]
+    assert mine.batches == [] and mine.deliveries == ()
+    assert mine.counts == {"queued": 0, "running": 0, "done": 1, "failed": 0}
+    other = dashboard.visible_to(snapshot, Viewer.reader_of("mona", ["octo/a", "other/c"]))
+    assert [b.name for b in other.batches] == ["a-batch", "c-batch"]
+    page = dashboard.render(dashboard.visible_to(snapshot, Viewer.nobody()))
+    assert "octo" not in page and "root-batch" not in page and "d-1" not in page
+
+
+def _job(ident: int, repo: str, state: str = "done") -> JobRecord:
+    return JobRecord(
+        id=ident,
+        delivery_id="d-1",
+        kind="command",
+        source="github",
+        repo=repo,
+        installation=7,
+        target="card",
+        number=ident,
+        request={},
+        state=state,  # type: ignore[arg-type]
+        stage="",
+        attempts=1,
+        not_before=0.0,
+        result="ok",
+        created_at=NOW,
+        updated_at=NOW,
+    )
