@@ -25,12 +25,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from app.web.viewer import Viewer
-
 PUBLIC_PATHS = frozenset({"/healthz", "/signin", "/signout", "/oauth/callback"})
 PUBLIC_PREFIXES = ("/webhooks/", "/static/")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-OPERATOR_LOGIN = "operator"
 
 Kind = Literal["anonymous", "github", "operator"]
 Reason = Literal["ok", "anonymous", "expired", "bad-token", "remote-dev"]
@@ -125,14 +122,28 @@ class Session:
         return session
 
 
+Who = Literal["nobody", "operator", "reader"]
+
+
 @dataclass(frozen=True)
 class Decision:
-    """The viewer of one request, whether it came with the operator's bearer token, and why
-    it is nobody when it is (`reason`, for the sign-in page's message)."""
+    """The viewer of one request: nobody, the operator (every repository), or a reader of
+    `repos` signed in as `login`; whether it came with the operator's bearer token; and why it
+    is nobody when it is (`reason`, for the sign-in page's message). The web layer turns it
+    into its `Viewer`."""
 
-    viewer: Viewer
+    who: Who
     reason: Reason
     bearer: bool = False
+    login: str = ""
+    repos: tuple[str, ...] = ()
+
+    @property
+    def signed_in(self) -> bool:
+        return self.who != "nobody"
+
+
+NOBODY_ANONYMOUS = Decision("nobody", "anonymous")
 
 
 def decide(
@@ -149,23 +160,23 @@ def decide(
     """The viewer of a request (see the module docstring for the order)."""
     if dev:
         if is_loopback(client_host):
-            return Decision(Viewer.everyone(OPERATOR_LOGIN, operator=True), "ok")
-        return Decision(Viewer.nobody(), "remote-dev")
+            return Decision("operator", "ok")
+        return Decision("nobody", "remote-dev")
     if bearer is not None:
         if operator_token is not None and same_secret(bearer, operator_token):
-            return Decision(Viewer.everyone(OPERATOR_LOGIN, operator=True), "ok", bearer=True)
-        return Decision(Viewer.nobody(), "bad-token")
+            return Decision("operator", "ok", bearer=True)
+        return Decision("nobody", "bad-token")
     if session is None:
-        return Decision(Viewer.nobody(), "anonymous")
+        return NOBODY_ANONYMOUS
     if session.kind == "operator":
         if operator_mark is not None and same_secret(session.mark, operator_mark):
-            return Decision(Viewer.everyone(OPERATOR_LOGIN, operator=True), "ok")
-        return Decision(Viewer.nobody(), "expired")
+            return Decision("operator", "ok")
+        return Decision("nobody", "expired")
     if session.kind == "github":
         if 0 <= now - session.repos_at <= ttl_s:
-            return Decision(Viewer.reader_of(session.login, session.repos), "ok")
-        return Decision(Viewer.nobody(), "expired")
-    return Decision(Viewer.nobody(), "anonymous")
+            return Decision("reader", "ok", login=session.login, repos=session.repos)
+        return Decision("nobody", "expired")
+    return NOBODY_ANONYMOUS
 
 
 def session_alive(session: Session, now: float, max_age_s: float) -> bool:

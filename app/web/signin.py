@@ -62,8 +62,9 @@ from app.web.sessions import (
     set_cookie,
 )
 from app.web.settings import AppSettings
-from app.web.viewer import VIEWER_KEY, viewer_of
+from app.web.viewer import VIEWER_KEY, Viewer, viewer_of
 
+OPERATOR_LOGIN: Final = "operator"  # the login an operator's viewer carries
 CSRF_KEY: Final = "pairbot.csrf"
 BOX_KEY: Final = "pairbot.session"
 REASON_KEY: Final = "pairbot.signin"
@@ -342,7 +343,7 @@ class SignIn:
         quiet = path == "/healthz" or path.startswith("/static/")
         box = SessionBox(session or service.new_session(now), changed=session is None and not quiet)
         decision = service.decide(scope, headers, box.session, now)
-        scope[VIEWER_KEY] = decision.viewer
+        scope[VIEWER_KEY] = viewer_for(decision)
         scope[CSRF_KEY] = box.session.csrf
         scope[BOX_KEY] = box
         scope[REASON_KEY] = decision.reason
@@ -352,7 +353,7 @@ class SignIn:
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
-        if not is_public(path) and not decision.viewer.signed_in:
+        if not is_public(path) and not decision.signed_in:
             await _unauthenticated(scope, decision)(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -376,6 +377,15 @@ class SignIn:
             why = "the CSRF token is missing" if not given else "the CSRF token is wrong"
             return _forbidden(scope, f"{why} (reload the page and try again)"), receive
         return None, receive
+
+
+def viewer_for(decision: Decision) -> Viewer:
+    """The pages' `Viewer` for the sign-in layer's decision."""
+    if decision.who == "operator":
+        return Viewer.everyone(OPERATOR_LOGIN, operator=True)
+    if decision.who == "reader":
+        return Viewer.reader_of(decision.login, decision.repos)
+    return Viewer.nobody()
 
 
 def _unauthenticated(scope: Scope, decision: Decision) -> Response:

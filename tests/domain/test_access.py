@@ -22,6 +22,7 @@ from app.domain.access import (
     session_alive,
     state_fresh,
 )
+from app.web.signin import viewer_for
 from app.web.viewer import Viewer
 
 NOW = 1_800_000_000.0
@@ -200,7 +201,8 @@ def test_the_viewer_of_a_request(
     overrides: dict[str, Any], viewer: Viewer, reason: str, bearer: bool
 ) -> None:
     decision = _decide(**overrides)
-    assert (decision.viewer, decision.reason, decision.bearer) == (viewer, reason, bearer)
+    assert (viewer_for(decision), decision.reason, decision.bearer) == (viewer, reason, bearer)
+    assert decision.signed_in is viewer.signed_in
 
 
 def test_a_session_round_trips_and_anything_else_reads_as_none() -> None:
