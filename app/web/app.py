@@ -5,7 +5,13 @@ Routes (explicit; Starlette's decorators are deprecated):
     POST /webhooks/github         GitHub App deliveries
     POST /webhooks/azure-devops   Azure DevOps service hooks
     GET  /healthz                 liveness (503 when the worker has died)
-    GET  /                        the read-only status page
+    GET  /                        the read-only status page (what the viewer may read)
+    GET  /signin, POST /signin, GET /oauth/callback, POST /signout
+                                  sign-in (app.web.signin)
+
+Every route but the webhooks, /healthz, the sign-in pages and /static/ is guarded by the
+sign-in middleware (app.web.signin): it decides the request's viewer (app.web.viewer), and
+redirects or refuses whoever is not signed in. Webhook requests pass it with one prefix check.
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
@@ -61,8 +67,10 @@ from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.to_thread
+import httpx
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -77,7 +85,9 @@ from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
 from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
+from app.web.signin import SignIn, SignInService
 from app.web.ticker import Tick, Ticker
+from app.web.viewer import viewer_of
 from app.web.worker import Worker
 from hosts.errors import HostError
 
@@ -86,12 +96,9 @@ _T = TypeVar("_T")
 
 MAX_BODY = EdgeLimits().max_body_bytes  # the default cap (GitHub caps a delivery at 25 MB)
 _VERIFY_INLINE = 64 * 1024  # a smaller body's HMAC costs less than a hop to a thread
-_PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
+# The security headers (Content-Security-Policy and the rest) come from the sign-in
+# middleware, on every response but the webhooks'.
+_PAGE_HEADERS = {"Cache-Control": "no-store"}
 
 GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
 AzureRouter = Callable[[Payload, Policy, str], Routed]
@@ -435,7 +442,7 @@ class _Service:
             return JSONResponse({"status": "unhealthy", "worker": "stopped"}, status_code=503)
         return JSONResponse({"status": "ok", "worker": "running"})
 
-    async def status_page(self, _request: Request) -> Response:
+    async def status_page(self, request: Request) -> Response:
         batches = await asyncio.to_thread(self.batches) if self.batches is not None else []
         snapshot = dashboard.Snapshot(
             now=time.time(),
@@ -447,7 +454,8 @@ class _Service:
             jobs=await self.store.jobs(200),
             deliveries=await self.store.deliveries(50),
         )
-        return HTMLResponse(dashboard.render(snapshot), headers=_PAGE_HEADERS)
+        visible = dashboard.visible_to(snapshot, viewer_of(request))
+        return HTMLResponse(dashboard.render(visible), headers=_PAGE_HEADERS)
 
 
 _DUPLICATE: Final = _reply(200, "duplicate")
@@ -496,6 +504,8 @@ def create_app(
     poll_s: float = 1.0,
     tick: Tick | None = None,
     github_router: GitHubRouter = route_github,
+    oauth_transport: httpx.AsyncBaseTransport | None = None,
+    wallclock: Callable[[], float] = time.time,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -507,7 +517,8 @@ def create_app(
     stop a process there), `batches` (the local batches the status page lists), `tick` (what
     the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
     `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows
-    it down to show the event loop does not wait on it).
+    it down to show the event loop does not wait on it), `oauth_transport` (the httpx transport
+    of GitHub sign-in's OAuth and API calls), `wallclock` (the sign-in sessions' clock).
     """
     settings.require_webhook_secret()
     if github is None:
@@ -552,6 +563,12 @@ def create_app(
         Route("/healthz", service.healthz, methods=["GET"]),
         Route("/", service.status_page, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=service.lifespan)
+    signin = SignInService(settings, transport=oauth_transport, clock=wallclock)
+    routes += signin.routes()
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(SignIn, service=signin)],
+        lifespan=service.lifespan,
+    )
     app.state.service = service  # tests and the benchmark reach the worker and the store here
     return app

@@ -1,5 +1,9 @@
 """The read-only status page at `GET /`: installations, batches, cards, recent deliveries.
 
+`visible_to(snapshot, viewer)` keeps what the request's viewer may read (app.web.viewer):
+a viewer limited to some repositories sees only their jobs, their installations' entries for
+them, their checkouts' batches and the job counts among those; the deliveries and the served
+project's own batches (which belong to no named repository) are for viewers who see everything.
 `render(snapshot)` is pure: every value from the store or a payload is HTML-escaped, and the
 snapshot holds no secret (the store keeps none). `local_batches(root)` reads the batches whose
 run-state lives under the served project (`pairbot serve --dev`, or a worker's checkout), and
@@ -17,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from app.store.base import DeliveryRecord, InstallationRecord, JobRecord
+from app.web.viewer import Viewer
 
 REFRESH_S = 10
 
@@ -57,6 +62,27 @@ class Snapshot:
     batches: Sequence[BatchView] = ()
     jobs: Sequence[JobRecord] = ()
     deliveries: Sequence[DeliveryRecord] = ()
+
+
+def visible_to(snapshot: Snapshot, viewer: Viewer) -> Snapshot:
+    """The part of `snapshot` that `viewer` may read (nothing of another repository)."""
+    if viewer.repos is None:
+        return snapshot
+    jobs = [j for j in snapshot.jobs if viewer.can_read(j.repo)]
+    installations = [
+        replace(i, repos=tuple(r for r in i.repos if viewer.can_read(r)))
+        for i in snapshot.installations
+        if any(viewer.can_read(r) for r in i.repos)
+    ]
+    counts = {state: sum(1 for j in jobs if j.state == state) for state in snapshot.counts}
+    return replace(
+        snapshot,
+        counts=counts,
+        installations=installations,
+        batches=[b for b in snapshot.batches if b.checkout and viewer.can_read(b.checkout)],
+        jobs=jobs,
+        deliveries=(),
+    )
 
 
 def _e(value: object) -> str:

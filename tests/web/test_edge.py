@@ -303,7 +303,7 @@ def test_installation_events_keep_the_installation_table(fake: AppGitHub, tmp_pa
             seen.append(
                 [(i.id, i.repos, i.suspended) for i in app.run(app.service.store.installations())]
             )
-        page = app.get("/").text
+        page = app.page("/").text
         assert app.deliver("installation", deleted).is_success
         assert app.run(app.service.store.installations()) == []
     assert seen == [
@@ -333,11 +333,12 @@ def test_the_status_page_shows_what_happened_escaped_and_without_secrets(
         )
         app.deliver("installation", created)
         app.wait_idle()
-        page = app.get("/")
+        page = app.page("/")
         health = app.get("/healthz")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
-    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "unsafe-inline" not in page.headers["content-security-policy"]
     text = page.text
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "octocat/Hello-World" in text and "implement" in text
@@ -363,7 +364,7 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
         batches=lambda: local_batches(project),
     )
     with served(app) as running:
-        text = running.get("/").text
+        text = running.page("/").text
     assert "hello" in text and "propose" in text  # the demo batch and its next transition
     assert "broken" in text and "error" in text
 
@@ -386,7 +387,7 @@ def test_the_status_page_lists_the_batches_of_every_worker_checkout(
         batches=lambda: worker_batches(root, checkouts),
     )
     with served(app) as running:
-        text = running.get("/").text
+        text = running.page("/").text
     assert "octo/svc" in text and "hello" in text and "propose" in text
     assert "octo/empty" not in text
     assert worker_batches(root, tmp_path / "gone") == []  # a vanished directory shows nothing
