@@ -166,7 +166,9 @@ def test_a_full_budget_is_503_with_retry_after_and_small_deliveries_keep_their_r
     tmp_path: Path,
 ) -> None:
     """8 MiB of budget: bodies over 1 MiB share 6 MiB of it; the last 2 MiB are for small ones."""
-    limits = {"max_body_bytes": 6 * MIB, "body_budget_bytes": 8 * MIB}
+    # The stalled upload must outlive the steps below on a loaded machine, so its read deadline
+    # is long; the 408 at that deadline is proven by the byte-at-a-time tests below.
+    limits = {"max_body_bytes": 6 * MIB, "body_budget_bytes": 8 * MIB, "read_timeout_s": 60.0}
     with edge(tmp_path, **limits) as server:
         budget = server.service.budget
         stalled = connect(server)  # declares 5 MiB, sends a little, and stalls
@@ -178,7 +180,8 @@ def test_a_full_budget_is_503_with_retry_after_and_small_deliveries_keep_their_r
         large.sendall(head(Content_Type="application/json", Content_Length=2 * MIB))
         answer = until_closed(large)
         assert status_of(answer) == 503
-        assert b"retry-after: 1" in answer.lower() and b"connection: close" in answer.lower()
+        # Retry-After: by then every body held now has been read or dropped (the read deadline).
+        assert b"retry-after: 60" in answer.lower() and b"connection: close" in answer.lower()
 
         # Undeclared (chunked), it is refused as it grows past what is left for large bodies.
         grown = (b"x" * 65536 for _ in range(32))  # 2 MiB
@@ -188,15 +191,15 @@ def test_a_full_budget_is_503_with_retry_after_and_small_deliveries_keep_their_r
                 content=grown,
                 headers={"Content-Type": "application/json", "X-Hub-Signature-256": FORGED},
             )
-            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
             assert refused.json()["status"] == "unavailable"
             # An ordinary delivery still fits: the reserve is there for it.
             body, headers = signed_delivery()
             accepted = client.post("/webhooks/github", content=body, headers=headers)
             assert accepted.status_code == 200, accepted.text
         assert budget.held == 5 * MIB
-        # The stalled upload is dropped at the read timeout (408), and its share comes back.
-        assert status_of(until_closed(stalled)) == 408
+        # The stalled client goes away, and its share comes back.
+        stalled.close()
         wait_for(lambda: budget.held == 0, "the budget to be given back")
         assert budget.peak <= 8 * MIB
 
