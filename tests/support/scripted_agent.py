@@ -37,6 +37,7 @@ Each call consumes the next behaviour of the most specific list (counters persis
 into `<change>.txt` (or, for a finding whose reproducer says `needs <word>`, that word);
 tests/support/checks.py runs the checks and writes JUnit XML.
 Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
+`apply` also appends a line to each file named in $PAIR_TEST_TOUCH (comma-separated paths).
 """
 
 from __future__ import annotations
@@ -101,6 +102,12 @@ def do_work() -> None:
         )
     elif TRANSITION == "apply":
         (ROOT / f"{CHANGE}.txt").write_text("implemented\n")
+        # More files the work touches, comma-separated (a shared module two cards both edit).
+        for name in filter(None, os.environ.get("PAIR_TEST_TOUCH", "").split(",")):
+            touched = ROOT / name
+            touched.parent.mkdir(parents=True, exist_ok=True)
+            before = touched.read_text() if touched.exists() else ""
+            touched.write_text(before + f"touched by {CHANGE}\n")
         write_atomic(plan_path(), plan_path().read_text().replace("- [ ]", "- [x]"))
     elif TRANSITION == "red":
         # A check (tests/checks.py runs them) that fails until fix writes "fixed".
