@@ -349,9 +349,7 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         if closed:
             message += f"; {closed}"
         if rec.pushed is not None:  # abandoned after work: what it struggled with is a lesson
-            base = state.env.base_branch or wt.current_branch(state.env.root)
-            files = await asyncio.to_thread(changed_files, state.env.root, base, rec.pushed)
-            await asyncio.to_thread(_bookkeep, state, "abandoned", files)
+            await asyncio.to_thread(_bookkeep, state, "abandoned", state.env.root, rec.pushed)
         result = StepResult("nothing-ready", key, "", message=message)
         return await publish_status(state, result, PrState.ABANDONED, None)
     park = state.parks.get(key)
@@ -547,24 +545,32 @@ async def _cycle_end(
         return await _transition(state, held, tree, base, "verify", delta=decision.reason)
     step = await act_on_decision(state, decision, pull, card, derived)
     if step.status == PrState.MERGED.value.removeprefix("pr-state:") and rec.reviewed_head:
-        await asyncio.to_thread(
-            _bookkeep, state, "merged", changed_files(tree.path, base, rec.reviewed_head)
-        )
+        await asyncio.to_thread(_bookkeep, state, "merged", tree.path, rec.reviewed_head)
     return step
 
 
-def _bookkeep(state: CardState, ending: Literal["merged", "abandoned"], files: list[str]) -> None:
-    """The bookkeeper: the finished cycle's lesson, from its journal as it now stands."""
-    record_lesson(
-        state.env.root,
-        state.project.lessons,
-        jsonl.read_records(state.locus.journal),
-        card=state.card,
-        key=state.key,
-        run=state.rec.run_id,
-        ending=ending,
-        files=files,
-    )
+def _bookkeep(
+    state: CardState, ending: Literal["merged", "abandoned"], repo: Path, head: str
+) -> None:
+    """The bookkeeper: the finished cycle's lesson, from its journal as it now stands, naming
+    the files `head` changed. A lesson is an aid, never part of the card's outcome: one that
+    cannot be written is logged for the operator and the step goes on."""
+    if state.project.lessons.where == "off":
+        return
+    try:
+        base = state.env.base_branch or wt.current_branch(state.env.root)
+        record_lesson(
+            state.env.root,
+            state.project.lessons,
+            jsonl.read_records(state.locus.journal),
+            card=state.card,
+            key=state.key,
+            run=state.rec.run_id,
+            ending=ending,
+            files=changed_files(repo, base, head),
+        )
+    except (OSError, wt.WorktreeError) as err:
+        log.warning("card #%s: its lesson was not written: %s", state.card, err)
 
 
 # ---------------------------------------------------------------- the schedule

@@ -101,7 +101,12 @@ def test_lessons_off_writes_none_and_an_abandoned_card_after_work_leaves_one(
     on.command("implement")
     assert drive(on) == "ready-for-merge"
     assert lesson_files(on.root) == []  # not finished yet
-    on.command("abandon")
+    blocker = on.root / ".pair" / "lessons"
+    blocker.write_text("a file where the lessons directory goes\n")
+    on.command("abandon")  # the lesson cannot be written: the card is abandoned all the same
+    assert on.labels(on.card) == ["pr-state:abandoned"]
+    blocker.unlink()
+    on.step()  # a later step of the abandoned card writes it
     [path] = lesson_files(on.root)
     lesson = parse_lesson(path.read_text())
     assert lesson is not None and lesson.ending == "abandoned"
