@@ -53,6 +53,9 @@ def test_every_checkout_is_read_and_a_card_found_twice_counts_once(tmp_path: Pat
     write_journal(two, "card-2", [cycle("card-2", "label", state="pr-state:needs-input")])
     write_journal(two, "nightly", [cycle("nightly", "label", state="pr-state:merged")])
     (two / ".pair" / "batches" / "card-9").mkdir()  # a card batch with no journal yet
-    cohort = cohort_of([one, two, tmp_path / "absent"])
+    write_journal(two, "card-x", [cycle("card-x", "label", state="pr-state:merged")])
+    three = tmp_path / "three"  # an older copy of card 1, read last: the longer journal stays
+    write_journal(three, "card-1", [cycle("card-1", "label", state="pr-state:blocked")])
+    cohort = cohort_of([one, two, three, tmp_path / "absent"])
     assert [(c.card, c.status) for c in cohort.cards] == [(1, "merged"), (2, "needs-input")]
     assert cohort_of([]).cards == ()
