@@ -8,6 +8,7 @@ pushed at its end (`push`). The branch holds
     .pair/batches/<batch>/run/journal.jsonl     the batch journal
     .pair/batches/<batch>/run/state.json        its parked steps
     .pair/batches/<batch>/batch.yaml            a card batch's manifest (not committed on main)
+    .pair/lessons/card-<n>-<run>.md             a finished card's lesson (app.cycle.lessons)
     .pair/acks.json                             reactions still owed to commands (action.acks)
     .pair/deliveries.json                       notifications already handled (action.azure)
     lock.json                                   {"runId", "host", "at"} while a tick holds it
@@ -99,6 +100,7 @@ _RELEASE_ATTEMPTS = 3
 _BATCH = NAME_PATTERN.pattern.removeprefix("^").removesuffix("$")
 _RUN_FILE = re.compile(rf"^\.pair/batches/(?P<batch>{_BATCH})/run/(?:journal\.jsonl|state\.json)$")
 _MANIFEST = re.compile(rf"^\.pair/batches/(?P<batch>{_BATCH})/batch\.yaml$")
+_LESSON = re.compile(r"^\.pair/lessons/card-[1-9][0-9]*-[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.md$")
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 _REGULAR_MODES = ("100644", "100755")
@@ -151,6 +153,7 @@ def is_state_path(path: str) -> bool:
         path in _STATE_FILES
         or _RUN_FILE.match(path) is not None
         or _MANIFEST.match(path) is not None
+        or _LESSON.match(path) is not None
     )
 
 
@@ -328,6 +331,10 @@ class StateBranch:
                 relative = found.relative_to(from_dir).as_posix()
                 if _RUN_FILE.match(relative) and found.is_file():
                     paths.add(relative)
+        for found in (from_dir / ".pair" / "lessons").glob("card-*.md"):
+            relative = found.relative_to(from_dir).as_posix()
+            if _LESSON.match(relative) and found.is_file():
+                paths.add(relative)
         recorded = {m["batch"] for path in tree if (m := _MANIFEST.match(path)) is not None}
         for batch in {*card_batches, *recorded}:
             relative = f".pair/batches/{batch}/batch.yaml"

@@ -115,6 +115,15 @@ def _parser() -> argparse.ArgumentParser:
     tick.add_argument("batch", nargs="?", help="only this batch (card batches are card-<n>)")
     tick.add_argument("--json", action="store_true")
 
+    reports = verbs.add_parser(
+        "report", help="reports over the project's run-state"
+    ).add_subparsers(dest="report_verb", required=True, parser_class=_Parser)
+    cohort = reports.add_parser(
+        "cohort",
+        help="every card's outcome: completion rate, cycles to done, fix rounds, tokens, cost",
+    )
+    cohort.add_argument("--json", action="store_true")
+
     batch = verbs.add_parser("batch", help="batch commands").add_subparsers(
         dest="batch_verb", required=True, parser_class=_Parser
     )
@@ -255,11 +264,26 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
             run_headless(root, args.change, args.verb, _deps(env, root), guidance=args.message)
         )
         return _print_result(result, args.json)
+    if args.verb == "report":
+        return _report(root, as_json=args.json)
     if args.verb == "card" and args.number == "new":
         return _card_new(root, env, list(args.command))
     if args.verb in ("card", "tick"):
         return _cycle(args, root, env)
     return _batch(args, root, env)
+
+
+def _report(root: Path, *, as_json: bool) -> int:
+    """`report cohort`: the only report so far (argparse refuses any other name)."""
+    from app.cycle.cohort import cohort_of  # noqa: PLC0415
+    from app.domain.cohort import render_cohort  # noqa: PLC0415
+
+    cohort = cohort_of([root])
+    if as_json:
+        print(json.dumps(cohort.to_json()))
+    else:
+        print(render_cohort(cohort), end="")
+    return 0
 
 
 def _validate(root: Path, env: Mapping[str, str], batch: str | None) -> int:

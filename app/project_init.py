@@ -39,12 +39,14 @@ JUNIT = f"{PAIR_DIR}/junit.xml"
 PYTEST = f"pytest -q --junitxml={JUNIT}"
 
 # pairbot's own state under .pair/: the run-state of every batch, card batches (kept with the
-# run-state, never on the default branch), the local forge, the App's store, test reports.
+# run-state, never on the default branch), finished cards' lessons (kept with the run-state
+# too), the local forge, the App's store, test reports.
 IGNORED = """\
 # pairbot's own state: written by runs, never committed
 batches/card-*/
 batches/*/run/
 changes/*/.run/
+lessons/
 forge/
 app/
 junit.xml

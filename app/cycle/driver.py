@@ -34,11 +34,12 @@ import dataclasses
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.cycle import snapshot
 from app.cycle import worktree as wt
 from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
+from app.cycle.lessons import changed_files, lessons_for_proposal, record_lesson
 from app.cycle.records import CycleRecord, fold_cycle
 from app.cycle.report import (
     act_on_decision,
@@ -65,6 +66,7 @@ from app.domain import cycle_end as ce
 from app.domain.binding import Binding, for_card
 from app.domain.commands import help_text
 from app.domain.dispatch import PairRequest
+from app.domain.lessons import Lesson
 from app.engine import jsonl, lock
 from app.engine.manifest import load_manifest, load_project_config
 from app.engine.runner import ChangeStepContext, run_change_step
@@ -346,6 +348,8 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         closed = await close_abandoned(state)
         if closed:
             message += f"; {closed}"
+        if rec.pushed is not None:  # abandoned after work: what it struggled with is a lesson
+            await asyncio.to_thread(_bookkeep, state, "abandoned", state.env.root, rec.pushed)
         result = StepResult("nothing-ready", key, "", message=message)
         return await publish_status(state, result, PrState.ABANDONED, None)
     park = state.parks.get(key)
@@ -467,6 +471,18 @@ async def _transition(
         env=env.deps.env, manifest=manifest.settings, project=state.project.batch
     )
     prepare_parks = transition == "propose" and state.gate("prepare").fires(card.labels)
+    lessons: tuple[Lesson, ...] = ()
+    if transition == "propose":
+        card_text = f"{taken.get('title', '')}\n{taken.get('body', '')}"
+        lessons = await asyncio.to_thread(
+            lessons_for_proposal,
+            env.root,
+            state.project.lessons,
+            card_text=card_text,
+            tree=tree.path,
+            key=state.key,
+            base=base,
+        )
     vetter = Vetter(
         state=state, tree=tree, transition=transition, card=card, base=base, settings=settings
     )
@@ -483,6 +499,7 @@ async def _transition(
         max_fix_rounds=state.project.cycle.max_fix_rounds,
         card=snapshot.quotes(dict(taken)),
         notes=tuple(notes),
+        lessons=lessons,
         history=state.history,
         vet=vetter.vet,
         state_root=env.root,
@@ -526,7 +543,34 @@ async def _cycle_end(
     decision = ce.decide_cycle_end(facts)
     if isinstance(decision, ce.ReReview | ce.Unreviewed):
         return await _transition(state, held, tree, base, "verify", delta=decision.reason)
-    return await act_on_decision(state, decision, pull, card, derived)
+    step = await act_on_decision(state, decision, pull, card, derived)
+    if step.status == PrState.MERGED.value.removeprefix("pr-state:") and rec.reviewed_head:
+        await asyncio.to_thread(_bookkeep, state, "merged", tree.path, rec.reviewed_head)
+    return step
+
+
+def _bookkeep(
+    state: CardState, ending: Literal["merged", "abandoned"], repo: Path, head: str
+) -> None:
+    """The bookkeeper: the finished cycle's lesson, from its journal as it now stands, naming
+    the files `head` changed. A lesson is an aid, never part of the card's outcome: one that
+    cannot be written is logged for the operator and the step goes on."""
+    if state.project.lessons.where == "off":
+        return
+    try:
+        base = state.env.base_branch or wt.current_branch(state.env.root)
+        record_lesson(
+            state.env.root,
+            state.project.lessons,
+            jsonl.read_records(state.locus.journal),
+            card=state.card,
+            key=state.key,
+            run=state.rec.run_id,
+            ending=ending,
+            files=changed_files(repo, base, head),
+        )
+    except (OSError, wt.WorktreeError) as err:
+        log.warning("card #%s: its lesson was not written: %s", state.card, err)
 
 
 # ---------------------------------------------------------------- the schedule

@@ -29,6 +29,7 @@ from app.cycle.worktree import Worktree
 from app.domain import cycle_end as ce
 from app.domain.agent_failures import failover_lines
 from app.domain.budget import check_budget
+from app.domain.dispatches import dispatch_stats
 from app.domain.explain import CardFacts, explain
 from app.domain.metrics import reduce_metrics
 from app.domain.review_comment import render_review, review_status_description
@@ -275,6 +276,7 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
         metrics_revision=1,
         failovers=failover_lines(mine),
         budget=budget.line if budget is not None else None,
+        dispatches=dispatch_stats(mine),
     )
     marker = synthesis_marker(state.card, pull.number, run_id)
     done = await state.env.hosts.code.upsert_comment(Target("pull", pull.number), marker, body)

@@ -8,7 +8,9 @@ republish with the same inputs is a no-op (docs/cycle.md). Sections, in this ord
 2. quality (the last review's verdict) vs delivery (the engine status) — they differ until the
    summary is read back;
 3. effective cycles and review executions, with retries, interruptions and steps kept apart,
-   and each step a fallback agent took over (failover) when there was one;
+   and each step a fallback agent took over (failover) when there was one; then the dispatch
+   table: per step, the agents (and models) that ran it, its dispatches, retries, failovers,
+   send-backs and redirects ("unknown" where the journal cannot say, never 0);
 4. tokens, cost and wall time, each with its coverage ("unknown" when nothing was reported,
    never 0), and the card's budget figures when it has one;
 5. late defects by origin, then the scope-proposal table (proposals are never defects);
@@ -27,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.domain.dispatches import DispatchStats
 from app.domain.metrics import ORIGINS, CycleMetrics, Quantity
 from app.domain.sanitize import strip_hidden
 from hosts.markers import make_marker
@@ -145,6 +148,27 @@ def models_by_step(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return models
 
 
+def _dispatch_table(dispatches: Sequence[DispatchStats]) -> list[str]:
+    """`### Dispatches`: one row per step kind, in the order each first ran."""
+    lines = ["### Dispatches", ""]
+    if not dispatches:
+        return [*lines, "No step was dispatched.", ""]
+    rows: list[tuple[str, ...]] = [
+        (
+            _cell(entry.transition),
+            " → ".join(_code(agent) for agent in entry.agents) or "unknown",
+            str(entry.dispatches),
+            str(entry.retries),
+            str(entry.failovers),
+            str(entry.sent_back),
+            "unknown" if entry.redirects is None else str(entry.redirects),
+        )
+        for entry in dispatches
+    ]
+    header = ("Step", "Agent (model)", "Dispatches", "Retries", "Failovers", "Sent back")
+    return [*lines, *_table((*header, "Redirects"), rows), ""]
+
+
 def render_synthesis(
     card: int,
     pr: int | None,
@@ -158,11 +182,13 @@ def render_synthesis(
     metrics_revision: int,
     failovers: Sequence[str] = (),
     budget: str | None = None,
+    dispatches: Sequence[DispatchStats] = (),
 ) -> str:
     """The owned body of the ONE synthesis comment (no marker): same inputs, same bytes.
 
     `failovers` are the steps a fallback agent took over (`agent_failures.failover_lines`);
-    `budget` the card's budget line (`budget.budget_line`), when it has a budget.
+    `budget` the card's budget line (`budget.budget_line`), when it has a budget;
+    `dispatches` the per-step dispatch figures (`dispatches.dispatch_stats`).
     """
     synthesis_marker(card, pr, run_id)  # validates run_id as the marker will carry it
     pr_part = f", PR #{pr}" if pr is not None else ""
@@ -207,6 +233,7 @@ def render_synthesis(
         lines += ["", "Failover (a step retried once with the fallback agent):", ""]
         lines += [f"- {_cell(line)}" for line in failovers]
     lines.append("")
+    lines += _dispatch_table(dispatches)
 
     lines += ["### Tokens and time", ""]
     lines += _table(
@@ -262,9 +289,11 @@ def render_synthesis(
 
     # Backticks and `<` only occur inside JSON strings, so their \u escapes keep the JSON equal
     # while nothing in it can close the fence or open an HTML comment.
+    data = metrics.to_json(metrics_revision=metrics_revision)
+    data["dispatch"] = {entry.transition: entry.to_json() for entry in dispatches}
     tail = (
         json.dumps(
-            _clean_json(metrics.to_json(metrics_revision=metrics_revision)),
+            _clean_json(data),
             separators=(",", ":"),
             ensure_ascii=True,
             allow_nan=False,

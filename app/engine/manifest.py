@@ -124,6 +124,18 @@ class CycleConfig(StrictModel):
     _gates = field_validator("merge", "prepare")(_check_gate)
 
 
+class LessonsConfig(StrictModel):
+    """`lessons:` — where a finished card's lesson is written, and how much of them a later
+    proposal on the same files is given.
+
+    `state-branch` (the default) keeps lessons with the run-state (`.pair/lessons/` in the
+    checkout that holds it); `off` writes none and gives none.
+    """
+
+    where: Literal["state-branch", "off"] = "state-branch"
+    budget_bytes: Annotated[int, Field(strict=True, ge=256, le=65_536)] = 4_000
+
+
 class TestsConfig(StrictModel):
     """How the engine runs the project's tests around apply, red and fix, and what it guards.
 
@@ -148,6 +160,7 @@ class ProjectConfig(StrictModel):
     batch: BatchSettings = Field(default_factory=BatchSettings)
     # Each card's (each change's) own limits; a batch's manifest may add one for the batch.
     budget: BudgetSettings | None = None
+    lessons: LessonsConfig = Field(default_factory=LessonsConfig)
 
 
 # ---------------------------------------------------------------- batch.yaml

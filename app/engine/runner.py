@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.domain.budget import Budget, check_budget, park_reason
+from app.domain.lessons import Lesson
 from app.domain.verdict import (
     FindingsReport,
     Verdict,
@@ -162,6 +163,8 @@ class ChangeStepContext:
     guidance: str | None = None
     card: tuple[Quoted, ...] = ()  # the card's text as of its accepted command, attributed
     notes: tuple[str, ...] = ()  # pairbot's own notes for the agent
+    # Earlier cards' lessons on this change's files, selected and capped; propose shows them.
+    lessons: tuple[Lesson, ...] = ()
     history: KeyHistory | None = None  # already folded under the lock; read when absent
     # The card cycle's check of an accepted result (tests, sealed files, push) before it is
     # recorded; it may turn the outcome into `sent-back` or `failed`.
@@ -205,6 +208,7 @@ async def run_change_step(
                 answers=tuple(history.answers),
                 feedback=history.feedback[1] if history.feedback else None,
                 open_findings=_open_findings(history) if ctx.transition in ("red", "fix") else (),
+                lessons=ctx.lessons if ctx.transition == "propose" else (),
             ),
             deps.launcher.delegate,
         )

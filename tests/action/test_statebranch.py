@@ -489,3 +489,25 @@ def test_run_locked_skips_while_another_run_holds_the_lock_and_keeps_a_failed_st
     log = git(world.origin, "log", "--format=%s", "pair-state")
     assert "pairbot: unlock run run-b" in log.splitlines()[0]
     assert "lock.json" not in world.origin_files()
+
+
+def test_lessons_travel_on_the_branch_and_nothing_else_under_lessons_does(world: World) -> None:
+    a = world.state(world.a, "host-a")
+    lease = a.try_lock("run-1")
+    assert lease is not None
+    work = world.dir("work")
+    write_run_state(work, "card-7", {"n": 1})
+    lessons = work / ".pair" / "lessons"
+    lessons.mkdir(parents=True)
+    (lessons / "card-7-abc123.md").write_text("---\ncard: 7\n---\nlesson\n")
+    (lessons / "card-0-abc.md").write_text("not a card number\n")
+    (lessons / "notes.md").write_text("not a lesson\n")
+    (lessons / "card-8-dir.md").mkdir()
+    a.push(work, "pairbot: lesson", lease)
+    files = world.origin_files()
+    assert files[".pair/lessons/card-7-abc123.md"] == "---\ncard: 7\n---\nlesson\n"
+    assert not [p for p in files if p.startswith(".pair/lessons/") and "abc123" not in p]
+
+    into = world.dir("into")
+    world.state(world.b, "host-b").pull(into)
+    assert (into / ".pair" / "lessons" / "card-7-abc123.md").read_text().endswith("lesson\n")

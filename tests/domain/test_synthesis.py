@@ -99,6 +99,7 @@ def test_sections_in_the_seeds_order() -> None:
         "### Identity",
         "### Status",
         "### Cycles and reviews",
+        "### Dispatches",
         "### Tokens and time",
         "### Late defects by origin",
         "### Scope proposals",
@@ -151,7 +152,7 @@ def test_empty_journal_renders() -> None:
 def test_json_tail_parses_and_matches(revision: int, expected_completeness: str) -> None:
     metrics = reduce_metrics(JOURNAL, as_of=AS_OF, decisions={"sc-1": "ignore"})
     data = tail(synth(metrics, metrics_revision=revision))
-    assert data == metrics.to_json(metrics_revision=revision)
+    assert data == {**metrics.to_json(metrics_revision=revision), "dispatch": {}}
     assert list(data)[:5] == ["schema", "sourceDigest", "asOf", "metricsRevision", "completeness"]
     assert data["schema"] == 1
     assert data["completeness"] == expected_completeness

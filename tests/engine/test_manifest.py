@@ -312,7 +312,7 @@ CONFIG_ERRORS = [
     pytest.param(
         "colour: blue\n",
         "colour: unknown key; allowed keys here: hosts, trigger, maintainer, cycle, tests, batch,"
-        " budget (got 'blue')",
+        " budget, lessons (got 'blue')",
         id="unknown-top-level-key",
     ),
     pytest.param(
@@ -484,3 +484,34 @@ def test_budgets_and_fallback_lists_load(tmp_path: Path) -> None:
     write_manifest(tmp_path, "budget: {steps: 2}\nphases: [{name: p, changes: [a]}]\n")
     manifest = load_manifest(tmp_path, "demo")
     assert manifest.budget is not None and manifest.budget.steps == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "lessons: {where: default-branch}\n",
+            "lessons.where: Input should be 'state-branch' or 'off'",
+            id="lessons-where",
+        ),
+        pytest.param(
+            "lessons: {budgetBytes: 10}\n",
+            "lessons.budgetBytes: Input should be greater than or equal to 256",
+            id="lessons-budget-too-small",
+        ),
+    ],
+)
+def test_lessons_config_errors_name_the_key_and_what_is_allowed(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    (tmp_path / ".pair").mkdir()
+    (tmp_path / ".pair" / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_project_config(tmp_path)
+    assert expected in str(caught.value)
+
+
+def test_lessons_default_to_the_state_branch(tmp_path: Path) -> None:
+    (tmp_path / ".pair").mkdir()
+    config = load_project_config(tmp_path)
+    assert (config.lessons.where, config.lessons.budget_bytes) == ("state-branch", 4_000)

@@ -20,6 +20,8 @@ Each call consumes the next behaviour of the most specific list (counters persis
     complete-then-crash  do the work, report --complete, exit 1
     hang               sleep until killed
     findings-blocking  (verify) report a blocking finding r<round>-1
+    findings-new       (verify) resolve the earlier findings and report a new blocking one,
+                       r<round>-1, whose reproducer `needs fixed-r<round>-1` (a second fix round)
     drop-finding       (verify) report converged but drop the earlier finding ids
     slow               sleep a little (PAIR_TEST_SLOW seconds), then ok
     scope-proposal     (verify) converge, proposing scope change sc-1
@@ -32,8 +34,10 @@ Each call consumes the next behaviour of the most specific list (counters persis
     edit-manifest      do the work and add a dependency to package.json (refused)
 
 `red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
-into `<change>.txt`; tests/support/checks.py runs the checks and writes JUnit XML.
+into `<change>.txt` (or, for a finding whose reproducer says `needs <word>`, that word);
+tests/support/checks.py runs the checks and writes JUnit XML.
 Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
+`apply` also appends a line to each file named in $PAIR_TEST_TOUCH (comma-separated paths).
 """
 
 from __future__ import annotations
@@ -98,16 +102,25 @@ def do_work() -> None:
         )
     elif TRANSITION == "apply":
         (ROOT / f"{CHANGE}.txt").write_text("implemented\n")
+        # More files the work touches, comma-separated (a shared module two cards both edit).
+        for name in filter(None, os.environ.get("PAIR_TEST_TOUCH", "").split(",")):
+            touched = ROOT / name
+            touched.parent.mkdir(parents=True, exist_ok=True)
+            before = touched.read_text() if touched.exists() else ""
+            touched.write_text(before + f"touched by {CHANGE}\n")
         write_atomic(plan_path(), plan_path().read_text().replace("- [ ]", "- [x]"))
     elif TRANSITION == "red":
         # A check (tests/checks.py runs them) that fails until fix writes "fixed".
         checks = ROOT / "checks"
         checks.mkdir(exist_ok=True)
         for finding in previous_findings() or [{"id": "r1-1"}]:
-            (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains fixed\n")
+            word = needed(finding) or "fixed"
+            (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains {word}\n")
     elif TRANSITION == "fix":
         target = ROOT / f"{CHANGE}.txt"
-        target.write_text(target.read_text() + "fixed\n" if target.exists() else "fixed\n")
+        words = ["fixed", *(w for f in previous_findings() if (w := needed(f)))]
+        before = target.read_text() if target.exists() else ""
+        target.write_text(before + "".join(f"{word}\n" for word in words))
     elif TRANSITION == "decompose":
         import yaml  # the venv's interpreter runs this agent
 
@@ -117,6 +130,12 @@ def do_work() -> None:
             if phase["name"] == CHANGE and not phase.get("changes"):
                 phase["changes"] = [f"{CHANGE}-a", f"{CHANGE}-b"]
         write_atomic(manifest, yaml.safe_dump(data, sort_keys=False))
+
+
+def needed(finding: dict[str, object]) -> str | None:
+    """The word a finding's reproducer says the fix must write (`needs <word>`), if any."""
+    reproducer = str(finding.get("reproducer") or "")
+    return reproducer.removeprefix("needs ") if reproducer.startswith("needs ") else None
 
 
 TAMPERING = ("edit-test", "delete-check", "skip-check", "edit-manifest")
@@ -275,6 +294,22 @@ def main() -> int:
                     }
                 ],
                 f"{len(earlier) or 1} critical issue(s) found",
+            )
+            return 0
+        if behaviour == "findings-new":
+            verify_report(
+                [
+                    *previous_findings_resolved(),
+                    {
+                        "id": f"r{rnd}-1",
+                        "kind": "defect",
+                        "severity": "critical",
+                        "blocking": True,
+                        "summary": f"the empty input still fails (round {rnd})",
+                        "reproducer": f"needs fixed-r{rnd}-1",
+                    },
+                ],
+                "1 critical issue(s) found",
             )
             return 0
         if behaviour == "scope-proposal":
