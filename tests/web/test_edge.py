@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from app.errors import ConfigError
 from app.web.app import MAX_BODY, create_app
 from app.web.signature import sign, verify_azure, verify_github
+from app.web.viewer import Viewer
 from tests.web.conftest import (
     SECRET,
     AppGitHub,
@@ -32,6 +33,7 @@ from tests.web.conftest import (
     github_forges,
     github_headers,
     served,
+    view_as,
 )
 
 VECTORS: list[dict[str, Any]] = fixture("signature_vectors.json")
@@ -45,6 +47,7 @@ def serve_for(fake: AppGitHub, tmp_path: Path, **overrides: Any) -> Any:
         executor=executor,
         poll_s=0.05,
     )
+    view_as(app, Viewer.everyone(operator=True))  # what the sign-in layer decides
     return served(app)
 
 
@@ -303,7 +306,7 @@ def test_installation_events_keep_the_installation_table(fake: AppGitHub, tmp_pa
             seen.append(
                 [(i.id, i.repos, i.suspended) for i in app.run(app.service.store.installations())]
             )
-        page = app.get("/").text
+        page = app.get("/jobs").text
         assert app.deliver("installation", deleted).is_success
         assert app.run(app.service.store.installations()) == []
     assert seen == [
@@ -333,11 +336,16 @@ def test_the_status_page_shows_what_happened_escaped_and_without_secrets(
         )
         app.deliver("installation", created)
         app.wait_idle()
-        page = app.get("/")
+        page = app.get("/jobs")
+        cards = app.get("/")
         health = app.get("/healthz")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    # The card's run-state is on its repository's pair-state branch: the overview lists it
+    # from the queue, with no status guessed from the command's "done".
+    assert "octocat/Hello-World" in cards.text and "unknown" in cards.text
     text = page.text
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "octocat/Hello-World" in text and "implement" in text
@@ -351,7 +359,7 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
     fake: AppGitHub, tmp_path: Path
 ) -> None:
     from app.demo import prepare
-    from app.web.dashboard import local_batches
+    from app.web.pages.read import read_local
 
     project = tmp_path / "project"
     prepare(project)
@@ -360,10 +368,11 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
     app = create_app(
         app_settings(tmp_path),
         github=github_forges(fake),
-        batches=lambda: local_batches(project),
+        local=lambda: read_local(project, None),
     )
+    view_as(app, Viewer.everyone(operator=True))
     with served(app) as running:
-        text = running.get("/").text
+        text = running.get("/batches").text
     assert "hello" in text and "propose" in text  # the demo batch and its next transition
     assert "broken" in text and "error" in text
 
@@ -373,6 +382,7 @@ def test_the_status_page_lists_the_batches_of_every_worker_checkout(
 ) -> None:
     from app.demo import prepare
     from app.web.dashboard import worker_batches
+    from app.web.pages.read import read_local
 
     root = tmp_path / "root"
     root.mkdir()
@@ -383,10 +393,11 @@ def test_the_status_page_lists_the_batches_of_every_worker_checkout(
     app = create_app(
         app_settings(tmp_path),
         github=github_forges(fake),
-        batches=lambda: worker_batches(root, checkouts),
+        local=lambda: read_local(root, checkouts),
     )
+    view_as(app, Viewer.everyone(operator=True))
     with served(app) as running:
-        text = running.get("/").text
+        text = running.get("/batches").text
     assert "octo/svc" in text and "hello" in text and "propose" in text
     assert "octo/empty" not in text
     assert worker_batches(root, tmp_path / "gone") == []  # a vanished directory shows nothing

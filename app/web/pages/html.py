@@ -14,8 +14,9 @@ import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
+from app.store.base import DeliveryRecord, InstallationRecord
 from app.web.dashboard import BatchView
-from app.web.pages.model import CardView, JobView, Overview, Step
+from app.web.pages.model import TONE, CardView, JobView, Overview, Step, stamp
 from app.web.viewer import Viewer
 
 LIVE_S = 2  # how often a card's page asks for its steps while a step runs
@@ -228,9 +229,11 @@ def batches_page(batches: Sequence[BatchView], viewer: Viewer) -> str:
             parts.append(f"{head}<p>{badge('error', 'alert')} {e(batch.error)}</p>")
             continue
         if batch.card is not None:
+            status = badge(batch.status, TONE.get(batch.status, "busy"))
             parts.append(
-                f"{head}<p>card #{batch.card}: {badge(batch.status, 'busy')} · next: "
-                f"{e(batch.next)}" + (f" · why: {e(batch.why)}" if batch.why else "") + "</p>"
+                f"{head}<p>card #{batch.card}: {status} · next: {e(batch.next)}"
+                + (f" · why: {e(batch.why)}" if batch.why else "")
+                + "</p>"
             )
             continue
         state = "done" if batch.done else "in progress"
@@ -261,7 +264,16 @@ def batches_page(batches: Sequence[BatchView], viewer: Viewer) -> str:
     return layout("Batches", "".join(parts), viewer, current="/batches")
 
 
-def jobs_page(jobs: Sequence[JobView], viewer: Viewer, csrf: str) -> str:
+def jobs_page(
+    jobs: Sequence[JobView],
+    viewer: Viewer,
+    csrf: str,
+    *,
+    installations: Sequence[InstallationRecord] = (),
+    deliveries: Sequence[DeliveryRecord] = (),
+) -> str:
+    """The queue, failed first; for operators also the installations and recent deliveries
+    (they name accounts and repositories of every kind, so only an operator sees them)."""
     rows = []
     for job in jobs:
         control = ""
@@ -297,7 +309,39 @@ def jobs_page(jobs: Sequence[JobView], viewer: Viewer, csrf: str) -> str:
         rows,
         "No jobs yet.",
     )
-    return layout("Jobs", f"<h1>Jobs</h1>{table}", viewer, current="/jobs")
+    body = f"<h1>Jobs</h1>{table}"
+    if viewer.operator:
+        body += "<h2>Installations</h2>" + _table(
+            "Installations of the App",
+            ("installation", "account", "repositories", "state"),
+            [
+                (
+                    str(i.id),
+                    e(i.account),
+                    e(", ".join(i.repos) or "(all or none listed)"),
+                    "suspended" if i.suspended else "active",
+                )
+                for i in installations
+            ],
+            "No installation events received yet.",
+        )
+        body += "<h2>Recent deliveries</h2>" + _table(
+            "Deliveries, newest first",
+            ("received", "source", "event", "delivery", "outcome", "jobs"),
+            [
+                (
+                    e(stamp(d.received_at)),
+                    e(d.source),
+                    e(d.event + (f".{d.action}" if d.action else "")),
+                    e(d.id),
+                    e(d.status),
+                    str(d.jobs),
+                )
+                for d in deliveries
+            ],
+            "No deliveries received yet.",
+        )
+    return layout("Jobs", body, viewer, current="/jobs")
 
 
 def message_page(title: str, text: str, viewer: Viewer) -> str:

@@ -115,7 +115,16 @@ class Pages:
         viewer = viewer_of(request)
         jobs = job_views(await self.store.jobs(500), viewer, self.clock())
         csrf = str(request.scope.get(CSRF_KEY, ""))
-        return _page(html.jobs_page(jobs, viewer, csrf))
+        operator = viewer.operator
+        return _page(
+            html.jobs_page(
+                jobs,
+                viewer,
+                csrf,
+                installations=await self.store.installations() if operator else (),
+                deliveries=await self.store.deliveries(50) if operator else (),
+            )
+        )
 
     async def retry(self, request: Request) -> Response:
         """Queue a failed job again (operators only); anything else is refused with why."""
@@ -157,8 +166,13 @@ class Pages:
         return _json({"batches": [asdict(b) for b in batches]})
 
     async def api_jobs(self, request: Request) -> Response:
-        jobs = job_views(await self.store.jobs(500), viewer_of(request), self.clock())
-        return _json({"jobs": [j.to_json() for j in jobs]})
+        viewer = viewer_of(request)
+        jobs = job_views(await self.store.jobs(500), viewer, self.clock())
+        data: dict[str, Any] = {"jobs": [j.to_json() for j in jobs]}
+        if viewer.operator:  # accounts and deliveries of every repository: operators only
+            data["installations"] = [asdict(i) for i in await self.store.installations()]
+            data["deliveries"] = [asdict(d) for d in await self.store.deliveries(50)]
+        return _json(data)
 
     def routes(self) -> Sequence[BaseRoute]:
         card = "/cards/{repo:path}/{number:int}"
