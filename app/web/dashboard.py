@@ -118,7 +118,8 @@ def local_batches(root: Path) -> list[BatchView]:
                     ChangeView(
                         c.name,
                         c.status,
-                        "" if c.reason else (c.next or ""),
+                        # Nothing runs while the batch is held, even a change of a gated phase.
+                        "" if c.reason or status.next is None else (c.next or ""),
                         phase=c.phase,
                         reason=c.reason,
                     )

@@ -211,8 +211,11 @@ class Overview:
 
 
 def stamp(seconds: float) -> str:
-    """A store timestamp as ISO 8601 UTC, seconds precision."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A store timestamp as ISO 8601 UTC, seconds precision (beyond the calendar: the number)."""
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"{seconds:.0f} s after the epoch"
 
 
 def _parse(at: str) -> datetime | None:
