@@ -51,6 +51,7 @@ def layout(title: str, body: str, viewer: Viewer, *, current: str = "") -> str:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)} · pairbot</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/static/pairbot.css">
 <script src="/static/pairbot.js" defer></script>
 </head>
@@ -186,9 +187,11 @@ def steps_fragment(card: CardView) -> str:
         for ev in card.events
     )
     actions = "".join(f"<li><code>{e(a)}</code></li>" for a in card.actions)
+    pr = _link(f"PR #{card.pr}", card.pr_url) if card.pr is not None else "none yet"
     return (
         f'<section aria-labelledby="status-h"><h2 id="status-h">Status</h2><dl class="facts">'
         f"<dt>pr-state</dt><dd>{badge(card.status, card.tone)}</dd>"
+        f"<dt>pull request</dt><dd>{pr}</dd>"
         f"<dt>next step</dt><dd>{e(card.next)}</dd>"
         f"<dt>blocked by</dt><dd>{e(card.gate)}</dd>"
         f"<dt>why</dt><dd>{e(card.why)}</dd>"
@@ -205,8 +208,6 @@ def card_page(card: CardView, viewer: Viewer) -> str:
     links = [f'<a href="{e(card_path(card.repo, card.number))}">this page</a>']
     if card.url:
         links.append(_link("the card", card.url))
-    if card.pr is not None:
-        links.append(_link(f"PR #{card.pr}", card.pr_url or ""))
     title = f"{card.repo} #{card.number}" + (f" — {card.title}" if card.title else "")
     live = card_path(card.repo, card.number) + "/fragment"
     body = (
