@@ -7,7 +7,9 @@ jobs.py         the job kinds and the dispatch payloads the Action and the worke
 forge.py        what the service does to a code host (react, comment, permission, dispatch)
 handling.py     one queued job: authorize, acknowledge, dispatch or execute
 worker.py       the background worker that drains the store's queue; the cycle adapter
-dashboard.py    the read-only status page (pure rendering)
+dashboard.py    the batches on this machine as the status pages show them
+pages/          the status pages and /api/v1: view-model, HTML, routes (static/ their CSS/JS)
+viewer.py       who is looking (the sign-in layer decides); dev_viewer.py opens --dev
 app.py          create_app(): the Starlette app, its routes and its lifespan
 serve.py        `pairbot serve`: uvicorn on create_app, and the --dev defaults
 """

@@ -106,6 +106,7 @@ def local_batches(root: Path) -> list[BatchView]:
         except Exception as err:  # one broken manifest must not take the page down
             views.append(BatchView(name, error=str(err) or type(err).__name__))
             continue
+        held = {p.name for p in status.phases if p.gated_by or status.next is None}
         views.append(
             BatchView(
                 name=name,
@@ -118,8 +119,8 @@ def local_batches(root: Path) -> list[BatchView]:
                     ChangeView(
                         c.name,
                         c.status,
-                        # Nothing runs while the batch is held, even a change of a gated phase.
-                        "" if c.reason or status.next is None else (c.next or ""),
+                        # Nothing runs while the batch is held, nor in a gated phase.
+                        "" if c.reason or c.phase in held else (c.next or ""),
                         phase=c.phase,
                         reason=c.reason,
                     )

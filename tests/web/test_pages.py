@@ -234,6 +234,20 @@ def test_a_parked_plain_batch_runs_nothing_on_its_own_and_says_what_holds_it(
     assert "proof-of-work: none yet" in page
 
 
+def test_a_change_of_a_gated_phase_shows_no_next_step(tmp_path: Path) -> None:
+    from app.demo import prepare
+
+    prepare(tmp_path)
+    (batch,) = read_local(tmp_path, None).batches
+    changes = {c.name: c for c in batch.changes}
+    assert batch.next == "propose add-greeting (phase core)"
+    assert changes["add-greeting"].next == "propose"
+    assert changes["add-farewell"].next == ""  # its phase waits for core's gate
+    gated = [p for p in batch.phases if p.gated_by]
+    assert [p.name for p in gated] == ["polish"]
+    assert "gated by phase" in html.batches_page([batch], Viewer.everyone())
+
+
 # -- the routes ------------------------------------------------------------------------------
 
 
