@@ -50,7 +50,7 @@ def journal(*, running: bool = False) -> list[dict[str, Any]]:
         cycle("00:09.000", event="pushed", sha=SHA, transition="apply"),
         rec("outcome", "00:09.100", transition="apply", session="s2", state="advanced",
             usage={"inputTokens": 400, "outputTokens": 100}),
-        cycle("00:09.200", event="pr", number=12, url="https://example.test/o/r/pull/12"),
+        cycle("00:09.200", event="pr", number=12, url="https://github.example/o/r/pull/12"),
         rec("step-started", "00:10.000", transition="verify", session="s3"),
         rec("outcome", "00:11.000", transition="verify", session="s3", state="advanced",
             findings={"findings": [{"id": "F1", "severity": "blocking", "title": "no test"}]}),
@@ -135,11 +135,12 @@ def test_a_card_view_says_what_its_tracking_comment_says_with_the_explanations_b
     )
     assert (view.pr, view.pr_url, view.fix_rounds, view.max_fix_rounds) == (
         12,
-        "https://example.test/o/r/pull/12",
+        "https://github.example/o/r/pull/12",
         1,
         2,
     )
     assert view.title == "Add <b>login</b>" and view.gate == "nothing blocks"
+    assert view.url == "https://github.example/o/r/issues/7"  # beside its pull request
     assert view.tokens == {"value": 620, "coverage": "partial", "reported": 2, "of": 5}
     assert "fix rounds: 1 of 2 used" in view.budget and view.last_step == "verify: advanced"
     assert view.reviewed_head == SHA and view.review_converged is True

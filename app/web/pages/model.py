@@ -13,6 +13,7 @@ person can use come from the `/pair status` explanation (`app.domain.explain`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -58,6 +59,7 @@ TONE: Mapping[str, str] = {
     **dict.fromkeys(("in-progress", "awaiting-verify", "ready"), "busy"),
 }
 _ACCEPTED = frozenset({"advanced", "awaiting-approval"})
+_GITHUB_PULL = re.compile(r"^(?P<repo>https://[^\s/]+/[^\s/]+/[^\s/]+)/pull/\d+$")
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,13 @@ def _event_text(data: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------- a card
 
 
+def _issue_url(pr_url: str, card: int) -> str:
+    """The card's issue on GitHub, beside its pull request (`…/pull/2` → `…/issues/7`); ""
+    elsewhere (an Azure DevOps work item lives in its project, not its repository)."""
+    match = _GITHUB_PULL.match(pr_url)
+    return f"{match.group('repo')}/issues/{card}" if match else ""
+
+
 def card_steps(
     records: Sequence[Mapping[str, Any]], key: str
 ) -> tuple[tuple[Step, ...], tuple[Event, ...]]:
@@ -435,7 +444,7 @@ def card_view(
         repo=repo,
         number=status.card,
         title=explanation.title,
-        url=str(snapshot.get("url") or ""),
+        url=str(snapshot.get("url") or "") or _issue_url(explanation.pr_url or "", status.card),
         status=status.status,
         label=status.label,
         tone=TONE.get(status.status, "busy"),
