@@ -68,7 +68,13 @@ def layout(title: str, body: str, viewer: Viewer, *, current: str = "") -> str:
 
 def _table(caption: str, headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
     """A table of already-escaped cells."""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    # Each cell names its column (data-label): on a phone the rows stack as labelled cards.
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td data-label="{e(h)}">{c}</td>' for h, c in zip(headers, row, strict=True))
+        + "</tr>"
+        for row in rows
+    )
     if not body:
         return f'<p class="empty">{e(empty)}</p>'
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
