@@ -386,3 +386,73 @@ def test_dev_viewer_opens_only_the_local_forge(enabled: bool, seen: bool) -> Non
 
 async def _nothing(*_args: Any) -> Any:
     return None
+
+
+def test_the_host_events_of_a_cycle_read_as_lines_and_bookkeeping_is_left_out() -> None:
+    records = [
+        cycle("00:01.000", event="merged", sha=SHA),
+        cycle("00:02.000", event="abandoned"),
+        cycle("00:03.000", event="scope-decision", item="sc-1", decision="defer", epoch=2),
+        cycle("00:04.000", event="scope-baseline"),
+        cycle("00:05.000", event="snapshot", card=7),
+        rec("outcome", "00:06.000", transition="verify", session="s9", state="advanced",
+            findings={"findings": ["not an object", {"severity": "minor"}]}),
+    ]  # fmt: skip
+    steps, events = card_steps(records, KEY)
+    assert [e.text for e in events] == [
+        f"merged as {SHA[:12]}",
+        "abandoned",
+        "scope-decision (item: sc-1, decision: defer, epoch: 2)",
+        "scope-baseline",
+    ]
+    (verify,) = steps  # an outcome with no recorded start still shows
+    assert verify.started_at == verify.ended_at and verify.duration_s == 0.0
+    assert [(f.id, f.severity) for f in verify.findings] == [("#2", "minor")]
+
+
+CARD_BATCH = """gate: voluntary
+prGrouping: per-change
+phases:
+- name: card
+  changes:
+  - name: card-{n}
+    card: {n}
+"""
+
+
+def test_the_run_state_reader_survives_what_it_cannot_read(tmp_path: Path) -> None:
+    from app.demo import prepare
+
+    assert read_local(tmp_path / "nothing", None) == Local()
+    root = tmp_path / "root"
+    prepare(root)
+    card = root / ".pair" / "batches" / "card-4"
+    (card / "run").mkdir(parents=True)
+    (card / "batch.yaml").write_text(CARD_BATCH.format(n=4))
+    (card / "run" / "state.json").write_text('{"parks": 7}')  # corrupt: its row says so
+    checkouts = tmp_path / "checkouts"
+    other = checkouts / "octo" / "svc"
+    prepare(other)
+    (other / ".pair" / "config.yaml").write_text("cycle: [not, a, mapping]\n")
+    (other / ".pair" / "batches" / "card-5" / "run").mkdir(parents=True)
+    (other / ".pair" / "batches" / "card-5" / "batch.yaml").write_text(CARD_BATCH.format(n=5))
+    local = read_local(root, checkouts)
+    assert [(c.checkout, c.key, c.max_fix_rounds) for c in local.cards] == [
+        ("octo/svc", "card-5", 3)
+    ]
+    names = {(b.checkout, b.name): b for b in local.batches}
+    assert names[("", "card-4")].error and ("octo/svc", "hello") in names
+    page = html.batches_page(list(local.batches), Viewer.everyone())
+    assert "error" in page and "octo/svc" in page
+    assert "No batches on this machine." in html.batches_page([], Viewer.everyone())
+    pulls = card_views(local, [job(1, "octo/svc", 5, "done", target="pull")], "local/root")
+    assert [(v.repo, v.local) for v in pulls] == [("octo/svc", True)]
+
+
+def test_pages_for_cards_that_do_not_exist_answer_404(fake: AppGitHub, tmp_path: Path) -> None:
+    with served(pages_app(fake, tmp_path, Viewer.everyone())) as app:
+        missing = [app.get(p) for p in ("/cards/octo/widget/99", "/cards/octo/widget/99/fragment")]
+        batches = app.get("/batches")
+    assert [r.status_code for r in missing] == [404, 404]
+    assert "not one you can read" in missing[0].text
+    assert batches.status_code == 200 and "No batches on this machine." in batches.text
