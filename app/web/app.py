@@ -5,7 +5,10 @@ Routes (explicit; Starlette's decorators are deprecated):
     POST /webhooks/github         GitHub App deliveries
     POST /webhooks/azure-devops   Azure DevOps service hooks
     GET  /healthz                 liveness (503 when the worker has died)
-    GET  /                        the read-only status page
+    GET  /, /cards/…, /batches, /jobs, /api/v1/…, POST /jobs/{id}/retry
+                                  the status pages and their JSON API (app.web.pages.routes),
+                                  filtered by who is looking (app.web.viewer; `--dev`:
+                                  app.web.dev_viewer)
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
