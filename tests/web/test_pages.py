@@ -335,6 +335,7 @@ def test_nobody_sees_nothing_when_no_sign_in_layer_decided(fake: AppGitHub, tmp_
         card = app.get("/cards/octo/widget/7")
         batches = app.get("/api/v1/batches").json()
     assert "octo/widget" not in page and "No cards to show." in page
+    assert 'href="/batches"' in page  # where a fresh demo's work is
     assert api["cards"] == [] and jobs == {"apiVersion": 1, "jobs": []}
     assert card.status_code == 404 and batches["batches"] == []
 

@@ -148,6 +148,12 @@ def overview_page(view: Overview, viewer: Viewer) -> str:
         "No cards to show." if not (view.repo or view.state) else "No card matches the filters.",
     )
     body = f"<h1>Cards</h1>{form}{table}"
+    if not view.cards and not (view.repo or view.state):
+        # A fresh `--dev` demo has a plain batch and no card yet: say where the work is.
+        body += (
+            "<p>A card appears here once a <code>/pair implement</code> comment starts its "
+            'cycle. Plain batches are on the <a href="/batches">Batches</a> page.</p>'
+        )
     return layout("Cards", body, viewer, current="/")
 
 

@@ -134,6 +134,9 @@ def test_the_pages_follow_a_card_in_chromium_without_a_reload(tmp_path: Path) ->
 
             shown = [t.split(" ")[0] for t in titles.all_inner_texts()]
             status = page.locator(".facts .badge").inner_text()
+            page.get_by_role("link", name="Batches").click()
+            page.wait_for_url("**/batches")
+            assert "card #1" in page.locator("main").inner_text()
             api: Any = httpx.get(url + "/api/v1/cards/local/repo/1", timeout=10).json()
             listed = httpx.get(url + "/api/v1/cards", timeout=10).json()["cards"]
         finally:
