@@ -331,8 +331,8 @@ def card_steps(
         kind = record.get("kind")
         at = str(record.get("at", ""))
         session = str(record.get("session") or "")
-        data = record.get("data") if isinstance(record.get("data"), Mapping) else {}
-        assert isinstance(data, Mapping)  # noqa: S101 - narrowed above
+        raw = record.get("data")
+        data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         if kind == "step-started":
             open_steps[session] = len(steps)
             steps.append(
@@ -350,7 +350,7 @@ def card_steps(
         ):
             index = open_steps[session]
             report = Report(at=at, kind=str(kind), message=str(record.get("message", "")))
-            steps[index] = _with(steps[index], reports=(*steps[index].reports, report))
+            steps[index] = replace(steps[index], reports=(*steps[index].reports, report))
         elif kind == "outcome":
             transition = str(record.get("transition") or "")
             index_or_none = open_steps.pop(session, None)
@@ -367,7 +367,7 @@ def card_steps(
                 if record.get("state") in _ACCEPTED:
                     reviews += 1
                     review_round = reviews
-            done = _with(
+            done = replace(
                 base,
                 outcome=str(record.get("state") or ""),
                 ended_at=at,
@@ -393,10 +393,6 @@ def card_steps(
                     Event(at=at, event=str(data.get("event")), text=text, journal_ref=ref)
                 )
     return tuple(steps), tuple(events)
-
-
-def _with(step: Step, **changes: Any) -> Step:
-    return replace(step, **changes)
 
 
 def card_view(

@@ -14,7 +14,7 @@ queue only, with no status guessed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ class Local:
 
     batches: tuple[BatchView, ...] = ()
     cards: tuple[LocalCard, ...] = ()
-    errors: tuple[str, ...] = field(default=())
 
 
 def _cards(root: Path, label: str) -> list[LocalCard]:
