@@ -1,4 +1,5 @@
-"""Acknowledgements (the 👀 on a command's comment) recorded before they are posted.
+"""Acknowledgements (the 👀 on a command's comment, a like on Azure DevOps) recorded before they
+are posted.
 
 A maintainer's command must survive a reaction GitHub refuses (a 502, a 401). So the Action
 records first and acknowledges second:
@@ -16,6 +17,9 @@ reaction posted twice is harmless: GitHub answers a repeated reaction with the e
 exists (404), or an acknowledgement still refused after `MAX_ATTEMPTS` runs, is dropped with
 one line in the run's log: it must not be retried forever.
 
+Azure DevOps has no 👀: the Azure Pipelines entry owes a like (`+1`) to a work-item comment (on
+the PM host) or a PR comment (`<thread>/<comment>`); where a host has no reaction at all, one
+reply under the comment's own `ack` marker stands in for it.
 `.pair/acks.json` travels on the state branch (`action.statebranch`); a file that is not what
 this module writes is read as "nothing pending" (with one line), never as a failed run.
 """
@@ -23,18 +27,23 @@ this module writes is read as "nothing pending" (with one line), never as a fail
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from hosts.base import Host
-from hosts.errors import HostError, NotFound
+from hosts.errors import HostError, NotFound, Unsupported
+from hosts.markers import make_marker
 from hosts.models import Target
 
 __all__ = ["ACKS_FILE", "MAX_ATTEMPTS", "PendingAck", "flush", "read_pending", "record"]
 
 ACKS_FILE = ".pair/acks.json"
+Reaction = Literal["eyes", "+1"]
+# A GitHub comment id, an Azure DevOps work-item comment id, or a PR comment's `<thread>/<id>`.
+_COMMENT_ID = re.compile(r"[0-9]+(?:/[0-9]+)?")
 MAX_ATTEMPTS = 10
 
 
@@ -45,7 +54,8 @@ class PendingAck:
     kind: Literal["card", "pull"]
     number: int
     comment_id: str
-    reaction: Literal["eyes"] = "eyes"
+    # 👀 on GitHub; Azure DevOps has no 👀, so its comments are owed a like (`+1`).
+    reaction: Reaction = "eyes"
     attempts: int = 0  # runs that tried and failed (several tries in one run count once)
     last_run: str = ""
 
@@ -85,14 +95,15 @@ def _parse(text: str) -> list[PendingAck] | None:
             or type(number) is not int
             or number <= 0
             or not isinstance(comment, str)
-            or not comment.isdigit()
-            or item.get("reaction", "eyes") != "eyes"
+            or not _COMMENT_ID.fullmatch(comment)
+            or item.get("reaction", "eyes") not in ("eyes", "+1")
             or type(attempts) is not int
             or not isinstance(last_run, str)
         ):
             return None
         side: Literal["card", "pull"] = "card" if kind == "card" else "pull"
-        acks.append(PendingAck(side, number, comment, "eyes", attempts, last_run))
+        reaction: Reaction = "+1" if item.get("reaction") == "+1" else "eyes"
+        acks.append(PendingAck(side, number, comment, reaction, attempts, last_run))
     return acks
 
 
@@ -128,8 +139,14 @@ def record(root: Path, ack: PendingAck) -> None:
     write_pending(root, with_ack(read_pending(root), ack))
 
 
-async def flush(root: Path, host: Host, say: Callable[[str], None], run: str) -> int:
+async def flush(
+    root: Path, host: Host, say: Callable[[str], None], run: str, *, pm: Host | None = None
+) -> int:
     """Post every pending reaction; keep the ones that failed. Returns how many remain.
+
+    `host` holds the pull requests' comments, `pm` (default: `host`) the cards'. Where the
+    host has no such reaction (`Unsupported`), a short reply under the comment's own `ack`
+    marker acknowledges it instead (written once: an upsert).
 
     `run` names this run: the failures of one run count as one attempt, however many
     checkpoints retried.
@@ -141,8 +158,12 @@ async def flush(root: Path, host: Host, say: Callable[[str], None], run: str) ->
         return 0
     remaining: list[PendingAck] = []
     for ack in pending:
+        where = pm if pm is not None and ack.kind == "card" else host
         try:
-            await host.react(ack.target, ack.comment_id, ack.reaction)
+            try:
+                await where.react(ack.target, ack.comment_id, ack.reaction)
+            except Unsupported:
+                await where.upsert_comment(ack.target, _ack_marker(ack), ACK_REPLY)
         except NotFound:
             say(f"pairbot: comment {ack.comment_id} is gone; its 👀 is dropped")
         except HostError as err:  # its message never carries a token (hosts.errors)
@@ -163,3 +184,11 @@ async def flush(root: Path, host: Host, say: Callable[[str], None], run: str) ->
                 remaining.append(tried)
     write_pending(root, remaining)
     return len(remaining)
+
+
+# What a comment gets where its host has no reaction for it (`flush`).
+ACK_REPLY = "pairbot received this command and recorded it; its progress is on the card."
+
+
+def _ack_marker(ack: PendingAck) -> str:
+    return make_marker("ack", ack.number, run=ack.comment_id.replace("/", "-"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from action.acks import PendingAck, record
+from action.acks import PendingAck, Reaction, record
 from app.cycle.card_cycle import CardCycle, CardStep
 from app.domain.commands import CommandError, Decision
 from app.domain.dispatch import PairRequest
@@ -35,6 +35,9 @@ class CommentContext(Protocol):
 
     @property
     def allowlist(self) -> frozenset[int]: ...
+
+    @property
+    def identity_allowlist(self) -> frozenset[str]: ...
 
     @property
     def trigger(self) -> str: ...
@@ -66,17 +69,20 @@ async def handle_comment(
     *,
     delivery: str | None = None,
     acknowledge: bool = True,
+    reaction: Reaction = "eyes",
 ) -> CardStep | StepResult:
     """Authorize, acknowledge and run one comment's command.
 
     `delivery` names the command for the cycle's repeat check (default: the comment's id);
-    `acknowledge=False` owes no reaction (a host whose comment cannot take one)."""
+    `acknowledge=False` owes no reaction (a comment whose id is unknown); `reaction` is the one
+    owed (Azure DevOps' comments take a like, `+1`, not 👀)."""
     code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
     permission = None
-    if needs_permission(intent.author, ctx.allowlist):
+    identities = ctx.identity_allowlist  # Azure DevOps' (GUIDs); a GitHub run's is empty
+    if needs_permission(intent.author, ctx.allowlist, identities):
         permission = await code.permission(intent.author_login)
-    decision = decide(intent.author, permission, ctx.allowlist)
+    decision = decide(intent.author, permission, ctx.allowlist, identities)
     reply = comment_answer(intent, decision, ctx.trigger, ctx.run_id or "action")
     if reply is not None:
         await _reply(cycle, target, reply)
@@ -89,7 +95,8 @@ async def handle_comment(
         return StepResult("nothing-ready", "", "", message=f"answered with {reply.kind}")
     # Owed, not posted: the reaction follows the command's record (`action.acks`).
     if acknowledge:
-        record(ctx.workspace, PendingAck(target.kind, target.number, intent.comment.id))
+        owed = PendingAck(target.kind, target.number, intent.comment.id, reaction)
+        record(ctx.workspace, owed)
     # On a pull request the cycle finds the card behind it (`CardCycle.handle_request`), for the
     # App's dispatches as for this comment.
     # The comment is the command: its id is the delivery, so a re-run of this workflow run is

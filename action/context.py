@@ -137,6 +137,8 @@ class ActionContext(BaseModel):
     trigger: str
     allowlist: frozenset[int]
     agent_keys: Mapping[str, SecretStr]  # environment variable name -> key, only those given
+    # Azure DevOps identity ids: none in a GitHub workflow (its allowlist is numeric).
+    identity_allowlist: frozenset[str] = frozenset()
 
     # -- the pair-state lock ---------------------------------------------------------------
     lock_wait_s: float  # how long a command (never a tick) waits for a running step

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
 
 from tests.support.git import init_repo
 from tests.support.project import AGENT, ONE_PHASE, Project
@@ -24,6 +25,12 @@ from tests.support.project import AGENT, ONE_PHASE, Project
 # OS user cannot reach. tests/runtime/test_isolation.py and tests/e2e/test_isolation_*.py turn
 # isolation back on for what they prove; every subprocess the suite starts inherits this.
 os.environ.setdefault("PAIR_ISOLATION", "off")
+
+# Hypothesis' deadline and its "too slow" health check are wall-clock assertions: the suite runs
+# with -n auto on two cores beside npm-installed CLIs and browsers, where a slow example is load,
+# not a defect. The properties still run every example; only the timing verdicts are off.
+settings.register_profile("pairbot", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("pairbot")
 
 
 @pytest.fixture

@@ -10,8 +10,11 @@
                                                     exits as nothing-ready, a command waits
     skip a notification already handled             action.azure.deliveries (on the branch)
     act on it                                       app.cycle.card_cycle (one step at most);
-                                                    a comment is authorized as the App does
-                                                    (action.comments.handle_comment)
+                                                    a comment is read back, then authorized as
+                                                    the App does (action.comments.handle_comment;
+                                                    bots and PAIR_ALLOWLIST by identity id)
+    acknowledge it                                  a like on the command's comment once its
+                                                    record is pushed (action.acks)
     push the run-state, release the lock            even when the step failed
     write the Markdown summary                      ##vso[task.uploadsummary]
 
@@ -46,6 +49,8 @@ from app.failures import explain
 if TYPE_CHECKING:
     from action.azure.hook import Notification
     from app.cycle.card_cycle import CardCycle
+    from app.domain.intake import Policy
+    from hosts.models import Comment as HostComment
 
 SUMMARY_FILE = "pairbot-summary.md"
 
@@ -69,8 +74,10 @@ class _CommentRun:
     workspace: Path
     trigger: str
     run_id: str
-    # Azure DevOps identities are GUIDs: GitHub's numeric allowlist never applies here.
+    # Azure DevOps identities are GUIDs: GitHub's numeric allowlist never applies here; the
+    # pipeline's PAIR_ALLOWLIST holds identity ids.
     allowlist: frozenset[int] = frozenset()
+    identity_allowlist: frozenset[str] = frozenset()
 
 
 def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> int:
@@ -109,11 +116,11 @@ def _run(settings: PipelineSettings, env: dict[str, str], out: TextIO) -> Outcom
         )
     if settings.reason == "webhook":
         from action.azure.hook import read_notification  # noqa: PLC0415
-        from app.domain.intake import Ignore, Malformed, Policy  # noqa: PLC0415
+        from app.domain.intake import Ignore, Malformed  # noqa: PLC0415
 
         # PipelineSettings refuses a webhook run without the path.
         path = settings.payload_path or Path(os.devnull)
-        policy = Policy(trigger=settings.trigger)
+        policy = _policy(settings)
         notification = read_notification(path, policy, settings.secrets())
         intent, repo = notification.hook.intent, notification.hook.repo
         if isinstance(intent, Ignore | Malformed):
@@ -196,24 +203,43 @@ async def _act(
             message=f"notification {notification.id} was handled by an earlier run",
         )
     deps = EngineDeps(launcher=project_launcher(root), env=env, on_line=log.line)
+
+    async def checkpoint() -> None:
+        # A command's record is pushed first; only then is it acknowledged (`action.acks`).
+        await save()
+        await _flush_acks(settings, cycle, log)
+
     cycle = CardCycle.for_checkout(
         root,
         settings.host_settings(),
         deps,
-        checkpoint=save,
+        checkpoint=checkpoint,
         runner=runner_of(env),
         say=log.line,
         run_url=settings.run_url,
     )
-    if notification is None:
-        return _outcome(await cycle.tick())
+    # Acknowledgements an earlier run owes go out first; this run's own after its record.
+    await _flush_acks(settings, cycle, log)
     try:
-        outcome = await _dispatch(settings, cycle, notification)
-    except UserError:
-        deliveries.remember(root, notification.id, log.line)  # answered: never again
-        raise
-    deliveries.remember(root, notification.id, log.line)
-    return outcome
+        if notification is None:
+            return _outcome(await cycle.tick())
+        try:
+            outcome = await _dispatch(settings, cycle, notification)
+        except UserError:
+            deliveries.remember(root, notification.id, log.line)  # answered: never again
+            raise
+        deliveries.remember(root, notification.id, log.line)
+        return outcome
+    finally:
+        await _flush_acks(settings, cycle, log)
+
+
+async def _flush_acks(settings: PipelineSettings, cycle: CardCycle, log: AgentLog) -> None:
+    """Post the likes (or, where none is possible, the replies) owed to commands' comments."""
+    from action import acks  # noqa: PLC0415
+
+    hosts = cycle.hosts
+    await acks.flush(settings.sources, hosts.code, log.line, settings.run_id, pm=hosts.pm)
 
 
 async def _dispatch(
@@ -232,12 +258,18 @@ async def _dispatch(
         if isinstance(intent, ScopeDecision):
             return _outcome(await cycle.handle_scope_decision(intent.pull, intent.comment_id))
         if isinstance(intent, Comment):
-            await _confirm(settings, cycle, intent)
-            run = _CommentRun(settings.sources, settings.trigger, settings.run_id)
-            # Work-item comments have no id in the notification (nothing to react to), and PR
-            # comments take a like, not 👀: no acknowledgement is owed here.
+            found = await _confirm(settings, cycle, intent)
+            # The comment as Azure DevOps holds it names its id (a work-item notification may
+            # not): the like that acknowledges the command goes there.
+            intent = replace(intent, comment=replace(intent.comment, id=found.id))
+            run = _CommentRun(
+                settings.sources,
+                settings.trigger,
+                settings.run_id,
+                identity_allowlist=settings.allowlist,
+            )
             step = await handle_comment(
-                run, cycle, intent, delivery=f"azure-{notification.id}", acknowledge=False
+                run, cycle, intent, delivery=f"azure-{notification.id}", reaction="+1"
             )
             return _outcome(step)
     except UserError as err:
@@ -250,22 +282,29 @@ async def _dispatch(
     return Outcome(status="ignored", message=f"nothing to do for {type(intent).__name__}")
 
 
-async def _confirm(settings: PipelineSettings, cycle: CardCycle, intent: Any) -> None:
+async def _confirm(settings: PipelineSettings, cycle: CardCycle, intent: Any) -> HostComment:
     """Read the comment back from Azure DevOps: the payload is a claim (`action.azure.hook`)."""
     from action.azure.hook import UnconfirmedNotification, confirms  # noqa: PLC0415
-    from app.domain.intake import Policy  # noqa: PLC0415
     from hosts.models import Target  # noqa: PLC0415
 
     target = Target("pull" if intent.is_pull else "card", intent.card)
     host = cycle.hosts.code if intent.is_pull else cycle.hosts.pm
     comments = await host.list_comments(target)
-    if not confirms(comments, intent, Policy(trigger=settings.trigger)):
+    found = confirms(comments, intent, _policy(settings))
+    if found is None:
         where = f"pull request !{intent.card}" if intent.is_pull else f"work item #{intent.card}"
         raise UnconfirmedNotification(
             f"the notification claims a comment by {intent.author_login or 'someone'} on "
             f"{where} that Azure DevOps does not hold; nothing ran (a forged or stale "
             "payload: check who can reach the incoming webhook)"
         )
+    return found
+
+
+def _policy(settings: PipelineSettings) -> Policy:
+    from app.domain.intake import Policy  # noqa: PLC0415
+
+    return Policy(trigger=settings.trigger, identity_allowlist=settings.allowlist)
 
 
 def _outcome(step: Any) -> Outcome:

@@ -107,9 +107,14 @@ def _same_person(a: Author, b: Author) -> bool:
     return bool(a.login) and a.login.casefold() == b.login.casefold()
 
 
-def confirms(comments: Iterable[HostComment], intent: Comment, policy: Policy) -> bool:
-    """Whether the host's comments on the target hold the comment `intent` was read from: by
-    the same person, with the same first command (and, on a pull request, the same id). Pure."""
+def confirms(
+    comments: Iterable[HostComment], intent: Comment, policy: Policy
+) -> HostComment | None:
+    """The host's comment on the target that `intent` was read from — by the same person, with
+    the same first command line (and, on a pull request, the same id) — or None. Pure.
+
+    A work-item notification may name no comment id: the one found here is what the
+    acknowledgement reacts to."""
     for found in comments:
         if intent.is_pull and found.id != intent.comment.id:
             continue
@@ -125,6 +130,11 @@ def confirms(comments: Iterable[HostComment], intent: Comment, policy: Policy) -
             intent.author,
         )
         again = comment_intent(new, policy)
-        if isinstance(again, Comment) and again.command == intent.command:
-            return True
-    return False
+        # The same command line (a fork's pull request answers it with a refusal instead).
+        if isinstance(again, Comment) and _line(again) == _line(intent):
+            return found
+    return None
+
+
+def _line(intent: Comment) -> tuple[int, str]:
+    return intent.command.line, intent.command.raw

@@ -20,6 +20,9 @@ pairbot's own, set in the YAML (docs/azure-pipelines.md):
 
     PAIR_WEBHOOK_PAYLOAD_PATH   the file holding the notification of a ResourceTrigger run
     PAIR_TRIGGER                the command word (default `pair`, for `/pair …`)
+    PAIR_ALLOWLIST              Azure DevOps identity ids (GUIDs, comma-separated) whose
+                                comments act without a permission lookup: another bot or a
+                                service principal that may drive pairbot
     PAIR_STATE_LOCK_WAIT_S      how long a command waits for a running step (default 900)
     PAIR_STATE_STALE_AFTER_S    after how long a dead run's lock is reclaimed (default 1800)
 
@@ -40,6 +43,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from action.statebranch import DEFAULT_STALE_AFTER_S
+from app.domain.azure_hooks import parse_identity_allowlist
 from app.domain.commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import UserError
 from app.hosting import HostSettings
@@ -50,6 +54,7 @@ Reason = Literal["tick", "webhook", "other"]
 # The variables the agent CLIs read their API keys from: secrets this run masks.
 AGENT_KEYS: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 ENV_PAYLOAD: Final = "PAIR_WEBHOOK_PAYLOAD_PATH"
+ENV_ALLOWLIST: Final = "PAIR_ALLOWLIST"
 ENV_LOCK_WAIT_S: Final = "PAIR_STATE_LOCK_WAIT_S"
 ENV_STALE_AFTER_S: Final = "PAIR_STATE_STALE_AFTER_S"
 DEFAULT_LOCK_WAIT_S: Final = 15 * 60.0
@@ -80,6 +85,7 @@ class PipelineSettings:
     stale_after_s: float = DEFAULT_STALE_AFTER_S
     debug: bool = False
     agent_keys: tuple[SecretStr, ...] = field(default=(), repr=False)
+    allowlist: frozenset[str] = frozenset()
     hosts: HostSettings = field(default_factory=HostSettings, repr=False)
 
     @classmethod
@@ -125,6 +131,7 @@ class PipelineSettings:
             stale_after_s=_seconds(env, ENV_STALE_AFTER_S, DEFAULT_STALE_AFTER_S, math.inf),
             debug=(_get(env, "SYSTEM_DEBUG") or "").lower() == "true",
             agent_keys=tuple(SecretStr(v) for name in AGENT_KEYS if (v := _get(env, name))),
+            allowlist=_allowlist(env),
             hosts=HostSettings.from_env(env),
         )
 
@@ -181,6 +188,13 @@ def _trigger(env: Mapping[str, str]) -> str:
             "and '-' (e.g. pair, for `/pair …`)"
         ) from None
     return value
+
+
+def _allowlist(env: Mapping[str, str]) -> frozenset[str]:
+    try:
+        return parse_identity_allowlist(_get(env, ENV_ALLOWLIST) or "", ENV_ALLOWLIST)
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float, most: float) -> float:

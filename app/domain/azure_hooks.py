@@ -12,6 +12,10 @@ decision whichever of the two runs it. The comment itself is decided by the shar
   `workitem.commented` route like GitHub issue comments; a PR comment event also fires on an
   edit, and an edited comment never acts; a system comment never acts;
 - `git.pullrequest.updated` on a pairbot branch (`BRANCH_PREFIX`) is a moved head;
+- a pull request from a fork (`forkSource`) never acts: a command on it is answered with
+  `FORK_REFUSAL`, a scope decision or a moved head is ignored;
+- service identities, apps and groups are bots (`hosts.identities`): ignored unless their
+  identity id is on the allowlist (`parse_identity_allowlist`), as on GitHub;
 - a service hook names no identity for pairbot, so a comment that opens with a pair marker
   (`OWN_MARKER`) is pairbot's own and is dropped silently;
 - work-item comments arrive as HTML: only their top-level paragraphs can hold a command
@@ -25,9 +29,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from app.domain.commands import CommandError
 from app.domain.intake import (
     BRANCH_PREFIX,
     OWN_MARKER,
@@ -42,9 +47,22 @@ from app.domain.intake import (
     positive_reason,
 )
 from app.domain.sanitize import html_paragraphs
+from hosts.identities import is_service_identity
 from hosts.models import Author
 
-__all__ = ["AZURE_EVENTS", "AzureHook", "HookIntent", "html_to_text", "read_azure_hook"]
+__all__ = [
+    "AZURE_EVENTS",
+    "AzureHook",
+    "HookIntent",
+    "html_to_text",
+    "parse_identity_allowlist",
+    "read_azure_hook",
+]
+
+# An Azure DevOps identity id: a GUID in its 8-4-4-4-12 form.
+_GUID: Final = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE
+)
 
 Payload = Mapping[str, Any]
 HookIntent = Comment | ScopeDecision | HeadMoved | Ignore | Malformed
@@ -63,6 +81,16 @@ class AzureHook:
     intent: HookIntent
     repo: str = ""
     dedupe_id: str = ""
+
+
+# The reply a command on a fork's pull request gets (docs/azure-pipelines.md, "Forks"): a
+# fork's branch is code from outside the project, which pairbot never runs with its secrets.
+FORK_REFUSAL: Final = "pairbot does not act on pull requests from forks"
+FORK_REMEDY: Final = (
+    "A fork's branch is code from outside this repository: pairbot never reviews, runs or "
+    "merges it with the project's credentials. Push the branch to this repository and open "
+    "the pull request from there.\n"
+)
 
 
 def _obj(value: Any) -> Payload:
@@ -93,14 +121,22 @@ def _repo(repository: Payload) -> str:
 
 
 def _identity(value: Any) -> Author:
-    """An identity object, or the `Name <account>` text work-item fields hold."""
+    """An identity object, or the `Name <account>` text work-item fields hold; `is_bot` for a
+    service identity, an app or a group (`hosts.identities`)."""
     if isinstance(value, dict):
         unique = _text(value.get("uniqueName")) or _text(value.get("displayName"))
-        return Author(login=unique, id=_text(value.get("id")) or unique)
+        is_bot = is_service_identity(
+            descriptor=_text(value.get("descriptor")),
+            display_name=_text(value.get("displayName")),
+            is_container=value.get("isContainer") is True,
+            subject_kind=_text(value.get("subjectKind")),
+        )
+        return Author(login=unique, id=_text(value.get("id")) or unique, is_bot=is_bot)
     text = _text(value)
     account = re.search(r"<([^<>]+)>\s*\Z", text)
     login = account.group(1) if account else text
-    return Author(login=login, id=login)
+    name = text[: account.start()] if account else text
+    return Author(login=login, id=login, is_bot=is_service_identity(display_name=name))
 
 
 def _thread_id(comment: Payload) -> str:
@@ -138,7 +174,29 @@ def _pr_comment(event: str, payload: Payload, policy: Policy, delivery: str) -> 
         body=body,
         author=_identity(comment.get("author")),
     )
-    return AzureHook(event, comment_intent(new, policy), repo)
+    intent: HookIntent = comment_intent(new, policy)
+    if _is_fork(pull):
+        intent = _refuse_fork(intent, f"{repo}!{number}")
+    return AzureHook(event, intent, repo)
+
+
+def _is_fork(pull: Payload) -> bool:
+    """Whether a pull request's source branch lives in a fork: Azure DevOps names the fork's
+    repository in `forkSource` (absent, or null, for a branch of the repository itself)."""
+    return bool(_obj(pull.get("forkSource")))
+
+
+def _refuse_fork(intent: HookIntent, where: str) -> HookIntent:
+    """A comment on a fork's pull request runs nothing: a command gets `FORK_REFUSAL` as its
+    reply (after the usual authorization: a reader gets the refusal, a bot nothing), a scope
+    decision is ignored."""
+    if isinstance(intent, Comment):
+        first = intent.command
+        refusal = CommandError(first.line, first.raw, FORK_REFUSAL, FORK_REMEDY)
+        return replace(intent, command=refusal, rest=())
+    if isinstance(intent, ScopeDecision):
+        return Ignore(f"a scope decision on {where}, a pull request from a fork: {FORK_REFUSAL}")
+    return intent
 
 
 def _workitem_commented(event: str, payload: Payload, policy: Policy, delivery: str) -> AzureHook:
@@ -154,12 +212,14 @@ def _workitem_commented(event: str, payload: Payload, policy: Policy, delivery: 
             event, Ignore("pairbot's own comment (it opens with a pair marker)", silent=True)
         )
     revision = _int(resource.get("rev"))
+    # Newer notifications name the comment (`commentVersionRef.commentId`); older ones do not,
+    # and then the revision that added the comment identifies it (the Azure Pipelines entry
+    # learns the id when it reads the comment back).
+    named = _int(_obj(resource.get("commentVersionRef")).get("commentId"))
     new = NewComment(
         target="card",
         number=number,
-        # The notification names no comment id (nothing to react to): the revision that
-        # added the comment identifies it.
-        comment_id="",
+        comment_id=str(named) if named is not None and named > 0 else "",
         url=_text(resource.get("url")),
         body=html_to_text(history),
         author=_identity(fields.get("System.ChangedBy")),
@@ -181,6 +241,8 @@ def _pull_updated(event: str, payload: Payload, policy: Policy, delivery: str) -
     problem = positive_reason(number, "git.pullrequest.updated: resource.pullRequestId")
     if problem is not None:
         return AzureHook(event, Ignore(problem))
+    if _is_fork(resource):
+        return AzureHook(event, Ignore(f"{repo}!{number} comes from a fork ({FORK_REFUSAL})"), repo)
     if not _text(resource.get("sourceRefName")).startswith(f"refs/heads/{BRANCH_PREFIX}"):
         return AzureHook(
             event, Ignore(f"{repo}!{number} is not on a pairbot branch ({BRANCH_PREFIX}…)")
@@ -210,3 +272,25 @@ def read_azure_hook(payload: Payload, policy: Policy, delivery: str = "") -> Azu
         reason = f"{event or 'an event without eventType'} is not for pairbot"
         return AzureHook(event, Ignore(reason))
     return reader(event, payload, policy, delivery)
+
+
+def parse_identity_allowlist(text: str, name: str) -> frozenset[str]:
+    """The Azure DevOps allowlist in variable `name`: comma- or whitespace-separated identity
+    ids (GUIDs, any case), lower-cased. Pure.
+
+    `ValueError` names the first bad entry and the allowed form: a login or an e-mail can change
+    hands, an identity id cannot (GitHub's numeric allowlist has the same rule)."""
+    ids: set[str] = set()
+    for entry in re.split(r"[\s,]+", text.strip()):
+        if not entry:
+            continue
+        if not _GUID.fullmatch(entry):
+            shown = entry if len(entry) <= 60 else entry[:59] + "…"
+            raise ValueError(
+                f"{name} entry {shown!r} is not an Azure DevOps identity id; allowed: identity "
+                "ids (GUIDs such as 6b1f8ce2-53a3-4a8b-9d14-0d2f5f3c1a7e), separated by commas, "
+                "never logins or e-mail addresses (an identity's `id`, as a comment's "
+                "`createdBy.id` shows it)"
+            )
+        ids.add(entry.casefold())
+    return frozenset(ids)

@@ -5,8 +5,9 @@
 The App's webhook edge (`app.web.events.route_github`: an HTTP delivery) and the Action
 (`action.event.classify`: `GITHUB_EVENT_NAME` and the file at `GITHUB_EVENT_PATH`) both call
 this, so a repository gets the same decision whichever of the two runs it. `Policy` carries what
-differs by deployment, as plain values: the trigger word, pairbot's own identity, the numeric-id
-allowlist, the Action's default tick batch. No I/O, no environment, no clock.
+differs by deployment, as plain values: the trigger word, pairbot's own identity, the
+allowlists (numeric GitHub ids, Azure DevOps identity ids), the Action's default tick batch.
+No I/O, no environment, no clock.
 
     Tick(batch)                     schedule / workflow_dispatch: the next runnable step
     Run(request)                    a `repository_dispatch` of type `pair`: a command the App
@@ -27,7 +28,8 @@ The rules (docs/cycle.md, "Commands"; docs/security.md):
   `github-actions[bot]` when the Action writes with the run's GITHUB_TOKEN — is never a
   command, marker or not. A person who pastes a marker is still a person.
 - Only `issue_comment.created` acts: an edit or a deletion never re-triggers a command.
-- Another bot is ignored silently unless its numeric id is allowlisted; a bot's scope decision
+- Another bot is ignored silently unless its id is allowlisted (a numeric GitHub id in
+  `allowlist`, an Azure DevOps identity GUID in `identity_allowlist`); a bot's scope decision
   is ignored even then: only a person decides scope.
 - A pull request comment holding a fenced scope decision (`hosts.decisions`) is a
   `ScopeDecision`, whatever command lines it also holds; otherwise the first result of
@@ -85,6 +87,7 @@ __all__ = [
     "Run",
     "ScopeDecision",
     "Tick",
+    "allowlisted",
     "comment_intent",
     "decide",
     "intake",
@@ -128,6 +131,8 @@ class Policy:
     app_slug: str | None = None
     app_id: int | None = None
     allowlist: frozenset[int] = frozenset()
+    # Azure DevOps identity ids (GUIDs, lower-cased): its allowlist (`parse_identity_allowlist`).
+    identity_allowlist: frozenset[str] = frozenset()
     actions_token: bool = False
     own_id: int | None = None
     batch: str | None = None
@@ -310,7 +315,7 @@ def comment_intent(
         return Ignore(
             f"scope decision by bot {author.login!r}: only a person decides scope", silent=True
         )
-    if author.is_bot and _numeric(author.id) not in policy.allowlist:
+    if author.is_bot and not allowlisted(author, policy.allowlist, policy.identity_allowlist):
         return Ignore(f"comment by bot {author.login!r}, which is not on the allowlist", True)
     if decision:
         return ScopeDecision(number, comment.comment_id, author)
@@ -474,16 +479,40 @@ def _installation(event: str, action: str, payload: Payload) -> Intent:
 # -- who may act ---------------------------------------------------------------------------
 
 
-def needs_permission(author: Author, allowlist: frozenset[int]) -> bool:
+def allowlisted(
+    author: Author, allowlist: frozenset[int], identities: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the author's id is on the operator's allowlist: a numeric GitHub user id in
+    `allowlist`, or an Azure DevOps identity id (a GUID, any case) in `identities`."""
+    if _numeric(author.id) in allowlist:
+        return True
+    return bool(author.id) and author.id.casefold() in identities
+
+
+def needs_permission(
+    author: Author, allowlist: frozenset[int], identities: frozenset[str] = frozenset()
+) -> bool:
     """Whether `decide` needs the author's permission level (one API call) to decide.
 
     Bots and allowlisted ids are decided without it (`may_act` never reads it for them).
     """
-    return not author.is_bot and _numeric(author.id) not in allowlist and bool(author.login)
+    return (
+        not author.is_bot and not allowlisted(author, allowlist, identities) and bool(author.login)
+    )
 
 
-def decide(author: Author, permission: str | None, allowlist: frozenset[int]) -> Decision:
-    """`may_act` for a comment's author; pairbot's own never get here (the intake drops them)."""
+def decide(
+    author: Author,
+    permission: str | None,
+    allowlist: frozenset[int],
+    identities: frozenset[str] = frozenset(),
+) -> Decision:
+    """`may_act` for a comment's author; pairbot's own never get here (the intake drops them).
+
+    An Azure DevOps identity id on `identities` may act like an allowlisted GitHub id."""
+    if _numeric(author.id) is None and allowlisted(author, allowlist, identities):
+        kind = "bot" if author.is_bot else "user"
+        return Decision(True, f"{kind} identity {author.id} is on the operator's allowlist", False)
     uid = _numeric(author.id)
     return may_act(
         author_id=uid if uid is not None else -1,

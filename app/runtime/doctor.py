@@ -219,9 +219,14 @@ def remote_target(who: str, remote: RemoteSettings | None) -> RemoteTarget:
 
 
 def _stages_by_agent(settings: ResolvedSettings) -> dict[str, list[str]]:
+    """Each agent with the stages it runs, a fallback agent's stages marked as such: a step
+    fails over to it exactly when the first agent broke, so it must be installed too."""
     stages: dict[str, list[str]] = {}
     for stage in AGENT_STAGES:
-        stages.setdefault(settings.agent_for(stage).name, []).append(stage)
+        choice = settings.agent_for(stage)
+        stages.setdefault(choice.name, []).append(stage)
+        if choice.fallback is not None:
+            stages.setdefault(choice.fallback.name, []).append(f"{stage} fallback")
     return stages
 
 
@@ -236,7 +241,13 @@ def plan(profiles: Sequence[Profile]) -> Needs:
     for profile in profiles:
         settings = profile.settings
         for agent, stages in _stages_by_agent(settings).items():
-            scope = "every stage" if len(stages) == len(AGENT_STAGES) else ", ".join(stages)
+            every = list(AGENT_STAGES)
+            if stages == every:
+                scope = "every stage"
+            elif stages == [f"{stage} fallback" for stage in every]:
+                scope = "fallback for every stage"
+            else:
+                scope = ", ".join(stages)
             who = f"{profile.label} ({scope})"
             target = local if settings.locus == "local" else elsewhere
             target.setdefault(agent, []).append(who)

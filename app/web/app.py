@@ -7,8 +7,13 @@ Routes (explicit; Starlette's decorators are deprecated):
     GET  /healthz                 liveness (503 when the worker has died)
     GET  /, /cards/…, /batches, /jobs, /api/v1/…, POST /jobs/{id}/retry
                                   the status pages and their JSON API (app.web.pages.routes),
-                                  filtered by who is looking (app.web.viewer; `--dev`:
-                                  app.web.dev_viewer)
+                                  filtered by who is looking (app.web.viewer)
+    GET  /signin, POST /signin, GET /oauth/callback, POST /signout
+                                  sign-in (app.web.signin)
+
+Every route but the webhooks, /healthz, the sign-in pages and /static/ is guarded by the
+sign-in middleware (app.web.signin): it decides the request's viewer (app.web.viewer), and
+redirects or refuses whoever is not signed in. Webhook requests pass it with one prefix check.
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
@@ -64,8 +69,10 @@ from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.to_thread
+import httpx
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -73,7 +80,6 @@ from starlette.types import Receive, Scope, Send
 
 from app.store.base import JobRecord, Store
 from app.store.factory import make_store
-from app.web.dev_viewer import DevViewer
 from app.web.events import AZURE, GITHUB, Payload, Policy, Routed, route_azure, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
@@ -82,6 +88,7 @@ from app.web.pages.read import Local
 from app.web.pages.routes import Pages
 from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
+from app.web.signin import SignIn, SignInService
 from app.web.ticker import Tick, Ticker
 from app.web.worker import Worker
 from hosts.errors import HostError
@@ -205,6 +212,7 @@ class _Service:
             app_slug=settings.app_slug,
             app_id=settings.app_id,
             allowlist=settings.allowlist,
+            identity_allowlist=settings.azure_allowlist,
         )
         self.ado_header = (
             parse_secret_header(settings.ado_secret_header.get_secret_value())
@@ -279,6 +287,7 @@ class _Service:
                 app_slug=slug,
                 app_id=self.policy.app_id,
                 allowlist=self.policy.allowlist,
+                identity_allowlist=self.policy.identity_allowlist,
             )
             log.info("the App is @%s[bot]", slug)
 
@@ -478,6 +487,8 @@ def create_app(
     poll_s: float = 1.0,
     tick: Tick | None = None,
     github_router: GitHubRouter = route_github,
+    oauth_transport: httpx.AsyncBaseTransport | None = None,
+    wallclock: Callable[[], float] = time.time,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -491,7 +502,8 @@ def create_app(
     own cards are listed under), `tick` (what
     the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
     `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows
-    it down to show the event loop does not wait on it).
+    it down to show the event loop does not wait on it), `oauth_transport` (the httpx transport
+    of GitHub sign-in's OAuth and API calls), `wallclock` (the sign-in sessions' clock).
     """
     settings.require_webhook_secret()
     if github is None:
@@ -541,8 +553,11 @@ def create_app(
         clock=time.time,
         wake=service.worker.wake,
     )
-    app = Starlette(routes=[*routes, *pages.routes()], lifespan=service.lifespan)
-    # Who is looking: `--dev` (the local forge, on loopback) is open to its one user.
-    app.add_middleware(DevViewer, enabled=settings.forge == "local")
+    signin = SignInService(settings, transport=oauth_transport, clock=wallclock)
+    app = Starlette(
+        routes=[*routes, *signin.routes(), *pages.routes()],
+        middleware=[Middleware(SignIn, service=signin)],
+        lifespan=service.lifespan,
+    )
     app.state.service = service  # tests and the benchmark reach the worker and the store here
     return app

@@ -349,15 +349,15 @@ class JobHandler:
 
     async def _authorize(self, forge: Forge, job: JobRecord, commenter: Commenter) -> Decision:
         # pairbot's own events never reach a job: the intake drops them (app.domain.intake).
-        allowlist = self.policy().allowlist
+        allowlist, identities = self.policy().allowlist, self.policy().identity_allowlist
         author = Author(login=commenter.login, id=commenter.id, is_bot=commenter.is_bot)
         permission: Permission | None = None
-        if needs_permission(author, allowlist):
+        if needs_permission(author, allowlist, identities):
             permission = await self.permissions.get(
                 (job.source, job.repo, author.login.lower()),
                 lambda: forge.permission(author.login),
             )
-        return decide(author, permission, allowlist)
+        return decide(author, permission, allowlist, identities)
 
     async def _refuse(
         self, forge: Forge, job: JobRecord, decision: Decision, comment_id: str

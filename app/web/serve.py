@@ -127,7 +127,9 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
     values: dict[str, Any] = {
         "log_config": None,  # the logging `serve` configures; uvicorn's own would replace it
         "server_header": False,
-        "proxy_headers": False,  # nothing here reads the client address; trust no header
+        # The client address decides only --dev's loopback check (app.web.signin): it must be the
+        # socket's peer, never a header a client (or a proxy) wrote.
+        "proxy_headers": False,
         "http": guarded_protocol(limits),
         "ws": "none",  # no route speaks WebSocket: an upgrade is an ordinary request
         "limit_concurrency": limits.max_connections,

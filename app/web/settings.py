@@ -18,11 +18,12 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from app.domain.azure_hooks import parse_identity_allowlist
 from app.domain.commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import ConfigError
 from app.hosting import HostSettings
@@ -33,6 +34,7 @@ ForgeKind = Literal["github", "local"]
 
 DEFAULT_STORE = Path(".pair") / "app" / "pairbot.sqlite3"
 GITHUB_API = "https://api.github.com"
+GITHUB_WEB = "https://github.com"  # where GitHub's OAuth pages are (authorize, access_token)
 MIB = 1024 * 1024
 SMALL_BODY = MIB  # a body up to this size may use the budget's reserve (an ordinary delivery)
 _HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")
@@ -118,6 +120,8 @@ class AppSettings(BaseModel):
     app_slug: str | None = None
     trigger: str = DEFAULT_TRIGGER
     allowlist: frozenset[int] = frozenset()
+    # PAIR_AZURE_DEVOPS_ALLOWLIST: Azure DevOps identity ids (GUIDs, lower-cased).
+    azure_allowlist: frozenset[str] = frozenset()
     execution: Execution = "actions"
     github_api_url: str = GITHUB_API
     ado_username: str | None = None
@@ -140,6 +144,16 @@ class AppSettings(BaseModel):
     # Where the App's status page is served from outside (PAIR_PUBLIC_URL): each tracking
     # comment a job writes links to it. None: no link.
     public_url: str | None = None
+    # Sign-in for the status pages (app.web.signin, docs/app.md "Sign-in"): the App's OAuth
+    # client (user-to-server), where GitHub's OAuth pages are, the operator token, the key the
+    # session cookie is signed with (None: derived from the webhook secret), and how long a
+    # signed-in user's repository list is trusted before they sign in again.
+    github_client_id: str | None = None
+    github_client_secret: SecretStr | None = None
+    github_oauth_url: str = GITHUB_WEB
+    operator_token: SecretStr | None = None
+    session_secret: SecretStr | None = None
+    signin_ttl_s: float = 900.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
@@ -171,7 +185,20 @@ class AppSettings(BaseModel):
         host_env = env
         if key_file is not None and not Path(key_file).is_absolute():
             host_env = {**env, "PAIR_PRIVATE_KEY_FILE": str(base / key_file)}
+        client_id, client_secret = get("PAIR_GITHUB_CLIENT_ID"), get("PAIR_GITHUB_CLIENT_SECRET")
+        if (client_id is None) != (client_secret is None):
+            raise ConfigError(
+                "set both PAIR_GITHUB_CLIENT_ID and PAIR_GITHUB_CLIENT_SECRET (the App's OAuth "
+                "client id and a client secret, from the App's settings page), or neither"
+            )
+        operator = _secret_var(get, "PAIR_OPERATOR_TOKEN", 24)
         return cls(
+            github_client_id=client_id,
+            github_client_secret=SecretStr(client_secret) if client_secret else None,
+            github_oauth_url=_web_url(get("PAIR_GITHUB_OAUTH_URL")),
+            operator_token=operator,
+            session_secret=_secret_var(get, "PAIR_SESSION_SECRET", 32),
+            signin_ttl_s=_seconds_var(get, "PAIR_SIGNIN_TTL_S", 900.0, 60.0, 86_400.0),
             root=base,
             store=store if store.is_absolute() else base / store,
             store_url=SecretStr(store_url) if store_url else None,
@@ -186,6 +213,7 @@ class AppSettings(BaseModel):
             app_slug=slug,
             trigger=trigger,
             allowlist=parse_allowlist(env.get("PAIR_ALLOWLIST", "")),
+            azure_allowlist=parse_azure_allowlist(env.get(AZURE_ALLOWLIST, "")),
             execution=_execution(get("PAIR_EXECUTION")),
             github_api_url=(get("PAIR_GITHUB_API_URL") or GITHUB_API).rstrip("/"),
             ado_username=username,
@@ -197,6 +225,11 @@ class AppSettings(BaseModel):
             limits=EdgeLimits.from_env(get),
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
         )
+
+    @property
+    def github_signin(self) -> bool:
+        """Whether GitHub sign-in is configured (the App's OAuth client id and secret)."""
+        return self.github_client_id is not None and self.github_client_secret is not None
 
     @property
     def store_label(self) -> str:
@@ -231,6 +264,17 @@ def parse_allowlist(text: str) -> frozenset[int]:
             )
         ids.add(int(entry))
     return frozenset(ids)
+
+
+AZURE_ALLOWLIST: Final = "PAIR_AZURE_DEVOPS_ALLOWLIST"
+
+
+def parse_azure_allowlist(text: str) -> frozenset[str]:
+    """`PAIR_AZURE_DEVOPS_ALLOWLIST`: Azure DevOps identity ids (GUIDs); a bad entry is named."""
+    try:
+        return parse_identity_allowlist(text, AZURE_ALLOWLIST)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def parse_secret_header(text: str) -> tuple[str, str]:
@@ -335,6 +379,30 @@ def _public_url(value: str | None) -> str | None:
             "status page is served at, e.g. https://pairbot.example.com"
         )
     return value.rstrip("/") + "/"
+
+
+def _secret_var(get: Callable[[str], str | None], name: str, least: int) -> SecretStr | None:
+    """A secret setting of at least `least` characters; the error never shows the value."""
+    value = get(name)
+    if value is None:
+        return None
+    if len(value) < least:
+        raise ConfigError(
+            f"{name} is too short ({len(value)} characters); allowed: at least {least} "
+            "random characters (e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe())'`)"
+        )
+    return SecretStr(value)
+
+
+def _web_url(value: str | None) -> str:
+    if value is None:
+        return GITHUB_WEB
+    if not value.startswith(("https://", "http://")) or any(c.isspace() for c in value):
+        raise ConfigError(
+            f"PAIR_GITHUB_OAUTH_URL={value!r} is not an http(s) URL; set it to GitHub's web "
+            f"address ({GITHUB_WEB}, or your GitHub Enterprise Server's)"
+        )
+    return value.rstrip("/")
 
 
 def _tick_s(value: str | None) -> float:

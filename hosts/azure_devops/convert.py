@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from hosts.errors import NotFound
+from hosts.identities import is_service_identity
 from hosts.models import Author, Permission, PullState, ReviewState
 
 # The azure-devops SDK ships no type information: everything it hands back is `Sdk` (Any).
@@ -63,12 +64,12 @@ CLOSED_CATEGORIES: Final = frozenset({"Completed", "Removed"})
 
 
 def permission_from_bits(allow: int) -> Permission:
-    """Effective Git repository permission bits → the host-neutral level. Pure.
+    """Effective Git permission bits → the host-neutral level. Pure.
 
-    An approximation, to be stated in the capability matrix: Administer or Manage permissions
-    is `admin`; Contribute with Edit policies or Bypass policies on pull requests is `maintain`;
+    An approximation, stated in the capability matrix: Administer or Manage permissions is
+    `admin`; Contribute with Edit policies or Bypass policies on pull requests is `maintain`;
     Contribute (push) is `write`; Contribute to pull requests alone is `triage`; Read is `read`.
-    Branch-level overrides (a locked or policy-protected `main`) are not looked at.
+    The bits are the repository's with the base branch's overrides applied (`branch_bits`).
     """
     if allow & (GIT_ADMINISTER | GIT_MANAGE_PERMISSIONS):
         return "admin"
@@ -81,6 +82,27 @@ def permission_from_bits(allow: int) -> Permission:
     if allow & GIT_READ:
         return "read"
     return "none"
+
+
+def branch_token(project_id: str, repo_id: str, branch: str) -> str:
+    """The Git security namespace token of one branch. Pure.
+
+    Each `/`-separated segment of the branch name is its UTF-16LE bytes in lowercase hex, the
+    segments joined by `/` under `refs/heads/` (`main` → `…/refs/heads/6d00610069006e00`):
+    https://learn.microsoft.com/azure/devops/organizations/security/namespace-reference
+    """
+    name = branch.removeprefix("refs/heads/")
+    encoded = "/".join(part.encode("utf-16-le").hex() for part in name.split("/"))
+    return f"repoV2/{project_id}/{repo_id}/refs/heads/{encoded}"
+
+
+def branch_bits(repo_allow: int, repo_deny: int, branch_allow: int, branch_deny: int) -> int:
+    """The effective bits on a branch: the repository's, then the branch's own. Pure.
+
+    A branch inherits the repository's ACL, and its own entries override it: an allow on the
+    branch grants what the repository denied, and a deny on the branch (a locked or protected
+    `main`) wins over an allow on the repository."""
+    return ((repo_allow & ~repo_deny) | branch_allow) & ~branch_deny
 
 
 def split_tags(value: object) -> tuple[str, ...]:
@@ -99,19 +121,21 @@ def timestamp(value: object) -> str:
 
 
 def author_from(ref: Sdk) -> Author:
-    """An IdentityRef (object or, inside work-item fields, a dict) as an Author."""
+    """An IdentityRef (object or, inside work-item fields, a dict) as an Author; `is_bot` for
+    service identities, apps and groups (`hosts.identities`)."""
     if ref is None:
         return Author(login="", id="")
     if isinstance(ref, Mapping):
         login = ref.get("uniqueName") or ref.get("displayName") or ""
         ident, descriptor = ref.get("id") or "", ref.get("descriptor") or ""
-        container = bool(ref.get("isContainer"))
+        name, container = ref.get("displayName") or "", bool(ref.get("isContainer"))
     else:
         login = ref.unique_name or ref.display_name or ""
         ident, descriptor = ref.id or "", ref.descriptor or ""
-        container = bool(ref.is_container)
-    # Service identities (build service, service principals) have `svc.`/`s2s.` descriptors.
-    is_bot = container or str(descriptor).startswith(("svc.", "s2s."))
+        name, container = ref.display_name or "", bool(ref.is_container)
+    is_bot = is_service_identity(
+        descriptor=str(descriptor), display_name=str(name), is_container=container
+    )
     return Author(login=str(login), id=str(ident), is_bot=is_bot)
 
 
@@ -120,11 +144,14 @@ def identity_from(user: Sdk) -> Author:
     props = user.properties if isinstance(user.properties, Mapping) else {}
     account = props.get("Account")
     login = account.get("$value") if isinstance(account, Mapping) else None
-    subject = str(user.subject_descriptor or "")
     return Author(
         login=str(login or user.provider_display_name or ""),
         id=str(user.id or ""),
-        is_bot=subject.startswith(("svc.", "s2s.")),
+        is_bot=is_service_identity(
+            descriptor=str(user.subject_descriptor or user.descriptor or ""),
+            display_name=str(user.provider_display_name or ""),
+            is_container=bool(user.is_container),
+        ),
     )
 
 

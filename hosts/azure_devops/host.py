@@ -18,8 +18,9 @@ made by the pure modules beside it. What each operation maps to:
     react               work-item comments: +1/-1/confused as like/dislike/confused reactions;
                         PR comments: +1 as a like. Anything else is Unsupported("react"): there
                         are no eyes/rocket reactions, and none on a work item or PR itself
-    permission          effective allow bits of the user on the repository (Git security
-                        namespace ACL with extended info), see `permission_from_bits`
+    permission          effective bits of the user on the repository and on its default branch
+                        (Git security namespace ACLs with extended info; the branch's deny wins,
+                        `branch_bits`), see `permission_from_bits`
     push_branch         `git push` over HTTPS, the PAT in a URL-scoped `http.extraheader` passed
                         through GIT_CONFIG_COUNT env vars (never argv, never a URL)
     open_pull           the active PR from the same source branch, else a new one (a create that
@@ -124,6 +125,7 @@ class _Repo:
     project_id: str
     remote_url: str
     web_url: str
+    default_branch: str = ""
 
 
 class AzureDevOpsHost:
@@ -201,7 +203,11 @@ class AzureDevOpsHost:
             project_id = str(repo.project.id) if repo.project is not None else ""
             web = repo.web_url or f"{self.organization_url}/{self.project}/_git/{repo.name}"
             self._repo = _Repo(
-                id=str(repo.id), project_id=project_id, remote_url=str(repo.remote_url), web_url=web
+                id=str(repo.id),
+                project_id=project_id,
+                remote_url=str(repo.remote_url),
+                web_url=web,
+                default_branch=convert.branch(repo.default_branch),
             )
         return self._repo
 
@@ -499,7 +505,8 @@ class AzureDevOpsHost:
     # -- people ---------------------------------------------------------------------------------
 
     async def permission(self, user: str) -> Permission:
-        """The user's effective permission on the repository (see `permission_from_bits`)."""
+        """The user's effective permission on the repository's default branch — the base of
+        pairbot's pull requests — with that branch's overrides (see `permission_from_bits`)."""
         identities = await self._call(
             f"identity {user!r}",
             lambda c: c.identity.read_identities(search_filter="General", filter_value=user),
@@ -518,7 +525,17 @@ class AzureDevOpsHost:
             return "none"
         descriptor = str(chosen[0].descriptor)
         repo = await self._repository()
-        token = f"repoV2/{repo.project_id}/{repo.id}"
+        allow, deny = await self._bits(user, descriptor, f"repoV2/{repo.project_id}/{repo.id}")
+        if not repo.default_branch:  # an empty repository has no branch to override anything
+            return convert.permission_from_bits(allow & ~deny)
+        token = convert.branch_token(repo.project_id, repo.id, repo.default_branch)
+        on_branch, denied_on_branch = await self._bits(user, descriptor, token)
+        return convert.permission_from_bits(
+            convert.branch_bits(allow, deny, on_branch, denied_on_branch)
+        )
+
+    async def _bits(self, user: str, descriptor: str, token: str) -> tuple[int, int]:
+        """The identity's effective (allow, deny) bits on one Git security token."""
         acls = await self._call(
             f"permissions of {user!r}",
             lambda c: c.security.query_access_control_lists(
@@ -528,16 +545,15 @@ class AzureDevOpsHost:
                 include_extended_info=True,
             ),
         )
-        allow = 0
+        allow = deny = 0
         for acl in acls or []:
             for key, ace in (acl.aces_dictionary or {}).items():
                 if str(key).casefold() != descriptor.casefold():
                     continue
                 info = ace.extended_info
-                effective = (info.effective_allow if info else None) or ace.allow or 0
-                denied = (info.effective_deny if info else None) or ace.deny or 0
-                allow |= int(effective) & ~int(denied)
-        return convert.permission_from_bits(allow)
+                allow |= int((info.effective_allow if info else None) or ace.allow or 0)
+                deny |= int((info.effective_deny if info else None) or ace.deny or 0)
+        return allow, deny
 
     # -- code -----------------------------------------------------------------------------------
 

@@ -12,10 +12,22 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from action.acks import ACKS_FILE, MAX_ATTEMPTS, PendingAck, flush, read_pending, record
+from action.acks import (
+    ACK_REPLY,
+    ACKS_FILE,
+    MAX_ATTEMPTS,
+    PendingAck,
+    flush,
+    read_pending,
+    record,
+)
+from hosts.azure_devops import AzureDevOpsHost
 from hosts.base import Host
 from hosts.errors import Forbidden, HostError, HostUnavailable, NotFound
 from hosts.models import Target
+from tests.support.fake_azure import PROJECT, REPO, running
+
+AZURE_TOKEN = "ack-test-token-0123456789"  # noqa: S105 - the fake's own test token
 
 
 class ReactionHost:
@@ -100,3 +112,49 @@ def test_a_file_pairbot_did_not_write_means_nothing_owed(tmp_path: Path) -> None
         assert read_pending(tmp_path, said.append) == [], content
         assert said == [f"pairbot: {ACKS_FILE} is not a list of pending reactions; ignoring it"]
     assert _flush(tmp_path, ReactionHost(), "r1")[0] == 0
+
+
+def test_azure_devops_comments_are_liked_or_answered_where_no_reaction_exists(
+    tmp_path: Path,
+) -> None:
+    """A work-item comment (on the pm host) and a PR comment (`<thread>/<id>`) get a like; a
+    reaction Azure DevOps does not have gets one reply under the comment's `ack` marker."""
+    with running(AZURE_TOKEN, tmp_path / "fake") as fake:
+        host = AzureDevOpsHost(
+            fake.base_url, PROJECT, REPO, AZURE_TOKEN, cache_dir=tmp_path / "cache", timeout_s=10
+        )
+        card = fake.seed_card("Ack", "body")
+        on_card = fake.comment_as(fake.human.author, Target("card", card), "/pair implement")
+        pull = fake.seed_pull("pair/card-1")
+        on_pull = fake.comment_as(fake.human.author, Target("pull", pull), "/pair status")
+        root = tmp_path / "ws"
+        for ack in (
+            PendingAck("card", card, on_card, "+1"),
+            PendingAck("pull", pull, on_pull, "+1"),
+            PendingAck("pull", pull, on_pull, "eyes"),  # no 👀 on Azure DevOps: a reply
+        ):
+            record(root, ack)
+        assert [a.comment_id for a in read_pending(root)] == [on_card, on_pull, on_pull]
+        said: list[str] = []
+        assert asyncio.run(flush(root, host, said.append, "r1", pm=host)) == 0
+        assert said == []
+        assert [r[:3] for r in fake.reactions] == [(card, int(on_card), "like")]
+        assert len(fake.likes) == 1
+        replies = [t for t in fake.threads(pull) if ACK_REPLY in t["comments"][0]["content"]]
+        assert len(replies) == 1
+        assert fake.unexpected == []
+
+
+def test_an_ack_file_with_another_reaction_or_id_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / ACKS_FILE
+    path.parent.mkdir(parents=True)
+    for bad in (
+        {"kind": "pull", "number": 3, "comment_id": "31/x", "reaction": "+1"},
+        {"kind": "pull", "number": 3, "comment_id": "31/2", "reaction": "rocket"},
+    ):
+        path.write_text(json.dumps([bad]))
+        assert read_pending(tmp_path) == []
+    path.write_text(
+        json.dumps([{"kind": "pull", "number": 3, "comment_id": "31/2", "reaction": "+1"}])
+    )
+    assert read_pending(tmp_path) == [PendingAck("pull", 3, "31/2", "+1")]

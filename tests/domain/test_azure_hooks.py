@@ -8,8 +8,15 @@ from typing import Any
 import pytest
 
 from action.azure.hook import confirms
-from app.domain.azure_hooks import AZURE_EVENTS, read_azure_hook
-from app.domain.intake import Comment, HeadMoved, Ignore, Policy
+from app.domain.azure_hooks import (
+    AZURE_EVENTS,
+    FORK_REFUSAL,
+    parse_identity_allowlist,
+    read_azure_hook,
+)
+from app.domain.commands import CommandError
+from app.domain.intake import Comment, HeadMoved, Ignore, Policy, decide, needs_permission
+from app.domain.replies import usage_reply
 from hosts.models import Author
 from hosts.models import Comment as HostComment
 
@@ -146,3 +153,139 @@ def test_a_work_item_comment_is_confirmed_by_author_and_command_in_its_html() ->
     assert not confirms([quoted], intent, POLICY)
     real = HostComment(id="6", body="<div>/pair implement</div>", author=jamal)
     assert confirms([quoted, real], intent, POLICY)
+    assert confirms([quoted, real], intent, POLICY) == real  # its id is what gets the like
+
+
+# -- parity: bots, the identity allowlist, forks ---------------------------------------------
+
+BUILD_SERVICE = {
+    "displayName": "Fabrikam-Fiber-Git Build Service (fabrikam)",
+    "uniqueName": "Build\\6ce954b1-ce1f-45d1-b94d-e6bf2464ba2c",
+    "id": "2B1C4C5B-8E1A-4F3E-9C1D-0A1B2C3D4E5F",
+    "descriptor": "svc.MmIxYzRjNWI",
+}
+
+
+def workitem_commented(changed_by: Any, html: str, **resource: Any) -> dict[str, Any]:
+    return {
+        "id": "n-wi",
+        "eventType": "workitem.commented",
+        "resource": {
+            "id": 7,
+            "rev": 3,
+            "fields": {
+                "System.TeamProject": "Fabrikam",
+                "System.ChangedBy": changed_by,
+                "System.History": html,
+            },
+            **resource,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(pr_comment("/pair approve", author=BUILD_SERVICE), id="pr-build-service"),
+        pytest.param(
+            workitem_commented(BUILD_SERVICE, "<div>/pair approve</div>"), id="wi-build-service"
+        ),
+        pytest.param(
+            workitem_commented(
+                "Project Collection Build Service (fabrikam) <Build\\abc>", "<p>/pair approve</p>"
+            ),
+            id="wi-collection-build-service-as-text",
+        ),
+        pytest.param(
+            pr_comment("/pair approve", author={**JAMAL, "descriptor": "aadsp.NzA"}),
+            id="pr-service-principal",
+        ),
+    ],
+)
+def test_a_bots_comment_is_ignored_silently(payload: dict[str, Any]) -> None:
+    intent = read_azure_hook(payload, POLICY).intent
+    assert isinstance(intent, Ignore) and intent.silent
+    assert "not on the allowlist" in intent.reason
+
+
+def test_an_allowlisted_identity_acts_whatever_its_case() -> None:
+    policy = Policy(identity_allowlist=parse_identity_allowlist(BUILD_SERVICE["id"], "X"))
+    intent = read_azure_hook(pr_comment("/pair status", author=BUILD_SERVICE), policy).intent
+    assert isinstance(intent, Comment) and intent.author.is_bot
+    ids = policy.identity_allowlist
+    assert decide(intent.author, None, frozenset(), ids).allowed
+    assert not needs_permission(intent.author, frozenset(), ids)
+    # Off the list, the same bot is refused silently, without a permission lookup.
+    refused = decide(intent.author, None, frozenset(), frozenset())
+    assert (refused.allowed, refused.silent) == (False, True)
+    # A person on the list acts without one too.
+    person = Author("jamal@fabrikam.com", "54d1a2b3-0000-4000-8000-00000000abcd")
+    listed = frozenset({person.id})
+    assert decide(person, None, frozenset(), listed).allowed
+    assert not needs_permission(person, frozenset(), listed)
+    assert needs_permission(person, frozenset(), frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", frozenset()),
+        (" 54D1A2B3-0000-4000-8000-00000000ABCD ", {"54d1a2b3-0000-4000-8000-00000000abcd"}),
+        (
+            "54d1a2b3-0000-4000-8000-00000000abcd,\n 2b1c4c5b-8e1a-4f3e-9c1d-0a1b2c3d4e5f,",
+            {"54d1a2b3-0000-4000-8000-00000000abcd", "2b1c4c5b-8e1a-4f3e-9c1d-0a1b2c3d4e5f"},
+        ),
+    ],
+)
+def test_the_identity_allowlist_reads_guids(text: str, expected: frozenset[str]) -> None:
+    assert parse_identity_allowlist(text, "PAIR_ALLOWLIST") == expected
+
+
+@pytest.mark.parametrize(
+    "bad", ["jamal@fabrikam.com", "12345", "{54d1a2b3-0000-4000-8000-00000000abcd}", "x" * 99]
+)
+def test_a_bad_allowlist_entry_is_named_with_the_allowed_form(bad: str) -> None:
+    with pytest.raises(ValueError, match="PAIR_ALLOWLIST entry") as err:
+        parse_identity_allowlist(f"54d1a2b3-0000-4000-8000-00000000abcd, {bad}", "PAIR_ALLOWLIST")
+    assert "GUIDs" in str(err.value) and bad[:20] in str(err.value)
+
+
+FORK = {"repository": {"name": "demo-fork", "project": {"name": "Elsewhere"}}}
+
+
+def test_a_command_on_a_forks_pull_request_is_answered_with_the_refusal() -> None:
+    payload = pr_comment("/pair implement")
+    payload["resource"]["pullRequest"]["forkSource"] = FORK
+    intent = read_azure_hook(payload, POLICY).intent
+    assert isinstance(intent, Comment)
+    assert isinstance(intent.command, CommandError)
+    assert intent.command.message == FORK_REFUSAL
+    assert "/pair implement" in usage_reply(intent.command)
+    # A scope decision there is ignored, and so is a moved head.
+    decision = pr_comment('```json\n{"schemaVersion": 1}\n```')
+    decision["resource"]["pullRequest"]["forkSource"] = FORK
+    moved = pull_updated("refs/heads/pair/card-7")
+    moved["resource"]["forkSource"] = FORK
+    for ignored in (
+        read_azure_hook(decision, POLICY).intent,
+        read_azure_hook(moved, POLICY).intent,
+    ):
+        assert isinstance(ignored, Ignore) and "fork" in ignored.reason
+    # A comment without a command stays what it was.
+    chatter = pr_comment("looks good")
+    chatter["resource"]["pullRequest"]["forkSource"] = FORK
+    assert isinstance(read_azure_hook(chatter, POLICY).intent, Ignore)
+    # A null forkSource is the repository's own branch.
+    own = pull_updated("refs/heads/pair/card-7")
+    own["resource"]["forkSource"] = None
+    assert isinstance(read_azure_hook(own, POLICY).intent, HeadMoved)
+
+
+def test_a_work_item_notification_that_names_its_comment_gives_its_id() -> None:
+    payload = workitem_commented(
+        JAMAL, "<div>/pair status</div>", commentVersionRef={"commentId": 41}
+    )
+    intent = read_azure_hook(payload, POLICY).intent
+    assert isinstance(intent, Comment) and intent.comment.id == "41"
+    older = read_azure_hook(workitem_commented(JAMAL, "<div>/pair status</div>"), POLICY).intent
+    assert isinstance(older, Comment) and older.comment.id == ""

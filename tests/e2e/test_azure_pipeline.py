@@ -135,13 +135,15 @@ def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(
     pipeline = Pipeline(tmp_path, fake, project)
     card = Target("card", project.card)
     body = "<div>/pair implement until: merged merge: always</div>"
-    fake.comment_as(fake.human.author, card, body)
+    implement = fake.comment_as(fake.human.author, card, body)
     notification = workitem_commented(fake, project.card, body, "6a9ee8b1-notification-1")
 
     code, out = pipeline.run("ResourceTrigger", notification)
     assert code == 0, out
     statuses = [pipeline.status(out)]
     assert statuses[0] not in ("ignored", "error", "duplicate"), out
+    # Acknowledged once its record was pushed: a like on the work-item comment (no 👀 there).
+    assert [r[:3] for r in fake.reactions] == [(project.card, int(implement), "like")]
     # The same notification again (a redelivery, a re-run) does nothing.
     code, out = pipeline.run("ResourceTrigger", notification)
     assert (code, pipeline.status(out)) == (0, "duplicate"), out
@@ -187,16 +189,31 @@ def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(
 
     # The maintainer approves with a second comment; the merge follows in that run.
     approve = "<div>/pair approve</div>"
-    fake.comment_as(fake.human.author, card, approve)
+    approval = fake.comment_as(fake.human.author, card, approve)
     code, out = pipeline.run(
         "ResourceTrigger", workitem_commented(fake, project.card, approve, "notification-2")
     )
     assert (code, pipeline.status(out)) == (0, "merged"), out
     pr = fake.pull(pull)
     assert (pr.status, pr.head) == ("completed", reviewed)
+    # The succeeded pair-review status is on the PR's LAST iteration, whose head was reviewed.
+    last = max(pr.iterations, key=lambda it: int(it["id"]))
+    assert last["sourceRefCommit"]["commitId"] == reviewed
+    on_last = [
+        st["state"]
+        for st in pr.statuses
+        if st["iterationId"] == last["id"] and st["context"]["name"] == "pair-review"
+    ]
+    assert on_last and on_last[-1] == "succeeded"
+    # One pr-state tag on the work item, one synthesis thread on the PR.
     assert project.tags() == ["pr-state:merged"]
-    synthesis = [m for m in project.comment_markers() if m.startswith("<!-- pair:synthesis")]
+    synthesis = [
+        t
+        for t in fake.threads(pull)
+        if str(t["comments"][0]["content"]).startswith("<!-- pair:synthesis")
+    ]
     assert len(synthesis) == 1
+    assert [r[1] for r in fake.reactions] == [int(implement), int(approval)]
     project.assert_invariants()
 
     # The run-state travelled on pair-state, pushed with the job's token; no lock is left.
@@ -252,6 +269,43 @@ def test_a_forged_notification_or_a_readers_comment_runs_nothing(
     replies = [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:reply")]
     assert len(replies) == 2  # the approve's answer, and the reader's refusal
     assert project.pull() is None and project.tags() == []
+    assert not project.agent_calls()
+    for log in pipeline.logs:
+        assert log.count(TOKEN) == log.count(MASK) == 1, log
+
+
+def test_a_bots_or_a_quoted_command_does_nothing(tmp_path: Path, fake: FakeAzureDevOps) -> None:
+    """The build service (a service identity, `svc.` descriptor) is a bot: its command is
+    ignored silently, unless its identity id is on PAIR_ALLOWLIST. A quoted command is a quote."""
+    (tmp_path / "setup").mkdir()
+    project = AzureCardProject.create(tmp_path / "setup", fake)
+    pipeline = Pipeline(tmp_path, fake, project)
+    card = Target("card", project.card)
+    body = "<div>/pair implement</div>"
+    bot = fake.bot
+    fake.comment_as(bot.author, card, body)
+    claim = workitem_commented(fake, project.card, body, "n-bot")
+    claim["resource"]["fields"]["System.ChangedBy"] = {
+        "displayName": bot.display_name,
+        "uniqueName": bot.author.login,
+        "id": bot.author.id,
+        "descriptor": bot.subject,
+    }
+    code, out = pipeline.run("ResourceTrigger", claim)
+    assert (code, Pipeline.status(out)) == (0, "ignored"), out
+    assert "not on the allowlist" in out
+
+    quoted = "<blockquote><div>/pair implement</div></blockquote><div>as asked above</div>"
+    fake.comment_as(fake.human.author, card, quoted)
+    code, out = pipeline.run(
+        "ResourceTrigger", workitem_commented(fake, project.card, quoted, "n-quote")
+    )
+    assert (code, Pipeline.status(out)) == (0, "ignored"), out
+    assert "holds no command" in out
+
+    # Nothing was written, reacted to or run for either.
+    assert not [c for c in project.card_comments() if str(c["text"]).startswith("<!-- pair:")]
+    assert fake.reactions == [] and project.pull() is None and project.tags() == []
     assert not project.agent_calls()
     for log in pipeline.logs:
         assert log.count(TOKEN) == log.count(MASK) == 1, log

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -28,6 +29,7 @@ from hosts.azure_devops import (
     retry_after_seconds,
     split_tags,
 )
+from hosts.azure_devops.convert import author_from, branch_bits, branch_token
 from hosts.errors import (
     Conflict,
     Forbidden,
@@ -39,15 +41,17 @@ from hosts.errors import (
 )
 from hosts.labels import PrState
 from hosts.markers import make_marker
-from hosts.models import MergeResult, Target, Upserted
+from hosts.models import Author, MergeResult, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for azure-devops
 from tests.hosts.contract import ContractHarness
 from tests.support.fake_azure import (
     ADMIN,
     CONTRIBUTE,
     PROJECT,
+    PROJECT_ID,
     READ,
     REPO,
+    REPO_ID,
     AzureHarness,
     FakeAzureDevOps,
     running,
@@ -791,3 +795,91 @@ def test_sdk_errors_are_classified(
 def test_unit_helpers() -> None:
     assert split_tags("a; b ;; c") == ("a", "b", "c")
     assert split_tags(None) == ()
+
+
+# -- parity: branch-level permission, bots ---------------------------------------------------------
+
+
+def test_a_deny_on_the_default_branch_wins_over_an_allow_on_the_repository(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    maintainer = fake.human.author
+    assert run(host.permission(maintainer.login)) == "admin"
+    # `main` locked for the maintainer: Contribute, Administer, Manage permissions denied there.
+    fake.set_branch_ace(maintainer, "main", deny=4 | 1 | 8192)
+    assert run(host.permission(maintainer.login)) == "triage"  # PR contribute is left
+    # The branch token is the one Microsoft documents: hex UTF-16LE segments under refs/heads.
+    token = f"repoV2/{PROJECT_ID}/{REPO_ID}/refs/heads/6d00610069006e00"
+    asked = [unquote(s.query) for s in fake.requests if "AccessControlLists" in s.path]
+    assert sum(f"token={token}" in q for q in asked) == 2
+
+
+def test_an_empty_repository_has_no_branch_to_override_the_repository(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    fake.default_branch = None
+    fake.set_branch_ace(fake.human.author, "main", deny=4 | 1 | 8192)
+    assert run(host.permission(fake.human.author.login)) == "admin"
+    assert sum("AccessControlLists" in s.path for s in fake.requests) == 1
+
+
+def test_an_allow_on_the_default_branch_grants_what_the_repository_did_not(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    reader = Author("reader@fabrikam.example", "0d6c5a8e-1f2b-4c3d-9e8f-7a6b5c4d3e2f")
+    fake.grant(reader, READ)
+    assert run(host.permission(reader.login)) == "read"
+    fake.set_branch_ace(reader, "main", allow=4)
+    assert run(host.permission(reader.login)) == "write"
+
+
+@pytest.mark.parametrize(
+    ("repo", "branch", "expected"),
+    [
+        pytest.param((4, 0), (0, 4), 0, id="branch-deny-wins"),
+        pytest.param((0, 4), (4, 0), 4, id="branch-allow-overrides-repo-deny"),
+        pytest.param((4 | 2, 0), (0, 0), 6, id="no-branch-entry"),
+        pytest.param((1, 0), (0, 4), 1, id="deny-only-removes-its-bits"),
+    ],
+)
+def test_branch_bits(repo: tuple[int, int], branch: tuple[int, int], expected: int) -> None:
+    assert branch_bits(*repo, *branch) == expected
+
+
+def test_branch_tokens_encode_each_segment() -> None:
+    assert branch_token("p", "r", "refs/heads/master") == (
+        "repoV2/p/r/refs/heads/6d0061007300740065007200"
+    )
+    assert branch_token("p", "r", "release/1") == (
+        "repoV2/p/r/refs/heads/720065006c006500610073006500/3100"
+    )
+
+
+def test_comments_by_service_identities_are_from_bots(
+    host: AzureDevOpsHost, fake: FakeAzureDevOps
+) -> None:
+    number = fake.seed_card("Bots", "body")
+    fake.comment_as(fake.bot.author, Target("card", number), "/pair implement")
+    fake.comment_as(fake.human.author, Target("card", number), "/pair implement")
+    authors = [c.author for c in run(host.list_comments(Target("card", number)))]
+    assert [(a.login, a.is_bot) for a in authors] == [
+        (fake.bot.author.login, True),
+        (fake.human.author.login, False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ref", "is_bot"),
+    [
+        pytest.param({"displayName": "Jamal", "descriptor": "aad.MmI"}, False, id="person"),
+        pytest.param({"displayName": "Build", "descriptor": "svc.MmI"}, True, id="svc"),
+        pytest.param({"displayName": "App", "descriptor": "aadsp.MmI"}, True, id="aadsp"),
+        pytest.param({"displayName": "S2S", "descriptor": "s2s.MmI"}, True, id="s2s"),
+        pytest.param({"displayName": "[P]\\Team", "isContainer": True}, True, id="group"),
+        pytest.param(
+            {"displayName": "Project Collection Build Service (fabrikam)"}, True, id="pcbs"
+        ),
+    ],
+)
+def test_author_from_marks_service_identities(ref: dict[str, Any], is_bot: bool) -> None:
+    assert author_from({"uniqueName": "x", "id": "1", **ref}).is_bot is is_bot

@@ -29,6 +29,7 @@ HOSTS_PURE = (
     "hosts.markers",
     "hosts.cardhash",
     "hosts.decisions",
+    "hosts.identities",
 )
 SURFACES = ("app.web", "app.cli", "app.demo", "action")
 

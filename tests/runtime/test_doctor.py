@@ -163,6 +163,27 @@ def test_stage_map_and_batch_override_name_who_needs_what(tmp_path: Path) -> Non
     assert "batch same" not in json.dumps(run(root, machine).to_json())
 
 
+def test_a_fallback_agent_must_be_installed_too(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path={"git", "claude"})
+    report = run(project(tmp_path, {"agent": ["claude", "codex"]}), machine)
+    checks = by_name(report)
+    assert checks["agent:claude"].status == "ok"
+    assert checks["agent:codex"].status == "fail"
+    assert checks["agent:codex"].detail == (
+        "codex is not on PATH; needed by project settings (fallback for every stage)"
+    )
+    assert report.exit_code == 1
+
+
+def test_a_stage_fallback_names_its_stage(tmp_path: Path) -> None:
+    machine = FakeMachine(on_path={"git", "claude"})
+    root = project(tmp_path, {"agent": {"verify": ["claude", "gemini"]}})
+    checks = by_name(run(root, machine))
+    assert checks["agent:gemini"].detail == (
+        "gemini is not on PATH; needed by project settings (verify fallback)"
+    )
+
+
 def test_agent_in_docker_locus_is_only_a_warning_here(tmp_path: Path) -> None:
     machine = FakeMachine(on_path={"git"})
     checks = by_name(run(project(tmp_path, {"locus": "docker"}), machine))

@@ -355,6 +355,10 @@ class FakeAzureDevOps:
             "svc.YnVpbGQ",
         )
         self.people = [self.pairbot, self.human, self.bot]
+        # The repository's default branch (None: an empty repository, which has none).
+        self.default_branch: str | None = "refs/heads/main"
+        # Branch-level ACL entries: (login casefolded, branch) -> (allow, deny) bits.
+        self.branch_aces: dict[tuple[str, str], tuple[int, int]] = {}
         # Completion is asynchronous on Azure DevOps: when set, a completed PATCH answers
         # `active`/`queued` and the merge happens on a later read of the pull request.
         self.complete_async = False
@@ -608,6 +612,12 @@ class FakeAzureDevOps:
         with self._lock:
             self._person(author.login, author).bits = bits
 
+    def set_branch_ace(self, author: Author, branch: str, *, allow: int = 0, deny: int = 0) -> None:
+        """An explicit entry for a person on one branch (a locked or protected `main`)."""
+        with self._lock:
+            person = self._person(author.login, author)
+            self.branch_aces[(person.author.login.casefold(), branch)] = (allow, deny)
+
     # -- internals: state -----------------------------------------------------------------------
 
     def _now(self) -> str:
@@ -844,7 +854,7 @@ class FakeAzureDevOps:
                 "revision": 7,
                 "visibility": "private",
             },
-            "defaultBranch": "refs/heads/main",
+            **({"defaultBranch": self.default_branch} if self.default_branch else {}),
             "size": 1024,
             "remoteUrl": f"{self.base_url}/{PROJECT}/_git/{REPO}",
             "sshUrl": f"git@ssh.dev.azure.com:v3/{ORG}/{PROJECT}/{REPO}",
@@ -1094,17 +1104,27 @@ class FakeAzureDevOps:
 
     def _acls(self, req: _Request, *, namespace: str) -> tuple[int, Any]:
         query = req.params()
-        token = f"repoV2/{PROJECT_ID}/{REPO_ID}"
-        if namespace != GIT_NAMESPACE or query.get("token") != token:
-            raise _Unknown(f"ACL query for {namespace} {query.get('token')!r}")
+        token = query.get("token", "")
+        repo_token = f"repoV2/{PROJECT_ID}/{REPO_ID}"
+        if namespace != GIT_NAMESPACE or not token.startswith(repo_token):
+            raise _Unknown(f"ACL query for {namespace} {token!r}")
         descriptor = query.get("descriptors", "")
         person = next((p for p in self.people if p.descriptor == descriptor), None)
-        bits = person.bits if person else 0
+        if token == repo_token:
+            allow, deny = (person.bits if person else 0), 0
+        else:
+            branch = _branch_of(token.removeprefix(repo_token))
+            login = person.author.login.casefold() if person else ""
+            allow, deny = self.branch_aces.get((login, branch), (0, 0))
         ace = {
             "descriptor": descriptor,
-            "allow": 0,
-            "deny": 0,
-            "extendedInfo": {"effectiveAllow": bits, "effectiveDeny": 0, "inheritedAllow": bits},
+            "allow": allow if token != repo_token else 0,
+            "deny": deny,
+            "extendedInfo": {
+                "effectiveAllow": allow,
+                "effectiveDeny": deny,
+                "inheritedAllow": allow,
+            },
         }
         acl = {
             "inheritPermissions": True,
@@ -1615,6 +1635,18 @@ class _Response:
     status: int
     body: bytes
     headers: dict[str, str]
+
+
+def _branch_of(rest: str) -> str:
+    """`/refs/heads/<hex UTF-16LE segments>` (the Git namespace's branch token) → the branch;
+    anything else is a request the fake does not know."""
+    if not rest.startswith("/refs/heads/"):
+        raise _Unknown(f"ACL token tail {rest!r}")
+    try:
+        parts = [bytes.fromhex(p).decode("utf-16-le") for p in rest[12:].strip("/").split("/")]
+    except (ValueError, UnicodeDecodeError):
+        raise _Unknown(f"ACL token tail {rest!r} is not hex UTF-16LE") from None
+    return "/".join(parts)
 
 
 def _text(value: float | str | None) -> str | None:

@@ -31,6 +31,7 @@ import pytest
 import uvicorn
 from pydantic import SecretStr
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.web.forge import GitHubForges
@@ -43,6 +44,7 @@ from tests.support.fake_github import FakeGitHub, User, _Request, rsa_key
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SECRET = "It's a Secret to Everybody, in tests"  # noqa: S105 - a test fixture
+OPERATOR = "the operator's token, in tests only"
 REPO_WEB = "https://github.com"
 
 
@@ -109,6 +111,7 @@ def app_settings(tmp_path: Path, **overrides: Any) -> AppSettings:
         "app_id": FakeGitHub.app_id,
         "private_key": SecretStr(rsa_key()[0]),
         "app_slug": FakeGitHub.app_slug,
+        "operator_token": SecretStr(OPERATOR),
     }
     values.update(overrides)
     return AppSettings(**values)
@@ -182,9 +185,13 @@ class Served:
         body = json.dumps(payload).encode()
         return self.post("/webhooks/github", body, github_headers(event, body, delivery, secret))
 
-    def get(self, path: str) -> httpx.Response:
+    def get(self, path: str, headers: Mapping[str, str] | None = None) -> httpx.Response:
         with httpx.Client(base_url=self.url, timeout=30.0) as client:
-            return client.get(path)
+            return client.get(path, headers=dict(headers or {}))
+
+    def page(self, path: str) -> httpx.Response:
+        """GET a guarded page as the operator (the bearer token app_settings configures)."""
+        return self.get(path, {"Authorization": f"Bearer {OPERATOR}"})
 
     def run(self, coroutine: Any) -> Any:
         """Run a store call from the test thread (the store is thread-safe)."""
@@ -319,6 +326,7 @@ class _ViewAs:
 
 
 def view_as(app: Starlette, viewer: Viewer) -> Starlette:
-    """`app`, with every request seen by `viewer` (added before the app starts)."""
-    app.add_middleware(_ViewAs, viewer=viewer)
+    """`app`, with every request that passed sign-in seen by `viewer` (innermost, so it
+    overrides what the sign-in layer decided; added before the app starts)."""
+    app.user_middleware.append(Middleware(_ViewAs, viewer=viewer))
     return app

@@ -21,7 +21,6 @@ from pydantic import SecretStr
 from app.errors import ConfigError
 from app.web.app import MAX_BODY, create_app
 from app.web.signature import sign, verify_azure, verify_github
-from app.web.viewer import Viewer
 from tests.web.conftest import (
     SECRET,
     AppGitHub,
@@ -33,7 +32,6 @@ from tests.web.conftest import (
     github_forges,
     github_headers,
     served,
-    view_as,
 )
 
 VECTORS: list[dict[str, Any]] = fixture("signature_vectors.json")
@@ -47,7 +45,6 @@ def serve_for(fake: AppGitHub, tmp_path: Path, **overrides: Any) -> Any:
         executor=executor,
         poll_s=0.05,
     )
-    view_as(app, Viewer.everyone(operator=True))  # what the sign-in layer decides
     return served(app)
 
 
@@ -306,7 +303,7 @@ def test_installation_events_keep_the_installation_table(fake: AppGitHub, tmp_pa
             seen.append(
                 [(i.id, i.repos, i.suspended) for i in app.run(app.service.store.installations())]
             )
-        page = app.get("/jobs").text
+        page = app.page("/jobs").text
         assert app.deliver("installation", deleted).is_success
         assert app.run(app.service.store.installations()) == []
     assert seen == [
@@ -336,13 +333,13 @@ def test_the_status_page_shows_what_happened_escaped_and_without_secrets(
         )
         app.deliver("installation", created)
         app.wait_idle()
-        page = app.get("/jobs")
-        cards = app.get("/")
+        page = app.page("/jobs")
+        cards = app.page("/")
         health = app.get("/healthz")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
-    assert "default-src 'none'" in page.headers["content-security-policy"]
-    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "unsafe-inline" not in page.headers["content-security-policy"]
     # The card's run-state is on its repository's pair-state branch: the overview lists it
     # from the queue, with no status guessed from the command's "done".
     assert "octocat/Hello-World" in cards.text and "unknown" in cards.text
@@ -370,9 +367,8 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
         github=github_forges(fake),
         local=lambda: read_local(project, None),
     )
-    view_as(app, Viewer.everyone(operator=True))
     with served(app) as running:
-        text = running.get("/batches").text
+        text = running.page("/batches").text
     assert "hello" in text and "propose" in text  # the demo batch and its next transition
     assert "broken" in text and "error" in text
 
@@ -395,9 +391,8 @@ def test_the_status_page_lists_the_batches_of_every_worker_checkout(
         github=github_forges(fake),
         local=lambda: read_local(root, checkouts),
     )
-    view_as(app, Viewer.everyone(operator=True))
     with served(app) as running:
-        text = running.get("/batches").text
+        text = running.page("/batches").text
     assert "octo/svc" in text and "hello" in text and "propose" in text
     assert "octo/empty" not in text
     assert worker_batches(root, tmp_path / "gone") == []  # a vanished directory shows nothing
@@ -603,3 +598,40 @@ def test_azure_secret_header_is_an_alternative_to_basic_auth() -> None:
         secret_header=("X-Pair-Secret", "s3cret"),
     )
     assert not verify_azure({}, username=None, password=None, secret_header=None)
+
+
+def test_azure_devops_work_item_commands_are_liked_when_the_notification_names_the_comment(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    executor = RecordingExecutor()
+    forge = RecordingForge(permission="write")
+    app = create_app(
+        app_settings(tmp_path, **azure_settings()),
+        github=github_forges(fake),
+        azure=lambda_forges(forge),
+        executor=executor,
+        poll_s=0.05,
+    )
+    headers = {"Content-Type": "application/json", "Authorization": basic(ADO_USER, ADO_PASSWORD)}
+    author = {"displayName": "Jamal Hartnett", "uniqueName": "jamal@fabrikam.example", "id": "54d1"}
+    notification = {
+        "id": str(uuid.uuid4()),
+        "eventType": "workitem.commented",
+        "resource": {
+            "id": 5,
+            "rev": 4,
+            "fields": {
+                "System.TeamProject": "Fabrikam",
+                "System.ChangedBy": author,
+                "System.History": "<div>/pair status</div>",
+            },
+            "commentVersionRef": {"commentId": 41, "version": 1},
+        },
+    }
+    with served(app) as running:
+        answer = running.post("/webhooks/azure-devops", json.dumps(notification).encode(), headers)
+        assert answer.status_code == 202
+        running.wait_idle()
+    assert forge.permissions == ["jamal@fabrikam.example"]
+    # 👀 is refused (Unsupported); the like is what Azure Boards' comment reactions offer.
+    assert forge.reactions == [("card", 5, "41", "+1")]

@@ -284,3 +284,52 @@ def test_the_app_acts_only_on_the_routes_it_declares() -> None:
         routed = route_github(event, action, payload, POLICY, "d")
         if routed.jobs or routed.installation is not None:
             assert (event, action) in GITHUB_ROUTES, case.id
+
+
+BUILD_SERVICE = {
+    "displayName": "Fabrikam Build Service (fabrikam)",
+    "uniqueName": "Build\\6ce954b1-ce1f-45d1-b94d-e6bf2464ba2c",
+    "id": "2b1c4c5b-8e1a-4f3e-9c1d-0a1b2c3d4e5f",
+    "descriptor": "svc.MmIxYzRjNWI",
+}
+
+
+def test_the_app_ignores_azure_bots_unless_their_identity_is_allowlisted() -> None:
+    comment = azure_workitem("<div>/pair approve</div>", BUILD_SERVICE)
+    ignored = route_azure(comment, POLICY, "n-bot")
+    assert ignored.silent and ignored.jobs == () and "allowlist" in ignored.reason
+    listed = Policy(trigger="pair", identity_allowlist=frozenset({BUILD_SERVICE["id"]}))
+    [job] = route_azure(comment, listed, "n-bot").jobs
+    command = CommandJob.from_json(job.request)
+    assert command.author.is_bot and command.request is not None
+
+
+def test_a_work_item_notification_naming_its_comment_gives_the_app_something_to_like() -> None:
+    comment = azure_workitem("<div>/pair status</div>")
+    comment["resource"]["commentVersionRef"] = {"commentId": 41, "version": 1}
+    [job] = route_azure(comment, POLICY, "n-41").jobs
+    assert CommandJob.from_json(job.request).comment.id == "41"
+    assert job.dedupe_key == "azure-devops:Fabrikam:comment:41"
+
+
+def test_a_command_on_a_forks_pull_request_becomes_the_fork_reply() -> None:
+    pull = fixture("azure-devops/git.pullrequest.created.json")["resource"]
+    pull["forkSource"] = {"repository": {"name": "fork", "project": {"name": "Elsewhere"}}}
+    notification = {
+        "id": "n-fork",
+        "eventType": "ms.vss-code.git-pullrequest-comment-event",
+        "resource": {
+            "comment": {
+                "id": 2,
+                "content": "/pair implement",
+                "author": pull["createdBy"],
+                "commentType": "text",
+                "_links": {"threads": {"href": f"{pull['url']}/threads/21"}},
+            },
+            "pullRequest": pull,
+        },
+    }
+    [job] = route_azure(notification, POLICY, "n-fork").jobs
+    command = CommandJob.from_json(job.request)
+    assert command.request is None and command.problem is not None
+    assert "forks" in command.problem.message

@@ -102,6 +102,10 @@ def test_the_private_key_can_come_from_a_file_or_a_one_line_variable(tmp_path: P
     [
         ({"PAIR_ALLOWLIST": "583231,octocat"}, "PAIR_ALLOWLIST entry 'octocat' is not a numeric"),
         ({"PAIR_ALLOWLIST": "12,-4"}, "PAIR_ALLOWLIST entry '-4'"),
+        (
+            {"PAIR_AZURE_DEVOPS_ALLOWLIST": "jamal@fabrikam.com"},
+            "PAIR_AZURE_DEVOPS_ALLOWLIST entry 'jamal@fabrikam.com' is not an Azure DevOps",
+        ),
         ({"PAIR_EXECUTION": "lambda"}, "PAIR_EXECUTION='lambda' is not one of: actions, worker"),
         ({"PAIR_APP_ID": "pairbot"}, "PAIR_APP_ID='pairbot' is not a number"),
         ({"PAIR_TRIGGER": "pa ir"}, "PAIR_TRIGGER"),
@@ -172,3 +176,10 @@ def test_the_edge_limits_have_defaults_and_variables(tmp_path: Path) -> None:
         keep_alive_s=2,
     )
     assert limits.retry_after_s == 3
+
+
+def test_the_azure_devops_allowlist_holds_identity_ids(tmp_path: Path) -> None:
+    guid = "2B1C4C5B-8E1A-4F3E-9C1D-0A1B2C3D4E5F"
+    settings = AppSettings.from_env({"PAIR_AZURE_DEVOPS_ALLOWLIST": f" {guid}, "}, root=tmp_path)
+    assert settings.azure_allowlist == frozenset({guid.lower()})
+    assert settings.allowlist == frozenset()  # GitHub's stays numeric, and separate

@@ -1,0 +1,85 @@
+"""The status pages' session: a signed cookie (itsdangerous, as Starlette's SessionMiddleware).
+
+The cookie holds an `app.domain.access.Session` as compact JSON, zlib-compressed when that is
+shorter, signed with HMAC-SHA256 under a key derived from the session secret. It is signed,
+not encrypted: its holder can read it, and it holds nothing they may not know (their login,
+the names of the repositories they can read, their CSRF token). A cookie whose signature does
+not match — tampered with, or signed with another key — reads as no session at all.
+
+The key: PAIR_SESSION_SECRET when set; otherwise derived from the webhook secret (HMAC with a
+fixed label), so a deployment needs no extra secret, and rotating the webhook secret signs
+everyone out. Set PAIR_SESSION_SECRET on replicas that must share sessions across a webhook
+secret change, or to sign everyone out without touching the webhook.
+
+Attributes: `HttpOnly` (no script reads it), `SameSite=Lax` (not sent on cross-site POSTs),
+`Path=/`, `Max-Age` = the session's lifetime, and `Secure` except on `pairbot serve --dev`
+served over plain http (a browser would drop a Secure cookie there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Final
+
+from itsdangerous import BadSignature, URLSafeSerializer
+
+from app.domain.access import Session
+
+COOKIE: Final = "pairbot_session"
+MAX_AGE_S: Final = 12 * 3600  # a session's absolute lifetime
+MAX_COOKIE_BYTES: Final = 3900  # browsers keep cookies of up to 4096 bytes, name included
+_LABEL: Final = b"pairbot status-page session key v1"
+
+
+class TooLarge(ValueError):
+    """The session does not fit in a cookie (a user who can read very many repositories)."""
+
+
+def session_key(session_secret: str | None, webhook_secret: bytes) -> bytes:
+    """The signing key: PAIR_SESSION_SECRET, else one derived from the webhook secret."""
+    if session_secret is not None:
+        return session_secret.encode()
+    return hmac.new(webhook_secret, _LABEL, hashlib.sha256).digest()
+
+
+def operator_mark(key: bytes, operator_token: str | None) -> str | None:
+    """A fingerprint of the operator token that an operator session carries (never the token
+    itself): changing PAIR_OPERATOR_TOKEN ends every session opened with the old one."""
+    if operator_token is None:
+        return None
+    return hmac.new(key, b"operator:" + operator_token.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+class SessionCodec:
+    """Reads and writes the session cookie's value."""
+
+    def __init__(self, key: bytes) -> None:
+        self._serializer = URLSafeSerializer(
+            key, salt="pairbot.session", signer_kwargs={"digest_method": hashlib.sha256}
+        )
+
+    def dump(self, session: Session) -> str:
+        value = self._serializer.dumps(session.to_dict())
+        assert isinstance(value, str)  # noqa: S101 - URLSafeSerializer's dumps gives text
+        if len(COOKIE) + 1 + len(value) > MAX_COOKIE_BYTES:
+            raise TooLarge(
+                f"the session needs {len(value)} bytes; a cookie holds {MAX_COOKIE_BYTES}"
+            )
+        return value
+
+    def load(self, value: str | None) -> Session | None:
+        """The session in a cookie value; None when absent, tampered with or malformed."""
+        if not value:
+            return None
+        try:
+            data = self._serializer.loads(value)
+        except BadSignature:
+            return None
+        return Session.from_dict(data)
+
+
+def set_cookie(value: str, *, secure: bool, max_age_s: int = MAX_AGE_S) -> bytes:
+    """The `Set-Cookie` header value for a session."""
+    flags = f"Path=/; Max-Age={max_age_s}; HttpOnly; SameSite=Lax"
+    return f"{COOKIE}={value}; {flags}{'; Secure' if secure else ''}".encode("latin-1")
