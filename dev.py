@@ -7,7 +7,10 @@ either runs pairbot's main job (start: the App, `pairbot serve --dev`, on 127.0.
 bundled example project in ./pairbot-demo) or every check (test). `test` also installs the agent
 CLIs pairbot supports, at the versions pinned in tests/agents/package-lock.json, into the
 gitignored tests/agents/node_modules (`npm install --no-save`, skipped when they are already
-there) for the real-CLI tests; without npm it says so in one line and those tests skip.
+there) for the real-CLI tests; without npm it says so in one line and those tests skip. It
+also installs Debian's Chromium (`apt-get install -y chromium`, as root or through `sudo -n`)
+for the browser tests when /usr/bin/chromium is missing; where it cannot, it says so in one
+line and those tests skip. Playwright's own browser download is never used.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 AGENTS = ROOT / "tests" / "agents"
+CHROMIUM = "/usr/bin/chromium"  # Debian's package; the browser tests drive it with Playwright
 
 
 def _run(*argv: str | Path) -> None:
@@ -102,9 +106,36 @@ def start(args: list[str]) -> None:
             continue  # Ctrl-C reached the server too; wait for its graceful shutdown
 
 
+def install_chromium() -> None:
+    """Debian's Chromium for the browser tests (tests/web/browser), where apt-get can add it."""
+    if Path(CHROMIUM).exists():
+        return
+    apt = shutil.which("apt-get")
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    sudo = shutil.which("sudo")
+    if apt is not None and not root and sudo is not None:
+        root = subprocess.call([sudo, "-n", "true"], stderr=subprocess.DEVNULL) == 0
+        prefix = [sudo, "-n"]
+    else:
+        prefix = []
+    if apt is None or not root:
+        print(
+            f"browser tests: {CHROMIUM} is missing and apt-get cannot install it here "
+            "(needs apt-get and root or sudo -n); those tests skip",
+            flush=True,
+        )
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    argv = [*prefix, apt, "install", "-y", "-q", "chromium"]
+    print("+", " ".join(argv), flush=True)
+    if subprocess.call(argv, env=env) != 0:
+        print("browser tests: the Chromium install failed (see above); those tests skip")
+
+
 def test(args: list[str]) -> None:
     install("dev")
     install_agents()
+    install_chromium()
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     _run(BIN / "mypy")

@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = verbs.add_parser(
         "serve",
-        help="serve the GitHub App: webhooks, the worker and the status page",
+        help="serve the GitHub App: webhooks, the worker and the status pages",
         description="Serve pairbot's webhook service (docs/app.md), configured by the PAIR_* "
         "variables. The store is PAIR_STORE (default: .pair/app/pairbot.sqlite3 under --root).",
     )

@@ -7,7 +7,8 @@ jobs.py         the job kinds and the dispatch payloads the Action and the worke
 forge.py        what the service does to a code host (react, comment, permission, dispatch)
 handling.py     one queued job: authorize, acknowledge, dispatch or execute
 worker.py       the background worker that drains the store's queue; the cycle adapter
-dashboard.py    the read-only status page (pure rendering), filtered for the request's viewer
+dashboard.py    the batches on this machine as the status pages show them
+pages/          the status pages and /api/v1: view-model, HTML, routes (static/ their CSS/JS)
 viewer.py       who is looking (Viewer), as the sign-in layer decided it for the pages
 signin.py       the sign-in middleware that guards every page, and the sign-in routes
 sessions.py     the signed session cookie

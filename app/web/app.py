@@ -5,7 +5,9 @@ Routes (explicit; Starlette's decorators are deprecated):
     POST /webhooks/github         GitHub App deliveries
     POST /webhooks/azure-devops   Azure DevOps service hooks
     GET  /healthz                 liveness (503 when the worker has died)
-    GET  /                        the read-only status page (what the viewer may read)
+    GET  /, /cards/…, /batches, /jobs, /api/v1/…, POST /jobs/{id}/retry
+                                  the status pages and their JSON API (app.web.pages.routes),
+                                  filtered by who is looking (app.web.viewer)
     GET  /signin, POST /signin, GET /oauth/callback, POST /signout
                                   sign-in (app.web.signin)
 
@@ -72,22 +74,22 @@ import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app.store.base import JobRecord, Store
 from app.store.factory import make_store
-from app.web import dashboard
 from app.web.events import AZURE, GITHUB, Payload, Policy, Routed, route_azure, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
+from app.web.pages.read import Local
+from app.web.pages.routes import Pages
 from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.signin import SignIn, SignInService
 from app.web.ticker import Tick, Ticker
-from app.web.viewer import viewer_of
 from app.web.worker import Worker
 from hosts.errors import HostError
 
@@ -96,9 +98,6 @@ _T = TypeVar("_T")
 
 MAX_BODY = EdgeLimits().max_body_bytes  # the default cap (GitHub caps a delivery at 25 MB)
 _VERIFY_INLINE = 64 * 1024  # a smaller body's HMAC costs less than a hop to a thread
-# The security headers (Content-Security-Policy and the rest) come from the sign-in
-# middleware, on every response but the webhooks'.
-_PAGE_HEADERS = {"Cache-Control": "no-store"}
 
 GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
 AzureRouter = Callable[[Payload, Policy, str], Routed]
@@ -193,7 +192,6 @@ class _Service:
         executor: Executor | None,
         clock: Callable[[], float],
         after_body: Callable[[], Awaitable[None]] | None,
-        batches: Callable[[], list[dashboard.BatchView]] | None,
         poll_s: float,
         tick: Tick | None,
         github_router: GitHubRouter,
@@ -204,7 +202,6 @@ class _Service:
         self.github = github
         self.azure = azure
         self.after_body = after_body
-        self.batches = batches
         self.limits = settings.limits
         self.budget = BodyBudget(settings.limits)
         self.parse_limiter = anyio.CapacityLimiter(settings.limits.parse_threads)
@@ -442,21 +439,6 @@ class _Service:
             return JSONResponse({"status": "unhealthy", "worker": "stopped"}, status_code=503)
         return JSONResponse({"status": "ok", "worker": "running"})
 
-    async def status_page(self, request: Request) -> Response:
-        batches = await asyncio.to_thread(self.batches) if self.batches is not None else []
-        snapshot = dashboard.Snapshot(
-            now=time.time(),
-            execution=self.settings.execution,
-            worker_healthy=self.worker.healthy,
-            counts=await self.store.counts(),
-            installations=await self.store.installations(),
-            batches=batches,
-            jobs=await self.store.jobs(200),
-            deliveries=await self.store.deliveries(50),
-        )
-        visible = dashboard.visible_to(snapshot, viewer_of(request))
-        return HTMLResponse(dashboard.render(visible), headers=_PAGE_HEADERS)
-
 
 _DUPLICATE: Final = _reply(200, "duplicate")
 _NOT_JSON_TYPE: Final = _reply(
@@ -500,7 +482,8 @@ def create_app(
     executor: Executor | None = None,
     clock: Callable[[], float] = time.monotonic,
     after_body: Callable[[], Awaitable[None]] | None = None,
-    batches: Callable[[], list[dashboard.BatchView]] | None = None,
+    local: Callable[[], Local] | None = None,
+    root_repo: str = "",
     poll_s: float = 1.0,
     tick: Tick | None = None,
     github_router: GitHubRouter = route_github,
@@ -514,7 +497,9 @@ def create_app(
     forges, or the local forge under `forge: local`), `azure` (Azure DevOps from the host
     credentials), `executor` (what runs a job under `execution: worker`), `clock` (the
     permission cache's), `after_body` (awaited right after a body is read: a test uses it to
-    stop a process there), `batches` (the local batches the status page lists), `tick` (what
+    stop a process there), `local` (what reads the run-state on this machine for the status
+    pages: `app.web.pages.read.read_local`), `root_repo` (the repository the served project's
+    own cards are listed under), `tick` (what
     the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
     `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows
     it down to show the event loop does not wait on it), `oauth_transport` (the httpx transport
@@ -552,7 +537,6 @@ def create_app(
         executor=executor,
         clock=clock,
         after_body=after_body,
-        batches=batches,
         poll_s=poll_s,
         tick=tick,
         github_router=github_router,
@@ -561,12 +545,17 @@ def create_app(
         Route("/webhooks/github", _Endpoint(service.github_webhook), methods=["POST"]),
         Route("/webhooks/azure-devops", _Endpoint(service.azure_webhook), methods=["POST"]),
         Route("/healthz", service.healthz, methods=["GET"]),
-        Route("/", service.status_page, methods=["GET"]),
     ]
+    pages = Pages(
+        service.store,
+        local=local,
+        root_repo=root_repo or f"local/{settings.root.name}",
+        clock=time.time,
+        wake=service.worker.wake,
+    )
     signin = SignInService(settings, transport=oauth_transport, clock=wallclock)
-    routes += signin.routes()
     app = Starlette(
-        routes=routes,
+        routes=[*routes, *signin.routes(), *pages.routes()],
         middleware=[Middleware(SignIn, service=signin)],
         lifespan=service.lifespan,
     )

@@ -1,11 +1,10 @@
 """A card batch's status is the card's status in every view: `pairbot batch status card-N`
-(text and JSON), `pairbot card N status`, the App's status page (its batch row and its card
-row), and the tracking comment on the card — for a card parked at the prepare gate and for a
-card whose review converged and whose synthesis is next."""
+(text and JSON), `pairbot card N status`, the App's pages (the cards overview, the card's own
+page, the batches page), and the tracking comment on the card — for a card parked at the
+prepare gate and for a card whose review converged and whose synthesis is next."""
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 import re
@@ -18,7 +17,10 @@ import pytest
 from app.cli import run
 from app.domain import mdtext
 from app.store.base import JobRecord
-from app.web import dashboard
+from app.web.pages import html as html_pages
+from app.web.pages.model import overview
+from app.web.pages.read import card_views, read_local
+from app.web.viewer import Viewer
 from tests.support.card_project import CardProject
 from tests.support.project import agent_env
 
@@ -80,22 +82,21 @@ def views(project: CardProject, capsys: pytest.CaptureFixture[str]) -> dict[str,
     batch = f"card-{project.card}"
     text = from_text(cli(project, capsys, "batch", "status", batch))
     data = json.loads(cli(project, capsys, "batch", "status", batch, "--json"))
-    page_views = dashboard.local_batches(project.root)
-    page = dashboard.render(
-        dashboard.Snapshot(
-            now=0.0,
-            execution="worker",
-            worker_healthy=True,
-            batches=page_views,
-            jobs=[job(project)],
-        )
+    local = read_local(project.root, None)
+    cards = card_views(local, [job(project)], "local/repo")
+    everyone = Viewer.everyone()
+    pages = (
+        html_pages.overview_page(overview(cards, everyone), everyone),
+        html_pages.card_page(cards[0], everyone),
+        html_pages.batches_page(local.batches, everyone),
     )
     bodies = [c["body"] for c in project.comments(project.card) if "pair:tracking" in c["body"]]
     return {
         "text": text,
         "json": data,
-        "page_view": page_views,
-        "page": page,
+        "page_view": local.batches,
+        "cards": cards,
+        "pages": pages,
         "tracking": from_tracking(bodies[0]),
     }
 
@@ -111,13 +112,16 @@ def assert_agree(project: CardProject, capsys: pytest.CaptureFixture[str], said:
     assert data["why"] == said.why
     (view,) = seen["page_view"]
     assert (view.status, view.next, view.why) == (said.status, said.next, said.why)
-    page = seen["page"]
-    row = f"{said.status}: {said.why}"
-    # The batch row and the card row both say the card's status (HTML-escaped), never the
-    # engine's view of a checkout without the card's work, nor the job's "done".
-    assert page.count(_html(row)) == 2, page
-    assert "nothing runnable" not in page
-    assert "executed by the worker" not in page
+    (card,) = seen["cards"]
+    assert card.repo == "octo/widget"  # the repository its command came from
+    assert (card.status, card.next, card.why) == (said.status, said.next, said.why)
+    # The overview, the card's page and the batches page all say the card's status and why
+    # (HTML-escaped), never the engine's view of a checkout without the card's work, nor the
+    # job's "done".
+    for page in seen["pages"]:
+        assert f">{said.status}</span>" in page and _html(said.why) in page, page
+        assert "nothing runnable" not in page
+        assert "executed by the worker" not in page
 
 
 def _html(text: str) -> str:
@@ -145,49 +149,3 @@ def test_a_converged_card_names_publish_in_every_view(
     said = from_text(cli(project, capsys, "card", str(project.card), "status"))
     assert said.next.startswith("publish: ")
     assert_agree(project, capsys, said)
-
-
-def test_the_page_matches_a_card_to_its_checkout_and_keeps_a_running_jobs_state() -> None:
-    mine = dashboard.BatchView(
-        "card-7", next="none", why="the plan waits", card=7, status="awaiting-approval"
-    )
-    other = dashboard.BatchView("card-7", next="none", why="", card=7, status="merged")
-    base = JobRecord(
-        id=1,
-        delivery_id="d-1",
-        kind="command",
-        source="github",
-        repo="octo/widget",
-        installation=None,
-        target="card",
-        number=7,
-        request={},
-        state="done",
-        stage="",
-        attempts=1,
-        not_before=0.0,
-        result="executed by the worker",
-        created_at=0.0,
-        updated_at=0.0,
-        verb="implement",
-    )
-    batches = [
-        dataclasses.replace(other, checkout="octo/other"),
-        dataclasses.replace(mine, checkout="octo/widget"),
-    ]
-    assert dashboard.card_batch(base, batches) == batches[1]
-    assert dashboard.card_batch(base, [other]) == other  # the served project's own
-    assert dashboard.card_batch(dataclasses.replace(base, target="pull"), batches) is None
-    assert dashboard.card_batch(base, [dataclasses.replace(mine, checkout="x/y")]) is None
-    page = dashboard.render(
-        dashboard.Snapshot(now=0.0, execution="worker", worker_healthy=True, jobs=[base])
-    )
-    assert "executed by the worker" in page  # no run-state here: the job is all there is
-    running = dataclasses.replace(base, state="running", stage="step")
-    page = dashboard.render(
-        dashboard.Snapshot(
-            now=0.0, execution="worker", worker_healthy=True, batches=batches, jobs=[running]
-        )
-    )
-    assert "running (step)" in page  # a running command says so until it is done
-    assert "awaiting-approval: the plan waits" in page  # the batch row

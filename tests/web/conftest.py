@@ -31,12 +31,15 @@ import pytest
 import uvicorn
 from pydantic import SecretStr
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.web.forge import GitHubForges
 from app.web.jobs import Job
 from app.web.serve import server_config
 from app.web.settings import AppSettings, EdgeLimits
 from app.web.signature import sign
+from app.web.viewer import VIEWER_KEY, Viewer
 from tests.support.fake_github import FakeGitHub, User, _Request, rsa_key
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -307,3 +310,23 @@ def comment_event(
 @pytest.fixture
 def fake() -> AppGitHub:
     return AppGitHub()
+
+
+class _ViewAs:
+    """Stands in for the sign-in layer: every request is looked at by one viewer."""
+
+    def __init__(self, app: ASGIApp, viewer: Viewer) -> None:
+        self.app = app
+        self.viewer = viewer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[VIEWER_KEY] = self.viewer
+        await self.app(scope, receive, send)
+
+
+def view_as(app: Starlette, viewer: Viewer) -> Starlette:
+    """`app`, with every request that passed sign-in seen by `viewer` (innermost, so it
+    overrides what the sign-in layer decided; added before the app starts)."""
+    app.user_middleware.append(Middleware(_ViewAs, viewer=viewer))
+    return app

@@ -303,7 +303,7 @@ def test_installation_events_keep_the_installation_table(fake: AppGitHub, tmp_pa
             seen.append(
                 [(i.id, i.repos, i.suspended) for i in app.run(app.service.store.installations())]
             )
-        page = app.page("/").text
+        page = app.page("/jobs").text
         assert app.deliver("installation", deleted).is_success
         assert app.run(app.service.store.installations()) == []
     assert seen == [
@@ -333,12 +333,16 @@ def test_the_status_page_shows_what_happened_escaped_and_without_secrets(
         )
         app.deliver("installation", created)
         app.wait_idle()
-        page = app.page("/")
+        page = app.page("/jobs")
+        cards = app.page("/")
         health = app.get("/healthz")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert "unsafe-inline" not in page.headers["content-security-policy"]
+    # The card's run-state is on its repository's pair-state branch: the overview lists it
+    # from the queue, with no status guessed from the command's "done".
+    assert "octocat/Hello-World" in cards.text and "unknown" in cards.text
     text = page.text
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "octocat/Hello-World" in text and "implement" in text
@@ -352,7 +356,7 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
     fake: AppGitHub, tmp_path: Path
 ) -> None:
     from app.demo import prepare
-    from app.web.dashboard import local_batches
+    from app.web.pages.read import read_local
 
     project = tmp_path / "project"
     prepare(project)
@@ -361,10 +365,10 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
     app = create_app(
         app_settings(tmp_path),
         github=github_forges(fake),
-        batches=lambda: local_batches(project),
+        local=lambda: read_local(project, None),
     )
     with served(app) as running:
-        text = running.page("/").text
+        text = running.page("/batches").text
     assert "hello" in text and "propose" in text  # the demo batch and its next transition
     assert "broken" in text and "error" in text
 
@@ -374,6 +378,7 @@ def test_the_status_page_lists_the_batches_of_every_worker_checkout(
 ) -> None:
     from app.demo import prepare
     from app.web.dashboard import worker_batches
+    from app.web.pages.read import read_local
 
     root = tmp_path / "root"
     root.mkdir()
@@ -384,10 +389,10 @@ def test_the_status_page_lists_the_batches_of_every_worker_checkout(
     app = create_app(
         app_settings(tmp_path),
         github=github_forges(fake),
-        batches=lambda: worker_batches(root, checkouts),
+        local=lambda: read_local(root, checkouts),
     )
     with served(app) as running:
-        text = running.page("/").text
+        text = running.page("/batches").text
     assert "octo/svc" in text and "hello" in text and "propose" in text
     assert "octo/empty" not in text
     assert worker_batches(root, tmp_path / "gone") == []  # a vanished directory shows nothing

@@ -44,7 +44,7 @@ def test_serve_dev_starts_on_loopback_with_a_generated_secret_and_the_status_pag
             except httpx.HTTPError:
                 time.sleep(0.1)
         assert page is not None, process.communicate(timeout=10)
-        assert page.status_code == 200 and "<h1>pairbot</h1>" in page.text
+        assert page.status_code == 200 and "<h1>Cards</h1>" in page.text
         assert httpx.get(url + "/healthz", timeout=5).json()["status"] == "ok"
         secret_file = tmp_path / ".pair" / "app" / "webhook-secret"
         assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600

@@ -183,7 +183,7 @@ def test_a_visitor_who_is_not_signed_in_gets_the_sign_in_page_and_no_card_data(
     assert home.status_code == 303
     assert home.headers["location"] == "/signin?next=%2F"
     page = browser.get(home.headers["location"])
-    api = browser.get("/api/cards")
+    api = browser.get("/api/v1/cards")
     elsewhere = browser.get("/a/route/added/later?x=1")
     assert page.status_code == 200
     assert "Sign in with GitHub" in page.text and "Operator token" in page.text
@@ -228,7 +228,7 @@ def test_the_oauth_round_trip_signs_in_and_shows_only_readable_repositories(
     browser = Browser(server.url)
     callback = sign_in(browser, oauth)
     assert (callback.status_code, callback.headers["location"]) == (303, "/")
-    page = browser.get("/")
+    page = browser.get("/jobs")  # their jobs: the pages filter by viewer
     assert page.status_code == 200
     assert READABLE in page.text
     assert PRIVATE not in page.text
@@ -317,7 +317,7 @@ def test_the_repository_list_is_read_again_after_its_ttl(
     assert "expired" in browser.get(stale.headers["location"]).text
     oauth.access["mona"] = [FakeInstallation(7, "octo", [PRIVATE])]  # access changed on GitHub
     sign_in(browser, oauth)
-    page = browser.get("/")
+    page = browser.get("/jobs")
     assert PRIVATE in page.text and READABLE not in page.text
 
 
@@ -326,9 +326,9 @@ def test_a_signed_in_visitor_on_the_sign_in_page_goes_where_they_were_going(
 ) -> None:
     browser = Browser(server.url)
     sign_in(browser, oauth)
-    again = browser.get("/signin?next=/api/cards")
+    again = browser.get("/signin?next=/api/v1/cards")
     offsite = browser.get("/signin?next=//evil.example/")
-    assert again.headers["location"] == "/api/cards"
+    assert again.headers["location"] == "/api/v1/cards"
     assert offsite.headers["location"] == "/"
 
 
@@ -336,8 +336,8 @@ def test_a_signed_in_visitor_on_the_sign_in_page_goes_where_they_were_going(
 
 
 def test_the_operator_token_as_a_bearer_sees_every_repository(server: Served) -> None:
-    page = server.page("/")
-    wrong = server.get("/api/cards", {"Authorization": "Bearer not-the-token"})
+    page = server.page("/jobs")
+    wrong = server.get("/api/v1/cards", {"Authorization": "Bearer not-the-token"})
     basic = server.get("/", {"Authorization": "Basic b3BlcmF0b3I6eA=="})
     assert page.status_code == 200
     assert READABLE in page.text and PRIVATE in page.text
@@ -356,7 +356,9 @@ def test_the_operator_signs_in_with_the_form(server: Served) -> None:
     assert wrong.status_code == 401 and "not the operator token" in wrong.text
     assert (right.status_code, right.headers["location"]) == (303, "/")
     home = browser.get("/")
-    assert READABLE in home.text and PRIVATE in home.text
+    jobs = browser.get("/jobs")
+    assert home.status_code == 200
+    assert READABLE in jobs.text and PRIVATE in jobs.text
 
 
 # -- CSRF -----------------------------------------------------------------------------------------

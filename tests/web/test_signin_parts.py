@@ -21,8 +21,6 @@ from starlette.routing import Route
 
 from app.domain.access import Session
 from app.errors import ConfigError
-from app.store.base import DeliveryRecord, InstallationRecord, JobRecord
-from app.web import dashboard
 from app.web.sessions import (
     COOKIE,
     MAX_AGE_S,
@@ -34,7 +32,7 @@ from app.web.sessions import (
 )
 from app.web.settings import AppSettings
 from app.web.signin import CSRF_KEY, SignIn, SignInService, _read_body, _replay, signin_html
-from app.web.viewer import Viewer, viewer_of
+from app.web.viewer import viewer_of
 from tests.support.fake_github_oauth import (
     API,
     CLIENT_ID,
@@ -459,56 +457,3 @@ def test_the_form_reader_stops_at_a_disconnect_and_the_replay_hands_on() -> None
     assert body == b"a=1"
     assert first == {"type": "http.request", "body": b"a=1", "more_body": False}
     assert second == {"type": "http.disconnect"}
-
-
-def test_a_limited_viewer_sees_only_their_repositories_on_the_overview() -> None:
-    jobs = [_job(1, "octo/a"), _job(2, "OCTO/B"), _job(3, "octo/a", state="failed")]
-    snapshot = dashboard.Snapshot(
-        now=NOW,
-        execution="worker",
-        worker_healthy=True,
-        counts={"queued": 0, "running": 0, "done": 2, "failed": 1},
-        installations=[
-            InstallationRecord(7, "octo", ("octo/a", "octo/b")),
-            InstallationRecord(8, "other", ("other/c",)),
-        ],
-        batches=[
-            dashboard.BatchView("root-batch"),
-            dashboard.BatchView("a-batch", checkout="octo/a"),
-            dashboard.BatchView("c-batch", checkout="other/c"),
-        ],
-        jobs=jobs,
-        deliveries=[DeliveryRecord("github", "d-1", "issue_comment", "created", "queued", NOW, 1)],
-    )
-    everyone = Viewer.everyone("operator", operator=True)
-    assert dashboard.visible_to(snapshot, everyone) is snapshot
-    mine = dashboard.visible_to(snapshot, Viewer.reader_of("mona", ["octo/b"]))
-    assert [j.id for j in mine.jobs] == [2]
-    assert [(i.id, i.repos) for i in mine.installations] == [(7, ("octo/b",))]
-    assert mine.batches == [] and mine.deliveries == ()
-    assert mine.counts == {"queued": 0, "running": 0, "done": 1, "failed": 0}
-    other = dashboard.visible_to(snapshot, Viewer.reader_of("mona", ["octo/a", "other/c"]))
-    assert [b.name for b in other.batches] == ["a-batch", "c-batch"]
-    page = dashboard.render(dashboard.visible_to(snapshot, Viewer.nobody()))
-    assert "octo" not in page and "root-batch" not in page and "d-1" not in page
-
-
-def _job(ident: int, repo: str, state: str = "done") -> JobRecord:
-    return JobRecord(
-        id=ident,
-        delivery_id="d-1",
-        kind="command",
-        source="github",
-        repo=repo,
-        installation=7,
-        target="card",
-        number=ident,
-        request={},
-        state=state,  # type: ignore[arg-type]
-        stage="",
-        attempts=1,
-        not_before=0.0,
-        result="ok",
-        created_at=NOW,
-        updated_at=NOW,
-    )

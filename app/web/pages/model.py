@@ -1,0 +1,539 @@
+"""The status pages' view-model: pure functions from run-state and store rows to dataclasses.
+
+    card_view(repo, key, records, parks, ...) -> CardView   one card's row and its cycle
+    job_views(jobs, now) -> list[JobView]                    the operator's queue, failed first
+    overview(cards, jobs, viewer, repo=, state=) -> Overview  filtered and sorted by attention
+
+The HTML pages and the JSON API (`/api/v1/…`) are both built from these values, so they never
+disagree. Nothing here reads a file, the clock or the store: the shell (`app.web.pages.routes`)
+reads the journals and jobs and passes them in. A card's status, next step and reason are what
+its tracking comment says (`app.cycle.card_status`); the gate, the budget and the commands a
+person can use come from the `/pair status` explanation (`app.domain.explain`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+from app.cycle.card_status import card_status
+from app.cycle.records import fold_cycle
+from app.domain.explain import CardFacts, NextStep, explain
+from app.engine.selection import Park
+from app.store.base import JobRecord
+from app.web.viewer import Viewer
+
+# What needs a person first: a lower rank sorts higher on the overview.
+ATTENTION: Mapping[str, int] = {
+    "needs-input": 0,
+    "blocked": 0,
+    "awaiting-approval": 1,
+    "awaiting-scope-decision": 1,
+    "awaiting-human": 1,
+    "escalated": 1,
+    "failed-preparation": 2,
+    "failed-implement": 2,
+    "failed-fix": 2,
+    "failed-verify": 2,
+    "failed-publication": 2,
+    "interrupted": 2,
+    "ready-for-merge": 3,
+    "in-progress": 4,
+    "awaiting-verify": 4,
+    "ready": 5,
+    "unknown": 6,
+    "merged": 7,
+    "abandoned": 7,
+}
+# The colour family of each status's badge (the badge always carries the status's text too).
+TONE: Mapping[str, str] = {
+    **dict.fromkeys(("needs-input", "blocked", "interrupted"), "alert"),
+    **dict.fromkeys(
+        ("awaiting-approval", "awaiting-scope-decision", "awaiting-human", "escalated"), "wait"
+    ),
+    **{s: "alert" for s in ATTENTION if s.startswith("failed-")},
+    **dict.fromkeys(("ready-for-merge", "merged"), "good"),
+    **dict.fromkeys(("in-progress", "awaiting-verify", "ready"), "busy"),
+}
+_ACCEPTED = frozenset({"advanced", "awaiting-approval"})
+_GITHUB_PULL = re.compile(r"^(?P<repo>https://[^\s/]+/[^\s/]+/[^\s/]+)/pull/\d+$")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one step reported: tokens and dollars, None when the agent did not say."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """A line an agent reported while its step ran (progress, a blocker, …)."""
+
+    at: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One review finding and how it moved since the previous round."""
+
+    id: str
+    severity: str
+    text: str
+    transition: str  # "new", "still open", or "resolved"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the cycle: started, and ended with an outcome unless it is still running."""
+
+    transition: str
+    session: str
+    started_at: str
+    agent: str = ""
+    model: str = ""
+    outcome: str | None = None  # None while the step runs
+    ended_at: str = ""
+    duration_s: float | None = None
+    message: str = ""
+    usage: Usage = field(default_factory=Usage)
+    commit: str = ""
+    journal_ref: int = 0  # the 0-based line of the outcome (or start) in the batch journal
+    reports: tuple[Report, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    review_round: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.outcome is None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A host-side fact of the cycle: a push, the PR, a review read back, a label, a decision."""
+
+    at: str
+    event: str
+    text: str
+    journal_ref: int
+
+
+@dataclass(frozen=True)
+class CardView:
+    """One card: its overview row and, for its own page, the cycle behind it."""
+
+    repo: str
+    number: int
+    title: str
+    url: str
+    status: str
+    label: str
+    tone: str
+    next: str  # "verify: an independent review …", or "none"
+    why: str
+    gate: str  # "the prepare gate", or "nothing blocks"
+    budget: str
+    actions: tuple[str, ...]
+    pr: int | None = None
+    pr_url: str = ""
+    reviewed_head: str = ""
+    review_converged: bool | None = None
+    fix_rounds: int = 0
+    max_fix_rounds: int = 0
+    tokens: Mapping[str, Any] | None = None
+    cost_usd: Mapping[str, Any] | None = None
+    last_step: str = ""
+    last_at: str = ""
+    last_command: str = ""
+    local: bool = True  # False: only the job queue knows this card (its run-state is elsewhere)
+    steps: tuple[Step, ...] = ()
+    events: tuple[Event, ...] = ()
+
+    @property
+    def attention(self) -> int:
+        return ATTENTION.get(self.status, 6)
+
+    @property
+    def running(self) -> Step | None:
+        return next((s for s in reversed(self.steps) if s.running), None)
+
+    def to_json(self, *, detail: bool = False) -> dict[str, Any]:
+        data = asdict(self)
+        data["running"] = self.running is not None
+        if not detail:
+            del data["steps"], data["events"]
+        else:
+            for step, raw in zip(self.steps, data["steps"], strict=True):
+                raw["running"] = step.running
+        return data
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job of the queue as the operator view shows it."""
+
+    id: int
+    repo: str
+    number: int
+    target: str
+    command: str
+    state: str
+    stage: str
+    attempts: int
+    result: str
+    updated_at: str
+    retry_at: str = ""
+
+    @property
+    def retryable(self) -> bool:
+        return self.state == "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "retryable": self.retryable}
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The cards a viewer may see, filtered and sorted, with the filters' choices."""
+
+    cards: tuple[CardView, ...]
+    repos: tuple[str, ...]  # every repository the viewer may see (the filter's choices)
+    states: tuple[str, ...]
+    repo: str = ""
+    state: str = ""
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def stamp(seconds: float) -> str:
+    """A store timestamp as ISO 8601 UTC, seconds precision (beyond the calendar: the number)."""
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"{seconds:.0f} s after the epoch"
+
+
+def _parse(at: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(at)
+    except ValueError:
+        return None
+
+
+def _duration(start: str, end: str) -> float | None:
+    began, ended = _parse(start), _parse(end)
+    if began is None or ended is None:
+        return None
+    return round((ended - began).total_seconds(), 3)
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, Mapping):
+        return Usage()
+    total = raw.get("totalTokens")
+    if not isinstance(total, int):
+        parts = (raw.get("inputTokens"), raw.get("outputTokens"))
+        total = parts[0] + parts[1] if all(isinstance(p, int) for p in parts) else None  # type: ignore[operator]
+    cost = raw.get("costUsd")
+    return Usage(tokens=total, cost_usd=float(cost) if isinstance(cost, int | float) else None)
+
+
+def _findings(raw: Any, before: Mapping[str, Finding]) -> tuple[Finding, ...]:
+    """A verify outcome's findings, each marked new or still open against the last round, and
+    the last round's that are gone marked resolved."""
+    items = raw.get("findings") if isinstance(raw, Mapping) else None
+    seen: list[Finding] = []
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, Mapping):
+            continue
+        ident = str(item.get("id") or f"#{index + 1}")
+        text = item.get("title") or item.get("summary") or item.get("message") or ""
+        seen.append(
+            Finding(
+                id=ident,
+                severity=str(item.get("severity") or ""),
+                text=str(text),
+                transition="still open" if ident in before else "new",
+            )
+        )
+    ids = {f.id for f in seen}
+    gone = [
+        Finding(f.id, f.severity, f.text, "resolved")
+        for f in before.values()
+        if f.id not in ids and f.transition != "resolved"
+    ]
+    return (*seen, *gone)
+
+
+def _event_text(data: Mapping[str, Any]) -> str | None:
+    """A cycle event worth a line on the card's page; None for the bookkeeping ones."""
+    event = data.get("event")
+    if event == "pushed":
+        return f"pushed {str(data.get('sha', ''))[:12]} ({data.get('transition') or 'a step'})"
+    if event == "pr":
+        return f"opened PR #{data.get('number')}"
+    if event == "reviewed":
+        verdict = "converged" if data.get("converged") else "not converged"
+        return (
+            f"review round {data.get('round')} read back on {str(data.get('head', ''))[:12]}: "
+            f"{verdict}, {data.get('blocking', 0)} blocking"
+        )
+    if event == "review-published":
+        return f"review comment and status published on {str(data.get('head', ''))[:12]}"
+    if event == "label":
+        return f"label set: {data.get('state')}"
+    if event == "tracking":
+        return f"tracking comment: {data.get('status')} — {data.get('why') or ''}".rstrip(" —")
+    if event == "synthesis":
+        return f"synthesis comment published on {str(data.get('head', ''))[:12]}"
+    if event == "merged":
+        return f"merged as {str(data.get('sha', ''))[:12]}"
+    if event == "abandoned":
+        return "abandoned"
+    if isinstance(event, str) and event.startswith("scope"):
+        details = ", ".join(
+            f"{k}: {v}" for k, v in data.items() if k != "event" and isinstance(v, str | int)
+        )
+        return f"{event}" + (f" ({details})" if details else "")
+    return None
+
+
+# ---------------------------------------------------------------- a card
+
+
+def _issue_url(pr_url: str, card: int) -> str:
+    """The card's issue on GitHub, beside its pull request (`…/pull/2` → `…/issues/7`); ""
+    elsewhere (an Azure DevOps work item lives in its project, not its repository)."""
+    match = _GITHUB_PULL.match(pr_url)
+    return f"{match.group('repo')}/issues/{card}" if match else ""
+
+
+def card_steps(
+    records: Sequence[Mapping[str, Any]], key: str
+) -> tuple[tuple[Step, ...], tuple[Event, ...]]:
+    """The card's steps in order, and its host-side events, from its batch journal."""
+    steps: list[Step] = []
+    open_steps: dict[str, int] = {}  # session -> index in steps
+    events: list[Event] = []
+    pushed = ""
+    last_findings: dict[str, Finding] = {}
+    reviews = 0
+    for ref, record in enumerate(records):
+        if record.get("key") != key:
+            continue
+        kind = record.get("kind")
+        at = str(record.get("at", ""))
+        session = str(record.get("session") or "")
+        raw = record.get("data")
+        data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        if kind == "step-started":
+            open_steps[session] = len(steps)
+            steps.append(
+                Step(
+                    transition=str(record.get("transition") or ""),
+                    session=session,
+                    started_at=at,
+                    agent=str(data.get("agent") or ""),
+                    model=str(data.get("model") or ""),
+                    journal_ref=ref,
+                )
+            )
+        elif kind in ("progress", "blocker", "needs-input", "completion") and (
+            session in open_steps
+        ):
+            index = open_steps[session]
+            report = Report(at=at, kind=str(kind), message=str(record.get("message", "")))
+            steps[index] = replace(steps[index], reports=(*steps[index].reports, report))
+        elif kind == "outcome":
+            transition = str(record.get("transition") or "")
+            index_or_none = open_steps.pop(session, None)
+            base = (
+                steps[index_or_none]
+                if index_or_none is not None
+                else Step(transition=transition, session=session, started_at=at)
+            )
+            findings: tuple[Finding, ...] = ()
+            review_round = None
+            if transition == "verify" and record.get("findings") is not None:
+                findings = _findings(record.get("findings"), last_findings)
+                last_findings = {f.id: f for f in findings if f.transition != "resolved"}
+                if record.get("state") in _ACCEPTED:
+                    reviews += 1
+                    review_round = reviews
+            done = replace(
+                base,
+                outcome=str(record.get("state") or ""),
+                ended_at=at,
+                duration_s=_duration(base.started_at, at),
+                message=str(record.get("message", "")),
+                usage=_usage(record.get("usage")),
+                commit=pushed,
+                journal_ref=ref,
+                findings=findings,
+                review_round=review_round,
+            )
+            if index_or_none is None:
+                steps.append(done)
+            else:
+                steps[index_or_none] = done
+            pushed = ""
+        elif kind == "cycle":
+            if data.get("event") == "pushed":
+                pushed = str(data.get("sha") or "")
+            text = _event_text(data)
+            if text is not None:
+                events.append(
+                    Event(at=at, event=str(data.get("event")), text=text, journal_ref=ref)
+                )
+    return tuple(steps), tuple(events)
+
+
+def card_view(
+    repo: str,
+    key: str,
+    records: Sequence[Mapping[str, Any]],
+    parks: Mapping[str, Park],
+    *,
+    max_fix_rounds: int = 3,
+    trigger: str = "pair",
+    last_command: str = "",
+) -> CardView:
+    """A card batch's view: the tracking comment's status, next and why; the explanation's gate,
+    budget and commands; its steps and events. Raises ValueError for a batch that is not a card."""
+    status = card_status(records, key, parks)
+    rec = fold_cycle(records, key)
+    mine = tuple(r for r in records if r.get("key") == key)
+    steps, events = card_steps(records, key)
+    fixes = sum(1 for s in steps if s.transition == "fix" and s.outcome in _ACCEPTED)
+    reviews = sum(1 for s in steps if s.transition == "verify" and s.outcome in _ACCEPTED)
+    park = parks.get(key)
+    next_step = status.next if status.next in get_args(NextStep) else None
+    snapshot = rec.snapshot or {}
+    explanation = explain(
+        CardFacts(
+            card=status.card,
+            status=status.status,
+            next_step=next_step,
+            title=str(snapshot.get("title") or ""),
+            park_reason=park.reason if park is not None else None,
+            fix_rounds_used=fixes,
+            max_fix_rounds=max(max_fix_rounds, fixes),
+            review_round=reviews,
+            open_blocking=rec.review_blocking,
+            pr=rec.pr,
+            pr_url=rec.pr_url or None,
+            pr_closed=rec.pr_closed,
+            reviewed_head=rec.reviewed_head,
+            records=mine,
+            trigger=trigger,
+        )
+    )
+    last = steps[-1] if steps else None
+    return CardView(
+        repo=repo,
+        number=status.card,
+        title=explanation.title,
+        url=str(snapshot.get("url") or "") or _issue_url(explanation.pr_url or "", status.card),
+        status=status.status,
+        label=status.label,
+        tone=TONE.get(status.status, "busy"),
+        next=status.next_text,
+        why=status.why,
+        gate=explanation.gate_text,
+        budget=explanation.budget,
+        actions=explanation.what_you_can_do,
+        pr=rec.pr,
+        pr_url=explanation.pr_url or "",
+        reviewed_head=rec.reviewed_head or "",
+        review_converged=rec.review_converged,
+        fix_rounds=fixes,
+        max_fix_rounds=explanation.max_fix_rounds,
+        tokens=explanation.tokens.to_json() if explanation.tokens else None,
+        cost_usd=explanation.cost.to_json() if explanation.cost else None,
+        last_step=(f"{last.transition}: {last.outcome or 'running'}" if last is not None else ""),
+        last_at=(last.ended_at or last.started_at) if last is not None else "",
+        last_command=last_command,
+        steps=steps,
+        events=events,
+    )
+
+
+def remote_card(job: JobRecord) -> CardView:
+    """A card only the job queue knows (its run-state lives on its repository's `pair-state`
+    branch, not on this machine): the last command and what became of it, no status guessed.
+    A finished command says nothing about where the card is, so the status is `unknown`."""
+    command = job.verb or job.kind
+    return CardView(
+        repo=job.repo,
+        number=job.number,
+        title="",
+        url="",
+        status="unknown",
+        label="",
+        tone="busy",
+        next="unknown here",
+        why="this card's run-state is not on this machine; its tracking comment has its status",
+        gate="unknown here",
+        budget="",
+        actions=(),
+        last_command=f"/{command}: {job.state}" + (f" ({job.result})" if job.result else ""),
+        last_at=stamp(job.updated_at),
+        local=False,
+    )
+
+
+# ---------------------------------------------------------------- lists
+
+
+def overview(
+    cards: Sequence[CardView], viewer: Viewer, *, repo: str = "", state: str = ""
+) -> Overview:
+    """The cards `viewer` may read, narrowed by the repository and state filters (exact,
+    repository case-insensitive), most in need of a person first, then newest activity."""
+    visible = [c for c in cards if viewer.can_read(c.repo)]
+    chosen = [
+        c
+        for c in visible
+        if (not repo or c.repo.lower() == repo.lower()) and (not state or c.status == state)
+    ]
+    # Newest activity first within a rank: sort by time descending, then stably by rank.
+    chosen.sort(key=lambda c: c.last_at, reverse=True)
+    chosen.sort(key=lambda c: c.attention)
+    return Overview(
+        cards=tuple(chosen),
+        repos=tuple(sorted({c.repo for c in visible}, key=str.lower)),
+        states=tuple(sorted({c.status for c in visible}, key=lambda s: (ATTENTION.get(s, 6), s))),
+        repo=repo,
+        state=state,
+    )
+
+
+def job_views(jobs: Sequence[JobRecord], viewer: Viewer, now: float) -> list[JobView]:
+    """The jobs `viewer` may read: failed first, then running, queued and done, newest first."""
+    order = {"failed": 0, "running": 1, "queued": 2, "done": 3}
+    views = [
+        JobView(
+            id=j.id,
+            repo=j.repo,
+            number=j.number,
+            target=j.target,
+            command=j.verb or j.kind,
+            state=j.state,
+            stage=j.stage,
+            attempts=j.attempts,
+            result=j.result,
+            updated_at=stamp(j.updated_at),
+            retry_at=stamp(j.not_before) if j.state == "queued" and j.not_before > now else "",
+        )
+        for j in sorted(jobs, key=lambda j: j.updated_at, reverse=True)
+        if viewer.can_read(j.repo)
+    ]
+    views.sort(key=lambda v: order.get(v.state, 4))
+    return views

@@ -1,0 +1,216 @@
+"""The status pages' routes: HTML pages, the live card fragment, `/api/v1/…`, the retry control.
+
+    GET  /                              cards overview (?repo=…&state=…)
+    GET  /cards/{repo}/{n}              one card's cycle; /fragment is its live part
+    GET  /batches                       batches: phases, changes, gates, proofs-of-work
+    GET  /jobs                          operator view: jobs, failed first, with a retry control
+    POST /jobs/{id}/retry               operators only: queue a failed job again
+    GET  /api/v1/cards[/{repo}/{n}]     the same view-model as JSON
+    GET  /api/v1/batches, /api/v1/jobs
+    GET  /static/…                      the stylesheet and the script
+
+Every route asks `viewer_of(request)` who is looking and shows only the repositories that
+viewer can read (a card or job of another repository answers 404, as if it did not exist).
+The shell is thin: it reads the store and the run-state (in a worker thread) and hands them to
+`app.web.pages.model`, whose values both the HTML and the JSON are rendered from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from app.store.base import Store
+from app.web.dashboard import BatchView
+from app.web.pages import html
+from app.web.pages.model import CardView, job_views, overview
+from app.web.pages.read import Local, card_views
+from app.web.viewer import Viewer, viewer_of
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+CSRF_KEY = "pairbot.csrf"  # the sign-in layer puts the form token here
+# Scripts and styles come from this origin only: no inline script, style or handler runs.
+PAGE_HEADERS: Mapping[str, str] = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+_API_HEADERS: Mapping[str, str] = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+
+class Pages:
+    """The routes' shared parts: the store, the run-state reader and the worker's wake-up."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        local: Callable[[], Local] | None,
+        root_repo: str,
+        clock: Callable[[], float],
+        wake: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.local = local
+        self.root_repo = root_repo
+        self.clock = clock
+        self.wake = wake
+
+    async def _local(self) -> Local:
+        return await asyncio.to_thread(self.local) if self.local is not None else Local()
+
+    async def _cards(self) -> list[CardView]:
+        local = await self._local()
+        return card_views(local, await self.store.jobs(500), self.root_repo)
+
+    async def _card(self, request: Request) -> CardView | None:
+        viewer = viewer_of(request)
+        repo, number = str(request.path_params["repo"]), int(request.path_params["number"])
+        if not viewer.can_read(repo):
+            return None
+        for card in await self._cards():
+            if card.number == number and card.repo.lower() == repo.lower():
+                return card
+        return None
+
+    def _batches(self, local: Local, viewer: Viewer) -> list[BatchView]:
+        return [b for b in local.batches if viewer.can_read(b.checkout or self.root_repo)]
+
+    # -- pages ------------------------------------------------------------------------------
+
+    async def overview_page(self, request: Request) -> Response:
+        viewer = viewer_of(request)
+        view = overview(await self._cards(), viewer, **_filters(request))
+        return _page(html.overview_page(view, viewer))
+
+    async def card_page(self, request: Request) -> Response:
+        card = await self._card(request)
+        if card is None:
+            return _not_found(request)
+        return _page(html.card_page(card, viewer_of(request)))
+
+    async def card_fragment(self, request: Request) -> Response:
+        card = await self._card(request)
+        if card is None:
+            return _not_found(request)
+        return HTMLResponse(html.steps_fragment(card), headers=dict(PAGE_HEADERS))
+
+    async def batches_page(self, request: Request) -> Response:
+        viewer = viewer_of(request)
+        return _page(html.batches_page(self._batches(await self._local(), viewer), viewer))
+
+    async def jobs_page(self, request: Request) -> Response:
+        viewer = viewer_of(request)
+        jobs = job_views(await self.store.jobs(500), viewer, self.clock())
+        csrf = str(request.scope.get(CSRF_KEY, ""))
+        operator = viewer.operator
+        return _page(
+            html.jobs_page(
+                jobs,
+                viewer,
+                csrf,
+                installations=await self.store.installations() if operator else (),
+                deliveries=await self.store.deliveries(50) if operator else (),
+            )
+        )
+
+    async def retry(self, request: Request) -> Response:
+        """Queue a failed job again (operators only); anything else is refused with why."""
+        viewer = viewer_of(request)
+        if not viewer.operator:
+            return _refused(request, 403, "Only an operator can retry a job.")
+        job = await self.store.job(int(request.path_params["id"]))
+        if job is None or not viewer.can_read(job.repo):
+            return _not_found(request)
+        if job.state != "failed":
+            return _refused(
+                request, 409, f"Job {job.id} is {job.state}; only a failed job retries."
+            )
+        await self.store.retry_later(job.id, 0.0, f"retried by an operator; was: {job.result}")
+        self.wake()
+        return RedirectResponse("/jobs", status_code=303)
+
+    # -- the JSON API -------------------------------------------------------------------------
+
+    async def api_cards(self, request: Request) -> Response:
+        view = overview(await self._cards(), viewer_of(request), **_filters(request))
+        return _json(
+            {
+                "cards": [c.to_json() for c in view.cards],
+                "filters": {"repo": view.repo, "state": view.state},
+                "repos": list(view.repos),
+                "states": list(view.states),
+            }
+        )
+
+    async def api_card(self, request: Request) -> Response:
+        card = await self._card(request)
+        if card is None:
+            return JSONResponse({"error": "no such card you can read"}, status_code=404)
+        return _json({"card": card.to_json(detail=True)})
+
+    async def api_batches(self, request: Request) -> Response:
+        batches = self._batches(await self._local(), viewer_of(request))
+        return _json({"batches": [asdict(b) for b in batches]})
+
+    async def api_jobs(self, request: Request) -> Response:
+        viewer = viewer_of(request)
+        jobs = job_views(await self.store.jobs(500), viewer, self.clock())
+        data: dict[str, Any] = {"jobs": [j.to_json() for j in jobs]}
+        if viewer.operator:  # accounts and deliveries of every repository: operators only
+            data["installations"] = [asdict(i) for i in await self.store.installations()]
+            data["deliveries"] = [asdict(d) for d in await self.store.deliveries(50)]
+        return _json(data)
+
+    def routes(self) -> Sequence[BaseRoute]:
+        card = "/cards/{repo:path}/{number:int}"
+        return [
+            Route("/", self.overview_page, methods=["GET"]),
+            Route(card + "/fragment", self.card_fragment, methods=["GET"]),
+            Route(card, self.card_page, methods=["GET"]),
+            Route("/batches", self.batches_page, methods=["GET"]),
+            Route("/jobs", self.jobs_page, methods=["GET"]),
+            Route("/jobs/{id:int}/retry", self.retry, methods=["POST"]),
+            Route("/api/v1/cards", self.api_cards, methods=["GET"]),
+            Route("/api/v1" + card, self.api_card, methods=["GET"]),
+            Route("/api/v1/batches", self.api_batches, methods=["GET"]),
+            Route("/api/v1/jobs", self.api_jobs, methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        ]
+
+
+def _filters(request: Request) -> dict[str, str]:
+    return {
+        "repo": request.query_params.get("repo", "").strip(),
+        "state": request.query_params.get("state", "").strip(),
+    }
+
+
+def _page(body: str, status: int = 200) -> Response:
+    return HTMLResponse(body, status_code=status, headers=dict(PAGE_HEADERS))
+
+
+def _json(data: Mapping[str, Any]) -> Response:
+    return JSONResponse({"apiVersion": 1, **data}, headers=dict(_API_HEADERS))
+
+
+def _not_found(request: Request) -> Response:
+    text = "No such card or job, or not one you can read."
+    return _refused(request, 404, text)
+
+
+def _refused(request: Request, status: int, text: str) -> Response:
+    titles = {403: "Not allowed", 404: "Not found", 409: "Not now"}
+    return _page(html.message_page(titles.get(status, "Refused"), text, viewer_of(request)), status)
