@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from hosts.errors import NotFound
-from hosts.models import Author, Permission, PullState, ReviewState
+from hosts.models import Author, CheckState, HeadCheck, Permission, PullState, ReviewState
 
 # The azure-devops SDK ships no type information: everything it hands back is `Sdk` (Any).
 Sdk = Any
@@ -36,6 +36,16 @@ TO_AZURE_STATE: Final[Mapping[str, str]] = {
     "success": "succeeded",
     "failure": "failed",
     "error": "error",
+}
+# Someone else's PR status as a check state (GitPullRequestStatus.state): `notSet` has not
+# reported yet; `notApplicable` did not apply (like a skipped check run).
+CHECK_STATE: Final[Mapping[str, CheckState]] = {
+    "succeeded": "success",
+    "failed": "failure",
+    "error": "failure",
+    "pending": "pending",
+    "notSet": "pending",
+    "notApplicable": "skipped",
 }
 FROM_AZURE_STATE: Final[Mapping[str, ReviewState]] = {
     "pending": "pending",
@@ -153,3 +163,32 @@ def parse_pr_comment_id(value: str) -> tuple[int, int]:
     if not thread.isdigit() or not comment.isdigit():
         raise NotFound(f"{value!r} is not an Azure DevOps PR comment id (<thread>/<comment>)")
     return int(thread), int(comment)
+
+
+def status_name(status: Sdk) -> str:
+    """A PR status's name as people see it: `genre/name`, or the name without a genre."""
+    context = status.context
+    name = str(getattr(context, "name", None) or "")
+    genre = str(getattr(context, "genre", None) or "")
+    return f"{genre}/{name}" if genre and name else name
+
+
+def is_review_status(status: Sdk) -> bool:
+    """pairbot's own `pair-review` status (genre `pair`)."""
+    context = status.context
+    return (
+        getattr(context, "genre", None) == REVIEW_GENRE
+        and getattr(context, "name", None) == "pair-review"
+    )
+
+
+def head_check(status: Sdk) -> HeadCheck:
+    """Another service's PR status (a CI pipeline, a linter) as a check; an unknown state is
+    a failure, never green."""
+    return HeadCheck(
+        name=status_name(status),
+        source="status",
+        state=CHECK_STATE.get(str(status.state), "failure"),
+        url=str(status.target_url or ""),
+        summary=str(status.description or ""),
+    )

@@ -94,6 +94,7 @@ from hosts.models import (
     Author,
     Card,
     Comment,
+    HeadCheck,
     MergeMethod,
     MergeResult,
     Permission,
@@ -650,13 +651,17 @@ class AzureDevOpsHost:
         ]
         return sorted(ids, reverse=True)
 
-    async def _our_statuses(self, pull: int, iteration: int) -> list[Sdk]:
+    async def _iteration_statuses(self, pull: int, iteration: int) -> list[Sdk]:
         statuses = await self._call(
             f"statuses of PR #{pull} iteration {iteration}",
             lambda c: c.git.get_pull_request_iteration_statuses(
                 self.repository, pull, iteration, project=self.project
             ),
         )
+        return list(statuses or [])
+
+    async def _our_statuses(self, pull: int, iteration: int) -> list[Sdk]:
+        statuses = await self._iteration_statuses(pull, iteration)
         ours = [
             s
             for s in statuses or []
@@ -708,6 +713,24 @@ class AzureDevOpsHost:
                     description=str(latest.description or ""),
                 )
         return None
+
+    # -- outside evidence -----------------------------------------------------------------------
+
+    async def head_checks(self, pull: int, head_sha: str) -> list[HeadCheck]:
+        """The other services' PR statuses on the iterations whose head is `head_sha`, the
+        newest per name; `pair-review` left out. A status posted on the pull request without
+        an iteration is bound to no head and is not read. Azure DevOps does not say whether a
+        status is required here (a branch policy does, elsewhere): `required` stays False."""
+        latest: dict[str, tuple[int, HeadCheck]] = {}
+        for iteration in await self._iterations_of(pull, head_sha):
+            for status in await self._iteration_statuses(pull, iteration):
+                if status.context is None or convert.is_review_status(status):
+                    continue
+                check = convert.head_check(status)
+                rank = (iteration << 32) + int(status.id or 0)
+                if check.name not in latest or latest[check.name][0] < rank:
+                    latest[check.name] = (rank, check)
+        return [check for _, check in sorted(latest.values(), key=lambda item: item[1].name)]
 
     # -- labels ---------------------------------------------------------------------------------
 

@@ -791,3 +791,32 @@ def test_sdk_errors_are_classified(
 def test_unit_helpers() -> None:
     assert split_tags("a; b ;; c") == ("a", "b", "c")
     assert split_tags(None) == ()
+
+
+# -- outside evidence -----------------------------------------------------------------------------
+
+
+def test_head_checks_read_other_services_statuses_on_the_heads_iterations(
+    fake: FakeAzureDevOps, host: AzureDevOpsHost
+) -> None:
+    pull = fake.seed_pull("pair/evidence")
+    head = fake.head_of(pull)
+    run(host.set_review_status(pull, head, "success", "converged"))
+    fake.post_status(pull, "build", "pending")
+    fake.post_status(pull, "build", "failed", description="2 tests failed")  # newer, same name
+    fake.post_status(pull, "sonar", "notApplicable", genre="quality")
+    fake.post_status(pull, "deploy", "error", genre=None)
+    fake.post_status(pull, "scan", "notSet")
+    checks = {c.name: (c.state, c.summary, c.required) for c in run(host.head_checks(pull, head))}
+    assert checks == {
+        "ci/build": ("failure", "2 tests failed", False),
+        "quality/sonar": ("skipped", "", False),
+        "deploy": ("failure", "", False),
+        "ci/scan": ("pending", "", False),
+    }
+    moved = fake.move_head(pull)
+    assert run(host.head_checks(pull, moved)) == []
+    fake.post_status(pull, "build", "succeeded")
+    assert [(c.name, c.state) for c in run(host.head_checks(pull, moved))] == [
+        ("ci/build", "success")
+    ]

@@ -547,6 +547,35 @@ class FakeAzureDevOps:
             stamp = next(self._clock)
             return self.commit(pr.source, {f"moved-{pull}-{stamp}.txt": f"{stamp}\n"}, "more work")
 
+    def post_status(
+        self,
+        pull: int,
+        name: str,
+        state: str,
+        *,
+        genre: str | None = "ci",
+        description: str = "",
+        iteration: int | None = None,
+    ) -> None:
+        """A build service posts PR status `genre/name` on an iteration (the newest unless
+        named), as a pipeline does: the world's move, not the adapter's write."""
+        with self._lock:
+            self._sync_iterations()
+            pr = self._pulls[pull]
+            now = self._now()
+            status: Json = {
+                "iterationId": iteration or len(pr.iterations),
+                "id": len(pr.statuses) + 1,
+                "state": state,
+                "description": description,
+                "context": {"name": name, "genre": genre},
+                "creationDate": now,
+                "updatedDate": now,
+                "createdBy": self._identity_ref(self.bot),
+                "targetUrl": f"https://ci.example/{name}/{len(pr.statuses) + 1}",
+            }
+            pr.statuses.append(status)
+
     def pull(self, number: int) -> _Pull:
         with self._lock:
             return self._pulls[number]
@@ -1755,6 +1784,19 @@ class AzureHarness:
 
     async def comment_as(self, author: Author, target: Target, body: str) -> str:
         return self.fake.comment_as(author, target, body)
+
+    async def report_check(
+        self, pull: int, sha: str, name: str, state: str, summary: str = ""
+    ) -> None:
+        iterations = [
+            int(it["id"])
+            for it in self.fake.pull(pull).iterations
+            if it["sourceRefCommit"]["commitId"] == sha
+        ]
+        azure = {"success": "succeeded", "failure": "failed", "pending": "pending"}[state]
+        self.fake.post_status(
+            pull, name, azure, genre=None, description=summary, iteration=iterations[-1]
+        )
 
     def writes(self) -> int:
         return self.fake.writes()
