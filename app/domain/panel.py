@@ -9,6 +9,9 @@ Pure: the cycle runs each reviewer (its own journaled verify run) and hands the 
     PanelVote / panel_verdict    who said what, and the panel's verdict: converged only when
                                  every reviewer converged; a split is a disagreement worth
                                  showing, naming who blocked and who did not
+    panel_id_problems            each reviewer carries forward its own earlier findings and
+                                 names its new ones with its slug (else it fails closed)
+    merge_reports                the reviewers' reports as the one report the step records
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.domain.verdict import FindingsReport, ScopeChange, finding_id_problems
+
+PANEL_VOTE_KIND = "panel-vote"  # the journal entry of one reviewer's verdict on a panel
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 SLUG_MAX = 24
 
@@ -95,3 +101,62 @@ def panel_verdict(votes: Sequence[PanelVote]) -> PanelVerdict:
         blocking=sum(v.blocking for v in votes),
         votes=tuple(votes),
     )
+
+
+# ---------------------------------------------------------------- finding ids and merging
+
+_PANEL_ID = re.compile(r"^r(?P<round>[1-9]\d*)-(?:(?P<reviewer>[a-z0-9]+)-)?(?P<n>[1-9]\d*)$")
+
+
+def finding_owner(finding_id: str, slugs: Sequence[str]) -> str:
+    """The panel reviewer who carries `finding_id` forward: the one its id names, else the
+    first reviewer (an id from before the panel, or from a reviewer no longer on it)."""
+    match = _PANEL_ID.match(finding_id)
+    named = match.group("reviewer") if match else None
+    return named if isinstance(named, str) and named in slugs else slugs[0]
+
+
+def panel_id_problems(
+    slug: str,
+    slugs: Sequence[str],
+    *,
+    earlier_active: Sequence[str],
+    report: FindingsReport,
+    round_no: int,
+    earlier_known: Sequence[str] = (),
+) -> list[str]:
+    """One reviewer's id problems on a panel; each fails the verification closed.
+
+    It carries forward the earlier active findings it owns (`finding_owner`), reports none it
+    does not own, and names its new findings `r<round>-<slug>-<n>`."""
+    mine = [fid for fid in earlier_active if finding_owner(fid, slugs) == slug]
+    problems = finding_id_problems(mine, report, round_no, [*earlier_known, *earlier_active])
+    known = set(earlier_active) | set(earlier_known)
+    for finding in report.findings:
+        if finding.id in known:
+            owner = finding_owner(finding.id, slugs)
+            if owner != slug:
+                problems.append(f"finding {finding.id} is reviewer {owner}'s; report only your own")
+            continue
+        match = _PANEL_ID.match(finding.id)
+        if match is not None and match.group("reviewer") != slug:
+            problems.append(
+                f"finding {finding.id} is new; new findings of reviewer {slug} are "
+                f"r{round_no}-{slug}-<n>"
+            )
+    return problems
+
+
+def merge_reports(reports: Sequence[FindingsReport]) -> FindingsReport:
+    """Every reviewer's findings (their ids differ by reviewer), every AC's proving test (the
+    first reviewer naming one wins) and every scope proposal (a second one under an `sc-<n>`
+    already taken is the same proposal seen twice, and the first is kept)."""
+    findings = [f for report in reports for f in report.findings]
+    ac_tests: dict[str, str] = {}
+    scope: dict[str, ScopeChange] = {}
+    for report in reports:
+        for ac, test in report.ac_tests.items():
+            ac_tests.setdefault(ac, test)
+        for proposal in report.scope_changes:
+            scope.setdefault(proposal.id, proposal)
+    return FindingsReport(ac_tests=ac_tests, findings=findings, scope_changes=list(scope.values()))
