@@ -192,3 +192,40 @@ def head_check(status: Sdk) -> HeadCheck:
         url=str(status.target_url or ""),
         summary=str(status.description or ""),
     )
+
+
+# The Build (validation) policy type: its evaluations are the build results of a PR's head.
+# https://learn.microsoft.com/rest/api/azure/devops/policy/evaluations/list
+BUILD_POLICY_TYPE: Final = "0609b952-1397-4640-95ec-e00a01b2c241"
+EVALUATION_STATE: Final[Mapping[str, CheckState]] = {
+    "approved": "success",
+    "rejected": "failure",
+    "broken": "failure",
+    "queued": "pending",
+    "running": "pending",
+    "notApplicable": "skipped",
+}
+
+
+def build_check(record: Sdk, web_url: str) -> HeadCheck | None:
+    """A build policy's evaluation on the PR as a check (None for any other policy, or a
+    disabled one). A build that ran on an earlier head (`buildIsNotCurrent`) or has expired
+    says nothing about this head yet: pending. `required` is the policy's `isBlocking`."""
+    config = record.configuration
+    kind = getattr(getattr(config, "type", None), "id", None)
+    if config is None or str(kind) != BUILD_POLICY_TYPE or config.is_enabled is False:
+        return None
+    context = record.context if isinstance(record.context, dict) else {}
+    settings = config.settings if isinstance(config.settings, dict) else {}
+    name = str(settings.get("displayName") or f"build {settings.get('buildDefinitionId', '')}")
+    state = EVALUATION_STATE.get(str(record.status), "failure")
+    stale = context.get("buildIsNotCurrent") is True or context.get("isExpired") is True
+    build = context.get("buildId")
+    return HeadCheck(
+        name=name.strip(),
+        source="build",
+        state="pending" if stale and state != "skipped" else state,
+        url=f"{web_url}/_build/results?buildId={build}" if build else "",
+        required=config.is_blocking is True,
+        summary="the build ran on an earlier head or expired" if stale else "",
+    )

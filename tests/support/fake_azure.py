@@ -85,6 +85,13 @@ Json = dict[str, Any]
 # look up by id in the OPTIONS answer to build their URLs.
 _GIT_PR = "{project}/_apis/{area}/repositories/{repositoryId}/pullRequests/{pullRequestId}"
 LOCATIONS: tuple[tuple[str, str, str, str, int], ...] = (
+    (
+        "c23ddff5-229c-4d04-a80b-0fdce9f360c8",
+        "policy",
+        "evaluations",
+        "{project}/_apis/{area}/{resource}/{evaluationId}",
+        1,
+    ),
     ("00d9565f-ed9c-4a06-9a50-00e7896ccab4", "Location", "ConnectionData", "_apis/{resource}", 1),
     (
         "e81700f7-3be2-46de-8624-2eb35882fcaa",
@@ -205,7 +212,9 @@ AREAS = (
     ("5264459e-e5e0-4bd8-b118-0985e68a4ec5", "wit"),
     ("8a3d49b8-91f0-46ef-b33d-dda338c25db3", "IMS"),
     ("79134c72-4a58-4b42-976c-04e7115f32bf", "core"),
+    ("fb13a388-40dd-4a04-b530-013a739c72ef", "policy"),
 )
+BUILD_POLICY = "0609b952-1397-4640-95ec-e00a01b2c241"  # the Build (validation) policy type
 # The Agile process's User Story states (and a Basic-process Issue, for other types).
 STATES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "User Story": (
@@ -284,6 +293,7 @@ class _Pull:
     labels: list[Json] = field(default_factory=list)
     iterations: list[Json] = field(default_factory=list)
     statuses: list[Json] = field(default_factory=list)
+    evaluations: list[Json] = field(default_factory=list)  # build policy evaluations
     threads: list[Json] = field(default_factory=list)
     reviewers: list[Person] = field(default_factory=list)
 
@@ -575,6 +585,59 @@ class FakeAzureDevOps:
                 "targetUrl": f"https://ci.example/{name}/{len(pr.statuses) + 1}",
             }
             pr.statuses.append(status)
+
+    def evaluate_build(
+        self,
+        pull: int,
+        name: str,
+        status: str,
+        *,
+        blocking: bool = True,
+        not_current: bool = False,
+        policy_type: str = BUILD_POLICY,
+    ) -> None:
+        """A build validation policy evaluates the PR (the pipeline ran): its record, as
+        "Evaluations - List" returns it, replaces the policy's earlier one."""
+        with self._lock:
+            pr = self._pulls[pull]
+            config_id = next(
+                (
+                    e["configuration"]["id"]
+                    for e in pr.evaluations
+                    if e["configuration"]["settings"]["displayName"] == name
+                ),
+                len(pr.evaluations) + 1,
+            )
+            pr.evaluations = [e for e in pr.evaluations if e["configuration"]["id"] != config_id]
+            build = next(self._clock)
+            pr.evaluations.append(
+                {
+                    "evaluationId": str(uuid.uuid4()),
+                    "artifactId": f"vstfs:///CodeReview/CodeReviewId/{PROJECT_ID}/{pull}",
+                    "startedDate": self._now(),
+                    "completedDate": None if status in ("queued", "running") else self._now(),
+                    "status": status,
+                    "configuration": {
+                        "id": config_id,
+                        "revision": 1,
+                        "isEnabled": True,
+                        "isBlocking": blocking,
+                        "isDeleted": False,
+                        "type": {"id": policy_type, "displayName": "Build"},
+                        "settings": {
+                            "buildDefinitionId": 10 + config_id,
+                            "displayName": name,
+                            "validDuration": 720,
+                        },
+                    },
+                    "context": {
+                        "buildId": build,
+                        "buildDefinitionId": 10 + config_id,
+                        "buildIsNotCurrent": not_current,
+                        "isExpired": False,
+                    },
+                }
+            )
 
     def pull(self, number: int) -> _Pull:
         with self._lock:
@@ -1359,6 +1422,15 @@ class FakeAzureDevOps:
             )
         return index
 
+    def _evaluations(self, req: _Request, *, project: str) -> tuple[int, Any]:
+        """Evaluations - List: the policy records of the PR the artifact id names."""
+        artifact = req.params().get("artifactId", "")
+        prefix = f"vstfs:///CodeReview/CodeReviewId/{PROJECT_ID}/"
+        if not artifact.startswith(prefix):
+            raise _Unknown(f"policy evaluations for {artifact!r}")
+        pr = self._pr(project, REPO, artifact.removeprefix(prefix))
+        return 200, {"count": len(pr.evaluations), "value": pr.evaluations}
+
     def _list_statuses(
         self, req: _Request, *, project: str, repo: str, number: str, iteration: str
     ) -> tuple[int, Any]:
@@ -1723,6 +1795,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Callable[..., tuple[int, Any]]], ...]
             FakeAzureDevOps._like,
         ),
         ("GET", _PR + r"/iterations", FakeAzureDevOps._iterations),
+        ("GET", _P + r"/_apis/policy/evaluations", FakeAzureDevOps._evaluations),
         ("GET", _PR + r"/iterations/(?P<iteration>\d+)/statuses", FakeAzureDevOps._list_statuses),
         ("POST", _PR + r"/iterations/(?P<iteration>\d+)/statuses", FakeAzureDevOps._create_status),
         ("GET", _PR + r"/labels", FakeAzureDevOps._list_labels),
