@@ -75,3 +75,19 @@ def test_one_reviewer_blocking_holds_the_panel_and_the_comment_names_who_said_wh
     )
     assert "disagree" not in comment
     assert "| commandbeta | converged | 0 |" in comment
+
+
+def test_a_reviewer_that_fails_fails_the_whole_verify_naming_nobody_converged(
+    tmp_path: Path,
+) -> None:
+    project = CardProject.create(tmp_path, config=PANEL)
+    project.script({"verify@commandalpha": ["crash"]})
+    project.command("implement")
+    project.step()  # apply
+    verify = project.step()
+    assert verify.result.transition == "verify"
+    assert verify.result.state == "blocked"
+    assert verify.status == "failed-verify"
+    assert len(_verify_calls(project)) == 1, "the second reviewer never ran"
+    assert [r for r in project.journal() if r["kind"] == "panel-vote"] == []
+    assert project.cycle_events("reviewed") == []
