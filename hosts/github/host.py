@@ -672,13 +672,22 @@ class GitHubHost:
         base = (await self.get_pull(pull)).base_branch
         required = await self._required_checks(base)
         mine = await self._own_app_login()
-        runs = await self._paged(
-            f"list check runs on {head_sha[:12]}",
-            "check_runs",
-            lambda page: self._gh.rest.checks.async_list_for_ref(
-                self._owner, self._name, head_sha, filter_="latest", per_page=PAGE, page=page
-            ),
-        )
+        try:
+            runs = await self._paged(
+                f"list check runs on {head_sha[:12]}",
+                "check_runs",
+                lambda page: self._gh.rest.checks.async_list_for_ref(
+                    self._owner, self._name, head_sha, filter_="latest", per_page=PAGE, page=page
+                ),
+            )
+        except Forbidden:
+            # A token without `checks: read` (an Actions workflow or an App installed before
+            # pairbot asked for it): the statuses still count, and the operator is told.
+            log.warning(
+                "cannot read check runs on %s (grant checks: read); reading commit statuses only",
+                self.repo,
+            )
+            runs = []
         statuses = await self._paged(
             f"list statuses on {head_sha[:12]}",
             "statuses",

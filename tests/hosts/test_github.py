@@ -1254,3 +1254,22 @@ def test_a_token_keeps_github_actions_check_runs(fake: FakeGitHub) -> None:
     head = fake.pulls[pull].head_sha
     fake.add_check_run(head, "test", "failure", app_slug="github-actions")
     assert [(c.name, c.state) for c in run(host.head_checks(pull, head))] == [("test", "failure")]
+
+
+def test_without_checks_read_the_statuses_still_count(
+    fake: FakeGitHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = make_host(fake, "token")
+    pull = fake.seed_pull("pair/no-checks")
+    head = fake.pulls[pull].head_sha
+    fake.add_check_run(head, "build", "failure")
+    fake.add_status(head, "ci/lint", "failure")
+    fake.fail(
+        "GET",
+        r".*/check-runs",
+        "canned",
+        status=403,
+        body={"message": "Resource not accessible by integration"},
+    )
+    assert [c.name for c in run(host.head_checks(pull, head))] == ["ci/lint"]
+    assert "grant checks: read" in caplog.text
