@@ -6,6 +6,8 @@
     run_change_step    the change-scoped core (headless verbs call it directly, no lock): spawn
                        one agent, snapshot the journal delta and the disk, map the session to
                        an outcome, journal it, persist the park
+                       (a verify with a review panel spawns each reviewer in turn, each its
+                       own session and `panel-vote`, and records one outcome for the step)
     (phase_steps: run_decomposition_step / run_proof_of_work / run_pr_step; step: what every
     step shares)
 
