@@ -151,3 +151,19 @@ def test_finding_owner() -> None:
     assert finding_owner("r3-codex-2", SLUGS) == "codex"
     assert finding_owner("r3-2", SLUGS) == "claude"
     assert finding_owner("r3-gemini-2", SLUGS) == "claude"
+
+
+def test_the_review_comment_names_who_disagreed() -> None:
+    from app.domain.review_comment import render_review
+
+    votes = [PanelVote("claude", True), PanelVote("codex", False, 2), PanelVote("gemini", None)]
+    body = render_review(
+        FindingsReport(), head="b" * 40, review_round=2, converged=False, blocking=2, panel=votes
+    )
+    assert "| claude | converged | 0 |" in body
+    assert "| gemini | blocks | 0 |" in body
+    assert "**The reviewers disagree:** claude found nothing blocking; codex, gemini block." in body
+    agreed = render_review(
+        FindingsReport(), head="b" * 40, review_round=1, converged=True, panel=votes[:1]
+    )
+    assert "#### Review panel" in agreed and "disagree" not in agreed
