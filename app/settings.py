@@ -68,10 +68,12 @@ __all__ = [
     "ResolvedPermissions",
     "ResolvedSettings",
     "Scope",
+    "StageEntry",
     "StrictModel",
     "merge_permissions",
     "resolve_agent_timeout_ms",
     "resolve_settings",
+    "stage_choice",
 ]
 
 AgentStage = Literal["propose", "apply", "verify", "red", "fix", "pr", "decompose"]
@@ -375,12 +377,17 @@ def _agent_for_stage(
     for scope, setting in nearest_first:
         # A stage map covers only the stages it names; the others fall through to the next scope.
         entry = setting.get(stage) if isinstance(setting, dict) else setting
-        if isinstance(entry, list):
-            first, second = (_choice(item, scope) for item in entry)
-            return dataclasses.replace(first, fallback=second)
         if entry is not None:
-            return _choice(entry, scope)
+            return stage_choice(entry, scope)
     return AgentChoice(name=DEFAULT_AGENT, model=None, scope="default")
+
+
+def stage_choice(entry: StageEntry, scope: Scope) -> AgentChoice:
+    """The agent one stage entry names (a name, `{name, model}` or a fallback list of two)."""
+    if isinstance(entry, list):
+        first, second = (_choice(item, scope) for item in entry)
+        return dataclasses.replace(first, fallback=second)
+    return _choice(entry, scope)
 
 
 def _choice(entry: AgentEntry, scope: Scope) -> AgentChoice:

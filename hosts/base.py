@@ -11,6 +11,7 @@ never a silent no-op; every failure is one of `hosts.errors`.
     code         push_branch, open_pull (returns the existing PR for the same head),
                  get_pull, merge (pinned to the reviewed head: a moved head is Conflict)
     review       set_review_status / get_review_status (`pair-review`, on one exact head)
+    evidence     head_checks (everyone else's checks and statuses on one exact head)
     state        set_state_label (exactly one `pr-state:*`)
     scope        read_scope_decision (the maintainer's comment; validated in app/domain)
 """
@@ -25,6 +26,7 @@ from hosts.models import (
     Author,
     Card,
     Comment,
+    HeadCheck,
     MergeMethod,
     MergeResult,
     Permission,
@@ -103,6 +105,11 @@ class Host(Protocol):
 
     async def get_review_status(self, pull: int, head_sha: str) -> ReviewStatus | None:
         """`pair-review` on `head_sha`, if any."""
+        ...
+
+    async def head_checks(self, pull: int, head_sha: str) -> list[HeadCheck]:
+        """The checks and statuses others reported on exactly `head_sha` of `pull`, pairbot's
+        own `pair-review` (and its own check runs) left out; the newest one per name."""
         ...
 
     async def set_state_label(self, target: Target, state: PrState) -> bool:

@@ -93,6 +93,28 @@ class ReviewStatus:
     context: str = REVIEW_CONTEXT
 
 
+CheckState = Literal["success", "failure", "pending", "neutral", "skipped"]
+CheckSource = Literal["check-run", "status", "build", "forge"]
+
+
+@dataclass(frozen=True)
+class HeadCheck:
+    """One check or status someone else reported on an exact head commit (CI, a linter, a
+    build policy): never pairbot's own `pair-review`.
+
+    `source` says what kind of report it is on its host; `required` is True when the host
+    itself requires it before a merge (GitHub's branch protection, an Azure DevOps build
+    policy, a local forge's flag), and False when the host does not say or cannot be asked;
+    `summary` is the reporter's own short text (untrusted: it is quoted, never obeyed)."""
+
+    name: str
+    source: CheckSource
+    state: CheckState
+    url: str = ""
+    required: bool = False
+    summary: str = ""
+
+
 class Upserted(Enum):
     """What an idempotent write did."""
 

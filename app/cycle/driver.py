@@ -33,12 +33,14 @@ import asyncio
 import dataclasses
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from app.cycle import snapshot
 from app.cycle import worktree as wt
 from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
+from app.cycle.evidence import evidence_quotes, read_head_evidence, recorded_evidence
 from app.cycle.lessons import changed_files, lessons_for_proposal, record_lesson
 from app.cycle.records import CycleRecord, fold_cycle
 from app.cycle.report import (
@@ -66,6 +68,7 @@ from app.domain import cycle_end as ce
 from app.domain.binding import Binding, for_card
 from app.domain.commands import help_text
 from app.domain.dispatch import PairRequest
+from app.domain.evidence import Evidence, waiting_reason
 from app.domain.lessons import Lesson
 from app.engine import jsonl, lock
 from app.engine.manifest import load_manifest, load_project_config
@@ -466,6 +469,18 @@ async def _transition(
             f"Delta re-review: {delta}. Re-check the earlier findings and what changed since the "
             f"reviewed head {rec.reviewed_head or '(none)'}; do not start a fresh full pass."
         )
+    evidence: Evidence | None = None
+    if transition == "verify":
+        # Outside evidence on the exact head under review, read before any agent runs.
+        evidence = await read_head_evidence(state, tree.start)
+        if evidence is not None and evidence.waiting:
+            result = StepResult(
+                "nothing-ready", state.key, "verify", message=waiting_reason(evidence)
+            )
+            return await publish_status(state, result, PrState.AWAITING_VERIFY, None)
+    elif transition in ("red", "fix"):
+        # The failing checks the last review saw are findings the fix addresses too.
+        evidence = recorded_evidence(rec, rec.reviewed_head)
     manifest = load_manifest(env.root, state.key)
     settings = resolve_settings(
         env=env.deps.env, manifest=manifest.settings, project=state.project.batch
@@ -504,6 +519,12 @@ async def _transition(
         vet=vetter.vet,
         state_root=env.root,
         card_budget=state.project.budget.to_budget() if state.project.budget else None,
+        evidence=evidence_quotes(evidence),
+        external_blocking=tuple(c.name for c in evidence.blocking)
+        if evidence is not None and transition == "verify"
+        else (),
+        panel=tuple(state.project.review.reviewers()) if transition == "verify" else (),
+        between_reviewers=_put_back(tree),
     )
     try:
         result = await run_change_step(ctx, env.deps, held)
@@ -515,6 +536,16 @@ async def _transition(
         journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
         raise
     return await after_transition(state, result, tree, base, card)
+
+
+def _put_back(tree: wt.Worktree) -> Callable[[], Awaitable[None]]:
+    """Between two reviewers of a panel: the tree as the step began (a reviewer's edits are
+    never what the next one reviews)."""
+
+    async def put_back() -> None:
+        await asyncio.to_thread(wt.reset, tree.path, tree.start)
+
+    return put_back
 
 
 async def _cycle_end(

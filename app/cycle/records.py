@@ -13,6 +13,10 @@ re-run tick knows what is already published and never does it twice:
     pushed           {sha, transition}           the branch was pushed after an accepted step
     pr               {number, url}               the card's (draft) pull request
     sealed           {paths, ids, round}         red's failing tests, sealed for later steps
+    evidence         {head, checks: [{name, source, state, url, required, summary}]}
+                                                 the checks others reported on the head, read
+                                                 before a verify (app.domain.evidence); written
+                                                 when they differ from the last one recorded
     reviewed         {head, cardHash, converged, blocking, round}
     review-published {head}                      review comment + `pair-review` status are set
     scope-packet     {baseline}                  the scope-decision packet comment is up
@@ -71,6 +75,7 @@ class CycleRecord:
     review_converged: bool | None = None
     review_blocking: int = 0
     review_published: str | None = None  # head whose review comment + status are set
+    evidence: Mapping[str, Any] | None = None  # the last `evidence` entry (checks on a head)
     scope_baseline_posted: str | None = None
     applied_refs: tuple[str, ...] = ()
     snapshot: Mapping[str, Any] | None = None  # the latest card snapshot (app.cycle.snapshot)
@@ -199,6 +204,8 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         rec.review_converged = converged if isinstance(converged, bool) else None
         blocking = data.get("blocking")
         rec.review_blocking = blocking if isinstance(blocking, int) else 0
+    elif event == "evidence":
+        rec.evidence = data
     elif event == "review-published":
         rec.review_published = str(data.get("head"))
     elif event == "scope-packet":

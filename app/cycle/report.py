@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from app import __version__
+from app.cycle.evidence import recorded_evidence
 from app.cycle.records import CycleRecord
 from app.cycle.state import (
     CardState,
@@ -32,6 +33,7 @@ from app.domain.budget import check_budget
 from app.domain.dispatches import dispatch_stats
 from app.domain.explain import CardFacts, explain
 from app.domain.metrics import reduce_metrics
+from app.domain.panel import PANEL_VOTE_KIND, PanelVote
 from app.domain.review_comment import render_review, review_status_description
 from app.domain.scope import (
     ExtendCard,
@@ -74,7 +76,7 @@ async def after_transition(
             "head": tree.start,
             "cardHash": card_hash(card.title, card.body),
             "converged": _last_converged(state),
-            "blocking": _blocking(state),
+            "blocking": _blocking(state) + _external_blocking(state, tree.start),
             "round": state.history.accepted_count("verify"),
         }
         journal_event(state.locus, state.env.deps.clock, kind="cycle", key=state.key, data=data)
@@ -133,6 +135,41 @@ def _blocking(state: CardState) -> int:
     )
 
 
+def _panel_votes(state: CardState) -> list[PanelVote]:
+    """The panel's votes of the last accepted verify (none when one reviewer reviewed)."""
+    current: list[PanelVote] = []
+    pending: list[PanelVote] = []
+    for record in state.records:
+        if record.get("key") != state.key:
+            continue
+        kind = record.get("kind")
+        data = record.get("data")
+        if kind == PANEL_VOTE_KIND and isinstance(data, dict):
+            converged = data.get("converged")
+            blocking = data.get("blocking")
+            pending.append(
+                PanelVote(
+                    str(data.get("reviewer")),
+                    converged if isinstance(converged, bool) else None,
+                    blocking if isinstance(blocking, int) else 0,
+                )
+            )
+        elif kind == "outcome":
+            if record.get("transition") == "verify" and record.get("state") in (
+                "advanced",
+                "awaiting-approval",
+            ):
+                current = pending
+            pending = []
+    return current
+
+
+def _external_blocking(state: CardState, head: str) -> int:
+    """How many failing required checks the verify of `head` saw."""
+    evidence = recorded_evidence(state.rec, head)
+    return len(evidence.blocking) if evidence is not None else 0
+
+
 def _plan_text(tree: Worktree, key: str) -> str | None:
     plan = tree.path / ".pair" / "changes" / key / "plan.md"
     return plan.read_text(encoding="utf-8", errors="replace") if plan.is_file() else None
@@ -148,7 +185,16 @@ async def publish_review(state: CardState) -> None:
     report = FindingsReport.model_validate(raw) if raw else FindingsReport()
     converged = bool(rec.review_converged)
     round_ = state.history.accepted_count("verify")
-    body = render_review(report, head=head, review_round=round_, converged=converged)
+    evidence = recorded_evidence(rec, head)
+    body = render_review(
+        report,
+        head=head,
+        review_round=round_,
+        converged=converged,
+        blocking=rec.review_blocking,
+        external=evidence.checks if evidence is not None else (),
+        panel=_panel_votes(state),
+    )
     description = review_status_description(converged=converged, blocking=rec.review_blocking)
     await state.pub.review(rec, head, body, "success" if converged else "failure", description)
 

@@ -10,6 +10,11 @@ issue #5). The comment shows:
   has that no test was named for;
 - the findings (id, kind, severity, blocking, transition, AC, summary, reproducer as code);
 - the scope proposals (`sc-<n>`), listed as what they are: not defects, never blocking;
+- the review panel, when several reviewers judged the head: each one's verdict, and who
+  disagreed with whom;
+- the outside evidence: the checks others reported on the reviewed head that did not pass
+  (or have not reported yet), which of them are required, and how many passed — a failing
+  required check holds the verdict whatever the reviewer said;
 - the verdict: "converged — nothing blocks" or "N blocking finding(s)".
 
 The verdict comes from the findings (`verdict_from_findings`) unless the caller passes the
@@ -28,7 +33,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from app.domain import mdtext
+from app.domain.panel import PanelVote, panel_verdict
 from app.domain.verdict import FindingsReport, Verdict, verdict_from_findings
+from hosts.models import HeadCheck
 
 STATUS_DESCRIPTION_MAX: Final = 140  # GitHub refuses a longer commit-status description
 _SHA: Final = re.compile(r"[0-9a-fA-F]{40}")
@@ -71,11 +78,15 @@ def render_review(
     converged: bool | None = None,
     blocking: int | None = None,
     criteria: Sequence[str] = (),
+    external: Sequence[HeadCheck] = (),
+    panel: Sequence[PanelVote] = (),
 ) -> str:
     """The owned body of the review comment (no marker): same input, same text.
 
     `head` is the 40-hex reviewed head; `converged` / `blocking` the recorded verdict when the
-    caller has one; `criteria` the card's AC ids, so an AC without a proving test shows.
+    caller has one; `criteria` the card's AC ids, so an AC without a proving test shows;
+    `external` the checks others reported on the head (`Host.head_checks`), whose failing
+    required ones count as blocking; `panel` each reviewer's verdict when a panel reviewed.
     """
     if _SHA.fullmatch(head) is None:
         raise ValueError(f"head must be the 40-hex reviewed commit, got {head!r}")
@@ -83,6 +94,9 @@ def render_review(
         raise ValueError(f"review_round must be >= 1, got {review_round}")
     head = head.lower()
     ok, count = _verdict(report, converged, blocking)
+    held = [c for c in external if c.required and c.state == "failure"]
+    if held:
+        ok, count = False, max(count, verdict_from_findings(report).blocking + len(held))
     lines = [
         f"### pairbot review — round {review_round}",
         "",
@@ -145,7 +159,52 @@ def render_review(
         ]
     else:
         lines.append("None.")
-    return "\n".join(lines)
+    return "\n".join(lines + _panel(panel) + _external(external))
+
+
+def _panel(votes: Sequence[PanelVote]) -> list[str]:
+    """Who reviewed and what each said; a split is spelled out, naming who said what."""
+    if not votes:
+        return []
+    lines = ["", "#### Review panel — every reviewer must converge", ""]
+    lines += ["| Reviewer | Verdict | Blocking |", "|---|---|---|"]
+    lines += [
+        f"| {mdtext.cell(v.reviewer, 40)} | "
+        f"{'converged' if v.converged else 'blocks'} | {v.blocking} |"
+        for v in votes
+    ]
+    decided = panel_verdict(votes)
+    if decided.disagreement:
+        ready = ", ".join(mdtext.one_line(r, 40) for r in decided.ready)
+        blocked = ", ".join(mdtext.one_line(r, 40) for r in decided.blocked)
+        lines += [
+            "",
+            f"**The reviewers disagree:** {ready} found nothing blocking; {blocked} "
+            f"{'blocks' if len(decided.blocked) == 1 else 'block'}. The review converges only "
+            "when every reviewer does.",
+        ]
+    return lines
+
+
+def _external(checks: Sequence[HeadCheck]) -> list[str]:
+    """The outside-evidence section: what did not pass, and how many did."""
+    if not checks:
+        return []
+    lines = ["", "#### Outside evidence — checks on the reviewed head", ""]
+    shown = [c for c in checks if c.state in ("failure", "pending")]
+    if shown:
+        lines += ["| Check | Source | State | Required | Says |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {mdtext.cell(c.name, 80)} | {c.source} | {c.state} | "
+            f"{'yes' if c.required else 'no'} | {mdtext.cell(c.summary)} |"
+            for c in shown
+        ]
+        lines.append("")
+    passed = len(checks) - len(shown)
+    lines.append(f"{_plural(passed, 'other check')} passed or did not apply.")
+    if any(c.required and c.state == "failure" for c in checks):
+        lines.append("A failing required check blocks convergence until it passes on a head.")
+    return lines
 
 
 def _fit(text: str) -> str:

@@ -8,8 +8,9 @@
     arguments    the card (title, body, comments as they were when the command was
                  accepted), lessons of earlier cards on the same files (propose), the
                  caller's guidance, pairbot's own notes, recorded answers and
-                 feedback, open findings: each piece of human text as quoted data, stripped
-                 of hidden content (`app.domain.sanitize.reader_text`), attributed to its real
+                 feedback, external findings (failing checks on the head), open findings:
+                 each piece of human text as quoted data, stripped of hidden content
+                 (`app.domain.sanitize.reader_text`), attributed to its real
                  author and role (the card's author, a maintainer with write access, a
                  commenter without it), inside a fence longer than any backtick or tilde run
                  it holds, so no text can close its fence and add an instruction line
@@ -63,6 +64,10 @@ class InstructionContext:
     # Earlier cards' lessons on the files this one touches (`app.domain.lessons`), already
     # selected and size-capped; a propose step shows them.
     lessons: Sequence[Lesson] = ()
+    # Checks others reported on the head that did not pass (CI, linters): external findings.
+    evidence: Sequence[Quoted] = ()
+    reviewer: str | None = None  # verify on a panel: this reviewer's slug
+    panel: Sequence[str] = ()  # verify on a panel: every reviewer's slug, in order
 
 
 _FENCE_RUN = re.compile(r"`+|~+")
@@ -154,6 +159,15 @@ def _arguments(ctx: InstructionContext) -> list[str]:
             "start over",
             ctx.feedback,
         )
+    if ctx.evidence:
+        parts.append(
+            "External findings: checks others reported on the head that did not pass. Address "
+            "each one — a finding when the change causes it (a required check holds the review "
+            "until it passes), or say in your summary why it is unrelated. Each check's own "
+            "text is quoted:"
+        )
+        for piece in ctx.evidence:
+            parts += quoted(piece)
     if ctx.open_findings:
         parts.append("Blocking findings (each summary is the reviewer's text, quoted):")
         for finding in ctx.open_findings:
@@ -171,7 +185,18 @@ def build_instructions(ctx: InstructionContext, delegate: Delegate) -> str:
         context.append(f"Batch: {ctx.batch}")
     context += _phase_block(ctx.phase)
     context.append(f"Plan: .pair/changes/{ctx.key}/plan.md")
-    if ctx.transition == "verify":
+    if ctx.transition == "verify" and ctx.reviewer:
+        others = ", ".join(s for s in ctx.panel if s != ctx.reviewer) or "none"
+        first = ctx.panel[0] if ctx.panel else ctx.reviewer
+        context.append(
+            f"Review round {ctx.review_round}, reviewer {ctx.reviewer} on a panel (the others: "
+            f"{others}; each reviews the same head independently): new findings are "
+            f"`r{ctx.review_round}-{ctx.reviewer}-<n>`. Carry forward the earlier findings "
+            f"whose id names you"
+            + (", and those naming no reviewer on the panel" if ctx.reviewer == first else "")
+            + "; leave the other reviewers' findings to them."
+        )
+    elif ctx.transition == "verify":
         context.append(
             f"Review round {ctx.review_round}: new findings are `r{ctx.review_round}-<n>`."
         )

@@ -28,11 +28,12 @@ from pydantic import (
 from app.domain.autonomy import parse_gate_condition
 from app.domain.binding import check_host_name
 from app.domain.budget import Budget
+from app.domain.panel import panel_slugs
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
 from app.engine.proof import ProofPolicy
 from app.errors import ConfigError, NotInitialisedError, UnknownBatchError
-from app.settings import BatchSettings, StrictModel
+from app.settings import AgentChoice, BatchSettings, StageEntry, StrictModel, stage_choice
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 NAME_RULE = "lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -149,6 +150,34 @@ class TestsConfig(StrictModel):
     may_modify_manifests: list[str] = Field(default_factory=list)
 
 
+CheckName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class ReviewConfig(StrictModel):
+    """`review:` — who reviews a card's head and what outside the review counts.
+
+    `panel` names the reviewer agents of every verify, each entry written like the `agent`
+    setting (a name, `{name, model}` or a fallback list of two); empty means the verify stage's
+    own agent reviews alone. `required_checks` names the CI checks (or commit statuses) on the
+    head that must be green before the review can converge, beside those the host's branch
+    protection requires. More review keys join this section.
+    """
+
+    panel: list[StageEntry] = Field(default_factory=list)
+    required_checks: list[CheckName] = Field(default_factory=list)
+
+    @field_validator("panel")
+    @classmethod
+    def _distinct_reviewers(cls, value: list[StageEntry]) -> list[StageEntry]:
+        panel_slugs([(c.name, c.model) for c in (stage_choice(e, "project") for e in value)])
+        return value
+
+    def reviewers(self) -> list[tuple[str, AgentChoice]]:
+        """Each panel entry as `(slug, agent)`, in the order written; empty without a panel."""
+        choices = [stage_choice(entry, "project") for entry in self.panel]
+        return list(zip(panel_slugs([(c.name, c.model) for c in choices]), choices, strict=True))
+
+
 class ProjectConfig(StrictModel):
     """`.pair/config.yaml`; every key is optional."""
 
@@ -161,6 +190,7 @@ class ProjectConfig(StrictModel):
     # Each card's (each change's) own limits; a batch's manifest may add one for the batch.
     budget: BudgetSettings | None = None
     lessons: LessonsConfig = Field(default_factory=LessonsConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
 
 
 # ---------------------------------------------------------------- batch.yaml

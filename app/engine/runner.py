@@ -6,6 +6,8 @@
     run_change_step    the change-scoped core (headless verbs call it directly, no lock): spawn
                        one agent, snapshot the journal delta and the disk, map the session to
                        an outcome, journal it, persist the park
+                       (a verify with a review panel spawns each reviewer in turn, each its
+                       own session and `panel-vote`, and records one outcome for the step)
     (phase_steps: run_decomposition_step / run_proof_of_work / run_pr_step; step: what every
     step shares)
 
@@ -16,6 +18,7 @@ validation error in any `.pair/` file is raised before any run-state is touched.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,13 @@ from pydantic import ValidationError
 
 from app.domain.budget import Budget, check_budget, park_reason
 from app.domain.lessons import Lesson
+from app.domain.panel import (
+    PANEL_VOTE_KIND,
+    PanelVote,
+    merge_reports,
+    panel_id_problems,
+    panel_verdict,
+)
 from app.domain.verdict import (
     FindingsReport,
     Verdict,
@@ -59,6 +69,7 @@ from app.engine.selection import (
 )
 from app.engine.step import (
     EngineDeps,
+    Session,
     StepResult,
     journal_event,
     model_context,
@@ -67,6 +78,7 @@ from app.engine.step import (
     spawn_agent,
     to_result,
     usage_record,
+    with_agent,
 )
 from app.engine.transition import Transition, derive_change, read_change_disk
 from app.engine.work import (
@@ -80,7 +92,7 @@ from app.engine.work import (
     work_steps,
 )
 from app.engine.workvet import WorkVet, WorkVetRequest
-from app.settings import ResolvedSettings, resolve_settings
+from app.settings import AgentChoice, ResolvedSettings, resolve_settings
 
 
 def gather_facts(
@@ -133,6 +145,151 @@ def _verify_verdict(
     return verdict_from_findings(report), problems, completion.findings
 
 
+@dataclass(frozen=True)
+class _PanelReview:
+    """What a panel's verify leaves for the step's one outcome: the session it is recorded
+    under (the first reviewer that failed, else the last one; its usage the panel's total),
+    the panel's verdict, the problems that fail it closed and the merged findings."""
+
+    session: Session
+    verdict: Verdict | None
+    problems: list[str]
+    findings: Mapping[str, Any] | None
+
+
+def _earlier_ids(history: KeyHistory) -> tuple[list[str], set[str]]:
+    """The last review's active finding ids, and every id any review reported."""
+    earlier: list[str] = []
+    known: set[str] = set()
+    for accepted in history.accepted:
+        if accepted.transition == "verify" and accepted.findings:
+            reported = accepted.findings.get("findings", [])
+            known.update(str(f.get("id")) for f in reported)
+            earlier = [
+                str(f.get("id"))
+                for f in reported
+                if f.get("transition", "open") in ("open", "human")
+            ]
+    return earlier, known
+
+
+def _reviewer_verdict(
+    entries: Sequence[JournalEntry],
+    slug: str,
+    slugs: Sequence[str],
+    history: KeyHistory,
+    review_round: int,
+) -> tuple[Verdict | None, list[str], FindingsReport | None]:
+    """One panel reviewer's verdict, its id problems, and its report (None: a verdict line)."""
+    completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
+    if completion is None:
+        return None, [], None
+    if completion.findings is None:
+        return verdict_from_message(completion.message), [], None
+    try:
+        report = FindingsReport.model_validate(completion.findings)
+    except ValidationError as err:
+        return None, [f"findings do not validate: {err.errors()[0]['msg']}"], None
+    earlier, known = _earlier_ids(history)
+    problems = panel_id_problems(
+        slug,
+        slugs,
+        earlier_active=earlier,
+        report=report,
+        round_no=review_round,
+        earlier_known=sorted(known),
+    )
+    return verdict_from_findings(report), problems, report
+
+
+def _add_usage(total: AgentUsage, more: AgentUsage) -> AgentUsage:
+    """Two runs' spending; a figure either does not know stays unknown (never a made-up 0)."""
+
+    def plus(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else a + b
+
+    tokens_in = plus(total.input_tokens, more.input_tokens)
+    tokens_out = plus(total.output_tokens, more.output_tokens)
+    return AgentUsage(
+        input_tokens=None if tokens_in is None else int(tokens_in),
+        output_tokens=None if tokens_out is None else int(tokens_out),
+        cost_usd=plus(total.cost_usd, more.cost_usd),
+    )
+
+
+async def _panel_review(
+    ctx: ChangeStepContext,
+    deps: EngineDeps,
+    history: KeyHistory,
+    review_round: int,
+    instructions_for: Callable[[str, str | None], str],
+) -> _PanelReview:
+    """Each panel reviewer, in turn, on the same head: its own session and a `panel-vote`
+    entry each; the first that fails (no verdict, a crash, a bad id) decides the step."""
+    slugs = [slug for slug, _ in ctx.panel]
+    votes: list[PanelVote] = []
+    reports: list[FindingsReport] = []
+    total: AgentUsage | None = None
+    session: Session | None = None
+    for index, (slug, choice) in enumerate(ctx.panel):
+        if index and ctx.between_reviewers is not None:
+            await ctx.between_reviewers()
+        settings = with_agent(ctx.settings, "verify", choice)
+
+        def for_agent(agent: str, reviewer: str = slug) -> str:
+            return instructions_for(agent, reviewer)
+
+        session = await spawn_agent(
+            root=ctx.root,
+            locus=ctx.locus,
+            deps=deps,
+            settings=settings,
+            stage="verify",
+            key=ctx.change,
+            batch=ctx.batch,
+            instructions=for_agent(choice.name),
+            state_root=ctx.state_root,
+            instructions_for=for_agent,
+        )
+        session = dataclasses.replace(session, settings=session.settings or settings)
+        total = session.usage if total is None else _add_usage(total, session.usage)
+        verdict, problems, report = _reviewer_verdict(
+            session.entries, slug, slugs, history, review_round
+        )
+        if verdict is None or problems or session.exit_code not in (0, None):
+            named = [f"reviewer {slug}: {problem}" for problem in problems]
+            return _PanelReview(dataclasses.replace(session, usage=total), verdict, named, None)
+        journal_event(
+            ctx.locus,
+            deps.clock,
+            kind=PANEL_VOTE_KIND,
+            key=ctx.change,
+            transition="verify",
+            session=session.session,
+            data={
+                "reviewer": slug,
+                "agent": (session.settings or settings).agent_for("verify").name,
+                "converged": verdict.converged,
+                "blocking": verdict.blocking,
+            },
+        )
+        votes.append(PanelVote(slug, verdict.converged, verdict.blocking))
+        if report is not None:
+            reports.append(report)
+    if session is None or total is None:
+        raise ValueError("a review panel needs at least one reviewer")
+    decided = panel_verdict(votes)
+    merged = merge_reports(reports) if reports else None
+    verdict = Verdict(
+        converged=decided.converged,
+        blocking=decided.blocking,
+        source="findings" if merged is not None else "message",
+        pending_scope=len(merged.scope_changes) if merged is not None else 0,
+    )
+    findings = merged.model_dump(by_alias=True, exclude_none=True) if merged else None
+    return _PanelReview(dataclasses.replace(session, usage=total), verdict, [], findings)
+
+
 def _open_findings(history: KeyHistory) -> list[Mapping[str, Any]]:
     for accepted in reversed(history.accepted):
         if accepted.transition == "verify" and accepted.findings:
@@ -179,6 +336,15 @@ class ChangeStepContext:
     batch_budget: Budget | None = None
     # The project's `tests:`, which deps.work_vet holds a recorded step to.
     tests: TestsConfig | None = None
+    # Checks others reported on the head that did not pass, quoted for the agent (the card
+    # cycle reads them before a verify), and the failing required ones among them: a verify
+    # does not converge while one stands, whatever its verdict says.
+    evidence: tuple[Quoted, ...] = ()
+    external_blocking: tuple[str, ...] = ()
+    # `review.panel`: a verify runs each `(slug, agent)` in turn on the same head, and
+    # converges only when every one does; `between_reviewers` puts the tree back between two.
+    panel: tuple[tuple[str, AgentChoice], ...] = ()
+    between_reviewers: Callable[[], Awaitable[None]] | None = None
 
 
 async def run_change_step(
@@ -193,7 +359,7 @@ async def run_change_step(
     before = read_change_disk(ctx.root, ctx.change)
     derived = derive_change(before, history, ctx.max_fix_rounds)
 
-    def instructions_for(agent: str) -> str:
+    def instructions_for(agent: str, reviewer: str | None = None) -> str:
         return build_instructions(
             InstructionContext(
                 transition=ctx.transition,
@@ -209,6 +375,9 @@ async def run_change_step(
                 feedback=history.feedback[1] if history.feedback else None,
                 open_findings=_open_findings(history) if ctx.transition in ("red", "fix") else (),
                 lessons=ctx.lessons if ctx.transition == "propose" else (),
+                evidence=ctx.evidence,
+                reviewer=reviewer,
+                panel=tuple(slug for slug, _ in ctx.panel),
             ),
             deps.launcher.delegate,
         )
@@ -233,18 +402,23 @@ async def run_change_step(
                 )
             )
             await vetter.before()
-    spawned = await spawn_agent(
-        root=ctx.root,
-        locus=ctx.locus,
-        deps=deps,
-        settings=ctx.settings,
-        stage=ctx.transition,
-        key=ctx.change,
-        batch=ctx.batch,
-        instructions=instructions,
-        state_root=ctx.state_root,
-        instructions_for=instructions_for,
-    )
+    panel: _PanelReview | None = None
+    if ctx.transition == "verify" and ctx.panel:
+        panel = await _panel_review(ctx, deps, history, derived.review_round, instructions_for)
+        spawned = panel.session
+    else:
+        spawned = await spawn_agent(
+            root=ctx.root,
+            locus=ctx.locus,
+            deps=deps,
+            settings=ctx.settings,
+            stage=ctx.transition,
+            key=ctx.change,
+            batch=ctx.batch,
+            instructions=instructions,
+            state_root=ctx.state_root,
+            instructions_for=instructions_for,
+        )
     snap: Snapshot | None = None
     if work is not None and ctx.batch is not None and last is not None:
         snap = await work.snapshot(
@@ -254,10 +428,18 @@ async def run_change_step(
     verdict: Verdict | None = None
     problems: list[str] = []
     findings: Mapping[str, Any] | None = None
-    if ctx.transition == "verify":
+    if panel is not None:
+        verdict, problems, findings = panel.verdict, panel.problems, panel.findings
+    elif ctx.transition == "verify":
         verdict, problems, findings = _verify_verdict(
             spawned.entries, history, derived.review_round
         )
+        if verdict is not None and ctx.external_blocking:
+            verdict = dataclasses.replace(
+                verdict,
+                converged=False,
+                blocking=verdict.blocking + len(ctx.external_blocking),
+            )
     outcome = map_session_to_outcome(
         SessionEvidence(
             transition=ctx.transition,

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from hosts.errors import NotFound
 from hosts.identities import is_service_identity
-from hosts.models import Author, Permission, PullState, ReviewState
+from hosts.models import Author, CheckState, HeadCheck, Permission, PullState, ReviewState
 
 # The azure-devops SDK ships no type information: everything it hands back is `Sdk` (Any).
 Sdk = Any
@@ -37,6 +37,16 @@ TO_AZURE_STATE: Final[Mapping[str, str]] = {
     "success": "succeeded",
     "failure": "failed",
     "error": "error",
+}
+# Someone else's PR status as a check state (GitPullRequestStatus.state): `notSet` has not
+# reported yet; `notApplicable` did not apply (like a skipped check run).
+CHECK_STATE: Final[Mapping[str, CheckState]] = {
+    "succeeded": "success",
+    "failed": "failure",
+    "error": "failure",
+    "pending": "pending",
+    "notSet": "pending",
+    "notApplicable": "skipped",
 }
 FROM_AZURE_STATE: Final[Mapping[str, ReviewState]] = {
     "pending": "pending",
@@ -180,3 +190,69 @@ def parse_pr_comment_id(value: str) -> tuple[int, int]:
     if not thread.isdigit() or not comment.isdigit():
         raise NotFound(f"{value!r} is not an Azure DevOps PR comment id (<thread>/<comment>)")
     return int(thread), int(comment)
+
+
+def status_name(status: Sdk) -> str:
+    """A PR status's name as people see it: `genre/name`, or the name without a genre."""
+    context = status.context
+    name = str(getattr(context, "name", None) or "")
+    genre = str(getattr(context, "genre", None) or "")
+    return f"{genre}/{name}" if genre and name else name
+
+
+def is_review_status(status: Sdk) -> bool:
+    """pairbot's own `pair-review` status (genre `pair`)."""
+    context = status.context
+    return (
+        getattr(context, "genre", None) == REVIEW_GENRE
+        and getattr(context, "name", None) == "pair-review"
+    )
+
+
+def head_check(status: Sdk) -> HeadCheck:
+    """Another service's PR status (a CI pipeline, a linter) as a check; an unknown state is
+    a failure, never green."""
+    return HeadCheck(
+        name=status_name(status),
+        source="status",
+        state=CHECK_STATE.get(str(status.state), "failure"),
+        url=str(status.target_url or ""),
+        summary=str(status.description or ""),
+    )
+
+
+# The Build (validation) policy type: its evaluations are the build results of a PR's head.
+# https://learn.microsoft.com/rest/api/azure/devops/policy/evaluations/list
+BUILD_POLICY_TYPE: Final = "0609b952-1397-4640-95ec-e00a01b2c241"
+EVALUATION_STATE: Final[Mapping[str, CheckState]] = {
+    "approved": "success",
+    "rejected": "failure",
+    "broken": "failure",
+    "queued": "pending",
+    "running": "pending",
+    "notApplicable": "skipped",
+}
+
+
+def build_check(record: Sdk, web_url: str) -> HeadCheck | None:
+    """A build policy's evaluation on the PR as a check (None for any other policy, or a
+    disabled one). A build that ran on an earlier head (`buildIsNotCurrent`) or has expired
+    says nothing about this head yet: pending. `required` is the policy's `isBlocking`."""
+    config = record.configuration
+    kind = getattr(getattr(config, "type", None), "id", None)
+    if config is None or str(kind) != BUILD_POLICY_TYPE or config.is_enabled is False:
+        return None
+    context = record.context if isinstance(record.context, dict) else {}
+    settings = config.settings if isinstance(config.settings, dict) else {}
+    name = str(settings.get("displayName") or f"build {settings.get('buildDefinitionId', '')}")
+    state = EVALUATION_STATE.get(str(record.status), "failure")
+    stale = context.get("buildIsNotCurrent") is True or context.get("isExpired") is True
+    build = context.get("buildId")
+    return HeadCheck(
+        name=name.strip(),
+        source="build",
+        state="pending" if stale and state != "skipped" else state,
+        url=f"{web_url}/_build/results?buildId={build}" if build else "",
+        required=config.is_blocking is True,
+        summary="the build ran on an earlier head or expired" if stale else "",
+    )

@@ -30,6 +30,9 @@ made by the pure modules beside it. What each operation maps to:
     set/get_review_st.  a PR status, context {genre: pair, name: pair-review}, posted on the
                         iteration whose sourceRefCommit is the reviewed head (none: Conflict);
                         statuses are per iteration, so a moved head has no status
+    head_checks         the other services' PR statuses on the head's iterations (newest per
+                        genre/name, `pair-review` left out) and, while it is the PR's head,
+                        its build policy evaluations (required = the policy is blocking)
     set_state_label     card: System.Tags (replace, guarded by `test /rev`); pull: PR labels
     read_scope_decision the pull's comments, chosen by `hosts.decisions.scope_decision_in`
                         (pairbot's own packet is never the maintainer's answer)
@@ -95,6 +98,7 @@ from hosts.models import (
     Author,
     Card,
     Comment,
+    HeadCheck,
     MergeMethod,
     MergeResult,
     Permission,
@@ -666,13 +670,17 @@ class AzureDevOpsHost:
         ]
         return sorted(ids, reverse=True)
 
-    async def _our_statuses(self, pull: int, iteration: int) -> list[Sdk]:
+    async def _iteration_statuses(self, pull: int, iteration: int) -> list[Sdk]:
         statuses = await self._call(
             f"statuses of PR #{pull} iteration {iteration}",
             lambda c: c.git.get_pull_request_iteration_statuses(
                 self.repository, pull, iteration, project=self.project
             ),
         )
+        return list(statuses or [])
+
+    async def _our_statuses(self, pull: int, iteration: int) -> list[Sdk]:
+        statuses = await self._iteration_statuses(pull, iteration)
         ours = [
             s
             for s in statuses or []
@@ -724,6 +732,41 @@ class AzureDevOpsHost:
                     description=str(latest.description or ""),
                 )
         return None
+
+    # -- outside evidence -----------------------------------------------------------------------
+
+    async def head_checks(self, pull: int, head_sha: str) -> list[HeadCheck]:
+        """The other services' PR statuses on the iterations whose head is `head_sha`, the
+        newest per name; `pair-review` left out. A status posted on the pull request without
+        an iteration is bound to no head and is not read. Azure DevOps does not say whether a
+        status is required here (a branch policy does, elsewhere): `required` stays False."""
+        latest: dict[str, tuple[int, HeadCheck]] = {}
+        for iteration in await self._iterations_of(pull, head_sha):
+            for status in await self._iteration_statuses(pull, iteration):
+                if status.context is None or convert.is_review_status(status):
+                    continue
+                check = convert.head_check(status)
+                rank = (iteration << 32) + int(status.id or 0)
+                if check.name not in latest or latest[check.name][0] < rank:
+                    latest[check.name] = (rank, check)
+        checks = [check for _, check in sorted(latest.values(), key=lambda item: item[1].name)]
+        return checks + await self._build_checks(pull, head_sha)
+
+    async def _build_checks(self, pull: int, head_sha: str) -> list[HeadCheck]:
+        """The PR's build policy evaluations, while `head_sha` is the PR's head: they are
+        the policy's state for the PR as it is now, so for an older head they say nothing."""
+        pr = await self._pr(pull)
+        if convert.commit(pr.last_merge_source_commit).lower() != head_sha.lower():
+            return []
+        repo = await self._repository()
+        artifact = f"vstfs:///CodeReview/CodeReviewId/{repo.project_id}/{pull}"
+        records = await self._call(
+            f"policy evaluations of PR #{pull}",
+            lambda c: c.policy.get_policy_evaluations(self.project, artifact),
+        )
+        web = f"{self.organization_url}/{self.project}"
+        found = (convert.build_check(record, web) for record in records or [])
+        return sorted((c for c in found if c is not None), key=lambda c: c.name)
 
     # -- labels ---------------------------------------------------------------------------------
 

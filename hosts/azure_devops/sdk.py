@@ -47,6 +47,10 @@ class Clients:
         return self._client("work_item_tracking")
 
     @property
+    def policy(self) -> Sdk:
+        return self._client("policy")
+
+    @property
     def location(self) -> Sdk:
         return self._client("location")
 

@@ -65,6 +65,7 @@ from hosts.models import (
     Author,
     Card,
     Comment,
+    HeadCheck,
     MergeMethod,
     MergeResult,
     Permission,
@@ -95,6 +96,17 @@ _READY_FOR_REVIEW = (
     "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) "
     "{ pullRequest { isDraft } } }"
 )
+
+
+def _bind_page(page_of: Callable[[int], Awaitable[Any]], page: int) -> Callable[[], Awaitable[Any]]:
+    return lambda: page_of(page)
+
+
+def _app_login(run: dict[str, Any]) -> str:
+    """The bot login of the App that reported a check run (`<slug>[bot]`)."""
+    app = run.get("app")
+    slug = app.get("slug") if isinstance(app, dict) else None
+    return f"{slug}[bot]" if isinstance(slug, str) and slug else ""
 
 
 def _server_url(base_url: str) -> str:
@@ -646,6 +658,87 @@ class GitHubHost:
         if stored != wanted:
             raise self._fail(Conflict, f"{REVIEW_CONTEXT} on {head_sha[:12]} reads back {stored}")
         return wanted
+
+    # -- outside evidence ------------------------------------------------------------------
+
+    async def head_checks(self, pull: int, head_sha: str) -> list[HeadCheck]:
+        """Check runs and commit statuses on `head_sha`, `pair-review` and this App's own
+        check runs left out; `required` from the base branch's protection.
+
+        Both lists are paged by their body's `total_count`, never by a `Link` header: every
+        read is conditional, and a page replayed from the cache (a 304) keeps the `Link` it
+        was stored with, which can hide a page that appeared since.
+        """
+        base = (await self.get_pull(pull)).base_branch
+        required = await self._required_checks(base)
+        mine = await self._own_app_login()
+        try:
+            runs = await self._paged(
+                f"list check runs on {head_sha[:12]}",
+                "check_runs",
+                lambda page: self._gh.rest.checks.async_list_for_ref(
+                    self._owner, self._name, head_sha, filter_="latest", per_page=PAGE, page=page
+                ),
+            )
+        except Forbidden:
+            # A token without `checks: read` (an Actions workflow or an App installed before
+            # pairbot asked for it): the statuses still count, and the operator is told.
+            log.warning(
+                "cannot read check runs on %s (grant checks: read); reading commit statuses only",
+                self.repo,
+            )
+            runs = []
+        statuses = await self._paged(
+            f"list statuses on {head_sha[:12]}",
+            "statuses",
+            lambda page: self._gh.rest.repos.async_get_combined_status_for_ref(
+                self._owner, self._name, head_sha, per_page=PAGE, page=page
+            ),
+        )
+        checks = [
+            payloads.check_run(run, required)
+            for run in runs
+            if mine is None or _app_login(run) != mine
+        ]
+        checks += [
+            payloads.commit_status(status, required)
+            for status in statuses
+            if status.get("context") != REVIEW_CONTEXT
+        ]
+        return checks
+
+    async def _own_app_login(self) -> str | None:
+        """The App's bot login when pairbot acts as an App (its check runs are its own);
+        None otherwise: a token's or the Actions bot's identity also runs others' CI."""
+        return (await self.identity()).login if self._app is not None else None
+
+    async def _required_checks(self, branch: str) -> frozenset[str]:
+        """What `branch`'s protection requires; none known without protection (404) or
+        without the right to read it (403)."""
+        try:
+            response = await self._read(
+                f"read the required checks of {branch}",
+                lambda: self._gh.rest.repos.async_get_status_checks_protection(
+                    self._owner, self._name, branch
+                ),
+            )
+        except (NotFound, Forbidden):
+            return frozenset()
+        return payloads.required_checks(payloads.obj(response))
+
+    async def _paged(
+        self, op: str, key: str, page_of: Callable[[int], Awaitable[Any]]
+    ) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            data = payloads.obj(await self._read(op, _bind_page(page_of, page)))
+            chunk = [item for item in data.get(key) or () if isinstance(item, dict)]
+            items.extend(chunk)
+            total = data.get("total_count")
+            if not chunk or not isinstance(total, int) or len(items) >= total:
+                return items
+            page += 1
 
     # -- state labels ----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from hosts.errors import HostError
-from hosts.models import Author, Card, Comment, Pull
+from hosts.models import Author, Card, CheckState, Comment, HeadCheck, Pull
 
 
 def obj(response: Any) -> dict[str, Any]:
@@ -107,3 +107,60 @@ def pull(data: Mapping[str, Any]) -> Pull:
         labels=labels(data),
         assignees=logins(data),
     )
+
+
+# A completed check run's conclusion as a check state; anything else (`failure`, `timed_out`,
+# `cancelled`, `action_required`, `startup_failure`, `stale`, a value added later) is a failure:
+# a check that did not pass is never read as green.
+# https://docs.github.com/en/rest/checks/runs#get-a-check-run
+_CONCLUSIONS: dict[str, CheckState] = {
+    "success": "success",
+    "neutral": "neutral",
+    "skipped": "skipped",
+}
+# A commit status's state: `error` is a failure too.
+# https://docs.github.com/en/rest/commits/statuses#get-the-combined-status-for-a-specific-reference
+_STATUS_STATES: dict[str, CheckState] = {"success": "success", "pending": "pending"}
+
+
+def check_run(data: Mapping[str, Any], required: frozenset[str]) -> HeadCheck:
+    """A check run: pending until `status` is `completed`, then its conclusion."""
+    name = text(data.get("name"))
+    if data.get("status") != "completed":
+        state: CheckState = "pending"
+    else:
+        state = _CONCLUSIONS.get(text(data.get("conclusion")), "failure")
+    output = data.get("output") or {}
+    summary = (
+        text(output.get("title")) or text(output.get("summary")) if isinstance(output, dict) else ""
+    )
+    return HeadCheck(
+        name=name,
+        source="check-run",
+        state=state,
+        url=text(data.get("html_url")) or text(data.get("details_url")),
+        required=name in required,
+        summary=summary,
+    )
+
+
+def commit_status(data: Mapping[str, Any], required: frozenset[str]) -> HeadCheck:
+    """A commit status (the newest for its context, as the combined status lists them)."""
+    name = text(data.get("context"))
+    return HeadCheck(
+        name=name,
+        source="status",
+        state=_STATUS_STATES.get(text(data.get("state")), "failure"),
+        url=text(data.get("target_url")),
+        required=name in required,
+        summary=text(data.get("description")),
+    )
+
+
+def required_checks(data: Mapping[str, Any]) -> frozenset[str]:
+    """The check names a branch protection requires: `contexts` and each `checks[].context`."""
+    names = {text(c) for c in data.get("contexts") or () if text(c)}
+    for check in data.get("checks") or ():
+        if isinstance(check, dict) and text(check.get("context")):
+            names.add(text(check.get("context")))
+    return frozenset(names)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast, get_args
 
 from hosts.local.host import LocalHost
 from hosts.local.store import (
@@ -20,17 +20,23 @@ from hosts.local.store import (
     _author_rec,
     _branch_ok,
     _CardRec,
+    _CheckRec,
     _now,
     _ReactionRec,
 )
 from hosts.models import (
+    REVIEW_CONTEXT,
     Author,
+    CheckState,
     Permission,
     Target,
 )
 
 if TYPE_CHECKING:
     pass
+
+
+_CHECK_STATES: tuple[CheckState, ...] = get_args(CheckState)
 
 
 class LocalForge:
@@ -194,6 +200,38 @@ class LocalForge:
             rec = store.target(target)
             rec["labels"] = list(labels)
             store.save_target(target, rec)
+
+    def set_check(
+        self,
+        sha: str,
+        name: str,
+        state: CheckState,
+        *,
+        url: str = "",
+        required: bool = False,
+        summary: str = "",
+    ) -> None:
+        """CI (or anyone else) reports check `name` on commit `sha`; a later report of the
+        same name replaces the earlier one. `required`: the forge requires it before a merge."""
+        if state not in _CHECK_STATES:
+            raise ValueError(f"{state!r} is not a check state; allowed: {', '.join(_CHECK_STATES)}")
+        if not name or name == REVIEW_CONTEXT:
+            raise ValueError(f"{name!r} cannot name a check: {REVIEW_CONTEXT} is pairbot's own")
+        store = self._store
+        with store.locked():
+            full = store.commit_sha(sha)
+            if full is None:
+                raise ValueError(f"commit {sha!r} does not exist on the local forge")
+            path = f"checks/{full}.json"
+            checks = cast(dict[str, _CheckRec], store.read(path) or {})
+            checks[name] = {
+                "name": name,
+                "state": state,
+                "url": url,
+                "required": required,
+                "summary": summary,
+            }
+            store.write(path, checks)
 
     def reactions(self, number: int) -> list[tuple[str | None, str, str]]:
         """(comment id or None, reaction, login) on card or pull `number`."""

@@ -27,6 +27,7 @@ from hosts.local.store import (
     _branch_ok,
     _card,
     _CardRec,
+    _CheckRec,
     _comment,
     _git_identity,
     _now,
@@ -38,7 +39,9 @@ from hosts.markers import plan_upsert
 from hosts.models import (
     Author,
     Card,
+    CheckState,
     Comment,
+    HeadCheck,
     MergeMethod,
     MergeResult,
     Permission,
@@ -289,6 +292,28 @@ class LocalHost:
             description=rec["description"],
             context=rec["context"],
         )
+
+    # -- outside evidence -----------------------------------------------------------------------
+
+    async def head_checks(self, pull: int, head_sha: str) -> list[HeadCheck]:
+        """The checks the forge recorded on `head_sha` (`LocalForge.set_check`), by name."""
+        store = self._store
+        store.pull(pull)
+        sha = store.commit_sha(head_sha)
+        if sha is None:
+            raise NotFound(f"commit {head_sha!r} does not exist on the local forge")
+        recs = cast(dict[str, _CheckRec], store.read(f"checks/{sha}.json") or {})
+        return [
+            HeadCheck(
+                name=rec["name"],
+                source="forge",
+                state=cast(CheckState, rec["state"]),
+                url=rec["url"],
+                required=rec["required"],
+                summary=rec["summary"],
+            )
+            for _, rec in sorted(recs.items())
+        ]
 
     # -- labels ---------------------------------------------------------------------------------
 

@@ -89,6 +89,14 @@ class _StatusRec(TypedDict):
     context: str
 
 
+class _CheckRec(TypedDict):
+    name: str
+    state: str
+    url: str
+    required: bool
+    summary: str
+
+
 class _ReactionRec(TypedDict):
     comment_id: str | None
     content: str

@@ -52,6 +52,7 @@ def test_the_example_asks_for_least_privilege_and_never_cancels_a_running_step()
         "pull-requests": "write",
         "issues": "write",
         "statuses": "write",
+        "checks": "read",
     }
     assert workflow["concurrency"]["cancel-in-progress"] is False
     assert "github.event_name == 'schedule'" in workflow["concurrency"]["group"]

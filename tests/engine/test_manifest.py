@@ -312,7 +312,7 @@ CONFIG_ERRORS = [
     pytest.param(
         "colour: blue\n",
         "colour: unknown key; allowed keys here: hosts, trigger, maintainer, cycle, tests, batch,"
-        " budget, lessons (got 'blue')",
+        " budget, lessons, review (got 'blue')",
         id="unknown-top-level-key",
     ),
     pytest.param(
@@ -515,3 +515,61 @@ def test_lessons_default_to_the_state_branch(tmp_path: Path) -> None:
     (tmp_path / ".pair").mkdir()
     config = load_project_config(tmp_path)
     assert (config.lessons.where, config.lessons.budget_bytes) == ("state-branch", 4_000)
+
+
+def test_review_section_loads_a_panel_with_models_and_fallbacks(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        "review:\n"
+        "  panel: [claude, {name: codex, model: o3}, [gemini, opencode]]\n"
+        "  requiredChecks: [ci/build, lint]\n",
+    )
+    review = load_project_config(tmp_path).review
+    assert review.required_checks == ["ci/build", "lint"]
+    reviewers = review.reviewers()
+    assert [slug for slug, _ in reviewers] == ["claude", "codex", "gemini"]
+    assert reviewers[1][1] == AgentChoice(name="codex", model="o3", scope="project")
+    gemini = reviewers[2][1]
+    assert gemini.fallback == AgentChoice(name="opencode", model=None, scope="project")
+
+
+def test_review_defaults_to_no_panel() -> None:
+    assert ProjectConfig().review.reviewers() == []
+
+
+def test_one_agent_twice_on_a_panel_is_told_apart_by_model(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        "review: {panel: [{name: claude, model: opus-4}, {name: claude, model: sonnet-4}]}\n",
+    )
+    slugs = [slug for slug, _ in load_project_config(tmp_path).review.reviewers()]
+    assert slugs == ["claudeopus4", "claudesonnet4"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        pytest.param(
+            "review: {panel: [claude, claude]}\n",
+            "review.panel: two panel entries review as the same reviewer 'claude':"
+            " name each agent once, or give entries of the same agent different models"
+            " (got ['claude', 'claude'])",
+            id="same-reviewer-twice",
+        ),
+        pytest.param(
+            "review: {requiredChecks: ['']}\n",
+            "review.requiredChecks.0: String should have at least 1 character (got '')",
+            id="empty-check-name",
+        ),
+        pytest.param(
+            "review: {quorum: 2}\n",
+            "review.quorum: unknown key; allowed keys here: panel, requiredChecks (got 2)",
+            id="unknown-review-key",
+        ),
+    ],
+)
+def test_review_errors_name_the_key(tmp_path: Path, text: str, line: str) -> None:
+    path = write_config(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_project_config(tmp_path)
+    assert str(err.value) == f"{path}: {line}"

@@ -45,6 +45,7 @@ __all__ = [
     "test_duplicates_collapse_to_the_oldest",
     "test_each_run_keeps_its_own_comment",
     "test_forged_marker_is_never_edited",
+    "test_head_checks_are_bound_to_the_head_and_leave_pair_review_out",
     "test_human_tail_survives_an_update",
     "test_identity_is_pairbots",
     "test_long_body_is_truncated_with_a_notice",
@@ -405,6 +406,40 @@ async def test_review_status_is_bound_to_the_head(harness: ContractHarness) -> N
     on_b = await host.get_review_status(pull, head_b)
     assert on_b is not None
     assert on_b.state == "pending"
+
+
+@contract
+async def test_head_checks_are_bound_to_the_head_and_leave_pair_review_out(
+    harness: ContractHarness,
+) -> None:
+    host = harness.host
+    pull = await harness.seed_pull("pair/checks")
+    head_a = await harness.head_of(pull)
+    assert await host.head_checks(pull, head_a) == []
+    await host.set_review_status(pull, head_a, "failure", "1 blocking finding")
+    await harness.report_check(pull, head_a, "build", "failure", "2 tests failed")
+    await harness.report_check(pull, head_a, "lint", "success")
+    await harness.report_check(pull, head_a, "docs", "pending")
+    checks = {c.name: c for c in await host.head_checks(pull, head_a)}
+    assert sorted(checks) == ["build", "docs", "lint"], "pair-review is pairbot's own"
+    assert (checks["build"].state, checks["lint"].state, checks["docs"].state) == (
+        "failure",
+        "success",
+        "pending",
+    )
+    assert "2 tests failed" in checks["build"].summary
+
+    await harness.report_check(pull, head_a, "build", "success")
+    rerun = {c.name: c.state for c in await host.head_checks(pull, head_a)}
+    assert rerun["build"] == "success", "the newest report of a name wins"
+
+    head_b = await harness.move_head(pull)
+    assert await host.head_checks(pull, head_b) == [], "a new head carries no old checks"
+    await harness.report_check(pull, head_b, "build", "failure")
+    assert [(c.name, c.state) for c in await host.head_checks(pull, head_b)] == [
+        ("build", "failure")
+    ]
+    assert {c.name for c in await host.head_checks(pull, head_a)} == {"build", "docs", "lint"}
 
 
 @contract

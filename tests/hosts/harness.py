@@ -9,10 +9,12 @@ PR's branch. For `local` those act on the forge directory directly; for `github`
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 from hosts.base import Host
 from hosts.models import Author, Target
+
+ReportedState = Literal["success", "failure", "pending"]
 
 
 class HostHarness(Protocol):
@@ -43,6 +45,12 @@ class HostHarness(Protocol):
 
     async def comment_as(self, author: Author, target: Target, body: str) -> str:
         """A comment written by `author` (a human, or a forger copying a marker); its id."""
+        ...
+
+    async def report_check(
+        self, pull: int, sha: str, name: str, state: ReportedState, summary: str = ""
+    ) -> None:
+        """CI (someone other than pairbot) reports check `name` on commit `sha` of `pull`."""
         ...
 
     def writes(self) -> int:

@@ -883,3 +883,65 @@ def test_comments_by_service_identities_are_from_bots(
 )
 def test_author_from_marks_service_identities(ref: dict[str, Any], is_bot: bool) -> None:
     assert author_from({"uniqueName": "x", "id": "1", **ref}).is_bot is is_bot
+
+
+# -- outside evidence -----------------------------------------------------------------------------
+
+
+def test_head_checks_read_other_services_statuses_on_the_heads_iterations(
+    fake: FakeAzureDevOps, host: AzureDevOpsHost
+) -> None:
+    pull = fake.seed_pull("pair/evidence")
+    head = fake.head_of(pull)
+    run(host.set_review_status(pull, head, "success", "converged"))
+    fake.post_status(pull, "build", "pending")
+    fake.post_status(pull, "build", "failed", description="2 tests failed")  # newer, same name
+    fake.post_status(pull, "sonar", "notApplicable", genre="quality")
+    fake.post_status(pull, "deploy", "error", genre=None)
+    fake.post_status(pull, "scan", "notSet")
+    checks = {c.name: (c.state, c.summary, c.required) for c in run(host.head_checks(pull, head))}
+    assert checks == {
+        "ci/build": ("failure", "2 tests failed", False),
+        "quality/sonar": ("skipped", "", False),
+        "deploy": ("failure", "", False),
+        "ci/scan": ("pending", "", False),
+    }
+    moved = fake.move_head(pull)
+    assert run(host.head_checks(pull, moved)) == []
+    fake.post_status(pull, "build", "succeeded")
+    assert [(c.name, c.state) for c in run(host.head_checks(pull, moved))] == [
+        ("ci/build", "success")
+    ]
+
+
+def test_head_checks_read_build_policies_on_the_prs_current_head(
+    fake: FakeAzureDevOps, host: AzureDevOpsHost
+) -> None:
+    pull = fake.seed_pull("pair/builds")
+    head = fake.head_of(pull)
+    fake.evaluate_build(pull, "CI build", "rejected")
+    fake.evaluate_build(pull, "Nightly", "running", blocking=False)
+    fake.evaluate_build(pull, "Old build", "approved", not_current=True)
+    fake.evaluate_build(
+        pull, "Reviewers", "approved", policy_type="fa4e907d-c16b-4a4c-9dfa-4906e5d171dd"
+    )
+    builds = [c for c in run(host.head_checks(pull, head)) if c.source == "build"]
+    assert [(c.name, c.state, c.required) for c in builds] == [
+        ("CI build", "failure", True),
+        ("Nightly", "pending", False),
+        ("Old build", "pending", True),
+    ]
+    assert builds[0].url.endswith("/_build/results?buildId=" + builds[0].url.rsplit("=", 1)[1])
+    assert "earlier head" in builds[2].summary
+    fake.evaluate_build(pull, "CI build", "approved")
+    again = {c.name: c.state for c in run(host.head_checks(pull, head)) if c.source == "build"}
+    assert again["CI build"] == "success"
+    moved = fake.move_head(pull)
+    assert [c for c in run(host.head_checks(pull, head)) if c.source == "build"] == [], (
+        "the evaluations are the PR's current head's, not an older one's"
+    )
+    assert {c.name for c in run(host.head_checks(pull, moved))} == {
+        "CI build",
+        "Nightly",
+        "Old build",
+    }

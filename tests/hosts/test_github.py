@@ -42,6 +42,7 @@ from hosts.markers import make_marker, render
 from hosts.models import Author, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `github`
 from tests.hosts.contract import ContractHarness
+from tests.hosts.harness import ReportedState
 from tests.support.fake_github import FakeClock, FakeGitHub, rsa_key
 from tests.support.git import git
 
@@ -109,6 +110,11 @@ class GitHubHarness:
     async def comment_as(self, author: Author, target: Target, body: str) -> str:
         login = self.fake.user(author.login, bot=author.is_bot).login
         return str(self.fake.add_comment(target.number, body, login))
+
+    async def report_check(
+        self, pull: int, sha: str, name: str, state: ReportedState, summary: str = ""
+    ) -> None:
+        self.fake.add_check_run(sha, name, None if state == "pending" else state, title=summary)
 
     def writes(self) -> int:
         return self.fake.mutations
@@ -1162,3 +1168,108 @@ def test_a_state_label_another_writer_keeps_changing_is_a_conflict(fake: FakeGit
     with pytest.raises(Conflict, match=f"#{number} reads back labels that still need"):
         run(host.set_state_label(Target("card", number), PrState.READY))
     assert len([e for e in fake.log if e[0] == "DELETE"]) == 3  # bounded rounds
+
+
+# -- outside evidence -----------------------------------------------------------------------------
+
+
+def test_head_checks_read_every_page_of_check_runs_and_statuses(fake: FakeGitHub) -> None:
+    """150 check runs and 120 statuses: two pages each, read by `total_count`."""
+    host = make_host(fake, "token")
+    pull = fake.seed_pull("pair/paged")
+    head = fake.pulls[pull].head_sha
+    for n in range(150):
+        fake.add_check_run(head, f"job-{n:03}", "success")
+    fake.add_check_run(head, "job-149", "failure", title="3 tests failed")  # a re-run, newest
+    for n in range(120):
+        fake.add_status(head, f"ci/status-{n:03}", "success")
+    fake.add_status(head, "ci/status-007", "error", description="the runner crashed")
+    checks = run(host.head_checks(pull, head))
+    runs = [c for c in checks if c.source == "check-run"]
+    statuses = [c for c in checks if c.source == "status"]
+    assert (len(runs), len(statuses)) == (150, 120)
+    failing = {(c.name, c.state, c.summary) for c in checks if c.state != "success"}
+    assert failing == {
+        ("job-149", "failure", "3 tests failed"),
+        ("ci/status-007", "failure", "the runner crashed"),
+    }
+    pages = [
+        (path.rsplit("/", 1)[-1], query.get("page"))
+        for path, query, _ in fake.gets
+        if path.endswith(("/check-runs", "/status"))
+    ]
+    assert pages == [("check-runs", "1"), ("check-runs", "2"), ("status", "1"), ("status", "2")]
+
+
+def test_head_checks_mark_what_branch_protection_requires(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    pull = fake.seed_pull("pair/required")
+    head = fake.pulls[pull].head_sha
+    fake.add_check_run(head, "build", None)
+    fake.add_status(head, "ci/lint", "failure")
+    fake.add_check_run(head, "optional", "neutral")
+    fake.add_check_run(head, "flaky", "timed_out")
+    unprotected = run(host.head_checks(pull, head))
+    assert not any(c.required for c in unprotected), "no protection (404): none known"
+    fake.protection["main"] = ["build", "ci/lint"]
+    checks = {c.name: (c.state, c.required) for c in run(host.head_checks(pull, head))}
+    assert checks == {
+        "build": ("pending", True),
+        "ci/lint": ("failure", True),
+        "optional": ("neutral", False),
+        "flaky": ("failure", False),
+    }
+
+
+def test_head_checks_without_the_right_to_read_protection_know_none(fake: FakeGitHub) -> None:
+    host = make_host(fake, "token")
+    pull = fake.seed_pull("pair/no-admin")
+    head = fake.pulls[pull].head_sha
+    fake.protection["main"] = ["build"]
+    fake.fail(
+        "GET",
+        r".*/protection/required_status_checks",
+        "canned",
+        status=403,
+        body={"message": "Resource not accessible by integration"},
+    )
+    fake.add_check_run(head, "build", "failure")
+    assert [(c.name, c.required) for c in run(host.head_checks(pull, head))] == [("build", False)]
+
+
+def test_an_apps_own_check_runs_and_pair_review_are_left_out(fake: FakeGitHub) -> None:
+    host = make_host(fake, "app")
+    pull = fake.seed_pull("pair/own")
+    head = fake.pulls[pull].head_sha
+    fake.add_check_run(head, "pairbot summary", "failure", app_slug=fake.app_slug)
+    fake.add_check_run(head, "build", "success")
+    run(host.set_review_status(pull, head, "failure", "1 blocking finding"))
+    assert [c.name for c in run(host.head_checks(pull, head))] == ["build"]
+
+
+def test_a_token_keeps_github_actions_check_runs(fake: FakeGitHub) -> None:
+    """With a token pairbot is no App: every check run is someone else's, Actions' included."""
+    host = make_host(fake, "token")
+    pull = fake.seed_pull("pair/actions")
+    head = fake.pulls[pull].head_sha
+    fake.add_check_run(head, "test", "failure", app_slug="github-actions")
+    assert [(c.name, c.state) for c in run(host.head_checks(pull, head))] == [("test", "failure")]
+
+
+def test_without_checks_read_the_statuses_still_count(
+    fake: FakeGitHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = make_host(fake, "token")
+    pull = fake.seed_pull("pair/no-checks")
+    head = fake.pulls[pull].head_sha
+    fake.add_check_run(head, "build", "failure")
+    fake.add_status(head, "ci/lint", "failure")
+    fake.fail(
+        "GET",
+        r".*/check-runs",
+        "canned",
+        status=403,
+        body={"message": "Resource not accessible by integration"},
+    )
+    assert [c.name for c in run(host.head_checks(pull, head))] == ["ci/lint"]
+    assert "grant checks: read" in caplog.text

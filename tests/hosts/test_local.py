@@ -31,6 +31,7 @@ from hosts.markers import make_marker
 from hosts.models import Author, Comment, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `local`
 from tests.hosts.contract import ContractHarness
+from tests.hosts.harness import ReportedState
 from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,11 @@ class LocalHarness:
 
     async def comment_as(self, author: Author, target: Target, body: str) -> str:
         return self.forge.comment_as(author, target, body)
+
+    async def report_check(
+        self, pull: int, sha: str, name: str, state: ReportedState, summary: str = ""
+    ) -> None:
+        self.forge.set_check(sha, name, state, summary=summary)
 
     def writes(self) -> int:
         return sum(h.write_count for h in [self.host, *self.instances])
@@ -525,3 +531,22 @@ def test_scope_decision_discovery_skips_only_pairbots_own() -> None:
     assert scope_decision_in(comments, None, identity=PAIRBOT) == comments[1]
     assert scope_decision_in(comments, "3", identity=PAIRBOT) == comments[2]
     assert scope_decision_in(comments[2:], None, identity=PAIRBOT) is None
+
+
+def test_forge_check_reports_are_validated(tmp_path: Path) -> None:
+    forge = LocalForge(tmp_path / "forge")
+    pull = forge.seed_pull("pair/x")
+    head = forge.head_of(pull)
+    with pytest.raises(ValueError, match="'green' is not a check state; allowed: success"):
+        forge.set_check(head, "build", "green")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="pair-review is pairbot's own"):
+        forge.set_check(head, "pair-review", "success")
+    with pytest.raises(ValueError, match="does not exist on the local forge"):
+        forge.set_check("0" * 40, "build", "success")
+    forge.set_check(head[:12], "build", "failure", url="https://ci.example/1", required=True)
+    checks = asyncio.run(forge.host().head_checks(pull, head))
+    assert [(c.name, c.state, c.url, c.required) for c in checks] == [
+        ("build", "failure", "https://ci.example/1", True)
+    ]
+    with pytest.raises(NotFound, match="does not exist on the local forge"):
+        asyncio.run(forge.host().head_checks(pull, "f" * 40))

@@ -85,6 +85,13 @@ Json = dict[str, Any]
 # look up by id in the OPTIONS answer to build their URLs.
 _GIT_PR = "{project}/_apis/{area}/repositories/{repositoryId}/pullRequests/{pullRequestId}"
 LOCATIONS: tuple[tuple[str, str, str, str, int], ...] = (
+    (
+        "c23ddff5-229c-4d04-a80b-0fdce9f360c8",
+        "policy",
+        "evaluations",
+        "{project}/_apis/{area}/{resource}/{evaluationId}",
+        1,
+    ),
     ("00d9565f-ed9c-4a06-9a50-00e7896ccab4", "Location", "ConnectionData", "_apis/{resource}", 1),
     (
         "e81700f7-3be2-46de-8624-2eb35882fcaa",
@@ -205,7 +212,9 @@ AREAS = (
     ("5264459e-e5e0-4bd8-b118-0985e68a4ec5", "wit"),
     ("8a3d49b8-91f0-46ef-b33d-dda338c25db3", "IMS"),
     ("79134c72-4a58-4b42-976c-04e7115f32bf", "core"),
+    ("fb13a388-40dd-4a04-b530-013a739c72ef", "policy"),
 )
+BUILD_POLICY = "0609b952-1397-4640-95ec-e00a01b2c241"  # the Build (validation) policy type
 # The Agile process's User Story states (and a Basic-process Issue, for other types).
 STATES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "User Story": (
@@ -284,6 +293,7 @@ class _Pull:
     labels: list[Json] = field(default_factory=list)
     iterations: list[Json] = field(default_factory=list)
     statuses: list[Json] = field(default_factory=list)
+    evaluations: list[Json] = field(default_factory=list)  # build policy evaluations
     threads: list[Json] = field(default_factory=list)
     reviewers: list[Person] = field(default_factory=list)
 
@@ -550,6 +560,88 @@ class FakeAzureDevOps:
             pr = self._pulls[pull]
             stamp = next(self._clock)
             return self.commit(pr.source, {f"moved-{pull}-{stamp}.txt": f"{stamp}\n"}, "more work")
+
+    def post_status(
+        self,
+        pull: int,
+        name: str,
+        state: str,
+        *,
+        genre: str | None = "ci",
+        description: str = "",
+        iteration: int | None = None,
+    ) -> None:
+        """A build service posts PR status `genre/name` on an iteration (the newest unless
+        named), as a pipeline does: the world's move, not the adapter's write."""
+        with self._lock:
+            self._sync_iterations()
+            pr = self._pulls[pull]
+            now = self._now()
+            status: Json = {
+                "iterationId": iteration or len(pr.iterations),
+                "id": len(pr.statuses) + 1,
+                "state": state,
+                "description": description,
+                "context": {"name": name, "genre": genre},
+                "creationDate": now,
+                "updatedDate": now,
+                "createdBy": self._identity_ref(self.bot),
+                "targetUrl": f"https://ci.example/{name}/{len(pr.statuses) + 1}",
+            }
+            pr.statuses.append(status)
+
+    def evaluate_build(
+        self,
+        pull: int,
+        name: str,
+        status: str,
+        *,
+        blocking: bool = True,
+        not_current: bool = False,
+        policy_type: str = BUILD_POLICY,
+    ) -> None:
+        """A build validation policy evaluates the PR (the pipeline ran): its record, as
+        "Evaluations - List" returns it, replaces the policy's earlier one."""
+        with self._lock:
+            pr = self._pulls[pull]
+            config_id = next(
+                (
+                    e["configuration"]["id"]
+                    for e in pr.evaluations
+                    if e["configuration"]["settings"]["displayName"] == name
+                ),
+                len(pr.evaluations) + 1,
+            )
+            pr.evaluations = [e for e in pr.evaluations if e["configuration"]["id"] != config_id]
+            build = next(self._clock)
+            pr.evaluations.append(
+                {
+                    "evaluationId": str(uuid.uuid4()),
+                    "artifactId": f"vstfs:///CodeReview/CodeReviewId/{PROJECT_ID}/{pull}",
+                    "startedDate": self._now(),
+                    "completedDate": None if status in ("queued", "running") else self._now(),
+                    "status": status,
+                    "configuration": {
+                        "id": config_id,
+                        "revision": 1,
+                        "isEnabled": True,
+                        "isBlocking": blocking,
+                        "isDeleted": False,
+                        "type": {"id": policy_type, "displayName": "Build"},
+                        "settings": {
+                            "buildDefinitionId": 10 + config_id,
+                            "displayName": name,
+                            "validDuration": 720,
+                        },
+                    },
+                    "context": {
+                        "buildId": build,
+                        "buildDefinitionId": 10 + config_id,
+                        "buildIsNotCurrent": not_current,
+                        "isExpired": False,
+                    },
+                }
+            )
 
     def pull(self, number: int) -> _Pull:
         with self._lock:
@@ -1350,6 +1442,15 @@ class FakeAzureDevOps:
             )
         return index
 
+    def _evaluations(self, req: _Request, *, project: str) -> tuple[int, Any]:
+        """Evaluations - List: the policy records of the PR the artifact id names."""
+        artifact = req.params().get("artifactId", "")
+        prefix = f"vstfs:///CodeReview/CodeReviewId/{PROJECT_ID}/"
+        if not artifact.startswith(prefix):
+            raise _Unknown(f"policy evaluations for {artifact!r}")
+        pr = self._pr(project, REPO, artifact.removeprefix(prefix))
+        return 200, {"count": len(pr.evaluations), "value": pr.evaluations}
+
     def _list_statuses(
         self, req: _Request, *, project: str, repo: str, number: str, iteration: str
     ) -> tuple[int, Any]:
@@ -1726,6 +1827,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Callable[..., tuple[int, Any]]], ...]
             FakeAzureDevOps._like,
         ),
         ("GET", _PR + r"/iterations", FakeAzureDevOps._iterations),
+        ("GET", _P + r"/_apis/policy/evaluations", FakeAzureDevOps._evaluations),
         ("GET", _PR + r"/iterations/(?P<iteration>\d+)/statuses", FakeAzureDevOps._list_statuses),
         ("POST", _PR + r"/iterations/(?P<iteration>\d+)/statuses", FakeAzureDevOps._create_status),
         ("GET", _PR + r"/labels", FakeAzureDevOps._list_labels),
@@ -1787,6 +1889,19 @@ class AzureHarness:
 
     async def comment_as(self, author: Author, target: Target, body: str) -> str:
         return self.fake.comment_as(author, target, body)
+
+    async def report_check(
+        self, pull: int, sha: str, name: str, state: str, summary: str = ""
+    ) -> None:
+        iterations = [
+            int(it["id"])
+            for it in self.fake.pull(pull).iterations
+            if it["sourceRefCommit"]["commitId"] == sha
+        ]
+        azure = {"success": "succeeded", "failure": "failed", "pending": "pending"}[state]
+        self.fake.post_status(
+            pull, name, azure, genre=None, description=summary, iteration=iterations[-1]
+        )
 
     def writes(self) -> int:
         return self.fake.writes()

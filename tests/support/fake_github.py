@@ -244,6 +244,9 @@ class FakeGitHub:
         self.pulls: dict[int, PullState] = {}
         self.comments: dict[int, StoredComment] = {}
         self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.check_runs: dict[str, list[dict[str, Any]]] = {}
+        # Branch protection's required status checks, by branch; a branch absent is unprotected.
+        self.protection: dict[str, list[str]] = {}
         self.reactions: list[tuple[str, int, str, str]] = []
         self._sha_seq = 0
         self.branches: dict[str, str] = {"main": self._sha("main")}
@@ -299,6 +302,68 @@ class FakeGitHub:
         pull = self.pulls[number]
         pull.head_sha = self.branches[pull.head_ref] = self._sha(pull.head_ref)
         return pull.head_sha
+
+    def add_check_run(
+        self,
+        sha: str,
+        name: str,
+        conclusion: str | None,
+        *,
+        app_slug: str = "github-actions",
+        title: str = "",
+    ) -> int:
+        """An App (GitHub Actions by default) reports check run `name` on `sha`; `conclusion`
+        None: still in progress. Its id."""
+        self._next_id += 1
+        app_id = self.app_id if app_slug == self.app_slug else 15_368
+        # No corpus example for a check run: the documented fields of "Get a check run"
+        # (https://docs.github.com/en/rest/checks/runs#get-a-check-run) the adapter reads.
+        run = {
+            "id": self._next_id,
+            "node_id": f"CR_{self._next_id}",
+            "head_sha": sha,
+            "external_id": "",
+            "url": self._api(f"{self._repo_path()}/check-runs/{self._next_id}"),
+            "html_url": f"https://github.com/{self.owner}/{self.repo}/runs/{self._next_id}",
+            "details_url": f"https://ci.example/{name}/{self._next_id}",
+            "status": "in_progress" if conclusion is None else "completed",
+            "conclusion": conclusion,
+            "started_at": self.clock.iso(),
+            "completed_at": None if conclusion is None else self.clock.iso(),
+            "output": {
+                "title": title or None,
+                "summary": None,
+                "text": None,
+                "annotations_count": 0,
+                "annotations_url": "",
+            },
+            "name": name,
+            "check_suite": {"id": 5_000 + self._next_id},
+            "app": {"id": app_id, "slug": app_slug, "node_id": f"A_{app_id}", "name": app_slug},
+            "pull_requests": [],
+        }
+        self.check_runs.setdefault(sha, []).append(run)
+        return int(run["id"])
+
+    def add_status(
+        self, sha: str, context: str, state: str, *, description: str = "", login: str = "octocat"
+    ) -> None:
+        """Someone else (a CI service) sets commit status `context` on `sha`."""
+        self._next_id += 1
+        data: dict[str, Any] = example("repos-create-commit-status.json")
+        data.update(
+            id=self._next_id,
+            node_id=f"SC_{self._next_id}",
+            url=self._api(f"{self._repo_path()}/statuses/{sha}"),
+            state=state,
+            description=description or None,
+            target_url=f"https://ci.example/{context}",
+            context=context,
+            created_at=self.clock.iso(),
+            updated_at=self.clock.iso(),
+            creator=self.user_json(self.users[login]),
+        )
+        self.statuses.setdefault(sha, []).append(data)
 
     def sync_branches(self) -> None:
         """Re-read `branches` from `branch_source`; open pulls' heads follow their branches.
@@ -682,6 +747,12 @@ class FakeGitHub:
             ("PUT", repo + r"/pulls/(\d+)/merge", self._merge),
             ("POST", repo + r"/statuses/([0-9a-f]{40})", self._create_status),
             ("GET", repo + r"/commits/([^/]+)/status", self._combined_status),
+            ("GET", repo + r"/commits/([^/]+)/check-runs", self._list_check_runs),
+            (
+                "GET",
+                repo + r"/branches/([^/]+)/protection/required_status_checks",
+                self._required_status_checks,
+            ),
         ]
         for method, pattern, handler in table:
             match = re.fullmatch(pattern, call.path)
@@ -1075,13 +1146,49 @@ class FakeGitHub:
             if states - {"success"} or not states
             else "success"
         )
+        per_page, page = self._paging(call)
         data: dict[str, Any] = example("repos-get-combined-status-for-ref.json")
         data.update(
             state=overall,
-            statuses=statuses,
+            statuses=statuses[(page - 1) * per_page : page * per_page],
             sha=sha,
             total_count=len(statuses),
             commit_url=self._api(f"{self._repo_path()}/commits/{sha}"),
             url=self._api(f"{self._repo_path()}/commits/{sha}/status"),
         )
         return self._json(200, data)
+
+    def _list_check_runs(self, call: _Request, ref: str) -> httpx.Response:
+        """The newest run per name (`filter=latest`, GitHub's default), paged; total_count
+        counts them all."""
+        sha = self.branches.get(ref, ref)
+        runs = self.check_runs.get(sha, [])
+        if call.query.get("filter", "latest") == "latest":
+            newest: dict[str, dict[str, Any]] = {}
+            for run in runs:
+                newest[run["name"]] = run
+            runs = list(newest.values())
+        runs = sorted(runs, key=lambda r: r["id"], reverse=True)
+        per_page, page = self._paging(call)
+        chunk = runs[(page - 1) * per_page : page * per_page]
+        url = self._api(f"{self._repo_path()}/commits/{ref}/check-runs")
+        link = self._link(url, per_page, page, len(runs))
+        extra = {"link": link} if link else {}
+        return self._json(200, {"total_count": len(runs), "check_runs": chunk}, extra)
+
+    def _required_status_checks(self, call: _Request, branch: str) -> httpx.Response:
+        """No corpus example: the documented fields (`strict`, `contexts`, `checks`)."""
+        if branch not in self.protection:
+            return self._error(404, "Branch not protected")
+        contexts = self.protection[branch]
+        url = self._api(f"{self._repo_path()}/branches/{branch}/protection/required_status_checks")
+        return self._json(
+            200,
+            {
+                "url": url,
+                "strict": True,
+                "contexts": contexts,
+                "checks": [{"context": c, "app_id": None} for c in contexts],
+                "contexts_url": f"{url}/contexts",
+            },
+        )

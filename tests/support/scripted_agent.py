@@ -57,6 +57,9 @@ ROOT = Path(os.environ.get("PAIR_ROOT", "."))
 SCRATCH = Path(os.environ.get("PAIR_TEST_AGENT_DIR") or ROOT / ".pair")
 CHANGE = os.environ["PAIR_CHANGE"]
 TRANSITION = os.environ["PAIR_TRANSITION"]
+# On a review panel the instructions name this reviewer (`r<round>-<slug>-<n>`): its findings
+# carry the slug, its script may be `verify@<slug>`, and its findings file is its own.
+REVIEWER = ""
 
 
 def report(*args: str) -> None:
@@ -69,7 +72,10 @@ def next_behaviour() -> str:
     state_path = SCRATCH / "script-state.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     steps = script.get("steps", {})
-    for key in (f"{CHANGE}:{TRANSITION}", TRANSITION):
+    keys = [f"{CHANGE}:{TRANSITION}", TRANSITION]
+    if REVIEWER:
+        keys.insert(0, f"{TRANSITION}@{REVIEWER}")
+    for key in keys:
         if key in steps:
             used = state.get(key, 0)
             state[key] = used + 1
@@ -159,7 +165,7 @@ def tamper(behaviour: str) -> None:
 def verify_report(
     findings: list[dict[str, object]], verdict: str, scope: list[dict[str, object]] | None = None
 ) -> None:
-    path = SCRATCH / f"findings-{CHANGE}.json"
+    path = findings_path()
     report_data: dict[str, object] = {
         "acTests": {"AC-1": "tests/test_x.py::test_it"},
         "findings": findings,
@@ -200,7 +206,10 @@ def stream_json(text: str) -> None:
 
 
 def main() -> int:
+    global REVIEWER  # noqa: PLW0603 - read once from the instructions, used throughout
     instructions = sys.stdin.read()
+    on_panel = re.search(r"`r\d+-([a-z0-9]+)-<n>`", instructions)
+    REVIEWER = on_panel.group(1) if on_panel and TRANSITION == "verify" else ""
     log = SCRATCH / "agent-log.jsonl"
     with log.open("a") as handle:
         handle.write(
@@ -277,15 +286,16 @@ def main() -> int:
         report("--complete", "all done (not really)")
         return 0
     if TRANSITION == "verify":
-        found = re.search(r"`r(\d+)-<n>`", instructions)
+        found = re.search(r"`r(\d+)-(?:[a-z0-9]+-)?<n>`", instructions)
         rnd = found.group(1) if found else "1"
+        mine = f"{REVIEWER}-" if REVIEWER else ""
         if behaviour == "findings-blocking":
             earlier = [{**f, "transition": "open"} for f in previous_findings()]
             verify_report(
                 earlier
                 or [
                     {
-                        "id": f"r{rnd}-1",
+                        "id": f"r{rnd}-{mine}1",
                         "kind": "defect",
                         "severity": "critical",
                         "blocking": True,
@@ -336,8 +346,14 @@ def main() -> int:
     return 1 if behaviour == "complete-then-crash" else 0
 
 
+def findings_path() -> Path:
+    return SCRATCH / (
+        f"findings-{CHANGE}-{REVIEWER}.json" if REVIEWER else f"findings-{CHANGE}.json"
+    )
+
+
 def previous_findings() -> list[dict[str, object]]:
-    path = SCRATCH / f"findings-{CHANGE}.json"
+    path = findings_path()
     if not path.exists():
         return []
     return list(json.loads(path.read_text()).get("findings", []))
