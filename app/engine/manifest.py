@@ -28,6 +28,7 @@ from pydantic import (
 from app.domain.autonomy import parse_gate_condition
 from app.domain.binding import check_host_name
 from app.domain.budget import Budget
+from app.domain.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
 from app.engine.proof import ProofPolicy
@@ -137,6 +138,43 @@ class TestsConfig(StrictModel):
     may_modify_manifests: list[str] = Field(default_factory=list)
 
 
+class RequiredFinding(StrictModel):
+    """Verified evidence a card carries into its review: the final verifier re-proves it on the
+    same reviewed head (a finding of kind `regression` when the defect is still there)."""
+
+    id: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")]
+    card: Annotated[int, Field(strict=True, ge=1)]
+    observed_head: Annotated[str, Field(pattern=SHA_PATTERN)]
+    kind: FindingKind = "defect"
+    severity: Severity
+    summary: Annotated[str, Field(min_length=1)]
+    oracle: Annotated[str, Field(min_length=1)]  # what decides present or absent
+    probe: Annotated[str, Field(min_length=1)]  # the command or steps that observe it
+    observed: Annotated[str, Field(min_length=1)]  # what the probe showed at observedHead
+
+
+class ReviewConfig(StrictModel):
+    """How reviews are judged: the severity floor, and the evidence cards carry into them."""
+
+    severity_floor: Severity = DEFAULT_FLOOR
+    required_findings: list[RequiredFinding] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ReviewConfig:
+        seen: set[tuple[int, str]] = set()
+        for item in self.required_findings:
+            if (item.card, item.id) in seen:
+                raise ValueError(
+                    f"requiredFindings: card {item.card} names {item.id!r} twice; each id once"
+                )
+            seen.add((item.card, item.id))
+        return self
+
+    def required_for(self, card: int) -> list[RequiredFinding]:
+        """The required findings `card` carries."""
+        return [item for item in self.required_findings if item.card == card]
+
+
 class ProjectConfig(StrictModel):
     """`.pair/config.yaml`; every key is optional."""
 
@@ -148,6 +186,7 @@ class ProjectConfig(StrictModel):
     batch: BatchSettings = Field(default_factory=BatchSettings)
     # Each card's (each change's) own limits; a batch's manifest may add one for the batch.
     budget: BudgetSettings | None = None
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
 
 
 # ---------------------------------------------------------------- batch.yaml
