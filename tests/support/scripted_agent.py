@@ -30,9 +30,12 @@ Each call consumes the next behaviour of the most specific list (counters persis
     delete-check       do the work and delete the passing checks/baseline.check (refused)
     skip-check         do the work and turn checks/baseline.check into a skip (refused)
     edit-manifest      do the work and add a dependency to package.json (refused)
+    file:<name>        (verify) report the findings file $PAIR_TEST_AGENT_DIR/<name>.json as it
+                       is (its optional "verdict" key is the completion line)
 
 `red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
-into `<change>.txt`; tests/support/checks.py runs the checks and writes JUnit XML.
+into `<change>.txt` (an open finding of kind `regression` gets a check that fails until fix
+writes "repaired <id>"); tests/support/checks.py runs the checks and writes JUnit XML.
 Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
 """
 
@@ -104,10 +107,19 @@ def do_work() -> None:
         checks = ROOT / "checks"
         checks.mkdir(exist_ok=True)
         for finding in previous_findings() or [{"id": "r1-1"}]:
-            (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains fixed\n")
+            text = "fixed"
+            if finding.get("kind") == "regression" and finding.get("transition") == "open":
+                text = f"repaired {finding['id']}"
+            (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains {text}\n")
     elif TRANSITION == "fix":
         target = ROOT / f"{CHANGE}.txt"
-        target.write_text(target.read_text() + "fixed\n" if target.exists() else "fixed\n")
+        repaired = "".join(
+            f"repaired {f['id']}\n"
+            for f in previous_findings()
+            if f.get("kind") == "regression" and f.get("transition") == "open"
+        )
+        before = target.read_text() if target.exists() else ""
+        target.write_text(before + "fixed\n" + repaired)
     elif TRANSITION == "decompose":
         import yaml  # the venv's interpreter runs this agent
 
@@ -256,6 +268,13 @@ def main() -> int:
         return 0
     if behaviour == "lie":
         report("--complete", "all done (not really)")
+        return 0
+    if TRANSITION == "verify" and behaviour.startswith("file:"):
+        data = json.loads((SCRATCH / f"{behaviour.removeprefix('file:')}.json").read_text())
+        verdict = str(data.pop("verdict", "Ready for archive"))
+        path = SCRATCH / f"findings-{CHANGE}.json"
+        write_atomic(path, json.dumps(data))
+        report("--complete", verdict, "--findings", str(path))
         return 0
     if TRANSITION == "verify":
         found = re.search(r"`r(\d+)-<n>`", instructions)
