@@ -172,6 +172,4 @@ def test_required_findings_observed_at_another_head_fail_the_review(tmp_path: Pa
     project.command("implement")
     steps = project.until_quiet()
     assert steps[-1].status == "failed-verify"
-    assert "required finding rf-1 was observed at 0123456789ab" in (
-        steps[-1].result.message or ""
-    )
+    assert "required finding rf-1 was observed at 0123456789ab" in (steps[-1].result.message or "")

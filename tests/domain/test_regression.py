@@ -334,3 +334,25 @@ def test_the_cycle_end_never_converges_with_an_active_risk(changes: dict[str, An
     decision = decide_cycle_end(replace(facts, **changes))
     assert isinstance(decision, NotConverged)
     assert decision.status == "in-progress" and "regression risk" in decision.reason
+
+
+def test_the_metrics_carry_the_latest_runs_counters_active_apart_from_history() -> None:
+    from app.domain.metrics import reduce_metrics
+
+    def entry(event: RiskEvent) -> dict[str, Any]:
+        return {"kind": "cycle", "key": "card-7", "data": event.to_json()}
+
+    earlier_run = [entry(replace(e, run="run0")) for e in POSITIVE[:1]]
+    malformed = {"kind": "cycle", "key": "card-7", "data": {"event": "risk", "action": "opened"}}
+    records = [*earlier_run, malformed, *(entry(e) for e in POSITIVE[:2])]
+    tail = reduce_metrics(records, as_of="2026-12-02T00:00:00Z").to_json()["regressionRisks"]
+    assert tail == {
+        "active": {"activeRegressionRisks": 1},
+        "history": {
+            "invalidatedRemediations": 1,
+            "regressionRepairs": 1,
+            "dischargedRegressionRisks": 0,
+        },
+    }
+    empty = reduce_metrics([], as_of="2026-12-02T00:00:00Z").to_json()["regressionRisks"]
+    assert empty["active"] == {"activeRegressionRisks": 0}
