@@ -9,6 +9,7 @@ head and refused on another. The scripted agent reports findings files the tests
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from app.cycle.driver import handle_scope_decision
 from app.errors import UserError
 from tests.support.card_project import CardProject
+from tests.support.git import git
 
 
 def findings_file(project: CardProject, name: str, *findings: dict[str, Any], **extra: Any) -> None:
@@ -90,10 +93,6 @@ def test_a_history_rewrite_finding_escalates_and_nothing_waives_it(tmp_path: Pat
     # A scope decision (or any event) wakes the card, and nothing runs.
     pull = project.pull()
     assert pull is not None
-    from app.cycle.driver import handle_scope_decision  # noqa: PLC0415
-
-    import asyncio  # noqa: PLC0415
-
     woken = asyncio.run(handle_scope_decision(project.env(), pull))
     assert woken.status == "awaiting-human"  # type: ignore[union-attr]
     # `/pair retry` on the same head reviews nothing: the history was not rewritten.
@@ -173,3 +172,105 @@ def test_required_findings_observed_at_another_head_fail_the_review(tmp_path: Pa
     steps = project.until_quiet()
     assert steps[-1].status == "failed-verify"
     assert "required finding rf-1 was observed at 0123456789ab" in (steps[-1].result.message or "")
+
+
+def test_a_remediation_that_breaks_an_obligation_is_rewound_repaired_and_discharged(
+    tmp_path: Path,
+) -> None:
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["findings-blocking", "file:regress", "file:discharge"]})
+    project.command("implement")
+    steps_until(project, "fix")  # apply, verify (r1-1 blocks), red, fix-1
+    passing = project.cycle_events("reviewed")[0]["head"]
+    failing = project.cycle_events("remediation")[0]["head"]
+    target = f"card-{project.card}.txt"
+    claim = {
+        "obligation": "AC-1",
+        "reproducer": "checks/r2-1.check",
+        "passingHead": passing,
+        "failingHead": failing,
+        "introducedBy": "fix-1",
+        "closureAssertions": [f"{target} contains repaired r2-1"],
+        "boundaries": [target],
+    }
+    resolved = finding(transition="resolved")
+    regression = finding("r2-1", kind="regression", summary="fix-1 broke AC-1")
+    findings_file(
+        project,
+        "regress",
+        resolved,
+        {**regression, "regressionRisk": claim},
+        verdict="1 critical issue(s) found",
+    )
+    step = project.step()  # the review proves fix-1 introduced r2-1: rewound
+    assert step.result.transition == "verify" and step.status == "in-progress"
+    (opened,) = project.cycle_events("risk")
+    assert (opened["action"], opened["risk"], opened["batchFindings"]) == (
+        "opened",
+        f"card-{project.card}:r2-1:fix-1",
+        ["r1-1"],
+    )
+    assert project.step().result.transition == "red"  # the same path: red, fix, delta review
+    assert project.step().result.transition == "fix"
+    repaired = project.cycle_events("remediation")[1]["head"]
+    assert [e["action"] for e in project.cycle_events("risk")] == ["opened", "repaired"]
+    # Nothing in Git moved back: the failing head is an ancestor of the repaired one.
+    git(project.forge.repo, "merge-base", "--is-ancestor", failing, repaired)
+    closure = {
+        "head": repaired,
+        "assertions": claim["closureAssertions"],
+        "obligationPassing": True,
+        "boundaries": [target],
+    }
+    findings_file(
+        project,
+        "discharge",
+        resolved,
+        {**regression, "regressionRisk": claim, "transition": "resolved", "closure": closure},
+    )
+    rest = project.until_quiet()
+    assert [s.result.transition for s in rest if s.result.transition] == ["verify", "publish"]
+    assert rest[-1].status == "ready-for-merge"
+    assert [e["action"] for e in project.cycle_events("risk")] == [
+        "opened",
+        "repaired",
+        "discharged",
+    ]
+    pull = project.pull()
+    assert pull is not None
+    synthesis = next(c["body"] for c in project.comments(pull) if "pair:synthesis" in c["body"])
+    tail = json.loads(synthesis.split("```json\n", 1)[1].split("\n```", 1)[0])
+    assert tail["regressionRisks"] == {
+        "active": {"activeRegressionRisks": 0},
+        "history": {
+            "invalidatedRemediations": 1,
+            "regressionRepairs": 1,
+            "dischargedRegressionRisks": 1,
+        },
+    }
+
+
+def test_closing_a_regression_without_its_closure_fails_the_review_closed(
+    tmp_path: Path,
+) -> None:
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["findings-blocking", "file:regress", "file:waive"]})
+    project.command("implement")
+    steps_until(project, "fix")
+    claim = {
+        "obligation": "AC-1",
+        "reproducer": "checks/r2-1.check",
+        "passingHead": project.cycle_events("reviewed")[0]["head"],
+        "failingHead": project.cycle_events("remediation")[0]["head"],
+        "introducedBy": "fix-1",
+        "closureAssertions": ["repaired"],
+        "boundaries": ["card"],
+    }
+    resolved = finding(transition="resolved")
+    regression = finding("r2-1", kind="regression", regressionRisk=claim)
+    findings_file(project, "regress", resolved, regression, verdict="1 critical issue(s) found")
+    findings_file(project, "waive", resolved, {**regression, "transition": "resolved"})
+    steps = project.until_quiet()
+    assert steps[-1].status == "failed-verify"
+    assert "carries the active regression risk" in (steps[-1].result.message or "")
+    assert [e["action"] for e in project.cycle_events("risk")] == ["opened", "repaired"]

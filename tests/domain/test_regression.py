@@ -9,6 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.domain.autonomy import parse_gate_condition
+from app.domain.cycle_end import CycleEndFacts, NotConverged, decide_cycle_end
+from app.domain.metrics import reduce_metrics
 from app.domain.regression import (
     Refusal,
     ReviewFacts,
@@ -314,9 +317,6 @@ def test_a_repair_without_an_active_risk_writes_nothing() -> None:
     ],
 )
 def test_the_cycle_end_never_converges_with_an_active_risk(changes: dict[str, Any]) -> None:
-    from app.domain.autonomy import parse_gate_condition
-    from app.domain.cycle_end import CycleEndFacts, NotConverged, decide_cycle_end
-
     facts = CycleEndFacts(
         converged=True,
         pending_scope=0,
@@ -337,8 +337,6 @@ def test_the_cycle_end_never_converges_with_an_active_risk(changes: dict[str, An
 
 
 def test_the_metrics_carry_the_latest_runs_counters_active_apart_from_history() -> None:
-    from app.domain.metrics import reduce_metrics
-
     def entry(event: RiskEvent) -> dict[str, Any]:
         return {"kind": "cycle", "key": "card-7", "data": event.to_json()}
 

@@ -108,7 +108,7 @@ def do_work() -> None:
         checks.mkdir(exist_ok=True)
         for finding in previous_findings() or [{"id": "r1-1"}]:
             text = "fixed"
-            if finding.get("kind") == "regression" and finding.get("transition") == "open":
+            if finding.get("kind") == "regression" and finding.get("transition", "open") == "open":
                 text = f"repaired {finding['id']}"
             (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains {text}\n")
     elif TRANSITION == "fix":
@@ -116,7 +116,7 @@ def do_work() -> None:
         repaired = "".join(
             f"repaired {f['id']}\n"
             for f in previous_findings()
-            if f.get("kind") == "regression" and f.get("transition") == "open"
+            if f.get("kind") == "regression" and f.get("transition", "open") == "open"
         )
         before = target.read_text() if target.exists() else ""
         target.write_text(before + "fixed\n" + repaired)
