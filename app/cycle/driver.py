@@ -403,7 +403,12 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         if run and rec.rewrite_retry and tree.start != rec.reviewed_head:
             delta = f"the branch's history was rewritten for finding {', '.join(escalated)}"
             return await _transition(state, held, tree, base, "verify", delta=delta)
-        result = _escalation_result(state, escalated, rewritten=tree.start != rec.reviewed_head)
+        rewritten = tree.start != rec.reviewed_head
+        if rec.rewrite_retry and not rewritten:
+            # A retry on the unchanged head is spent: the next one, after the rewrite, counts.
+            data = {"event": "rewrite-retry", "spent": True}
+            journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
+        result = _escalation_result(state, escalated, rewritten=rewritten)
         return await publish_status(state, result, PrState.AWAITING_HUMAN, None)
     if not run:
         result = StepResult("nothing-ready", key, "", message="status refreshed")

@@ -42,8 +42,9 @@ re-run tick knows what is already published and never does it twice:
                                                  head it produced, the findings it remediated
     risk             {action, risk, ...}         a regression-risk ledger entry
                                                  (app.domain.regression), this run's only
-    rewrite-retry    {}                          `/pair retry` at a history-rewrite escalation:
+    rewrite-retry    {spent?}                    `/pair retry` at a history-rewrite escalation:
                                                  the next step reviews the branch's new head
+                                                 (`spent`: it found the head unchanged)
 
 `fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
 """
@@ -211,7 +212,7 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
     elif event == "risk":
         rec.risks = (*rec.risks, data)
     elif event == "rewrite-retry":
-        rec.rewrite_retry = True
+        rec.rewrite_retry = not data.get("spent")
     elif event == "reviewed":
         rec.reviewed_head = str(data.get("head"))
         rec.reviewed_heads = (*rec.reviewed_heads, rec.reviewed_head)

@@ -102,6 +102,9 @@ def test_a_history_rewrite_finding_escalates_and_nothing_waives_it(tmp_path: Pat
     # The human rewrites the history (a new head) and retries: a new review of the new head,
     # which finds the finding gone, and the card goes on.
     project.forge.move_head(pull)
+    waiting = project.step()  # a new head alone is not the human's word: still waiting
+    assert waiting.status == "awaiting-human"
+    assert "the branch has a new head" in (waiting.result.message or "")
     project.script({"verify": ["ok"]})
     rerun = project.command("retry")
     assert rerun.result.transition == "verify"

@@ -114,6 +114,7 @@ def test_the_positive_path_opens_repairs_and_discharges() -> None:
             POSITIVE[:1], opened(action="reopened", seq=1), "no-predecessor", id="reopen-active"
         ),
         pytest.param(POSITIVE[:1], discharged(seq=1), "missing-repair", id="missing-repair"),
+        pytest.param(POSITIVE, repaired(seq=3), "no-predecessor", id="repair-after-discharge"),
         pytest.param(
             POSITIVE[:2],
             discharged(head=OTHER, closure={**CLOSURE, "head": OTHER}),
@@ -354,3 +355,25 @@ def test_the_metrics_carry_the_latest_runs_counters_active_apart_from_history() 
     }
     empty = reduce_metrics([], as_of="2026-12-02T00:00:00Z").to_json()["regressionRisks"]
     assert empty["active"] == {"activeRegressionRisks": 0}
+
+
+def test_a_card_names_each_required_finding_once() -> None:
+    from pydantic import ValidationError
+
+    from app.engine.manifest import ReviewConfig
+
+    item = {
+        "id": "rf-1",
+        "card": 7,
+        "observedHead": PASS,
+        "severity": "major",
+        "summary": "s",
+        "oracle": "o",
+        "probe": "p",
+        "observed": "x",
+    }
+    config = ReviewConfig.model_validate({"requiredFindings": [item, {**item, "card": 8}]})
+    assert [r.card for r in config.required_for(7)] == [7]
+    assert config.severity_floor == "major"
+    with pytest.raises(ValidationError, match="card 7 names 'rf-1' twice"):
+        ReviewConfig.model_validate({"requiredFindings": [item, item]})
