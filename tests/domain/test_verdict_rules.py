@@ -154,3 +154,32 @@ def test_required_findings_are_re_proved_on_the_same_reviewed_head(
         assert problems == []
     else:
         assert len(problems) == 1 and expected in problems[0] and "rf-1" in problems[0]
+
+
+def test_the_review_comment_says_what_a_human_decides_and_what_regressed() -> None:
+    from app.domain.review_comment import render_review
+
+    claim = {
+        "obligation": "AC-1",
+        "reproducer": "pytest -k login",
+        "passingHead": OLD,
+        "failingHead": HEAD,
+        "introducedBy": "fix-1",
+        "closureAssertions": ["login works"],
+        "boundaries": ["auth"],
+    }
+    body = render_review(
+        report(
+            finding(humanDecisionKind="history-rewrite"),
+            finding(id="r1-2", kind="regression", regressionRisk=claim),
+            finding(id="r1-3", severity="critical", severityEvidence="reachable from the API"),
+        ),
+        head=HEAD,
+        review_round=1,
+        converged=False,
+    )
+    assert "`r1-1` can only be fixed by rewriting the branch's Git history" in body
+    assert "`r1-2` is a regression introduced by fix-1 (obligation AC-1)" in body
+    assert "`r1-3` changed severity: reachable from the API" in body
+    plain = render_review(report(finding()), head=HEAD, review_round=1, converged=False)
+    assert "changed severity" not in plain and "Git history" not in plain
