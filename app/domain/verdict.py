@@ -17,7 +17,8 @@ verification closed, with a message naming the finding):
 
     floor_problems          `blocking` must equal what the severity and the project's floor
                             (`review.severityFloor`) give; a finding without a severity must be
-                            blocking (an unknown severity is never below the floor)
+                            blocking (an unknown severity is never below the floor), except a
+                            `question`, whose own `blocking` stands
     severity_problems       a finding that keeps its id but changes severity carries a non-empty
                             `severityEvidence`
     history_rewrite_ids     findings typed `humanDecisionKind: history-rewrite`: the card goes to
@@ -256,6 +257,8 @@ def floor_problems(report: FindingsReport, floor: Severity) -> list[str]:
     """
     problems = []
     for finding in report.findings:
+        if finding.severity is None and finding.kind == "question":
+            continue  # a question with no severity is no defect: its own `blocking` stands
         expected = blocking_for(finding.severity, floor)
         if finding.blocking == expected:
             continue

@@ -68,7 +68,8 @@ def review_rules(floor: str) -> str:
         [
             f"Severity floor: {floor}. A finding blocks exactly when its severity (critical, "
             "major, minor, info) is at or above the floor; set `blocking` accordingly (a finding "
-            "without a severity must be blocking). pairbot re-checks it and refuses a mismatch.",
+            "without a severity must be blocking, unless it is a question). pairbot re-checks it "
+            "and refuses a mismatch.",
             "A finding that keeps its id but changes severity needs `severityEvidence` (why).",
             "A finding only a rewrite of existing Git history can fix: `humanDecisionKind: "
             '"history-rewrite"`. The card then goes to a human; nothing else fixes or waives it.',

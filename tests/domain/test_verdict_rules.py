@@ -67,6 +67,10 @@ def test_a_mismatch_names_the_finding_the_floor_and_the_expected_value() -> None
     )
     (problem,) = floor_problems(report(finding(severity=None, blocking=False)), "major")
     assert "has no severity" in problem and "critical, major, minor, info" in problem
+    question = finding(kind="question", severity=None, blocking=False)
+    assert floor_problems(report(question), "major") == []
+    minor_question = finding(kind="question", severity="minor", blocking=True)
+    assert len(floor_problems(report(minor_question), "major")) == 1
 
 
 @pytest.mark.parametrize(
