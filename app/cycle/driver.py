@@ -553,7 +553,7 @@ async def _transition(
         state_root=env.root,
         card_budget=state.project.budget.to_budget() if state.project.budget else None,
         severity_floor=state.project.review.severity_floor,
-        review_notes=_required_notes(state) if transition == "verify" else (),
+        review_notes=_review_notes(state) if transition == "verify" else (),
     )
     try:
         result = await run_change_step(ctx, env.deps, held)
@@ -565,6 +565,20 @@ async def _transition(
         journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
         raise
     return await after_transition(state, result, tree, base, card)
+
+
+def _review_notes(state: CardState) -> tuple[str, ...]:
+    """What the verifier needs beyond its command: the run's remediation batches and reviewed
+    heads (a regression claim names them), and the card's required findings."""
+    rec = state.rec
+    lines: list[str] = []
+    if rec.remediations:
+        batches = "; ".join(f"{b} produced {h}" for b, h in rec.remediations.items())
+        lines.append(f"Remediation batches of this run: {batches}.")
+    if rec.reviewed_heads:
+        heads = ", ".join(dict.fromkeys(rec.reviewed_heads))
+        lines.append(f"Heads earlier reviews of this run reviewed: {heads}.")
+    return (*lines, *_required_notes(state))
 
 
 def _required_notes(state: CardState) -> tuple[str, ...]:

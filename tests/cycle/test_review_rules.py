@@ -206,6 +206,11 @@ def test_a_remediation_that_breaks_an_obligation_is_rewound_repaired_and_dischar
         verdict="1 critical issue(s) found",
     )
     step = project.step()  # the review proves fix-1 introduced r2-1: rewound
+    told = [
+        json.loads(line)["instructions"]
+        for line in (project.scratch / "agent-log.jsonl").read_text().splitlines()
+    ][-1]
+    assert f"fix-1 produced {failing}" in told and passing in told
     assert step.result.transition == "verify" and step.status == "in-progress"
     (opened,) = project.cycle_events("risk")
     assert (opened["action"], opened["risk"], opened["batchFindings"]) == (
