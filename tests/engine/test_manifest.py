@@ -312,7 +312,7 @@ CONFIG_ERRORS = [
     pytest.param(
         "colour: blue\n",
         "colour: unknown key; allowed keys here: hosts, trigger, maintainer, cycle, tests, batch,"
-        " budget (got 'blue')",
+        " budget, review (got 'blue')",
         id="unknown-top-level-key",
     ),
     pytest.param(
