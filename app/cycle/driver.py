@@ -11,7 +11,10 @@ checkout built from typed settings; `env` is that object (or a test's hand-built
 A step of a card (`card-<n>`, see `app.cycle.batch`), in order:
 
 1. read the journal (agents' reports, the engine's outcomes, the cycle's host records);
-2. a park (awaiting approval, blocked, needs input) or an abandoned card runs nothing;
+2. a park (awaiting approval, blocked, needs input) or an abandoned card runs nothing; nor
+   does a card whose last review found something only a history rewrite can fix: it waits
+   for a human (`awaiting-human`), and only `/pair retry` after the branch's history was
+   rewritten (a new head) runs anything: a fresh review of that new head;
 3. the card's worktree is made fresh on `pair/card-<n>` at its newest tip
    (`app.cycle.worktree`), and `derive_change` names the transition from its plan;
 4. an agent transition runs through the engine's `run_change_step` with a vet
@@ -56,11 +59,14 @@ from app.cycle.state import (
     CardStep,
     CycleEnv,
     dangling_step,
+    last_review_findings,
     park_status,
     pending_scope,
     publisher_for,
     pull_text,
     read_card,
+    rewrite_escalation,
+    risk_ledger,
     status_of,
 )
 from app.cycle.vet import Vetter
@@ -70,6 +76,9 @@ from app.domain.commands import help_text
 from app.domain.dispatch import PairRequest
 from app.domain.evidence import Evidence, waiting_reason
 from app.domain.lessons import Lesson
+from app.domain.mdtext import one_line
+from app.domain.regression import active_risks
+from app.domain.verdict import history_rewrite_ids
 from app.engine import jsonl, lock
 from app.engine.manifest import load_manifest, load_project_config
 from app.engine.runner import ChangeStepContext, run_change_step
@@ -209,6 +218,10 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data={"event": "abandoned"})
         return await _recorded(env, locus, request, run=False)
     parked = read_parks(locus).get(key) is not None
+    if not parked and request.verb in ("approve", "answer", "feedback", "retry"):
+        escalated = _escalated_ids(locus, key)
+        if escalated:
+            return await _at_rewrite_escalation(env, locus, request, escalated)
     if request.verb == "retry" and rec.interrupted is not None and not parked:
         # A dead run left its step unfinished and nothing parked it: resume it.
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data={"event": "resumed"})
@@ -233,6 +246,28 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
     if verb not in ("approve", "answer", "feedback", "retry"):  # pragma: no cover - exhaustive
         raise UserError(f"unknown verb {verb!r}")
     humans.record_human(env.root, key, key, verb, request.text or "", now=env.deps.clock())
+    return await _recorded(env, locus, request)
+
+
+def _escalated_ids(locus: RunLocus, key: str) -> list[str]:
+    return history_rewrite_ids(last_review_findings(read_card(locus, key)[1]))
+
+
+async def _at_rewrite_escalation(
+    env: CycleEnv, locus: RunLocus, request: PairRequest, ids: list[str]
+) -> CardStep:
+    """A command at a history-rewrite escalation: nothing in pairbot waives it. `/pair retry`
+    is recorded (the next step reviews the branch's new head, if the history was rewritten);
+    every other verb is refused, naming what to do."""
+    which = ", ".join(ids)
+    if request.verb != "retry":
+        raise UserError(
+            f"card #{request.card} waits for a human to rewrite the branch's history "
+            f"(finding {which}); `/pair {request.verb}` cannot waive that. Rewrite the history, "
+            "push it, then comment `/pair retry`: the new head is reviewed afresh"
+        )
+    data = {"event": "rewrite-retry"}
+    journal_event(locus, env.deps.clock, kind="cycle", key=card_key(request.card), data=data)
     return await _recorded(env, locus, request)
 
 
@@ -370,6 +405,18 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
     disk = read_change_disk(tree.path, key)
     derived = derive_change(disk, state.history, state.project.cycle.max_fix_rounds)
     await _catch_up(state, tree, base, applied=disk.applied)
+    escalated = rewrite_escalation(state)
+    if escalated:
+        if run and rec.rewrite_retry and tree.start != rec.reviewed_head:
+            delta = f"the branch's history was rewritten for finding {', '.join(escalated)}"
+            return await _transition(state, held, tree, base, "verify", delta=delta)
+        rewritten = tree.start != rec.reviewed_head
+        if rec.rewrite_retry and not rewritten:
+            # A retry on the unchanged head is spent: the next one, after the rewrite, counts.
+            data = {"event": "rewrite-retry", "spent": True}
+            journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
+        result = _escalation_result(state, escalated, rewritten=rewritten)
+        return await publish_status(state, result, PrState.AWAITING_HUMAN, None)
     if not run:
         result = StepResult("nothing-ready", key, "", message="status refreshed")
         return await publish_status(state, result, status_of(derived, rec), derived)
@@ -392,6 +439,24 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         )
         return await publish_status(state, result, PrState.FAILED_FIX, derived)
     return await _cycle_end(state, held, tree, base, derived)
+
+
+def _escalation_result(state: CardState, ids: list[str], *, rewritten: bool) -> StepResult:
+    """Why nothing runs at a history-rewrite escalation, and what the human does."""
+    which = ", ".join(one_line(i, 40) for i in ids)
+    trigger = state.project.trigger
+    if rewritten:
+        then = f"the branch has a new head: comment `/{trigger} retry` to have it reviewed"
+    else:
+        then = (
+            f"rewrite the branch's history and push it, then comment `/{trigger} retry` "
+            "(the new head is reviewed afresh)"
+        )
+    message = (
+        f"awaiting a human: finding {which} can only be fixed by rewriting the branch's Git "
+        f"history, which pairbot never does and no command waives; {then}"
+    )
+    return StepResult("nothing-ready", state.key, "", message=message, blocker=message)
 
 
 def _interrupted(state: CardState) -> bool:
@@ -525,6 +590,8 @@ async def _transition(
         else (),
         panel=tuple(state.project.review.reviewers()) if transition == "verify" else (),
         between_reviewers=_put_back(tree),
+        severity_floor=state.project.review.severity_floor,
+        review_notes=_review_notes(state) if transition == "verify" else (),
     )
     try:
         result = await run_change_step(ctx, env.deps, held)
@@ -546,6 +613,41 @@ def _put_back(tree: wt.Worktree) -> Callable[[], Awaitable[None]]:
         await asyncio.to_thread(wt.reset, tree.path, tree.start)
 
     return put_back
+
+
+def _review_notes(state: CardState) -> tuple[str, ...]:
+    """What the verifier needs beyond its command: the run's remediation batches and reviewed
+    heads (a regression claim names them), and the card's required findings."""
+    rec = state.rec
+    lines: list[str] = []
+    if rec.remediations:
+        batches = "; ".join(f"{b} produced {h}" for b, h in rec.remediations.items())
+        lines.append(f"Remediation batches of this run: {batches}.")
+    if rec.reviewed_heads:
+        heads = ", ".join(dict.fromkeys(rec.reviewed_heads))
+        lines.append(f"Heads earlier reviews of this run reviewed: {heads}.")
+    return (*lines, *_required_notes(state))
+
+
+def _required_notes(state: CardState) -> tuple[str, ...]:
+    """The card's required findings, for the verifier to re-prove on this head."""
+    required = state.project.review.required_for(state.card)
+    if not required:
+        return ()
+    lines = [
+        "Required findings (verified evidence this card carries): re-prove each on this head "
+        "with its probe and oracle, and report it in `requiredProofs` {id, head, reproduced, "
+        'observed}; one still present is an open finding of kind "regression" with '
+        "`requiredFinding: <id>`."
+    ]
+    for item in required:
+        fields = (
+            f"{item.id}: observed at {item.observed_head}; {item.kind}, {item.severity}; "
+            f"summary: {item.summary}; oracle: {item.oracle}; probe: {item.probe}; "
+            f"observed: {item.observed}"
+        )
+        lines.append(f"- {one_line(fields, 1000)}")
+    return tuple(lines)
 
 
 async def _cycle_end(
@@ -570,6 +672,7 @@ async def _cycle_end(
         pull_state=pull.state if pull is not None else "open",
         approved=rec.merge_approved_head is not None
         and rec.merge_approved_head == rec.reviewed_head,
+        active_risks=len(active_risks(risk_ledger(rec))),
     )
     decision = ce.decide_cycle_end(facts)
     if isinstance(decision, ce.ReReview | ce.Unreviewed):

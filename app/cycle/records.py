@@ -42,6 +42,13 @@ re-run tick knows what is already published and never does it twice:
     snapshot         {at, card, title, body, author, authorWrites, comments}  the card as it
                                                  was when a command was accepted; the latest one
                                                  is what agents read (app.cycle.snapshot)
+    remediation      {batch, head, findings}     an accepted fix: the batch `fix-<round>`, the
+                                                 head it produced, the findings it remediated
+    risk             {action, risk, ...}         a regression-risk ledger entry
+                                                 (app.domain.regression), this run's only
+    rewrite-retry    {spent?}                    `/pair retry` at a history-rewrite escalation:
+                                                 the next step reviews the branch's new head
+                                                 (`spent`: it found the head unchanged)
 
 `fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
 """
@@ -99,6 +106,13 @@ class CycleRecord:
     shown_next: str | None = None
     shown_why: str = ""
     cycles: int = 0  # how many cycles ran on this card (a new one after abandoned or merged)
+    # This run's remediation batches (`fix-<round>` -> the head it produced, the findings it
+    # remediated), the heads its reviews reviewed, and its regression-risk ledger.
+    remediations: dict[str, str] = field(default_factory=dict)
+    remediated: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    reviewed_heads: tuple[str, ...] = ()
+    risks: tuple[Mapping[str, Any], ...] = ()
+    rewrite_retry: bool = False  # `/pair retry` at a rewrite escalation since the last review
 
     def new_cycle(self, run: str) -> None:
         """Start the card's next cycle under `run`: what belonged to the last cycle's PR and
@@ -196,8 +210,18 @@ def _apply(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         for sealed in _strs(data.get("paths")):
             rec.sealed_paths.setdefault(sealed, round_ if isinstance(round_, int) else 0)
         rec.sealed_ids = tuple(dict.fromkeys((*rec.sealed_ids, *_strs(data.get("ids")))))
+    elif event == "remediation":
+        batch = str(data.get("batch"))
+        rec.remediations[batch] = str(data.get("head"))
+        rec.remediated[batch] = _strs(data.get("findings"))
+    elif event == "risk":
+        rec.risks = (*rec.risks, data)
+    elif event == "rewrite-retry":
+        rec.rewrite_retry = not data.get("spent")
     elif event == "reviewed":
         rec.reviewed_head = str(data.get("head"))
+        rec.reviewed_heads = (*rec.reviewed_heads, rec.reviewed_head)
+        rec.rewrite_retry = False
         card_hash = data.get("cardHash")
         rec.reviewed_card_hash = str(card_hash) if card_hash else None
         converged = data.get("converged")

@@ -24,6 +24,7 @@ from app.cycle.state import (
     pending_scope,
     pull_text,
     read_card,
+    rewrite_escalation,
     status_of,
 )
 from app.cycle.worktree import Worktree
@@ -108,6 +109,8 @@ async def after_transition(
         )
     elif derived.status == "done":
         status = PrState.IN_PROGRESS  # converged: the cycle end runs on the next step
+    if accepted and result.transition == "verify" and rewrite_escalation(state):
+        status = PrState.AWAITING_HUMAN  # before any red, seal or fix: a human decides
     plan = _plan_text(tree, state.key) if result.transition == "propose" else None
     return await publish_status(state, result, status, derived, plan=plan)
 

@@ -8,6 +8,8 @@
     status_of       the `pr-state:*` a derivation stands for
     park_status     the `pr-state:*` a park stands for (a failed step: failed-<stage>)
     pending_scope   scope proposals no applied decision has settled
+    risk_ledger     this run's regression-risk ledger (`app.domain.regression`)
+    rewrite_escalation  the active history-rewrite findings of the last review
 
 `app.cycle.driver` drives a step, `app.cycle.vet` checks an agent's result, `app.cycle.report`
 publishes; they share these without importing each other.
@@ -27,8 +29,9 @@ from app.domain import cycle_end as ce
 from app.domain.autonomy import GateCondition, parse_gate_condition
 from app.domain.binding import Binding, Resolution
 from app.domain.explain import Explanation
+from app.domain.regression import RiskEvent
 from app.domain.sanitize import strip_hidden
-from app.domain.verdict import ScopeChange
+from app.domain.verdict import ScopeChange, history_rewrite_ids
 from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
 from app.engine.lock import LockProof
@@ -227,3 +230,23 @@ def pending_scope(state: CardState) -> list[ScopeChange]:
             proposals = [ScopeChange.model_validate(p) for p in raw if isinstance(p, dict)]
             return [p for p in proposals if p.id not in decided]
     return []
+
+
+def risk_ledger(rec: CycleRecord) -> list[RiskEvent]:
+    """This run's regression-risk ledger, as journaled."""
+    return [RiskEvent.from_json(data) for data in rec.risks]
+
+
+def last_review_findings(history: KeyHistory) -> list[Mapping[str, Any]]:
+    """The findings the last accepted review reported (none without a findings file)."""
+    for accepted in reversed(history.accepted):
+        if accepted.transition == "verify":
+            found = (accepted.findings or {}).get("findings", [])
+            return [f for f in found if isinstance(f, Mapping)]
+    return []
+
+
+def rewrite_escalation(state: CardState) -> list[str]:
+    """The last review's active findings only a history rewrite can fix: while there is one,
+    the card waits for a human, and nothing in pairbot can waive it."""
+    return history_rewrite_ids(last_review_findings(state.history))

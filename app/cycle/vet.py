@@ -13,7 +13,14 @@ hook `run_change_step` calls with an accepted outcome, before the outcome is jou
     red            commit; the same guard; the tests red wrote must fail — their ids and files
                    are sealed; push
     verify         the reviewer changes nothing: its edits are discarded; the reviewed head is
-                   the pushed head the step started from
+                   the pushed head the step started from. Its findings are held to what only
+                   the cycle knows (a verification that fails any of these fails closed):
+                   a history-rewrite finding cannot be closed on the head it was raised on;
+                   the card's required findings are re-proved on this exact head; every
+                   regression-risk ledger event the review implies is accepted by the one
+                   authority (`app.domain.regression`), then journaled before the outcome
+    fix            also records its remediation batch (`fix-<round>`, the head it produced)
+                   and a repair of every active regression risk
 
 Which stage is guarded, runs the tests, may add tests and seals is the table
 `app.domain.guarded.STAGE_POLICY`. With no `tests.command`, an accepted apply / red / fix says
@@ -31,15 +38,24 @@ lives only on a runner that is gone.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.cycle import worktree as wt
-from app.cycle.state import CardState
+from app.cycle.state import CardState, last_review_findings, rewrite_escalation, risk_ledger
 from app.cycle.testrun import run_tests
 from app.domain.guarded import guarded_violations, stage_policy
+from app.domain.regression import ReviewFacts, RiskEvent, plan_repairs, plan_review
 from app.domain.testgate import detect_test_commands, no_gate_note
 from app.domain.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
+from app.domain.verdict import (
+    ACTIVE_TRANSITIONS,
+    FindingsReport,
+    required_problems,
+    rewrite_closure_problems,
+)
+from app.engine import jsonl
 from app.engine.outcome import EngineStepOutcome
 from app.engine.transition import Transition
 from app.settings import ResolvedSettings
@@ -95,7 +111,7 @@ class Vetter:
         path, start = self.tree.path, self.tree.start
         if self.transition == "verify":
             wt.reset(path, start)  # a reviewer's edits are not part of the PR
-            return outcome
+            return self._judge_review(outcome)
         tests = self.state.project.tests
         junit = tests.junit
         end = wt.commit_all(
@@ -133,6 +149,8 @@ class Vetter:
             self.pushed = await self.state.env.hosts.code.push_branch(path, self.tree.branch)
             self.state.pub.record("pushed", sha=self.pushed, transition=self.transition)
             self.state.rec.pushed = self.pushed
+        if self.transition == "fix":
+            self._record_remediation(self.pushed or end)
         if policy.seals and self.verdict is not None:
             since = self.state.rec.reviewed_head or start
             # Only the files red created: an existing file it may have touched under an
@@ -154,6 +172,63 @@ class Vetter:
             note = no_gate_note(detect_test_commands(*tree_listing(path, end)))
             outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
         return outcome
+
+    def _reported(self) -> FindingsReport | None:
+        """The findings this verify reported (its completion, the newest for the card)."""
+        for record in reversed(jsonl.read_records(self.state.locus.journal)):
+            if record.get("kind") == "completion" and record.get("key") == self.state.key:
+                raw = record.get("findings")
+                return FindingsReport.model_validate(raw) if isinstance(raw, Mapping) else None
+        return None  # pragma: no cover - an accepted verify always has its completion
+
+    def _judge_review(self, outcome: EngineStepOutcome) -> EngineStepOutcome:
+        report = self._reported()
+        if report is None:
+            return outcome  # a verdict line only: nothing carried, nothing to re-check
+        state, head = self.state, self.tree.start
+        rec = state.rec
+        problems = rewrite_closure_problems(
+            rewrite_escalation(state), report, same_head=rec.reviewed_head == head
+        )
+        required = state.project.review.required_for(state.card)
+        problems += required_problems([(r.id, r.observed_head) for r in required], report, head)
+        facts = ReviewFacts(
+            subject=state.key,
+            run=rec.run_id or "run",
+            head=head,
+            remediations=rec.remediations,
+            reviewed_heads=frozenset(rec.reviewed_heads),
+            remediated=rec.remediated,
+        )
+        planned, more = plan_review(risk_ledger(rec), report, facts)
+        problems += more
+        if problems:
+            message = "verification failed closed: " + "; ".join(problems)
+            return replace(outcome, state="failed", message=message, blocker=message)
+        for event in planned:
+            self._record_risk(event)
+        return outcome
+
+    def _record_risk(self, event: RiskEvent) -> None:
+        data = event.to_json()
+        data.pop("event")
+        self.state.pub.record("risk", **data)
+
+    def _record_remediation(self, head: str) -> None:
+        """The batch this fix is, the head it produced and what it remediated; every active
+        regression risk is repaired by it (the authority checks each)."""
+        state = self.state
+        batch = f"fix-{state.history.accepted_count('fix') + 1}"
+        findings = [
+            str(f.get("id"))
+            for f in last_review_findings(state.history)
+            if f.get("blocking") and f.get("transition", "open") in ACTIVE_TRANSITIONS
+        ]
+        state.pub.record("remediation", batch=batch, head=head, findings=findings)
+        run = state.rec.run_id or "run"
+        ledger = risk_ledger(state.rec)
+        for event in plan_repairs(ledger, subject=state.key, run=run, repair=batch, head=head):
+            self._record_risk(event)
 
     def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:
         self.refused = "; ".join(problems)

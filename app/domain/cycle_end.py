@@ -11,7 +11,8 @@ Precedence, first match wins:
    review left to redo);
 2. the PR head moved, or the card hash changed, since the review → `ReReview` (a delta
    re-review; nothing below is trusted on a stale review);
-3. not converged → `NotConverged` (the fix loop is the caller's business);
+3. a regression risk active, or not converged → `NotConverged` (the fix loop is the caller's
+   business);
 4. scope proposals pending → `AwaitingScopeDecision` (never ready-for-merge);
 5. no reviewed head → `Unreviewed` (readiness needs a 40-hex reviewed head);
 6. synthesis not confirmed → `FailedPublication` if an attempt failed, else `Publish`;
@@ -61,6 +62,7 @@ class CycleEndFacts:
     pull_state: PullState
     approved: bool = False
     publication_failed: bool = False
+    active_risks: int = 0  # regression risks the ledger holds active (never converged)
 
     def __post_init__(self) -> None:
         _check_sha("reviewed_head", self.reviewed_head)
@@ -270,7 +272,13 @@ def decide_cycle_end(facts: CycleEndFacts) -> Decision:
     ):
         return ReReview("the card changed after review (card hash differs)")
 
-    # 3-4. Quality first, then scope.
+    # 3-4. Quality first, then scope. An active regression risk is never converged, whatever
+    #      the last verdict said: neither readiness nor a scope escalation may pass it.
+    if facts.active_risks:
+        return NotConverged(
+            f"{facts.active_risks} regression risk(s) active; only an independent review of "
+            "the repaired head discharges them"
+        )
     if not facts.converged:
         return NotConverged("blocking findings or an active regression risk remain")
     if facts.pending_scope > 0:

@@ -44,6 +44,11 @@ Scope proposals (`sc-<n>`, never defects) are listed in first-seen order with th
 decision when the caller passes it (`decisions`: proposal id → action, e.g. from the scope
 ledger's dispositions); otherwise the decision is None (pending or not known here).
 
+Regression risks. The four counters of the card's regression-risk ledger (`cycle` entries
+`{event: "risk"}`, the latest run's), derived by `app.domain.regression.counters`: the active
+view (`activeRegressionRisks`) apart from the history (`invalidatedRemediations`,
+`regressionRepairs`, `dischargedRegressionRisks`).
+
 `completeness` is `complete` only when every usage and time figure is `known` and no step was
 interrupted or orphaned. `source_digest` is `sha256:<hex>` over the canonical JSON of the
 records reduced, so a consumer sees whether the inputs changed.
@@ -58,6 +63,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from app.domain.regression import COUNTERS, RiskEvent, counters
 
 SCHEMA_VERSION = 1
 Coverage = Literal["known", "partial", "unknown"]
@@ -192,6 +199,7 @@ class CycleMetrics:
     steps: tuple[StepMetrics, ...]
     findings: FindingMetrics
     scope: tuple[ScopeProposal, ...]
+    regression: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
 
     def to_json(self, *, metrics_revision: int | None = None) -> dict[str, Any]:
         """The compact schema-1 object (nulls for unknowns); key order is fixed."""
@@ -231,6 +239,14 @@ class CycleMetrics:
                 {"id": s.id, "type": s.type, "affectedAc": s.affected_ac, "decision": s.decision}
                 for s in self.scope
             ],
+            "regressionRisks": {
+                "active": {"activeRegressionRisks": self.regression["activeRegressionRisks"]},
+                "history": {
+                    name: self.regression[name]
+                    for name in COUNTERS
+                    if name != "activeRegressionRisks"
+                },
+            },
         }
 
 
@@ -612,4 +628,24 @@ def reduce_metrics(
         steps=tuple(steps),
         findings=findings,
         scope=scope,
+        regression=_regression(records),
     )
+
+
+def _regression(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The ledger counters of the latest run that wrote one; a malformed entry is skipped."""
+    events: list[RiskEvent] = []
+    for record in records:
+        data = record.get("data")
+        if record.get("kind") != "cycle" or not isinstance(data, Mapping):
+            continue
+        if data.get("event") != "risk":
+            continue
+        try:
+            event = RiskEvent.from_json(data)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if events and event.run != events[-1].run:
+            events = []  # a new run's ledger: the earlier run's risks are its own history
+        events.append(event)
+    return counters(events)

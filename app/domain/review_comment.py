@@ -142,6 +142,7 @@ def render_review(
             + " |"
             for f in report.findings
         ]
+        lines += _finding_notes(report)
     else:
         lines.append("No findings.")
     lines += ["", "#### Scope proposals — not defects, never blocking", ""]
@@ -205,6 +206,28 @@ def _external(checks: Sequence[HeadCheck]) -> list[str]:
     if any(c.required and c.state == "failure" for c in checks):
         lines.append("A failing required check blocks convergence until it passes on a head.")
     return lines
+
+
+def _finding_notes(report: FindingsReport) -> list[str]:
+    """What a reader must know beyond the table: a history rewrite a human decides, a
+    regression a remediation introduced, the evidence for a severity change."""
+    notes = []
+    for f in report.findings:
+        if f.human_decision_kind == "history-rewrite" and f.active:
+            notes.append(
+                f"- `{f.id}` can only be fixed by rewriting the branch's Git history: a human "
+                "decides, outside pairbot (no command waives it), then comments `retry`."
+            )
+        claim = f.regression_risk
+        if claim is not None and not claim.missing():
+            notes.append(
+                f"- `{f.id}` is a regression introduced by {mdtext.cell(claim.introduced_by, 40)} "
+                f"(obligation {mdtext.cell(claim.obligation, 60)}): that remediation is "
+                "invalidated and the card is rewound to repair it."
+            )
+        if f.severity_evidence:
+            notes.append(f"- `{f.id}` changed severity: {mdtext.cell(f.severity_evidence)}")
+    return ["", *notes] if notes else []
 
 
 def _fit(text: str) -> str:

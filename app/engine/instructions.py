@@ -68,6 +68,30 @@ class InstructionContext:
     evidence: Sequence[Quoted] = ()
     reviewer: str | None = None  # verify on a panel: this reviewer's slug
     panel: Sequence[str] = ()  # verify on a panel: every reviewer's slug, in order
+    severity_floor: str = "major"  # `review.severityFloor` (verify)
+    review_notes: Sequence[str] = ()  # the card's required findings, for the verifier
+
+
+def review_rules(floor: str) -> str:
+    """What a verifier must know about the findings file beyond its command's definition."""
+    return "\n".join(
+        [
+            f"Severity floor: {floor}. A finding blocks exactly when its severity (critical, "
+            "major, minor, info) is at or above the floor; set `blocking` accordingly (a finding "
+            "without a severity must be blocking, unless it is a question). pairbot re-checks it "
+            "and refuses a mismatch.",
+            "A finding that keeps its id but changes severity needs `severityEvidence` (why).",
+            "A finding only a rewrite of existing Git history can fix: `humanDecisionKind: "
+            '"history-rewrite"`. The card then goes to a human; nothing else fixes or waives it.',
+            "A defect a remediation introduced: `regressionRisk` with every part of the claim - "
+            "`obligation` (the approved obligation it violates), `reproducer` (executable), "
+            "`passingHead` and `failingHead` (40-hex), `introducedBy` (the batch, `fix-<round>`), "
+            "`closureAssertions` and `boundaries` (non-empty lists); anything less is an "
+            "ordinary finding. Closing a finding that carries an active regression risk needs "
+            "`closure`: {head (this head), assertions (the closure assertions you executed), "
+            "obligationPassing: true, boundaries (the boundaries you re-tested)}.",
+        ]
+    )
 
 
 _FENCE_RUN = re.compile(r"`+|~+")
@@ -200,6 +224,8 @@ def build_instructions(ctx: InstructionContext, delegate: Delegate) -> str:
         context.append(
             f"Review round {ctx.review_round}: new findings are `r{ctx.review_round}-<n>`."
         )
+        context.append(review_rules(ctx.severity_floor))
+        context += list(ctx.review_notes)
     sections = [
         "\n".join(context),
         delegate(ctx.agent, ctx.transition, ctx.key, _arguments(ctx)),

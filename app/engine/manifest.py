@@ -29,6 +29,7 @@ from app.domain.autonomy import parse_gate_condition
 from app.domain.binding import check_host_name
 from app.domain.budget import Budget
 from app.domain.panel import panel_slugs
+from app.domain.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
 from app.engine.proof import ProofPolicy
@@ -153,18 +154,37 @@ class TestsConfig(StrictModel):
 CheckName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+class RequiredFinding(StrictModel):
+    """Verified evidence a card carries into its review: the final verifier re-proves it on the
+    same reviewed head (a finding of kind `regression` when the defect is still there)."""
+
+    id: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")]
+    card: Annotated[int, Field(strict=True, ge=1)]
+    observed_head: Annotated[str, Field(pattern=SHA_PATTERN)]
+    kind: FindingKind = "defect"
+    severity: Severity
+    summary: Annotated[str, Field(min_length=1)]
+    oracle: Annotated[str, Field(min_length=1)]  # what decides present or absent
+    probe: Annotated[str, Field(min_length=1)]  # the command or steps that observe it
+    observed: Annotated[str, Field(min_length=1)]  # what the probe showed at observedHead
+
+
 class ReviewConfig(StrictModel):
-    """`review:` — who reviews a card's head and what outside the review counts.
+    """`review:` — who reviews a card's head, what outside the review counts, and how findings
+    are judged.
 
     `panel` names the reviewer agents of every verify, each entry written like the `agent`
     setting (a name, `{name, model}` or a fallback list of two); empty means the verify stage's
     own agent reviews alone. `required_checks` names the CI checks (or commit statuses) on the
     head that must be green before the review can converge, beside those the host's branch
-    protection requires. More review keys join this section.
+    protection requires. `severity_floor` decides which findings block; `required_findings` is
+    the verified evidence cards carry into their reviews.
     """
 
     panel: list[StageEntry] = Field(default_factory=list)
     required_checks: list[CheckName] = Field(default_factory=list)
+    severity_floor: Severity = DEFAULT_FLOOR
+    required_findings: list[RequiredFinding] = Field(default_factory=list)
 
     @field_validator("panel")
     @classmethod
@@ -172,10 +192,25 @@ class ReviewConfig(StrictModel):
         panel_slugs([(c.name, c.model) for c in (stage_choice(e, "project") for e in value)])
         return value
 
+    @model_validator(mode="after")
+    def _unique(self) -> ReviewConfig:
+        seen: set[tuple[int, str]] = set()
+        for item in self.required_findings:
+            if (item.card, item.id) in seen:
+                raise ValueError(
+                    f"requiredFindings: card {item.card} names {item.id!r} twice; each id once"
+                )
+            seen.add((item.card, item.id))
+        return self
+
     def reviewers(self) -> list[tuple[str, AgentChoice]]:
         """Each panel entry as `(slug, agent)`, in the order written; empty without a panel."""
         choices = [stage_choice(entry, "project") for entry in self.panel]
         return list(zip(panel_slugs([(c.name, c.model) for c in choices]), choices, strict=True))
+
+    def required_for(self, card: int) -> list[RequiredFinding]:
+        """The required findings `card` carries."""
+        return [item for item in self.required_findings if item.card == card]
 
 
 class ProjectConfig(StrictModel):

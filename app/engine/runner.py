@@ -36,9 +36,13 @@ from app.domain.panel import (
     panel_verdict,
 )
 from app.domain.verdict import (
+    DEFAULT_FLOOR,
     FindingsReport,
+    Severity,
     Verdict,
     finding_id_problems,
+    floor_problems,
+    severity_problems,
     verdict_from_findings,
     verdict_from_message,
 )
@@ -118,9 +122,14 @@ def batch_status(root: Path, batch: str) -> BatchStatus:
 
 
 def _verify_verdict(
-    entries: Sequence[JournalEntry], history: KeyHistory, review_round: int
+    entries: Sequence[JournalEntry],
+    history: KeyHistory,
+    review_round: int,
+    floor: Severity = DEFAULT_FLOOR,
 ) -> tuple[Verdict | None, list[str], Mapping[str, Any] | None]:
-    """The verify verdict from the completion, and any finding-id problems (fail closed)."""
+    """The verify verdict from the completion, and every problem with its findings: ids
+    (dropped, invented), blocking against the severity floor, a severity changed without
+    evidence. Any problem fails the verification closed."""
     completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
     if completion is None:
         return None, [], None
@@ -132,16 +141,22 @@ def _verify_verdict(
         return None, [f"findings do not validate: {err.errors()[0]['msg']}"], None
     earlier: list[str] = []
     known: set[str] = set()
+    severities: dict[str, str | None] = {}  # each id's last reported severity
     for accepted in history.accepted:
         if accepted.transition == "verify" and accepted.findings:
             reported = accepted.findings.get("findings", [])
             known.update(str(f.get("id")) for f in reported)
+            severities.update({str(f.get("id")): f.get("severity") for f in reported})
             earlier = [
                 str(f.get("id"))
                 for f in reported
                 if f.get("transition", "open") in ("open", "human")
             ]
-    problems = finding_id_problems(earlier, report, review_round, known)
+    problems = [
+        *finding_id_problems(earlier, report, review_round, known),
+        *floor_problems(report, floor),
+        *severity_problems(severities, report),
+    ]
     return verdict_from_findings(report), problems, completion.findings
 
 
@@ -345,6 +360,10 @@ class ChangeStepContext:
     # converges only when every one does; `between_reviewers` puts the tree back between two.
     panel: tuple[tuple[str, AgentChoice], ...] = ()
     between_reviewers: Callable[[], Awaitable[None]] | None = None
+    # `review.severityFloor`: a finding's `blocking` is re-checked against it.
+    severity_floor: Severity = DEFAULT_FLOOR
+    # Lines the verifier reads beside its command (the card's required findings).
+    review_notes: tuple[str, ...] = ()
 
 
 async def run_change_step(
@@ -378,6 +397,8 @@ async def run_change_step(
                 evidence=ctx.evidence,
                 reviewer=reviewer,
                 panel=tuple(slug for slug, _ in ctx.panel),
+                severity_floor=ctx.severity_floor,
+                review_notes=ctx.review_notes,
             ),
             deps.launcher.delegate,
         )
@@ -432,7 +453,7 @@ async def run_change_step(
         verdict, problems, findings = panel.verdict, panel.problems, panel.findings
     elif ctx.transition == "verify":
         verdict, problems, findings = _verify_verdict(
-            spawned.entries, history, derived.review_round
+            spawned.entries, history, derived.review_round, ctx.severity_floor
         )
         if verdict is not None and ctx.external_blocking:
             verdict = dataclasses.replace(
@@ -612,6 +633,7 @@ async def run_step(
         card_budget=project.budget.to_budget() if project.budget else None,
         batch_budget=manifest.budget.to_budget() if manifest.budget else None,
         tests=project.tests,
+        severity_floor=project.review.severity_floor,
     )
     return await run_change_step(ctx, deps, proof)
 
@@ -692,5 +714,6 @@ async def run_headless(
         phase=None,
         max_fix_rounds=project.cycle.max_fix_rounds,
         guidance=guidance,
+        severity_floor=project.review.severity_floor,
     )
     return await run_change_step(ctx, deps, None)

@@ -563,7 +563,8 @@ def test_one_agent_twice_on_a_panel_is_told_apart_by_model(tmp_path: Path) -> No
         ),
         pytest.param(
             "review: {quorum: 2}\n",
-            "review.quorum: unknown key; allowed keys here: panel, requiredChecks (got 2)",
+            "review.quorum: unknown key; allowed keys here: panel, requiredChecks,"
+            " severityFloor, requiredFindings (got 2)",
             id="unknown-review-key",
         ),
     ],

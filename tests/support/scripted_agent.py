@@ -32,9 +32,12 @@ Each call consumes the next behaviour of the most specific list (counters persis
     delete-check       do the work and delete the passing checks/baseline.check (refused)
     skip-check         do the work and turn checks/baseline.check into a skip (refused)
     edit-manifest      do the work and add a dependency to package.json (refused)
+    file:<name>        (verify) report the findings file $PAIR_TEST_AGENT_DIR/<name>.json as it
+                       is (its optional "verdict" key is the completion line)
 
 `red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
-into `<change>.txt` (or, for a finding whose reproducer says `needs <word>`, that word);
+into `<change>.txt` (or, for a finding whose reproducer says `needs <word>`, that word; an
+open finding of kind `regression` gets a check that fails until fix writes "repaired <id>");
 tests/support/checks.py runs the checks and writes JUnit XML.
 Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
 `apply` also appends a line to each file named in $PAIR_TEST_TOUCH (comma-separated paths).
@@ -121,10 +124,17 @@ def do_work() -> None:
         checks.mkdir(exist_ok=True)
         for finding in previous_findings() or [{"id": "r1-1"}]:
             word = needed(finding) or "fixed"
+            if finding.get("kind") == "regression" and finding.get("transition", "open") == "open":
+                word = f"repaired {finding['id']}"
             (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains {word}\n")
     elif TRANSITION == "fix":
         target = ROOT / f"{CHANGE}.txt"
         words = ["fixed", *(w for f in previous_findings() if (w := needed(f)))]
+        words += [
+            f"repaired {f['id']}"
+            for f in previous_findings()
+            if f.get("kind") == "regression" and f.get("transition", "open") == "open"
+        ]
         before = target.read_text() if target.exists() else ""
         target.write_text(before + "".join(f"{word}\n" for word in words))
     elif TRANSITION == "decompose":
@@ -284,6 +294,13 @@ def main() -> int:
         return 0
     if behaviour == "lie":
         report("--complete", "all done (not really)")
+        return 0
+    if TRANSITION == "verify" and behaviour.startswith("file:"):
+        data = json.loads((SCRATCH / f"{behaviour.removeprefix('file:')}.json").read_text())
+        verdict = str(data.pop("verdict", "Ready for archive"))
+        path = SCRATCH / f"findings-{CHANGE}.json"
+        write_atomic(path, json.dumps(data))
+        report("--complete", verdict, "--findings", str(path))
         return 0
     if TRANSITION == "verify":
         found = re.search(r"`r(\d+)-(?:[a-z0-9]+-)?<n>`", instructions)
