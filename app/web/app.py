@@ -52,11 +52,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -75,6 +75,7 @@ from app.web.events import AZURE, GITHUB, Payload, Policy, Routed, route_azure, 
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
+from app.web.recent import Line, RecentDeliveries
 from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.ticker import Tick, Ticker
@@ -97,18 +98,34 @@ GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
 AzureRouter = Callable[[Payload, Policy, str], Routed]
 
 
-@dataclass(frozen=True, slots=True)
 class Answer:
-    """An HTTP answer of the webhook edges: status, body (JSON unless `headers` say otherwise)."""
+    """An HTTP answer of the webhook edges: status, body (JSON unless `headers` say otherwise).
 
-    status: int
-    body: bytes = b""
-    headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", b"application/json"),)
+    Its two ASGI messages are built once, when the answer is: the constant answers (duplicate,
+    the refusals, each ignored reason and queued count, cached) cost nothing per request but
+    the two `send` calls. Nothing between the route and uvicorn changes a message it is sent
+    (no middleware here rewrites headers), so the same two dicts serve every request.
+    """
+
+    __slots__ = ("_body", "_start", "body", "headers", "status")
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", b"application/json"),),
+    ) -> None:
+        self.status, self.body, self.headers = status, body, headers
+        self._start = {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", b"%d" % len(body))],
+        }
+        self._body = {"type": "http.response.body", "body": body}
 
     async def send(self, send: Send) -> None:
-        headers = [*self.headers, (b"content-length", b"%d" % len(self.body))]
-        await send({"type": "http.response.start", "status": self.status, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body})
+        await send(self._start)
+        await send(self._body)
 
 
 _GITHUB_HEADERS: Final = frozenset(
@@ -201,6 +218,7 @@ class _Service:
         self.limits = settings.limits
         self.budget = BodyBudget(settings.limits)
         self.parse_limiter = anyio.CapacityLimiter(settings.limits.parse_threads)
+        self.recent = RecentDeliveries(settings.limits.recent_deliveries)
         self.route_github = github_router
         self.route_azure: AzureRouter = route_azure
         self.policy = Policy(
@@ -294,7 +312,7 @@ class _Service:
             why = "malformed" if signature else "missing"
             return self._unsigned(why, read=False)
         with self.budget.hold() as hold:
-            body = await self._read(receive, headers, hold, "a GitHub delivery")
+            body = await self._read(receive, headers, hold, GITHUB)
             if not isinstance(body, bytes):
                 return body
             if not await self._verified_github(body, signature):
@@ -305,6 +323,9 @@ class _Service:
             delivery = headers.get("x-github-delivery", "")
             if not event or not delivery:
                 return _reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
+            if self.recent.seen(GITHUB, delivery):  # before the body costs a parse
+                log.info("delivery %s", _line(GITHUB, event, delivery, "duplicate", seen="memory"))
+                return _DUPLICATE
             read = await self._off_loop(self._route_github_body, event, delivery, body)
             del body  # what the routing kept is all the rest needs
             if isinstance(read, Answer):
@@ -315,7 +336,10 @@ class _Service:
             )
 
     def _unsigned(self, why: str, *, read: bool) -> Answer:
-        log.warning("refused a GitHub delivery with a %s X-Hub-Signature-256 (401)", why)
+        log.warning(
+            "delivery %s",
+            Line(source=GITHUB, outcome="refused", status=401, reason=f"{why} signature"),
+        )
         answer = _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
         return answer if read else _closing(answer)
 
@@ -342,10 +366,13 @@ class _Service:
             secret_header=self.ado_header,
         ):
             # 401, never 410: Azure DevOps disables a subscription that is answered 410.
-            log.warning("refused an Azure DevOps notification without valid credentials (401)")
+            log.warning(
+                "delivery %s",
+                Line(source=AZURE, outcome="refused", status=401, reason="no valid credentials"),
+            )
             return _closing(Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),)))
         with self.budget.hold() as hold:
-            body = await self._read(receive, headers, hold, "an Azure DevOps notification")
+            body = await self._read(receive, headers, hold, AZURE)
             if not isinstance(body, bytes):
                 return body
             if not is_json_type(headers.get("content-type")):
@@ -371,13 +398,18 @@ class _Service:
         return notification, str(payload.get("eventType") or ""), routed
 
     async def _read(
-        self, receive: Receive, headers: Mapping[str, str], hold: Hold, what: str
+        self, receive: Receive, headers: Mapping[str, str], hold: Hold, source: str
     ) -> bytes | Answer | None:
         """The body under the edge's limits, or the refusal to answer (None: the client left)."""
         try:
             body = await read_body(receive, headers.get("content-length"), hold, self.limits)
         except Refused as refused:
-            log.warning("refused %s: %s (%d)", what, refused.reason, refused.status)
+            log.warning(
+                "delivery %s",
+                Line(
+                    source=source, outcome="refused", status=refused.status, reason=refused.reason
+                ),
+            )
             return _refusal(refused)
         except Gone:
             return None
@@ -398,9 +430,15 @@ class _Service:
         self, *, source: str, delivery: str, event: str, action: str | None, routed: Routed
     ) -> Answer:
         name = f"{event}.{action}" if action else event
-        if routed.silent:
-            log.info("%s %s %s: ignored: %s", source, name, delivery, routed.reason)
-            return _reply(200, "ignored", reason=routed.reason)
+        if self.recent.seen(source, delivery):  # Azure DevOps' id is in the body: known here
+            log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="memory"))
+            return _DUPLICATE
+        if not routed.jobs and routed.installation is None:
+            # Nothing to queue and nothing to keep: no durable write. Its redelivery is routed
+            # the same way and queues nothing either, so there is nothing to de-duplicate.
+            self.recent.remember(source, delivery)
+            log.info("delivery %s", _line(source, name, delivery, "ignored", reason=routed.reason))
+            return _ignored(routed.reason)
         try:
             fresh = await self.store.enqueue_delivery(
                 delivery,
@@ -413,18 +451,21 @@ class _Service:
             )
         except Exception:
             # Nothing was recorded: a redelivery will be processed. Operator-facing.
-            log.exception("%s %s %s: could not record the delivery", source, name, delivery)
+            log.exception(
+                "delivery %s", _line(source, name, delivery, "unavailable", reason="store error")
+            )
             return _reply(503, "unavailable", reason="the store is unavailable; redeliver later")
+        self.recent.remember(source, delivery)
         if not fresh:
-            log.info("%s %s %s: already received; nothing to do", source, name, delivery)
+            log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="store"))
             return _DUPLICATE
         if routed.jobs:
             self.worker.wake()
             # DEBUG: the worker logs the delivery's one INFO line when its job ends.
-            log.debug("%s %s %s: queued: %s", source, name, delivery, routed.reason)
-            return _reply(202, "queued", jobs=len(routed.jobs))
-        log.info("%s %s %s: ignored: %s", source, name, delivery, routed.reason)
-        return _reply(200, "ignored", reason=routed.reason)
+            log.debug("delivery %s", _line(source, name, delivery, "queued", jobs=len(routed.jobs)))
+            return _queued(len(routed.jobs))
+        log.info("delivery %s", _line(source, name, delivery, "recorded", reason=routed.reason))
+        return _ignored(routed.reason)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -449,6 +490,25 @@ class _Service:
 
 
 _DUPLICATE: Final = _reply(200, "duplicate")
+
+
+def _line(source: str, name: str, delivery: str, outcome: str, **extra: object) -> Line:
+    """The delivery's one log line (key=value; see app.web.recent)."""
+    return Line(source=source, event=name, id=delivery, outcome=outcome, **extra)
+
+
+@functools.lru_cache(maxsize=256)
+def _ignored(reason: str) -> Answer:
+    """The 200 of a delivery for no one; one answer per reason, built once (the reasons are
+    pairbot's own sentences, a small set)."""
+    return _reply(200, "ignored", reason=reason)
+
+
+@functools.lru_cache(maxsize=16)
+def _queued(jobs: int) -> Answer:
+    return _reply(202, "queued", jobs=jobs)
+
+
 _NOT_JSON_TYPE: Final = _reply(
     415, "refused", reason="send application/json (the webhook's content type)"
 )
