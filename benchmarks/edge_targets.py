@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -208,8 +209,7 @@ class Database:
         self.name = f"pairbot_bench_{os.getpid()}"
         self._admin = psycopg.connect(admin_url, autocommit=True)
         self._admin.execute(f'CREATE DATABASE "{self.name}"')
-        base = admin_url.rsplit("/", 1)[0]
-        self.url = f"{base}/{self.name}"
+        self.url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{self.name}"))
 
     def backends(self) -> list[int]:
         rows = self._admin.execute(
