@@ -16,12 +16,11 @@ emitted.
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from typing import Final
 
-_PLAIN: Final = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/#@+,[]"
-)
+_PLAIN: Final = re.compile(r"[A-Za-z0-9_.:/#@+,\[\]-]+")  # written as it is; else a JSON string
 
 
 class RecentDeliveries:
@@ -57,7 +56,7 @@ class RecentDeliveries:
 
 def _value(value: object) -> str:
     text = str(value)
-    if text and all(ch in _PLAIN for ch in text):
+    if _PLAIN.fullmatch(text):
         return text
     return json.dumps(text)
 

@@ -22,6 +22,7 @@ from app.web.app import create_app
 from app.web.recent import Line, RecentDeliveries
 from app.web.serve import server_config
 from app.web.settings import AppSettings, EdgeLimits
+from app.web.signature import well_formed
 from tests.web.conftest import (
     AppGitHub,
     app_settings,
@@ -241,3 +242,23 @@ def test_uvicorns_access_log_is_off_unless_asked_for(tmp_path: Path) -> None:
     assert limits.recent_deliveries == 0
     with pytest.raises(ConfigError, match="PAIR_RECENT_DELIVERIES='-1' is not allowed"):
         AppSettings.from_env({"PAIR_RECENT_DELIVERIES": "-1"}, root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        pytest.param("sha256=" + "ab" * 32, True, id="lower-hex"),
+        pytest.param(" SHA256=" + "AB" * 32 + " ", True, id="upper-prefix-padded"),
+        pytest.param("sha256=" + "ab" * 31, False, id="short"),
+        pytest.param("sha256=" + "ab" * 33, False, id="long"),
+        pytest.param("sha256=" + "g" * 64, False, id="not-hex"),
+        pytest.param("sha256=" + "\u0661" * 64, False, id="non-ascii-digits"),
+        pytest.param("sha1=" + "ab" * 32, False, id="sha1"),
+        pytest.param("", False, id="empty"),
+        pytest.param(None, False, id="missing"),
+    ],
+)
+def test_a_signature_header_is_well_formed_only_as_sha256_and_64_hex_digits(
+    header: str | None, expected: bool
+) -> None:
+    assert well_formed(header) is expected
