@@ -25,7 +25,8 @@ sent again with its delivery id. Printed, each with its target:
     p99           at 100 requests/s, and at max rate with 16 connections     (< 50 ms)
     replicas      CPU per command delivery — both replicas plus the PostgreSQL backends that
                   served them, from /proc, until the last job is done — over one SQLite
-                  replica's, measured the same way                            (<= 1.25)
+                  replica's, measured the same way, at max rate (a burst: a backlog of
+                  queued jobs builds up) and at 100 requests/s (no backlog)    (<= 1.25)
 
 A server's CPU is read from /proc/<pid>/stat (user + system, all threads) around each run; the
 PostgreSQL backends are the server processes whose pg_stat_activity row names the benchmark's
@@ -63,7 +64,6 @@ from benchmarks.webhook_load import (
     Connection,
     Measured,
     cpu_seconds,
-    fixed_rate,
     server_options,
 )
 
@@ -294,6 +294,35 @@ async def closed_loop(
     return Measured(len(latencies), seconds, tuple(latencies), failures)
 
 
+async def fixed_rate(ports: Sequence[int], requests: Sequence[bytes], rate: float) -> Measured:
+    """Open loop over `CONCURRENCY` connections spread over `ports`: request i is due at
+    start + i / rate, and its latency counts from when it was due (a late send counts)."""
+    pool: asyncio.Queue[Connection] = asyncio.Queue()
+    for i in range(CONCURRENCY):
+        pool.put_nowait(await Connection.open(ports[i % len(ports)]))
+    latencies: list[float] = []
+    failures = 0
+    start = time.perf_counter() + 0.05
+
+    async def one(index: int, request: bytes) -> None:
+        nonlocal failures
+        due = start + index / rate
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        connection = await pool.get()
+        try:
+            status = await connection.send(request)
+        finally:
+            pool.put_nowait(connection)
+        latencies.append((time.perf_counter() - due) * 1000)
+        failures += not 200 <= status < 300
+
+    await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+    seconds = time.perf_counter() - start
+    while not pool.empty():
+        await pool.get_nowait().close()
+    return Measured(len(latencies), seconds, tuple(latencies), failures)
+
+
 @dataclass(frozen=True)
 class Run:
     """One measured run: the load's figures, and the CPU of the servers measured."""
@@ -323,7 +352,7 @@ async def measure(
     if rate is None:
         load = await closed_loop(ports, requests, CONCURRENCY)
     else:
-        load = await fixed_rate(ports[0], requests, rate)
+        load = await fixed_rate(ports, requests, rate)
     cpu_s = meter.used()
     if open_jobs is None:
         return Run(load, cpu_s)
@@ -347,6 +376,7 @@ class Result:
     app_plain_rate: Run
     app_command_rate: Run
     replicas_command: Run
+    replicas_command_rate: Run
     driver_cpu_s: float
     wall_s: float
 
@@ -365,9 +395,18 @@ class Result:
 
     @property
     def replicas_ratio(self) -> float:
+        """At max rate: a backlog of queued jobs builds up, as in a burst."""
         return _ratio(
             self.replicas_command.us_per_request(self.replicas_command.total_cpu_s),
             self.app_command.us_per_request(self.app_command.total_cpu_s),
+        )
+
+    @property
+    def replicas_rate_ratio(self) -> float:
+        """At 100 requests/s: each job runs soon after its delivery, no backlog."""
+        return _ratio(
+            self.replicas_command_rate.us_per_request(self.replicas_command_rate.total_cpu_s),
+            self.app_command_rate.us_per_request(self.app_command_rate.total_cpu_s),
         )
 
 
@@ -384,7 +423,6 @@ def report(result: Result) -> list[str]:
     sat = max(r.app_plain.load.percentile(99), r.app_command.load.percentile(99))
     rate_p99 = max(r.app_plain_rate.load.percentile(99), r.app_command_rate.load.percentile(99))
     rep, one = r.replicas_command, r.app_command
-    rep_total = rep.total_cpu_s or 0.0
     lines = [
         f"{'max rate, 16 connections':<34}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU us/req':>12}",
     ]
@@ -412,6 +450,7 @@ def report(result: Result) -> list[str]:
             r.app_plain_rate,
             r.app_command_rate,
             rep,
+            r.replicas_command_rate,
         )
     )
     lines += [
@@ -435,17 +474,30 @@ def report(result: Result) -> list[str]:
         f"p99 at saturation, 16 connections = {sat:.2f} ms (non-command "
         f"{r.app_plain.load.percentile(99):.2f}, command {r.app_command.load.percentile(99):.2f})"
         f" (target < {GOAL_P99_MS:.0f}) — {_ok(sat < GOAL_P99_MS)}",
-        f"two replicas on PostgreSQL: CPU per command delivery / one SQLite replica's = "
-        f"{r.replicas_ratio:.2f} ({rep.us_per_request(rep_total):.0f} us: replicas "
-        f"{rep.us_per_request(rep_total - rep.database_cpu_s):.0f} + postgres "
-        f"{rep.us_per_request(rep.database_cpu_s):.0f}, vs "
+        "two replicas on PostgreSQL at max rate: CPU per command delivery / one SQLite "
+        f"replica's = {r.replicas_ratio:.2f} ({_cpu_split(rep)}, vs "
         f"{one.us_per_request(one.total_cpu_s):.0f} us; answered and run) "
         f"(target <= {GOAL_REPLICAS}) — {_ok(r.replicas_ratio <= GOAL_REPLICAS)}",
+        f"two replicas on PostgreSQL at {RATE:.0f} requests/s: CPU per command delivery / one "
+        f"SQLite replica's = {r.replicas_rate_ratio:.2f} "
+        f"({_cpu_split(r.replicas_command_rate)} vs "
+        f"{r.app_command_rate.us_per_request(r.app_command_rate.total_cpu_s):.0f} us; p99 "
+        f"{r.replicas_command_rate.load.percentile(99):.2f} ms) (target <= {GOAL_REPLICAS}) — "
+        f"{_ok(r.replicas_rate_ratio <= GOAL_REPLICAS)}",
         f"two replicas on PostgreSQL: throughput {rep.load.throughput:.0f} answered/s, "
         f"{_end_to_end(rep):.0f} answered and run/s; one SQLite replica "
         f"{one.load.throughput:.0f} answered/s, {_end_to_end(one):.0f} answered and run/s",
     ]
     return lines
+
+
+def _cpu_split(run: Run) -> str:
+    total = run.total_cpu_s or 0.0
+    return (
+        f"{run.us_per_request(total):.0f} us: replicas "
+        f"{run.us_per_request(total - run.database_cpu_s):.0f} + postgres "
+        f"{run.us_per_request(run.database_cpu_s):.0f}"
+    )
 
 
 def _end_to_end(run: Run) -> float:
@@ -514,6 +566,14 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
         open_jobs=database.open_jobs,
         database=database.backends,
     )
+    replicas_command_rate = await measure(
+        ports,
+        made.build(rate_n, command=True),
+        lambda: [*replica_pids(), *database.backends()],
+        rate=RATE,
+        open_jobs=database.open_jobs,
+        database=database.backends,
+    )
     return Result(
         floor_plain=floor_plain,
         floor_command=floor_command,
@@ -523,6 +583,7 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
         app_plain_rate=app_plain_rate,
         app_command_rate=app_command_rate,
         replicas_command=replicas_command,
+        replicas_command_rate=replicas_command_rate,
         driver_cpu_s=time.process_time() - driver_began,
         wall_s=time.perf_counter() - began,
     )

@@ -17,10 +17,12 @@ def test_the_edge_targets_benchmark_prints_every_ratio_at_a_tiny_size() -> None:
         "duplicate CPU / new delivery CPU = ",
         "p99 at 100 requests/s = ",
         "p99 at saturation, 16 connections = ",
-        "two replicas on PostgreSQL: CPU per command delivery / one SQLite replica's = ",
+        "two replicas on PostgreSQL at max rate: CPU per command delivery / one SQLite replica's",
+        "two replicas on PostgreSQL at 100 requests/s: CPU per command delivery / one SQLite",
         "two replicas on PostgreSQL: throughput ",
     ):
         assert line in text, (line, text)
     assert "non-2xx answers: 0;" in text
     assert result.replicas_command.load.requests == 30
     assert result.app_duplicate.load.requests == 30
+    assert result.replicas_command_rate.load.requests == 20
