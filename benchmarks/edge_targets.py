@@ -458,9 +458,11 @@ def report(result: Result) -> list[str]:
         f"of one core over the run",
         "",
         f"non-command deliveries: app/floor = {r.non_command_ratio:.2f} "
-        f"(target >= {GOAL_NON_COMMAND}) — {_ok(r.non_command_ratio >= GOAL_NON_COMMAND)}",
+        f"(target >= {GOAL_NON_COMMAND}) — {_ok(r.non_command_ratio >= GOAL_NON_COMMAND)}; "
+        f"by CPU per request {_cpu_ratio(r.floor_plain, r.app_plain)}",
         f"command deliveries: app/floor = {r.command_ratio:.2f} "
-        f"(target >= {GOAL_COMMAND}) — {_ok(r.command_ratio >= GOAL_COMMAND)}",
+        f"(target >= {GOAL_COMMAND}) — {_ok(r.command_ratio >= GOAL_COMMAND)}; "
+        f"by CPU per request {_cpu_ratio(r.floor_command, r.app_command)}",
         f"duplicate CPU / new delivery CPU = {r.duplicate_ratio:.2f} "
         f"({r.app_duplicate.us_per_request():.0f} us vs {r.app_plain.us_per_request():.0f} us "
         f"for a new non-command delivery; "
@@ -489,6 +491,15 @@ def report(result: Result) -> list[str]:
         f"{one.load.throughput:.0f} answered/s, {_end_to_end(one):.0f} answered and run/s",
     ]
     return lines
+
+
+def _cpu_ratio(floor: Run, app: Run) -> str:
+    """floor CPU / app CPU per request: the throughput ratio of two CPU-bound servers, less
+    disturbed than wall-clock throughput by whatever else the cores run meanwhile."""
+    return (
+        f"{_ratio(floor.us_per_request(), app.us_per_request()):.2f} "
+        f"({floor.us_per_request():.0f} us / {app.us_per_request():.0f} us)"
+    )
 
 
 def _cpu_split(run: Run) -> str:
