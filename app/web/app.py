@@ -17,10 +17,10 @@ The GitHub edge, in this order, and thin (CONVENTIONS 7):
     → X-Hub-Signature-256 over it (sha256 only, constant time): wrong → 401
     → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
       X-GitHub-Delivery present (else 400)
-    → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
-    → pairbot's own and other bots' events: 2xx, one log line, nothing written
     → a delivery id this process answered lately (app.web.recent, memory): 2xx "duplicate",
       before the body is parsed
+    → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
+    → pairbot's own and other bots' events: 2xx, one log line, nothing written
     → a delivery that queues no job and changes no installation: 2xx, nothing written (its
       redelivery would queue nothing either)
     → record the delivery id and queue its jobs in ONE transaction (Store.enqueue_delivery):
