@@ -31,8 +31,10 @@ COPY hosts ./hosts
 COPY action ./action
 
 # `-c constraints.txt`: every dependency, direct or transitive, at its locked version.
-# Not editable: the image holds a built copy, not a link to /src.
-RUN pip --python /opt/pairbot/bin/python install --no-cache-dir -c constraints.txt .
+# Not editable: the image holds a built copy, not a link to /src. The `postgres` extra
+# (psycopg, pinned in constraints.txt too) lets one image run as a replica on PostgreSQL
+# (a postgresql:// URL in PAIR_STORE); with the default SQLite store it is never imported.
+RUN pip --python /opt/pairbot/bin/python install --no-cache-dir -c constraints.txt ".[postgres]"
 
 # ---- runtime: the venv, git, and an unprivileged user -------------------------------------
 FROM python:3.11.13-slim-bookworm AS runtime

@@ -5,9 +5,10 @@
     python benchmarks/webhook_load.py --http h11 --loop asyncio     uvicorn without C speedups
 
 Three servers run side by side in their own processes on loopback, each one uvicorn process on one
-socket with the same configuration — `pairbot serve`'s: INFO logging with the access log on (to
-a file), and the HTTP parser and event loop uvicorn's "auto" picks, httptools and uvloop (both
-pinned dependencies, so what a production deployment runs); the header line names them:
+socket with the same configuration — `pairbot serve`'s: INFO logging (to a file), uvicorn's
+access log off (the edge logs one line per delivery itself), and the HTTP parser and event
+loop uvicorn's "auto" picks, httptools and uvloop (both pinned dependencies, so what a
+production deployment runs); the header line names them:
 
     bare   Starlette with one route, POST /webhooks/github → 200, reading nothing
     floor  the same route doing only what the issue requires of every delivery before its
@@ -98,7 +99,7 @@ def describe(http: str, loop: str) -> str:
 
     return (
         f"all three servers: {version('uvicorn')}, http {version(http)}, loop "
-        f"{version(loop) if loop == 'uvloop' else 'asyncio'}, one process each, access log on"
+        f"{version(loop) if loop == 'uvloop' else 'asyncio'}, one process each, access log off"
     )
 
 

@@ -25,8 +25,12 @@ The GitHub edge, in this order, and thin (CONVENTIONS 7):
     → X-Hub-Signature-256 over it (sha256 only, constant time): wrong → 401
     → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
       X-GitHub-Delivery present (else 400)
+    → a delivery id this process answered lately (app.web.recent, memory): 2xx "duplicate",
+      before the body is parsed
     → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
     → pairbot's own and other bots' events: 2xx, one log line, nothing written
+    → a delivery that queues no job and changes no installation: 2xx, nothing written (its
+      redelivery would queue nothing either)
     → record the delivery id and queue its jobs in ONE transaction (Store.enqueue_delivery):
       a delivery seen before is a 2xx that does nothing; a crash before the commit loses
       nothing, because the redelivery then finds no record
@@ -41,9 +45,11 @@ ever reaches a response: an unexpected failure is a bare 500.
 
 Nothing expensive runs on the event loop, so /healthz and every other request are answered
 while a delivery is being read or parsed: a body over 64 KiB is verified in a worker thread
-(hashlib releases the GIL on it), and parsing the JSON and routing it (which reads a
-comment's text, whatever its author put in it) always run in one, a bounded number at a time
-(`parse_threads`). Below the app, `app.web.protocol` drops connections whose headers or body
+(hashlib releases the GIL on it), and a body over 32 KiB is parsed and routed (which reads a
+comment's text, whatever its author put in it) in one, a bounded number at a time
+(`parse_threads`). A smaller body is parsed and routed on the loop: its worst case costs
+about a millisecond, and the hop to a thread cost an ordinary delivery more than its parse.
+Below the app, `app.web.protocol` drops connections whose headers or body
 do not arrive in time and `pairbot serve` caps the connections (app.web.serve).
 
 The two webhook routes are small raw ASGI endpoints (still in the explicit route list, behind
@@ -52,19 +58,22 @@ they need from the scope, and answer with two `send` calls. Starlette's Request,
 JSONResponse cost more per delivery than everything the edge itself decides, and the edge is
 what a burst of deliveries waits on (benchmarks/webhook_load.py). The body is parsed with
 orjson; what orjson refuses but the standard library accepts is parsed by the latter, so the
-line between a delivery and a 415 is where it always was. A queued delivery is logged by the
-worker when its job ends (one line per delivery at INFO); the edge's own line about it is DEBUG.
+line between a delivery and a 415 is where it always was. Each answer's two ASGI messages are
+built once (constant answers are module constants or cached). Every delivery gets at most one
+log line at INFO, `key=value` (app.web.recent.Line): the edge's, or for a queued delivery the
+worker's when its job ends (the edge's own line about it is DEBUG); uvicorn's access log is off
+unless PAIR_ACCESS_LOG asks for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -86,6 +95,7 @@ from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
 from app.web.pages.read import Local
 from app.web.pages.routes import Pages
+from app.web.recent import Line, RecentDeliveries
 from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.signin import SignIn, SignInService
@@ -98,23 +108,43 @@ _T = TypeVar("_T")
 
 MAX_BODY = EdgeLimits().max_body_bytes  # the default cap (GitHub caps a delivery at 25 MB)
 _VERIFY_INLINE = 64 * 1024  # a smaller body's HMAC costs less than a hop to a thread
+# A body at most this long is parsed and routed on the loop: a 32 KiB delivery whose comment is
+# all nested HTML comments and deep lists routes in about 1.5 ms; an ordinary 16 KB
+# `issue_comment` in a tenth of that, less than the hop to a thread costs.
+_ROUTE_INLINE = 32 * 1024
 
 GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
 AzureRouter = Callable[[Payload, Policy, str], Routed]
 
 
-@dataclass(frozen=True, slots=True)
 class Answer:
-    """An HTTP answer of the webhook edges: status, body (JSON unless `headers` say otherwise)."""
+    """An HTTP answer of the webhook edges: status, body (JSON unless `headers` say otherwise).
 
-    status: int
-    body: bytes = b""
-    headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", b"application/json"),)
+    Its two ASGI messages are built once, when the answer is: the constant answers (duplicate,
+    the refusals, each ignored reason and queued count, cached) cost nothing per request but
+    the two `send` calls. Nothing between the route and uvicorn changes a message it is sent
+    (no middleware here rewrites headers), so the same two dicts serve every request.
+    """
+
+    __slots__ = ("_body", "_start", "body", "headers", "status")
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", b"application/json"),),
+    ) -> None:
+        self.status, self.body, self.headers = status, body, headers
+        self._start = {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", b"%d" % len(body))],
+        }
+        self._body = {"type": "http.response.body", "body": body}
 
     async def send(self, send: Send) -> None:
-        headers = [*self.headers, (b"content-length", b"%d" % len(self.body))]
-        await send({"type": "http.response.start", "status": self.status, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body})
+        await send(self._start)
+        await send(self._body)
 
 
 _GITHUB_HEADERS: Final = frozenset(
@@ -205,6 +235,7 @@ class _Service:
         self.limits = settings.limits
         self.budget = BodyBudget(settings.limits)
         self.parse_limiter = anyio.CapacityLimiter(settings.limits.parse_threads)
+        self.recent = RecentDeliveries(settings.limits.recent_deliveries)
         self.route_github = github_router
         self.route_azure: AzureRouter = route_azure
         self.policy = Policy(
@@ -300,7 +331,7 @@ class _Service:
             why = "malformed" if signature else "missing"
             return self._unsigned(why, read=False)
         with self.budget.hold() as hold:
-            body = await self._read(receive, headers, hold, "a GitHub delivery")
+            body = await self._read(receive, headers, hold, GITHUB)
             if not isinstance(body, bytes):
                 return body
             if not await self._verified_github(body, signature):
@@ -311,7 +342,10 @@ class _Service:
             delivery = headers.get("x-github-delivery", "")
             if not event or not delivery:
                 return _reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
-            read = await self._off_loop(self._route_github_body, event, delivery, body)
+            if self.recent.seen(GITHUB, delivery):  # before the body costs a parse
+                log.info("delivery %s", _line(GITHUB, event, delivery, "duplicate", seen="memory"))
+                return _DUPLICATE
+            read = await self._parsed(self._route_github_body, body, event, delivery, body)
             del body  # what the routing kept is all the rest needs
             if isinstance(read, Answer):
                 return read
@@ -321,7 +355,10 @@ class _Service:
             )
 
     def _unsigned(self, why: str, *, read: bool) -> Answer:
-        log.warning("refused a GitHub delivery with a %s X-Hub-Signature-256 (401)", why)
+        log.warning(
+            "delivery %s",
+            Line(source=GITHUB, outcome="refused", status=401, reason=f"{why} signature"),
+        )
         answer = _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
         return answer if read else _closing(answer)
 
@@ -348,15 +385,18 @@ class _Service:
             secret_header=self.ado_header,
         ):
             # 401, never 410: Azure DevOps disables a subscription that is answered 410.
-            log.warning("refused an Azure DevOps notification without valid credentials (401)")
+            log.warning(
+                "delivery %s",
+                Line(source=AZURE, outcome="refused", status=401, reason="no valid credentials"),
+            )
             return _closing(Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),)))
         with self.budget.hold() as hold:
-            body = await self._read(receive, headers, hold, "an Azure DevOps notification")
+            body = await self._read(receive, headers, hold, AZURE)
             if not isinstance(body, bytes):
                 return body
             if not is_json_type(headers.get("content-type")):
                 return _NOT_JSON_TYPE
-            read = await self._off_loop(self._route_azure_body, body)
+            read = await self._parsed(self._route_azure_body, body, body)
             del body
             if isinstance(read, Answer):
                 return read
@@ -377,13 +417,18 @@ class _Service:
         return notification, str(payload.get("eventType") or ""), routed
 
     async def _read(
-        self, receive: Receive, headers: Mapping[str, str], hold: Hold, what: str
+        self, receive: Receive, headers: Mapping[str, str], hold: Hold, source: str
     ) -> bytes | Answer | None:
         """The body under the edge's limits, or the refusal to answer (None: the client left)."""
         try:
             body = await read_body(receive, headers.get("content-length"), hold, self.limits)
         except Refused as refused:
-            log.warning("refused %s: %s (%d)", what, refused.reason, refused.status)
+            log.warning(
+                "delivery %s",
+                Line(
+                    source=source, outcome="refused", status=refused.status, reason=refused.reason
+                ),
+            )
             return _refusal(refused)
         except Gone:
             return None
@@ -396,6 +441,14 @@ class _Service:
             return verify_github(self.secret, body, signature)
         return await self._off_loop(verify_github, self.secret, body, signature)
 
+    async def _parsed(self, work: Callable[..., _T], body: bytes, *args: Any) -> _T:
+        """`work(*args)` — a body's parse and routing — on the loop for a small body (its worst
+        case, a hostile comment, costs about a millisecond; the hop to a thread would cost more
+        than an ordinary delivery's parse), in a worker thread past `_ROUTE_INLINE`."""
+        if len(body) <= _ROUTE_INLINE:
+            return work(*args)
+        return await self._off_loop(work, *args)
+
     async def _off_loop(self, work: Callable[..., _T], *args: Any) -> _T:
         """`work(*args)` in a worker thread, at most `parse_threads` at a time."""
         return await anyio.to_thread.run_sync(work, *args, limiter=self.parse_limiter)
@@ -404,9 +457,15 @@ class _Service:
         self, *, source: str, delivery: str, event: str, action: str | None, routed: Routed
     ) -> Answer:
         name = f"{event}.{action}" if action else event
-        if routed.silent:
-            log.info("%s %s %s: ignored: %s", source, name, delivery, routed.reason)
-            return _reply(200, "ignored", reason=routed.reason)
+        if self.recent.seen(source, delivery):  # Azure DevOps' id is in the body: known here
+            log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="memory"))
+            return _DUPLICATE
+        if not routed.jobs and routed.installation is None:
+            # Nothing to queue and nothing to keep: no durable write. Its redelivery is routed
+            # the same way and queues nothing either, so there is nothing to de-duplicate.
+            self.recent.remember(source, delivery)
+            log.info("delivery %s", _line(source, name, delivery, "ignored", reason=routed.reason))
+            return _ignored(routed.reason)
         try:
             fresh = await self.store.enqueue_delivery(
                 delivery,
@@ -419,18 +478,21 @@ class _Service:
             )
         except Exception:
             # Nothing was recorded: a redelivery will be processed. Operator-facing.
-            log.exception("%s %s %s: could not record the delivery", source, name, delivery)
+            log.exception(
+                "delivery %s", _line(source, name, delivery, "unavailable", reason="store error")
+            )
             return _reply(503, "unavailable", reason="the store is unavailable; redeliver later")
+        self.recent.remember(source, delivery)
         if not fresh:
-            log.info("%s %s %s: already received; nothing to do", source, name, delivery)
+            log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="store"))
             return _DUPLICATE
         if routed.jobs:
             self.worker.wake()
             # DEBUG: the worker logs the delivery's one INFO line when its job ends.
-            log.debug("%s %s %s: queued: %s", source, name, delivery, routed.reason)
-            return _reply(202, "queued", jobs=len(routed.jobs))
-        log.info("%s %s %s: ignored: %s", source, name, delivery, routed.reason)
-        return _reply(200, "ignored", reason=routed.reason)
+            log.debug("delivery %s", _line(source, name, delivery, "queued", jobs=len(routed.jobs)))
+            return _queued(len(routed.jobs))
+        log.info("delivery %s", _line(source, name, delivery, "recorded", reason=routed.reason))
+        return _ignored(routed.reason)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -441,6 +503,25 @@ class _Service:
 
 
 _DUPLICATE: Final = _reply(200, "duplicate")
+
+
+def _line(source: str, name: str, delivery: str, outcome: str, **extra: object) -> Line:
+    """The delivery's one log line (key=value; see app.web.recent)."""
+    return Line(source=source, event=name, id=delivery, outcome=outcome, **extra)
+
+
+@functools.lru_cache(maxsize=256)
+def _ignored(reason: str) -> Answer:
+    """The 200 of a delivery for no one; one answer per reason, built once (the reasons are
+    pairbot's own sentences, a small set)."""
+    return _reply(200, "ignored", reason=reason)
+
+
+@functools.lru_cache(maxsize=16)
+def _queued(jobs: int) -> Answer:
+    return _reply(202, "queued", jobs=jobs)
+
+
 _NOT_JSON_TYPE: Final = _reply(
     415, "refused", reason="send application/json (the webhook's content type)"
 )

@@ -67,6 +67,7 @@ from app.web.jobs import (
     dispatch_payload,
     job_from_payload,
 )
+from app.web.recent import Line
 from app.web.settings import Execution
 from hosts.errors import HostUnavailable, RateLimited, Unsupported
 from hosts.markers import make_marker
@@ -247,13 +248,16 @@ class JobHandler:
         await self.store.finish(job.id, "done", result)
         # The one INFO line of a queued delivery (the edge logs it at DEBUG).
         log.info(
-            "job %s (%s %s#%s, delivery %s): %s",
-            job.id,
-            job.kind,
-            job.repo,
-            job.number,
-            job.delivery_id,
-            result,
+            "delivery %s",
+            Line(
+                source=job.source,
+                id=job.delivery_id,
+                outcome="done",
+                job=job.id,
+                kind=job.kind,
+                target=f"{job.repo}#{job.number}",
+                result=result,
+            ),
         )
 
     def _forge(self, job: JobRecord) -> Forge:

@@ -118,7 +118,9 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
     uvicorn's httptools one with per-request deadlines and a header cap (app.web.protocol):
     uvicorn alone lets a connection trickle its headers or body forever. The loop stays
     "auto": uvloop, a pinned dependency (the App's edge is CPU-bound under load, see
-    benchmarks/webhook_load.py).
+    benchmarks/webhook_load.py). uvicorn's access log is off unless `access_log=True` is
+    passed (`PAIR_ACCESS_LOG=1` in `serve`): the edge writes one line per delivery itself, and
+    a second line for every request cost the edge a tenth of its CPU under load.
     """
     import uvicorn  # noqa: PLC0415  # only `serve` needs the server
 
@@ -132,6 +134,7 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
         "proxy_headers": False,
         "http": guarded_protocol(limits),
         "ws": "none",  # no route speaks WebSocket: an upgrade is an ordinary request
+        "access_log": False,
         "limit_concurrency": limits.max_connections,
         "timeout_keep_alive": limits.keep_alive_s,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
@@ -216,7 +219,9 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    config = server_config(app, settings.limits, host=host, port=port)
+    config = server_config(
+        app, settings.limits, host=host, port=port, access_log=settings.access_log
+    )
     # Bound here, before anything is printed as served: a port in use is one line naming it
     # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
     # pairbot's CLI reserves for "lock held").

@@ -53,7 +53,9 @@ class EdgeLimits(BaseModel):
     `max_header_bytes`: a request's line and headers together (431 past it).
     `keep_alive_s`: how long an idle kept-alive connection stays open.
     `parse_threads`: worker threads that verify large bodies and parse deliveries, off the
-    event loop.
+    event loop. `recent_deliveries`: how many delivery ids the edge remembers in memory, so a
+    redelivery is refused before it is parsed (the store stays the authority for deliveries
+    that queue jobs; this only saves work).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,6 +67,7 @@ class EdgeLimits(BaseModel):
     max_header_bytes: int = 64 * 1024
     keep_alive_s: int = 5
     parse_threads: int = 2
+    recent_deliveries: int = 10_000
 
     @property
     def reserve_bytes(self) -> int:
@@ -90,6 +93,7 @@ class EdgeLimits(BaseModel):
                 get, "PAIR_MAX_HEADER_BYTES", 64 * 1024, 4 * 1024, 1024 * 1024
             ),
             keep_alive_s=_int_var(get, "PAIR_KEEP_ALIVE_S", 5, 1, 300),
+            recent_deliveries=_int_var(get, "PAIR_RECENT_DELIVERIES", 10_000, 0, 1_000_000),
         )
         if limits.max_body_bytes > limits.body_budget_bytes - limits.reserve_bytes:
             raise ConfigError(
@@ -154,6 +158,9 @@ class AppSettings(BaseModel):
     operator_token: SecretStr | None = None
     session_secret: SecretStr | None = None
     signin_ttl_s: float = 900.0
+    # PAIR_ACCESS_LOG=1: uvicorn's access log, one more line per request (off: the edge's own
+    # line per delivery says what happened to it).
+    access_log: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, root: Path | None = None) -> AppSettings:
@@ -224,6 +231,7 @@ class AppSettings(BaseModel):
             tick_s=_tick_s(get("PAIR_TICK_S")),
             limits=EdgeLimits.from_env(get),
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
+            access_log=_flag(get, "PAIR_ACCESS_LOG"),
         )
 
     @property
@@ -428,6 +436,20 @@ def _int_var(get: Callable[[str], str | None], name: str, default: int, low: int
         return int(value)
     raise ConfigError(
         f"{name}={value!r} is not allowed; allowed: a whole number from {low} to {high}"
+    )
+
+
+def _flag(get: Callable[[str], str | None], name: str) -> bool:
+    value = get(name)
+    if value is None:
+        return False
+    lowered = value.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(
+        f"{name}={value!r} is not allowed; allowed: 1, true, yes, on, 0, false, no, off"
     )
 
 

@@ -16,12 +16,13 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from collections.abc import Mapping
 
 SIGNATURE_HEADER = "x-hub-signature-256"
 _PREFIX = "sha256="
-_HEX_LENGTH = 64
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+# One regex match per delivery: a per-character check cost more than the rest of the refusal.
+_WELL_FORMED = re.compile(r"(?i:sha256=)[0-9a-fA-F]{64}")
 
 
 def sign(secret: bytes, body: bytes) -> str:
@@ -34,13 +35,7 @@ def well_formed(header: str | None) -> bool:
     whose header is not is refused before its body is read."""
     if not header:
         return False
-    given = header.strip()
-    digest = given[len(_PREFIX) :]
-    return (
-        given[: len(_PREFIX)].lower() == _PREFIX
-        and len(digest) == _HEX_LENGTH
-        and all(c in _HEX_DIGITS for c in digest)
-    )
+    return _WELL_FORMED.fullmatch(header.strip()) is not None
 
 
 def verify_github(secret: bytes, body: bytes, header: str | None) -> bool:

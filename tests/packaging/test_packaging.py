@@ -202,7 +202,10 @@ def test_pip_installs_only_this_project_under_the_constraints(stages: list[Stage
                 continue  # --no-cache-dir, --quiet, ... take no value
             else:
                 targets.append(word)
-        assert targets == ["."], f"{where}: installs {targets}, not exactly the project (.)"
+        assert targets == [".[postgres]"], (
+            f"{where}: installs {targets}, not exactly the project with its PostgreSQL extra "
+            "(.[postgres]: one image serves SQLite and replicas on PostgreSQL)"
+        )
         assert constraints == ["constraints.txt"], f"{where}: not under -c constraints.txt"
         # The constraints file is in the build context and copied before the install runs.
         copied_before = [
@@ -264,6 +267,23 @@ def test_constraints_pin_every_runtime_dependency_at_the_installed_version() -> 
     pins = _constraints()
     unpinned = sorted(set(closure) - set(pins))
     assert not unpinned, f"runtime dependencies missing from constraints.txt: {unpinned}"
+    drifted = {name: (closure[name], pins[name]) for name in closure if closure[name] != pins[name]}
+    assert not drifted, f"installed != pinned (installed, pinned): {drifted}"
+
+
+def test_constraints_pin_the_postgres_extra_the_image_installs() -> None:
+    """The image installs `.[postgres]`: psycopg and its pool must be locked like the rest."""
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    extra = project["optional-dependencies"]["postgres"]
+    assert {canonicalize_name(Requirement(raw).name) for raw in extra} >= {
+        "psycopg",
+        "psycopg-pool",
+    }
+    assert any("binary" in Requirement(raw).extras for raw in extra), "psycopg[binary] wanted"
+    closure = _closure([Requirement(raw) for raw in extra])
+    pins = _constraints()
+    unpinned = sorted(set(closure) - set(pins))
+    assert not unpinned, f"the postgres extra's dependencies missing from constraints: {unpinned}"
     drifted = {name: (closure[name], pins[name]) for name in closure if closure[name] != pins[name]}
     assert not drifted, f"installed != pinned (installed, pinned): {drifted}"
 
