@@ -24,6 +24,8 @@ Each call consumes the next behaviour of the most specific list (counters persis
                        r<round>-1, whose reproducer `needs fixed-r<round>-1` (a second fix round)
     drop-finding       (verify) report converged but drop the earlier finding ids
     slow               sleep a little (PAIR_TEST_SLOW seconds), then ok
+    held               wait (at most 300 s) until the file $PAIR_TEST_RELEASE exists, then ok:
+                       a test looks at a running step, then lets it finish
     scope-proposal     (verify) converge, proposing scope change sc-1
     break-tests        do the work but add a check that fails (the engine sends it back)
     edit-sealed        do the work and weaken the sealed red checks (refused)
@@ -238,6 +240,12 @@ def main() -> int:
     stream_json(f"scripted agent: {behaviour} {TRANSITION} {CHANGE}")
     if behaviour == "slow":
         time.sleep(float(os.environ.get("PAIR_TEST_SLOW", "0.2")))
+        behaviour = "ok"
+    if behaviour == "held":
+        release = Path(os.environ["PAIR_TEST_RELEASE"])
+        deadline = time.monotonic() + 300
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         behaviour = "ok"
     if behaviour == "block":
         report("--blocker", "cannot find the module to change")

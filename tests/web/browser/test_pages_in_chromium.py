@@ -35,7 +35,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-APPLY_S = 8  # how long the agent's apply step takes: the card page is open while it runs
 
 
 def chromium() -> str:
@@ -64,7 +63,8 @@ def serving(project: CardProject) -> Iterator[str]:
         {
             "PAIR_LOCAL_FORGE": str(project.forge.root),
             "PAIR_TEST_AGENT_DIR": str(project.scratch),
-            "PAIR_TEST_SLOW": str(APPLY_S),
+            # apply runs until the test has the card's page open (the scripted agent's `held`)
+            "PAIR_TEST_RELEASE": str(project.scratch / "release-apply"),
             "PAIR_TICK_S": "1",
         }
     )
@@ -99,7 +99,7 @@ def test_the_pages_follow_a_card_in_chromium_without_a_reload(tmp_path: Path) ->
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     executable = chromium()
     project = CardProject.create(tmp_path)
-    project.script({"apply": ["slow"]})
+    project.script({"apply": ["held"]})
     project.command("implement")  # the first step (propose); the worker's ticks do the rest
     ARTIFACTS.mkdir(exist_ok=True)
     problems: list[str] = []
@@ -122,7 +122,8 @@ def test_the_pages_follow_a_card_in_chromium_without_a_reload(tmp_path: Path) ->
             page.wait_for_url("**/cards/local/repo/1")
             page.evaluate("window.pairbotMarker = 'same document'")
             titles = page.locator("li.step h3")
-            assert "verify" not in " ".join(titles.all_inner_texts())  # apply still runs
+            assert "verify" not in " ".join(titles.all_inner_texts())  # apply is held
+            (project.scratch / "release-apply").touch()
             # The worker finishes apply and reviews: the steps appear in this same document.
             page.locator("li.step[data-transition=verify] h3", has_text="advanced").wait_for(
                 timeout=90_000
