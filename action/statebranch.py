@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from action.acks import ACKS_FILE
-from app.engine.manifest import NAME_PATTERN
+from app.engine.names import NAME_PATTERN
 from app.errors import OperatorError, PairbotError
 from hosts.git import GitError, GitResult, run_git
 

@@ -245,7 +245,7 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         directory = args.dir.resolve()
         return run_demo(directory, _deps(env, directory), max_steps=args.max_steps)
     if args.verb in ("propose", "apply", "verify"):
-        from app.engine.manifest import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
+        from app.engine.names import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
         from app.engine.runner import run_headless  # noqa: PLC0415
 
         if not NAME_PATTERN.match(args.change):

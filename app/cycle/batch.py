@@ -10,16 +10,16 @@ card) written next to the run-state — locally in the project's `.pair/`, in th
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+# The card-batch name rule lives with the tick's candidates (files only, no yaml).
+from app.cycle.schedule import card_of
 from app.engine.atomic import write_bytes_atomic
 from app.engine.manifest import batches_dir, manifest_path
 
-CARD_BATCH = re.compile(r"^card-(?P<n>[1-9][0-9]{0,9})$")
 PHASE = "card"
 
 
@@ -33,12 +33,6 @@ def card_key(card: int) -> str:
 def card_branch(card: int) -> str:
     """The branch a card's work lives on."""
     return f"pair/{card_key(card)}"
-
-
-def card_of(batch: str) -> int | None:
-    """The card number of a card batch name, None for any other batch."""
-    match = CARD_BATCH.match(batch)
-    return int(match.group("n")) if match else None
 
 
 def card_batches(root: Path) -> list[int]:

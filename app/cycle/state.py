@@ -33,8 +33,7 @@ from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
 from app.engine.lock import LockProof
 from app.engine.manifest import ProjectConfig
-from app.engine.runstate import RunLocus
-from app.engine.selection import Park
+from app.engine.runstate import Park, RunLocus
 from app.engine.step import EngineDeps, StepResult
 from app.engine.transition import Derivation
 from app.hosting import BoundHosts
