@@ -594,7 +594,7 @@ async def run_locked(
     held = lease
 
     def push(status: str) -> None:
-        from app.cycle.batch import card_batches, card_key  # noqa: PLC0415 - the cycle is heavy
+        from app.cycle.schedule import card_batches, card_key  # noqa: PLC0415
 
         cards = [card_key(n) for n in card_batches(root)]
         branch.push(root, f"pairbot: run {run_id} ({status})", held, card_batches=cards)

@@ -38,7 +38,7 @@ from typing import Any
 
 from app.cycle import snapshot
 from app.cycle import worktree as wt
-from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
+from app.cycle.batch import card_branch, write_manifest
 from app.cycle.records import CycleRecord
 from app.cycle.report import (
     act_on_decision,
@@ -48,7 +48,14 @@ from app.cycle.report import (
     publish_review,
     publish_status,
 )
-from app.cycle.schedule import IDLE_MESSAGE, PASSIVE, card_of, tick_candidates
+from app.cycle.schedule import (
+    IDLE_MESSAGE,
+    PASSIVE,
+    card_batches,
+    card_key,
+    card_of,
+    tick_candidates,
+)
 from app.cycle.state import (
     CardState,
     CardStep,

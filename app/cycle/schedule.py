@@ -19,7 +19,15 @@ from app.engine import jsonl
 from app.engine.runstate import RunLocus, read_parks
 from hosts.labels import PrState
 
-__all__ = ["CARD_BATCH", "IDLE_MESSAGE", "PASSIVE", "card_of", "tick_candidates"]
+__all__ = [
+    "CARD_BATCH",
+    "IDLE_MESSAGE",
+    "PASSIVE",
+    "card_batches",
+    "card_key",
+    "card_of",
+    "tick_candidates",
+]
 
 CARD_BATCH = re.compile(r"^card-(?P<n>[1-9][0-9]{0,9})$")
 IDLE_MESSAGE = "nothing to do: every batch waits for a person or is done"
@@ -51,6 +59,22 @@ def card_of(batch: str) -> int | None:
     """The card number of a card batch name, None for any other batch."""
     match = CARD_BATCH.match(batch)
     return int(match.group("n")) if match else None
+
+
+def card_key(card: int) -> str:
+    """`card-<n>`: the batch and its single change share the name."""
+    if card < 1:
+        raise ValueError(f"a card number is a positive integer, got {card}")
+    return f"card-{card}"
+
+
+def card_batches(root: Path) -> list[int]:
+    """The card batches recorded under `root`, by card number."""
+    directory = root / ".pair" / "batches"
+    if not directory.is_dir():
+        return []
+    found = (card_of(p.parent.name) for p in directory.glob("card-*/batch.yaml"))
+    return sorted(n for n in found if n is not None)
 
 
 def tick_candidates(root: Path) -> list[tuple[str, str]]:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.cycle.batch import card_key
 from app.cycle.publish import Publisher
 from app.cycle.records import CycleRecord, fold_cycle
+from app.cycle.schedule import card_key
 from app.domain import cycle_end as ce
 from app.domain.autonomy import GateCondition, parse_gate_condition
 from app.domain.binding import Binding, Resolution
