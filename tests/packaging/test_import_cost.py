@@ -97,9 +97,13 @@ def test_batch_status_loads_no_host_runtime_or_journal_writer(tmp_path: Path) ->
         f"assert run(['batch', 'status', {BATCH!r}], os.environ) == 0\n"
     )
     modules = loaded_after(code, cwd=tmp_path)
-    assert "app.engine.runner" in modules  # it did run the status
+    assert "app.engine.status" in modules  # it did run the status
     assert under(modules, *HOST_SDKS, *RUNTIME, *WEB, *CLI_EXTRAS) == []
     assert under(modules, "app.runtime", "app.web", "hosts.github", "app.cycle.humans") == []
+    # Reading a plain batch's status needs neither the step machinery, nor the card cycle's
+    # status, nor an event loop.
+    assert under(modules, "app.engine.runner", "app.engine.step", "app.engine.instructions") == []
+    assert under(modules, "app.cycle.card_status", "app.cycle.state", "asyncio", "app.proc") == []
 
 
 def test_an_idle_scheduled_tick_builds_no_host_and_loads_no_manifest(tmp_path: Path) -> None:
