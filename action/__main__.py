@@ -35,6 +35,7 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -104,7 +105,6 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
 
 async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: TextIO) -> Outcome:
     from action.statebranch import StateBranch, run_locked  # noqa: PLC0415
-    from app.engine.step import utc_now  # noqa: PLC0415
 
     root = ctx.workspace
     # A repository that only adds the workflow of docs/action.md has no `.pair/`: every default
@@ -117,12 +117,16 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     run_id = f"{ctx.run_id or 'local'}-{uuid.uuid4().hex[:8]}"
     branch = StateBranch(
         root,
-        clock=utc_now,
+        # The real clock, not the engine's `utc_now`: its module loads the step machinery.
+        clock=lambda: datetime.now(UTC),
         host_id=f"actions:{ctx.run_id or 'local'}",
         stale_after_s=ctx.stale_after_s,
     )
 
     async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
+        idle = _idle(root, intent)
+        if idle is not None:
+            return idle
         with agent_log("pairbot: agent output", out) as log:
             return await _act(ctx, intent, env, log, save)
 
@@ -139,6 +143,25 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
             message="another pairbot run holds the pair-state lock; this one exits",
         )
     return outcome
+
+
+def _idle(root: Path, intent: Intent) -> Outcome | None:
+    """A scheduled tick of every batch with nothing to run, answered from the pulled run-state.
+
+    The candidates are the card cycle's own (`app.cycle.schedule.tick_candidates`, which the
+    full tick walks too); with none, and no reaction owed from an earlier run, the tick would
+    build its hosts, say the binding and answer nothing-ready without an API call. Answering
+    here skips the hosts, the manifest's models and the project config; anything else (a named
+    batch, a candidate, an owed reaction) takes the full path.
+    """
+    if not isinstance(intent, Tick) or intent.batch is not None:
+        return None
+    from action.acks import read_pending  # noqa: PLC0415
+    from app.cycle.schedule import IDLE_MESSAGE, tick_candidates  # noqa: PLC0415
+
+    if read_pending(root) or tick_candidates(root):
+        return None
+    return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
 
 
 def _authenticate_git(ctx: ActionContext, root: Path) -> None:

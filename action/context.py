@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.commands import DEFAULT_TRIGGER, UNTIL_VALUES, parse_commands
+from app.engine.names import NAME_PATTERN
 from app.errors import UserError
 from app.hosting import HostSettings
 from app.runtime.adapters import ADAPTERS
@@ -385,9 +386,6 @@ def _locus(env: Mapping[str, str]) -> Locus | None:
 
 
 def _batch(env: Mapping[str, str]) -> str | None:
-    # The engine's manifest module (yaml, its models) loads only when a batch is given.
-    from app.engine.manifest import NAME_PATTERN  # noqa: PLC0415
-
     value = _input(env, "batch")
     if value is not None and not NAME_PATTERN.match(value):
         raise UserError(

@@ -14,6 +14,7 @@ file readable by the runner's user only (0600; checkout's post-job step still de
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 from hosts.git import run_git
@@ -22,6 +23,8 @@ __all__ = ["drop_persisted_credentials"]
 
 _EXTRAHEADER = r"^http\..*\.extraheader$"
 _INCLUDE = r"^include(if\..*)?\.path$"
+# Both kinds listed by one `git config` process (its patterns are POSIX extended regexps).
+_EITHER = r"^(http\..*\.extraheader|include(if\..*)?\.path)$"
 
 
 def _entries(root: Path, pattern: str) -> list[tuple[str, str]]:
@@ -39,10 +42,14 @@ def _entries(root: Path, pattern: str) -> list[tuple[str, str]]:
 def drop_persisted_credentials(root: Path) -> int:
     """Remove persisted credentials from the checkout at `root`; how many entries went."""
     removed = 0
-    for key in dict(_entries(root, _EXTRAHEADER)):
+    entries = _entries(root, _EITHER)
+    headers = [key for key, _ in entries if re.match(_EXTRAHEADER, key, re.IGNORECASE)]
+    for key in dict.fromkeys(headers):
         run_git(["config", "--local", "--unset-all", key], cwd=root, check=False)
         removed += 1
-    for key, value in _entries(root, _INCLUDE):
+    for key, value in entries:
+        if not re.match(_INCLUDE, key, re.IGNORECASE):
+            continue
         included = (root / ".git" / value) if not Path(value).is_absolute() else Path(value)
         try:
             text = included.read_text(errors="replace")

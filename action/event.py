@@ -101,8 +101,7 @@ def classify(event_name: str, payload: Mapping[str, Any], policy: Policy | None 
     )
     if isinstance(intent, Malformed):
         raise MalformedEventError(intent.reason)
-    # The engine's manifest module (yaml, its models) loads only for a batch to check.
-    from app.engine.manifest import NAME_PATTERN  # noqa: PLC0415
+    from app.engine.names import NAME_PATTERN  # noqa: PLC0415
 
     if (
         event_name == "workflow_dispatch"

@@ -13,12 +13,10 @@ so the card's cycle never takes a second command for a redelivery of the first.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 import traceback
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -254,12 +252,14 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         directory = args.dir.resolve()
         return run_demo(directory, _deps(env, directory), max_steps=args.max_steps)
     if args.verb in ("propose", "apply", "verify"):
-        from app.engine.manifest import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
+        from app.engine.names import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
         from app.engine.runner import run_headless  # noqa: PLC0415
 
         if not NAME_PATTERN.match(args.change):
             # The change name becomes a directory (.pair/changes/<change>/): never a path.
             raise UserError(f"{args.change!r} is not a valid change name: use {NAME_RULE}")
+        import asyncio  # noqa: PLC0415  # `status` and `report` need no event loop
+
         result = asyncio.run(
             run_headless(root, args.change, args.verb, _deps(env, root), guidance=args.message)
         )
@@ -321,6 +321,8 @@ def _card_new(root: Path, env: Mapping[str, str], words: list[str]) -> int:
     resolution, settings = project_binding(root, HostSettings.from_env(env), runner_of(env))
     print(describe(resolution), file=sys.stderr, flush=True)
     pm = resolution.binding.pm
+    import asyncio  # noqa: PLC0415
+
     card = asyncio.run(build_host(pm, settings, root).create_card(title, opened.body))
     if opened.json:
         print(json.dumps({"card": card.number, "title": card.title, "host": pm}))
@@ -347,11 +349,15 @@ def _card_request(number: str, words: list[str], trigger: str) -> Any:
         raise UserError(f"{message}\n{usage}".strip())
     # A fresh id per run: the cycle records each command's delivery and runs a repeated one
     # as a redelivery (status only), so a constant id would drop every command after the first.
+    import uuid  # noqa: PLC0415
+
     delivery = f"cli-{uuid.uuid4().hex}"
     return PairRequest.from_command(int(number), first, comment=None, delivery=delivery)
 
 
 def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
+    import asyncio  # noqa: PLC0415
+
     from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
     from app.domain.binding import runner_of  # noqa: PLC0415
     from app.engine.manifest import load_project_config  # noqa: PLC0415
@@ -385,23 +391,31 @@ def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
 
 
 def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
-    from app.engine import render  # noqa: PLC0415
-    from app.engine.manifest import load_manifest  # noqa: PLC0415
-    from app.engine.runner import apply_batch, batch_status  # noqa: PLC0415
-
     verb = args.batch_verb
     if verb == "status":
-        from app.cycle.card_status import read_card_status  # noqa: PLC0415
+        # Only what reading a status needs: no step machinery (app.engine.status), and the
+        # card cycle's status module only for a card batch.
+        from app.cycle.schedule import card_of  # noqa: PLC0415
+        from app.engine import render  # noqa: PLC0415
+        from app.engine.manifest import load_manifest  # noqa: PLC0415
+        from app.engine.status import batch_status  # noqa: PLC0415
 
         load_manifest(root, args.name)  # validates; an unknown batch is a clear error
-        card = read_card_status(root, args.name)  # a card batch: the card's own status
-        if card is not None:
-            print(json.dumps(card.to_json()) if args.json else card.to_text())
-            return 0
+        if card_of(args.name) is not None:
+            from app.cycle.card_status import read_card_status  # noqa: PLC0415
+
+            card = read_card_status(root, args.name)  # a card batch: the card's own status
+            if card is not None:
+                print(json.dumps(card.to_json()) if args.json else card.to_text())
+                return 0
         status = batch_status(root, args.name)
         print(json.dumps(render.status_json(status)) if args.json else render.status_text(status))
         return 0
+    from app.engine.runner import apply_batch  # noqa: PLC0415
+
     if verb == "apply":
+        import asyncio  # noqa: PLC0415
+
         result = asyncio.run(apply_batch(root, args.name, _deps(env, root), guidance=args.message))
         return _print_result(result, args.json)
     # The human-action journal writers load only for the verbs that write (not status).

@@ -2,6 +2,7 @@
 
     python benchmarks/action_startup.py              11 runs of each (about a minute)
     python benchmarks/action_startup.py --runs 21    more runs, steadier medians
+    python benchmarks/action_startup.py --with-click both processes see this venv's click
 
 `python -m action` runs as a subprocess on a fresh checkout for every invocation (a new runner)
 against the fake GitHub served on loopback, which records when each request arrives
@@ -17,6 +18,11 @@ gets. Measured side by side in one run, alternated so that the machine's load hi
     idle tick  a `schedule` event with no card: the whole run's wall time (it makes no API
                request; it takes the lock, finds nothing and releases it)
 
+Both processes run as action.yml installs pairbot: without click (the install step uninstalls
+it; installed, it makes every `import httpx` load httpx's command-line tool, about 0.1 s). A
+directory whose `click` package fails to import, first on PYTHONPATH, stands for the missing
+package in this development venv; `--with-click` measures with this venv's click instead.
+
 Targets (issue 16): first API request ≤ 2.5x the baseline and under 1 s; the idle tick's wall
 time is reported. Wall times vary with the machine's load; the ratio is the figure to compare.
 """
@@ -24,6 +30,7 @@ time is reported. Wall times vary with the machine's load; the ratio is the figu
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -58,13 +65,26 @@ class Report:
         return statistics.median(self.comment_s) / statistics.median(self.baseline_s)
 
 
-def baseline_once(repo: ActionRepo) -> float:
+def without_click(directory: Path) -> dict[str, str]:
+    """The environment of a process that runs as if click were not installed."""
+    package = directory / "click"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text(
+        'raise ImportError("click is not installed where the Action runs (action.yml)")\n'
+    )
+    return {"PYTHONPATH": str(directory)}
+
+
+def baseline_once(repo: ActionRepo, env: dict[str, str] | None = None) -> float:
     """`python -c "import httpx; httpx.get(url)"`: process start to its request's arrival."""
     url = f"{repo.base_url}/repos/{repo.fake.owner}/{repo.fake.repo}/issues/{repo.card}"
     code = f"import httpx; httpx.get({url!r}, headers={{'authorization': 'token {repo.fake.pat}'}})"
     arrived = len(repo.fake.arrivals)
     process = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-c", code],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     started = time.monotonic()
     process.communicate(timeout=60)
@@ -73,10 +93,10 @@ def baseline_once(repo: ActionRepo) -> float:
     return repo.fake.arrivals[arrived][0] - started
 
 
-def comment_once(repo: ActionRepo) -> float:
+def comment_once(repo: ActionRepo, env: dict[str, str] | None = None) -> float:
     """The Action on a `/pair status` comment: process start to its first API request."""
     arrived = len(repo.fake.arrivals)
-    process, _ = repo.popen(repo.comment_event("/pair status"))
+    process, _ = repo.popen(repo.comment_event("/pair status"), extra_env=env)
     started = time.monotonic()
     stdout, stderr = process.communicate(timeout=240)
     # The card has no cycle yet: `/pair status` is answered there and exits 2 (a user error).
@@ -85,9 +105,9 @@ def comment_once(repo: ActionRepo) -> float:
     return repo.fake.arrivals[arrived][0] - started
 
 
-def tick_once(repo: ActionRepo) -> float:
+def tick_once(repo: ActionRepo, env: dict[str, str] | None = None) -> float:
     """A scheduled tick with no card: the run's wall time."""
-    process, _ = repo.popen(repo.schedule_event())
+    process, _ = repo.popen(repo.schedule_event(), extra_env=env)
     started = time.monotonic()
     stdout, stderr = process.communicate(timeout=240)
     elapsed = time.monotonic() - started
@@ -96,17 +116,18 @@ def tick_once(repo: ActionRepo) -> float:
     return elapsed
 
 
-def measure(runs: int, workdir: Path) -> Report:
+def measure(runs: int, workdir: Path, *, with_click: bool = False) -> Report:
     """`runs` of each, alternated; one warm-up of each first (the page cache, .pyc files)."""
     report = Report([], [], [])
     (workdir / "comment").mkdir()
     (workdir / "tick").mkdir()
+    env = None if with_click else without_click(workdir / "no-click")
     with action_repo(workdir / "comment") as repo, action_repo(workdir / "tick") as idle:
-        baseline_once(repo), comment_once(repo), tick_once(idle)
+        baseline_once(repo, env), comment_once(repo, env), tick_once(idle, env)
         for _ in range(runs):
-            report.baseline_s.append(baseline_once(repo))
-            report.comment_s.append(comment_once(repo))
-            report.tick_s.append(tick_once(idle))
+            report.baseline_s.append(baseline_once(repo, env))
+            report.comment_s.append(comment_once(repo, env))
+            report.tick_s.append(tick_once(idle, env))
     return report
 
 
@@ -135,14 +156,17 @@ def format_report(report: Report) -> str:
     )
 
 
-def main(runs: int = RUNS, *, out: Callable[[str], object] = print) -> Report:
+def main(
+    runs: int = RUNS, *, with_click: bool = False, out: Callable[[str], object] = print
+) -> Report:
     """Measure, print the report; returns it."""
     with tempfile.TemporaryDirectory(prefix="pairbot-action-startup-") as tmp:
         out(
             f"Action start-up: {runs} run(s) of each, alternated; "
-            f"{sys.implementation.name} {sys.version.split()[0]}"
+            f"{sys.implementation.name} {sys.version.split()[0]}; "
+            + ("with this venv's click" if with_click else "without click, as action.yml installs")
         )
-        report = measure(runs, Path(tmp))
+        report = measure(runs, Path(tmp), with_click=with_click)
     out(format_report(report))
     return report
 
@@ -150,8 +174,11 @@ def main(runs: int = RUNS, *, out: Callable[[str], object] = print) -> Report:
 def _cli(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument(
+        "--with-click", action="store_true", help="measure with this venv's click importable"
+    )
     args = parser.parse_args(argv)
-    main(args.runs)
+    main(args.runs, with_click=args.with_click)
 
 
 if __name__ == "__main__":

@@ -10,44 +10,22 @@ card) written next to the run-state — locally in the project's `.pair/`, in th
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+# The card-batch name rule lives with the tick's candidates (files only, no yaml).
+from app.cycle.schedule import card_key
 from app.engine.atomic import write_bytes_atomic
-from app.engine.manifest import batches_dir, manifest_path
+from app.engine.manifest import manifest_path
 
-CARD_BATCH = re.compile(r"^card-(?P<n>[1-9][0-9]{0,9})$")
 PHASE = "card"
-
-
-def card_key(card: int) -> str:
-    """`card-<n>`: the batch and its single change share the name."""
-    if card < 1:
-        raise ValueError(f"a card number is a positive integer, got {card}")
-    return f"card-{card}"
 
 
 def card_branch(card: int) -> str:
     """The branch a card's work lives on."""
     return f"pair/{card_key(card)}"
-
-
-def card_of(batch: str) -> int | None:
-    """The card number of a card batch name, None for any other batch."""
-    match = CARD_BATCH.match(batch)
-    return int(match.group("n")) if match else None
-
-
-def card_batches(root: Path) -> list[int]:
-    """The card batches recorded under `root`, by card number."""
-    directory = batches_dir(root)
-    if not directory.is_dir():
-        return []
-    found = (card_of(p.parent.name) for p in directory.glob("card-*/batch.yaml"))
-    return sorted(n for n in found if n is not None)
 
 
 def manifest_for(card: int, agent: str | None = None) -> dict[str, Any]:

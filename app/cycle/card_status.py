@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.cycle.batch import card_of
 from app.cycle.records import fold_cycle
+from app.cycle.schedule import card_of
 from app.cycle.state import park_status
 from app.domain.explain import NEXT_TEXT
 from app.engine import jsonl
-from app.engine.runstate import RunLocus, read_parks
-from app.engine.selection import Park
+from app.engine.runstate import Park, RunLocus, read_parks
 from hosts.labels import PREFIX, PrState
 
 # Where the card's cycle is over, or waits for the maintainer's merge: `done` in batch terms.

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.cycle.batch import card_key, card_of
 from app.cycle.records import fold_cycle
+from app.cycle.schedule import card_key, card_of
 from app.domain.cohort import CardFigures, Cohort, reduce_cohort
 from app.domain.metrics import reduce_metrics
 from app.engine import jsonl

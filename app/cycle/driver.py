@@ -42,10 +42,10 @@ from typing import Any, Literal
 
 from app.cycle import snapshot
 from app.cycle import worktree as wt
-from app.cycle.batch import card_batches, card_branch, card_key, write_manifest
+from app.cycle.batch import card_branch, write_manifest
 from app.cycle.evidence import evidence_quotes, read_head_evidence, recorded_evidence
 from app.cycle.lessons import changed_files, lessons_for_proposal, record_lesson
-from app.cycle.records import CycleRecord, fold_cycle
+from app.cycle.records import CycleRecord
 from app.cycle.report import (
     act_on_decision,
     after_transition,
@@ -53,6 +53,14 @@ from app.cycle.report import (
     interrupted_reason,
     publish_review,
     publish_status,
+)
+from app.cycle.schedule import (
+    IDLE_MESSAGE,
+    PASSIVE,
+    card_batches,
+    card_key,
+    card_of,
+    tick_candidates,
 )
 from app.cycle.state import (
     CardState,
@@ -105,28 +113,6 @@ __all__ = [
     "handle_scope_decision",
     "tick",
 ]
-
-# A card whose label is one of these waits for a person or is finished: a scheduled tick
-# leaves it alone (no API call); a command or a head-moved event wakes it explicitly.
-PASSIVE: frozenset[str] = frozenset(
-    s.value
-    for s in (
-        PrState.AWAITING_APPROVAL,
-        PrState.BLOCKED,
-        PrState.NEEDS_INPUT,
-        PrState.AWAITING_SCOPE_DECISION,
-        PrState.AWAITING_HUMAN,
-        PrState.ESCALATED,
-        PrState.READY_FOR_MERGE,
-        PrState.MERGED,
-        PrState.FAILED_PREPARATION,
-        PrState.FAILED_IMPLEMENT,
-        PrState.FAILED_FIX,
-        PrState.FAILED_VERIFY,
-        PrState.INTERRUPTED,
-        PrState.ABANDONED,
-    )
-)
 
 
 # ---------------------------------------------------------------- commands
@@ -717,8 +703,6 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
     so an idle tick makes no API call) and every committed batch manifest; the one whose
     journal moved longest ago goes first, so no batch starves another.
     """
-    from app.cycle.batch import card_of  # noqa: PLC0415
-    from app.engine.manifest import list_batches  # noqa: PLC0415
     from app.engine.runner import apply_batch  # noqa: PLC0415
 
     if batch is not None:
@@ -726,17 +710,9 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
         if number is not None:
             return await advance_card(env, number)
         return await apply_batch(env.root, batch, env.deps)
-    waiting: list[tuple[str, str]] = []
-    for name in list_batches(env.root):
-        locus = RunLocus.for_batch(env.root, name)
-        records = jsonl.read_records(locus.journal)
-        last = str(records[-1].get("at", "")) if records else ""
-        number = card_of(name)
-        if number is not None:
-            rec = fold_cycle(records, name)
-            if rec.abandoned or rec.label in PASSIVE or read_parks(locus):
-                continue
-        waiting.append((last, name))
+    # The candidates come from files alone (`app.cycle.schedule`), so an idle tick makes no
+    # API call; the Action answers a scheduled run with none from the same function.
+    waiting = tick_candidates(env.root)
     quiet: CardStep | StepResult | None = None
     for _, name in sorted(waiting):
         try:
@@ -762,9 +738,7 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
         if result.state != "nothing-ready":
             return step
         quiet = quiet or step  # what the first one said is the tick's answer if none runs
-    return quiet or StepResult(
-        "nothing-ready", "", "", message="nothing to do: every batch waits for a person or is done"
-    )
+    return quiet or StepResult("nothing-ready", "", "", message=IDLE_MESSAGE)
 
 
 # ---------------------------------------------------------------- pull request events

@@ -17,7 +17,8 @@ from app.domain.budget import BUDGET_APPROVAL
 from app.domain.verdict import FindingsReport
 from app.engine import lock
 from app.engine.journal import JournalEntry, append_entry, read_index
-from app.engine.manifest import NAME_PATTERN, NAME_RULE, load_manifest, pair_dir
+from app.engine.manifest import load_manifest, pair_dir
+from app.engine.names import NAME_PATTERN, NAME_RULE
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.errors import UnknownChangeError, UserError
 

@@ -50,8 +50,7 @@ from app.domain.scope import (
 from app.domain.synthesis import models_by_step, render_synthesis, synthesis_marker
 from app.domain.tracking import TrackingStep, render_tracking
 from app.domain.verdict import FindingsReport
-from app.engine.runstate import read_parks, write_parks
-from app.engine.selection import Park
+from app.engine.runstate import Park, read_parks, write_parks
 from app.engine.step import StepResult, iso_now, journal_event
 from app.engine.transition import Derivation, derive_change, read_change_disk
 from hosts.cardhash import card_hash

@@ -30,7 +30,7 @@ import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
-from app.cycle.batch import card_key
+from app.cycle.schedule import card_key
 from app.domain.sanitize import cap
 from app.engine.instructions import Quoted
 from app.engine.runstate import RunLocus

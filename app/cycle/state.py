@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.cycle.batch import card_key
 from app.cycle.publish import Publisher
 from app.cycle.records import CycleRecord, fold_cycle
+from app.cycle.schedule import card_key
 from app.domain import cycle_end as ce
 from app.domain.autonomy import GateCondition, parse_gate_condition
 from app.domain.binding import Binding, Resolution
@@ -36,8 +36,7 @@ from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
 from app.engine.lock import LockProof
 from app.engine.manifest import ProjectConfig
-from app.engine.runstate import RunLocus
-from app.engine.selection import Park
+from app.engine.runstate import Park, RunLocus
 from app.engine.step import EngineDeps, StepResult
 from app.engine.transition import Derivation
 from app.hosting import BoundHosts

@@ -32,12 +32,11 @@ from app.domain.panel import panel_slugs
 from app.domain.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
+from app.engine.names import NAME_PATTERN, NAME_RULE
 from app.engine.proof import ProofPolicy
 from app.errors import ConfigError, NotInitialisedError, UnknownBatchError
 from app.settings import AgentChoice, BatchSettings, StageEntry, StrictModel, stage_choice
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
-NAME_RULE = "lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
 LLM_JUDGE_REFUSAL = (
     "llm-judge proof-of-work is not yet supported by batch apply; use integration or blackbox."
 )

@@ -18,14 +18,11 @@ No exit status (killed by a signal, timed out) never passes.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-from app.proc import START_FAILURE_EXIT_CODE, read_into, terminate_process_group
 
 ProofPolicy = Literal["hard-gate", "warn"]
 
@@ -107,6 +104,16 @@ async def run_proof_command(
     A command that cannot be started (no bash, missing cwd) is a failed run with exit 127 and
     the reason in stderr, so the operator fixes it and reruns the proof like any other failure.
     """
+    # Imported here: the manifest imports this module for its policy, and reading a manifest
+    # (`pairbot batch status`) needs no event loop.
+    import asyncio  # noqa: PLC0415
+
+    from app.proc import (  # noqa: PLC0415
+        START_FAILURE_EXIT_CODE,
+        read_into,
+        terminate_process_group,
+    )
+
     try:
         proc = await asyncio.create_subprocess_exec(
             "bash",

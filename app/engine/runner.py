@@ -63,7 +63,6 @@ from app.engine.outcome import EngineStepOutcome, SessionEvidence, map_session_t
 from app.engine.phase_steps import run_decomposition_step, run_pr_step, run_proof_of_work
 from app.engine.runstate import RunLocus, read_parks
 from app.engine.selection import (
-    BatchFacts,
     BatchStatus,
     ChangeTarget,
     DecomposeTarget,
@@ -71,6 +70,10 @@ from app.engine.selection import (
     PrTarget,
     compute_batch_status,
 )
+
+# The read side lives in its own module (a status loads no step machinery); re-exported here.
+from app.engine.status import batch_status as batch_status  # noqa: PLC0414
+from app.engine.status import gather_facts
 from app.engine.step import (
     EngineDeps,
     Session,
@@ -97,28 +100,6 @@ from app.engine.work import (
 )
 from app.engine.workvet import WorkVet, WorkVetRequest
 from app.settings import AgentChoice, ResolvedSettings, resolve_settings
-
-
-def gather_facts(
-    root: Path, batch: str, manifest: BatchManifest, project: ProjectConfig
-) -> BatchFacts:
-    """Read disk, journal and parks into the pure engine's input."""
-    locus = RunLocus.for_batch(root, batch)
-    return BatchFacts(
-        name=batch,
-        manifest=manifest,
-        disks={name: read_change_disk(root, name) for name in manifest.change_names},
-        journal=read_index(locus.journal),
-        parks=read_parks(locus),
-        max_fix_rounds=project.cycle.max_fix_rounds,
-    )
-
-
-def batch_status(root: Path, batch: str) -> BatchStatus:
-    """`pairbot batch status`: validate, read, derive. Touches nothing."""
-    project = load_project_config(root)
-    manifest = load_manifest(root, batch)
-    return compute_batch_status(gather_facts(root, batch, manifest, project))
 
 
 def _verify_verdict(

@@ -13,15 +13,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.engine.atomic import read_json, write_json_atomic
 from app.engine.lock import LockProof
-from app.engine.selection import Park
 from app.errors import StateCorruptError
 
 STATE_VERSION = 1
+# `awaiting-human`: an accepted step took the change (or its batch) over its budget.
+ParkState = Literal["blocked", "needs-input", "awaiting-approval", "awaiting-human"]
 _PARK_STATES = ("blocked", "needs-input", "awaiting-approval", "awaiting-human")
+
+
+@dataclass(frozen=True)
+class Park:
+    """A step waiting for a human, as recorded in `state.json` (selection reads it too)."""
+
+    state: ParkState
+    transition: str
+    reason: str
+    at: str = ""
 
 
 @dataclass(frozen=True)

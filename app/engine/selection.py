@@ -26,6 +26,7 @@ from typing import Any, Literal
 from app.engine.boundary import PrGroupBoundary, detect_pr_group_boundaries, pr_journal_key
 from app.engine.journal import JournalIndex
 from app.engine.manifest import BatchManifest, Phase
+from app.engine.runstate import Park
 from app.engine.transition import (
     RUNNABLE_STATUSES,
     ChangeDisk,
@@ -33,19 +34,6 @@ from app.engine.transition import (
     Transition,
     derive_change,
 )
-
-# `awaiting-human`: an accepted step took the change (or its batch) over its budget.
-ParkState = Literal["blocked", "needs-input", "awaiting-approval", "awaiting-human"]
-
-
-@dataclass(frozen=True)
-class Park:
-    """A step waiting for a human, as recorded in `state.json`."""
-
-    state: ParkState
-    transition: str
-    reason: str
-    at: str = ""
 
 
 @dataclass(frozen=True)

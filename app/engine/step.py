@@ -47,8 +47,7 @@ from app.engine.agent import (
 from app.engine.boundary import PrGroupBoundary
 from app.engine.journal import JournalEntry, append_entry, read_journal, session_entries
 from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
-from app.engine.runstate import RunLocus, read_parks, write_parks
-from app.engine.selection import Park
+from app.engine.runstate import Park, RunLocus, read_parks, write_parks
 from app.engine.work import WorkTree
 from app.engine.workvet import WorkVetFactory
 from app.proc import START_FAILURE_EXIT_CODE

@@ -22,7 +22,6 @@ request through the same rate-limit gate and timeouts as every other call).
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -41,11 +40,6 @@ log = logging.getLogger(__name__)
 
 JWT_BACKDATE_S = 60  # GitHub's advice: allow for clock drift
 JWT_LIFETIME_S = 540  # exp = now + 540 = iat + 600, GitHub's maximum
-
-
-def basic_credential(token: str) -> str:
-    """base64 of `x-access-token:<token>`: the Basic credential git sends over HTTPS."""
-    return base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ errors); its failures become `hosts.errors` here.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -28,7 +29,6 @@ from pathlib import Path
 
 from hosts.errors import Conflict, Forbidden, HostError, HostUnavailable, NotFound
 from hosts.git import GitError, git_env, run_git_async
-from hosts.github.auth import basic_credential
 
 _BRANCH = re.compile(r"(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])")
 _REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "stale info", "[remote rejected]")
@@ -45,6 +45,15 @@ def auth_config(remote_url: str, token: str) -> list[tuple[str, str]]:
         (key, f"AUTHORIZATION: basic {basic_credential(token)}"),
         ("credential.helper", ""),
     ]
+
+
+def basic_credential(token: str) -> str:
+    """base64 of `x-access-token:<token>`: the Basic credential git sends over HTTPS.
+
+    Here rather than with the App's JWT (`hosts.github.auth`): a push needs no pyjwt or
+    cryptography, and the Action authenticates its git with it before anything else.
+    """
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
 
 
 def push_env(base: Mapping[str, str], remote_url: str, token: str) -> dict[str, str]:

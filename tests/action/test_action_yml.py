@@ -155,3 +155,44 @@ def test_every_action_used_is_pinned_to_a_major_version() -> None:
     for s in STEPS:
         if "uses" in s:
             assert re.fullmatch(r"actions/[a-z-]+@v\d+", s["uses"]), s["uses"]
+
+
+def test_the_install_removes_click_after_installing_pairbot() -> None:
+    install = next(s for s in STEPS if s.get("name") == "Install pairbot")
+    lines = [line.strip() for line in install["run"].splitlines() if line.strip()]
+    uninstall = '"$RUNNER_TEMP/pairbot-venv/bin/python" -m pip uninstall --quiet --yes click'
+    assert lines[-1] == uninstall
+    assert any("-m pip install" in line for line in lines[:-1])
+
+
+# What `pip uninstall click` leaves: `import click` fails. Everything the Action runs (the
+# entry, the GitHub host, the agent runtime) still imports, and httpx no longer loads its
+# command-line tool's packages.
+WITHOUT_CLICK = """
+import importlib.abc, json, sys
+
+class NoClick(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "click" or name.startswith("click."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoClick())
+import httpx
+extras = sorted(m for m in ("click", "rich", "pygments") if m in sys.modules)
+import action.__main__, hosts.github.host, app.runtime.rex, app.cycle.card_cycle
+print(json.dumps(extras))
+"""
+
+
+def test_without_click_the_action_imports_and_httpx_skips_its_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_CLICK],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -511,3 +511,89 @@ def test_lessons_travel_on_the_branch_and_nothing_else_under_lessons_does(world:
     into = world.dir("into")
     world.state(world.b, "host-b").pull(into)
     assert (into / ".pair" / "lessons" / "card-7-abc123.md").read_text().endswith("lesson\n")
+
+
+def counting_git(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put a `git` first on PATH that logs each invocation's subcommand, then runs the real one."""
+    import shutil
+
+    real = shutil.which("git")
+    assert real is not None
+    wrapper_dir = tmp / "counting-git"
+    wrapper_dir.mkdir()
+    log = tmp / "git-calls.log"
+    wrapper = wrapper_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {str(log)!r}\nexec {real!r} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper_dir}:{Path(real).parent}")
+    return log
+
+
+def subcommands(log: Path) -> list[str]:
+    """The git subcommand of each logged call (the word after the `-C`/`-c` options)."""
+    found = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        words = iter(line.split())
+        for word in words:
+            if word in ("-C", "-c"):
+                next(words, None)
+            else:
+                found.append(word)
+                break
+    return found
+
+
+def test_an_idle_run_spends_few_git_processes_and_leaves_the_branch_as_it_was(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = world.state(world.a, "ci:0")
+    lease = first.try_lock("run-0")
+    assert lease is not None
+    work = world.dir("work")
+    write_run_state(work, "b1", {"step": 1})
+    first.push(work, "state", lease)
+    assert first.release(lease) is True
+    before = git(world.origin, "rev-parse", "pair-state^{tree}").strip()
+
+    log = counting_git(world.tmp, monkeypatch)
+    branch = world.state(world.b, "ci:1")
+
+    async def act(save: Any) -> str:
+        return "nothing-ready"
+
+    assert asyncio.run(run_locked(branch, world.b.path, "run-1", act, str)) == "nothing-ready"
+    # Lock: fetch, rev-parse (tip and tree), ls-tree, hash-object, update-index, write-tree,
+    # commit-tree, push. The pull reads the journal (cat-file); the final push finds nothing
+    # changed; the unlock commits the tree the run locked (commit-tree, push).
+    assert subcommands(log) == [
+        "fetch",
+        "rev-parse",
+        "ls-tree",
+        "hash-object",
+        "update-index",
+        "write-tree",
+        "commit-tree",
+        "push",
+        "cat-file",
+        "hash-object",
+        "commit-tree",
+        "push",
+    ]
+    assert (world.b.path / ".pair/batches/b1/run/journal.jsonl").is_file()
+    assert git(world.origin, "rev-parse", "pair-state^{tree}").strip() == before
+
+
+def test_release_fetches_when_the_tip_it_last_saw_does_not_carry_its_lock(world: World) -> None:
+    # An object that never locked (no tip seen) and one whose tip predates the lock both fetch
+    # before deciding; neither takes the other's word for what the remote holds.
+    holder = world.state(world.a, "ci:a")
+    lease = holder.try_lock("run-a")
+    assert lease is not None
+    assert world.state(world.a, "ci:a").release(lease) is True
+    observer = world.state(world.b, "ci:a")
+    observer.pull(world.dir("seen"))  # the tip without a lock
+    lease = holder.try_lock("run-a2")
+    assert lease is not None
+    assert observer.release(lease) is True
+    assert LOCK_FILE not in world.origin_files()
+    world.assert_untouched()

@@ -15,7 +15,7 @@ from app.cycle.records import fold_cycle
 from app.cycle.state import dangling_step, park_status
 from app.domain.cycle_end import next_end_step
 from app.domain.explain import CardFacts, explain
-from app.engine.selection import Park
+from app.engine.runstate import Park
 from hosts.labels import PrState
 
 KEY = "card-7"

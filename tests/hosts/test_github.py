@@ -35,7 +35,7 @@ from hosts.errors import (
     RateLimited,
 )
 from hosts.github import ACTIONS_BOT, GitHubCredentials, GitHubHost, GitHubOptions
-from hosts.github.auth import basic_credential
+from hosts.github.push import basic_credential
 from hosts.github.transport import EdgeTransport
 from hosts.labels import PrState
 from hosts.markers import make_marker, render

@@ -9,6 +9,7 @@ Action ignores, and the CLI's `batch status`. benchmarks/action_startup.py measu
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,7 +52,8 @@ def test_importing_the_action_loads_no_host_engine_or_runtime() -> None:
     # The engine's manifest (yaml, its models), the card cycle and the state branch load when
     # a run takes the lock, not before the event is known to need them.
     # (app.runtime.adapters, the agents' table that validates the `agent` input, does load.)
-    assert under(modules, "yaml", "app.engine", "app.cycle", "app.runtime.launcher") == []
+    assert under(modules, "yaml", "app.cycle", "app.runtime.launcher") == []
+    assert under(modules, "app.engine") == ["app.engine", "app.engine.names"]  # the name rule
     assert under(modules, "app.runtime.rex", "hosts.github", "hosts.azure_devops") == []
     assert under(modules, "action.statebranch", "action.comments", "action.acks") == []
 
@@ -95,6 +97,54 @@ def test_batch_status_loads_no_host_runtime_or_journal_writer(tmp_path: Path) ->
         f"assert run(['batch', 'status', {BATCH!r}], os.environ) == 0\n"
     )
     modules = loaded_after(code, cwd=tmp_path)
-    assert "app.engine.runner" in modules  # it did run the status
+    assert "app.engine.status" in modules  # it did run the status
     assert under(modules, *HOST_SDKS, *RUNTIME, *WEB, *CLI_EXTRAS) == []
     assert under(modules, "app.runtime", "app.web", "hosts.github", "app.cycle.humans") == []
+    # Reading a plain batch's status needs neither the step machinery, nor the card cycle's
+    # status, nor an event loop.
+    assert under(modules, "app.engine.runner", "app.engine.step", "app.engine.instructions") == []
+    assert under(modules, "app.cycle.card_status", "app.cycle.state", "asyncio", "app.proc") == []
+
+
+def test_an_idle_scheduled_tick_builds_no_host_and_loads_no_manifest(tmp_path: Path) -> None:
+    # A real run on a real state branch: a bare origin, a checkout of it, a schedule event.
+    origin, workspace = tmp_path / "origin.git", tmp_path / "ws"
+    git_env = {"HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"]}
+
+    def git(*args: str, cwd: Path = tmp_path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=git_env, check=True, capture_output=True)
+
+    git("init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+    git("clone", "--quiet", str(origin), str(workspace))
+    (workspace / "README.md").write_text("project\n")
+    git("add", "README.md", cwd=workspace)
+    git("-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "i", cwd=workspace)
+    git("push", "--quiet", "origin", "HEAD:refs/heads/main", cwd=workspace)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"schedule": "*/5 * * * *"}))
+    env = {
+        **git_env,
+        "GITHUB_EVENT_NAME": "schedule",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "octo/hello",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_RUN_ID": "7",
+        "INPUT_GITHUB_TOKEN": "ghs_" + "x" * 36,
+    }
+    code = (
+        "import io, os\n"
+        f"os.environ.update({git_env!r})\n"
+        "from action.__main__ import main\n"
+        f"out = io.StringIO(); code = main({env!r}, out)\n"
+        "assert code == 0 and 'pairbot: nothing-ready' in out.getvalue(), out.getvalue()\n"
+    )
+    modules = loaded_after(code)
+    assert "action.statebranch" in modules  # it did take the lock
+    assert under(modules, *HOST_SDKS, *RUNTIME, *WEB, *CLI_EXTRAS, "cryptography", "yaml") == []
+    # No hosts are built and no manifest is read: the card cycle, the engine's step machinery
+    # and the manifest's models stay unloaded (the inputs' own pydantic model still loads).
+    assert under(modules, "app.cycle.card_cycle", "app.cycle.driver", "app.engine.step") == []
+    assert under(modules, "app.engine.manifest", "app.engine.runner", "app.runtime.launcher") == []
+    assert under(modules, "hosts.github.host", "hosts.github.auth", "hosts.azure_devops") == []

@@ -60,7 +60,7 @@ from pathlib import Path
 import httpx
 from multidict import CIMultiDict
 
-from hosts.github.auth import basic_credential
+from hosts.github.push import basic_credential
 from tests.support.fake_github import FakeClock, FakeGitHub, PullState
 from tests.support.git import GitError, git, git_env, run_git
 from tests.support.loopback import (

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.engine.selection import Park
+from app.engine.runstate import Park
 from app.store.base import JobRecord, NewJob
 from app.web.app import create_app
 from app.web.pages import html

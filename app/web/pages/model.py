@@ -22,7 +22,7 @@ from typing import Any, get_args
 from app.cycle.card_status import card_status
 from app.cycle.records import fold_cycle
 from app.domain.explain import CardFacts, NextStep, explain
-from app.engine.selection import Park
+from app.engine.runstate import Park
 from app.store.base import JobRecord
 from app.web.viewer import Viewer
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.engine.selection import Park
+from app.engine.runstate import Park
 from app.store.base import JobRecord
 from app.web.dashboard import BatchView, batches_of
 from app.web.pages.model import CardView, card_view, remote_card
@@ -45,7 +45,7 @@ class Local:
 
 
 def _cards(root: Path, label: str) -> list[LocalCard]:
-    from app.cycle.batch import card_of  # noqa: PLC0415  # the engine loads only here
+    from app.cycle.schedule import card_of  # noqa: PLC0415  # the engine loads only here
     from app.engine import jsonl  # noqa: PLC0415
     from app.engine.manifest import list_batches, load_project_config  # noqa: PLC0415
     from app.engine.runstate import RunLocus, read_parks  # noqa: PLC0415
