@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from app.domain.cohort import reduce_cohort
 from app.engine.runstate import Park
 from app.store.base import JobRecord, NewJob
 from app.web.app import create_app
@@ -434,3 +435,25 @@ def test_pages_for_cards_that_do_not_exist_answer_404(fake: AppGitHub, tmp_path:
     assert [r.status_code for r in missing] == [404, 404]
     assert "not one you can read" in missing[0].text
     assert batches.status_code == 200 and "No batches on this machine." in batches.text
+
+
+def test_the_cohort_counts_only_the_cards_the_viewer_can_read(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    with served(pages_app(fake, tmp_path, Viewer.reader_of("ada", ["octo/widget"]))) as app:
+        page = app.page("/")
+        cohort = app.page("/api/v1/cohort").json()["cohort"]
+    with served(pages_app(fake, tmp_path / "ops", Viewer.everyone(operator=True))) as app:
+        everyone = app.page("/api/v1/cohort").json()["cohort"]
+    # The reader's one card (card 7 of octo/widget, one fix round); the operator's two cards
+    # are two repositories' cards, never merged by number.
+    assert (cohort["cards"], everyone["cards"]) == (1, 2)
+    assert [c["card"] for c in cohort["perCard"]] == [7]
+    assert sorted(c["card"] for c in everyone["perCard"]) == [3, 7]
+    assert cohort["fixRounds"]["total"] == 1 and everyone["fixRounds"]["total"] == 2
+    assert 'id="cohort"' in page.text and "cards: 1" in page.text
+    assert "fix rounds: 1 in all" in page.text
+
+
+def test_no_cohort_section_without_a_card() -> None:
+    assert html.cohort_section(reduce_cohort([])) == ""

@@ -14,6 +14,7 @@ import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
+from app.domain.cohort import Cohort, render_cohort
 from app.store.base import DeliveryRecord, InstallationRecord
 from app.web.dashboard import BatchView
 from app.web.pages.model import TONE, CardView, JobView, Overview, Step, stamp
@@ -100,7 +101,17 @@ def _select(name: str, label: str, choices: Sequence[str], chosen: str) -> str:
     return f'<label>{e(label)} <select name="{e(name)}">{options}</select></label>'
 
 
-def overview_page(view: Overview, viewer: Viewer) -> str:
+def cohort_section(cohort: Cohort) -> str:
+    """How the cards the viewer can read are doing together (`pairbot report cohort`)."""
+    if not cohort.cards:
+        return ""
+    lines = render_cohort(cohort).splitlines()
+    items = "".join(f"<li>{e(line)}</li>" for line in lines)
+    heading = '<h2 id="cohort">Cohort</h2>'
+    return f'<section aria-labelledby="cohort">{heading}<ul>{items}</ul></section>'
+
+
+def overview_page(view: Overview, viewer: Viewer, cohort: Cohort | None = None) -> str:
     rows = []
     for card in view.cards:
         title = f"#{card.number}" + (f" {card.title}" if card.title else "")
@@ -147,7 +158,7 @@ def overview_page(view: Overview, viewer: Viewer) -> str:
         rows,
         "No cards to show." if not (view.repo or view.state) else "No card matches the filters.",
     )
-    body = f"<h1>Cards</h1>{form}{table}"
+    body = f"<h1>Cards</h1>{form}{table}" + (cohort_section(cohort) if cohort else "")
     if not view.cards and not (view.repo or view.state):
         # A fresh `--dev` demo has a plain batch and no card yet: say where the work is.
         body += (

@@ -3,6 +3,8 @@
     read_local(root, checkouts) -> Local   blocking file reads; call it from a worker thread
     card_views(local, jobs) -> list[CardView]   every card: local run-state first, then the
                                                  cards only the job queue knows
+    cohort_of_local(local, viewer, root_repo)    `pairbot report cohort` over the cards the
+                                                 viewer can read (each repository's own cards)
 
 The served project (`pairbot serve --dev`, or a worker's root) and each checkout under
 `PAIR_WORKER_CHECKOUTS` (`<owner>/<name>`) keep their batches under `.pair/batches`; a card
@@ -16,12 +18,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.engine.runstate import Park
 from app.store.base import JobRecord
 from app.web.dashboard import BatchView, batches_of
 from app.web.pages.model import CardView, card_view, remote_card
+from app.web.viewer import Viewer
+
+if TYPE_CHECKING:
+    from app.domain.cohort import Cohort
 
 
 @dataclass(frozen=True)
@@ -122,3 +128,19 @@ def card_views(local: Local, jobs: Sequence[JobRecord], root_repo: str) -> list[
         shown.add((repo.lower(), number))
     views += [remote_card(j) for k, j in newest.items() if k not in shown]
     return views
+
+
+def cohort_of_local(local: Local, viewer: Viewer, root_repo: str) -> Cohort:
+    """The cohort report over the local cards `viewer` can read. Each card batch is one card:
+    two repositories' card #1 are two cards (unlike `cohort_of`, which merges one project's
+    checkouts by card number)."""
+    from app.cycle.cohort import card_figures  # noqa: PLC0415  # the engine loads only here
+    from app.cycle.schedule import card_of  # noqa: PLC0415
+    from app.domain.cohort import reduce_cohort  # noqa: PLC0415
+
+    figures = []
+    for card in local.cards:
+        number = card_of(card.key)
+        if number is not None and viewer.can_read(card.checkout or root_repo):
+            figures.append(card_figures(number, card.records))
+    return reduce_cohort(figures)

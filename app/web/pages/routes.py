@@ -7,6 +7,7 @@
     POST /jobs/{id}/retry               operators only: queue a failed job again
     GET  /api/v1/cards[/{repo}/{n}]     the same view-model as JSON
     GET  /api/v1/batches, /api/v1/jobs
+    GET  /api/v1/cohort                 `pairbot report cohort --json` over the readable cards
     GET  /static/…                      the stylesheet and the script
 
 Every route asks `viewer_of(request)` who is looking and shows only the repositories that
@@ -28,11 +29,12 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from app.domain.cohort import Cohort
 from app.store.base import Store
 from app.web.dashboard import BatchView
 from app.web.pages import html
 from app.web.pages.model import CardView, job_views, overview
-from app.web.pages.read import Local, card_views
+from app.web.pages.read import Local, card_views, cohort_of_local
 from app.web.viewer import Viewer, viewer_of
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -90,10 +92,13 @@ class Pages:
 
     # -- pages ------------------------------------------------------------------------------
 
+    async def _cohort(self, viewer: Viewer) -> Cohort:
+        return cohort_of_local(await self._local(), viewer, self.root_repo)
+
     async def overview_page(self, request: Request) -> Response:
         viewer = viewer_of(request)
         view = overview(await self._cards(), viewer, **_filters(request))
-        return _page(html.overview_page(view, viewer))
+        return _page(html.overview_page(view, viewer, await self._cohort(viewer)))
 
     async def card_page(self, request: Request) -> Response:
         card = await self._card(request)
@@ -161,6 +166,9 @@ class Pages:
             return JSONResponse({"error": "no such card you can read"}, status_code=404)
         return _json({"card": card.to_json(detail=True)})
 
+    async def api_cohort(self, request: Request) -> Response:
+        return _json({"cohort": (await self._cohort(viewer_of(request))).to_json()})
+
     async def api_batches(self, request: Request) -> Response:
         batches = self._batches(await self._local(), viewer_of(request))
         return _json({"batches": [asdict(b) for b in batches]})
@@ -186,6 +194,7 @@ class Pages:
             Route("/api/v1/cards", self.api_cards, methods=["GET"]),
             Route("/api/v1" + card, self.api_card, methods=["GET"]),
             Route("/api/v1/batches", self.api_batches, methods=["GET"]),
+            Route("/api/v1/cohort", self.api_cohort, methods=["GET"]),
             Route("/api/v1/jobs", self.api_jobs, methods=["GET"]),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ]
