@@ -64,6 +64,7 @@ from benchmarks.webhook_load import (
     Connection,
     Measured,
     cpu_seconds,
+    fixed_rate,
     server_options,
 )
 
@@ -294,35 +295,6 @@ async def closed_loop(
     return Measured(len(latencies), seconds, tuple(latencies), failures)
 
 
-async def fixed_rate(ports: Sequence[int], requests: Sequence[bytes], rate: float) -> Measured:
-    """Open loop over `CONCURRENCY` connections spread over `ports`: request i is due at
-    start + i / rate, and its latency counts from when it was due (a late send counts)."""
-    pool: asyncio.Queue[Connection] = asyncio.Queue()
-    for i in range(CONCURRENCY):
-        pool.put_nowait(await Connection.open(ports[i % len(ports)]))
-    latencies: list[float] = []
-    failures = 0
-    start = time.perf_counter() + 0.05
-
-    async def one(index: int, request: bytes) -> None:
-        nonlocal failures
-        due = start + index / rate
-        await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        connection = await pool.get()
-        try:
-            status = await connection.send(request)
-        finally:
-            pool.put_nowait(connection)
-        latencies.append((time.perf_counter() - due) * 1000)
-        failures += not 200 <= status < 300
-
-    await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
-    seconds = time.perf_counter() - start
-    while not pool.empty():
-        await pool.get_nowait().close()
-    return Measured(len(latencies), seconds, tuple(latencies), failures)
-
-
 @dataclass(frozen=True)
 class Run:
     """One measured run: the load's figures, and the CPU of the servers measured."""
@@ -352,7 +324,7 @@ async def measure(
     if rate is None:
         load = await closed_loop(ports, requests, CONCURRENCY)
     else:
-        load = await fixed_rate(ports, requests, rate)
+        load = await fixed_rate(ports, requests, rate, CONCURRENCY)
     cpu_s = meter.used()
     if open_jobs is None:
         return Run(load, cpu_s)

@@ -411,12 +411,14 @@ async def max_rate(port: int, requests: Sequence[bytes], concurrency: int) -> Me
 
 
 async def fixed_rate(
-    port: int, requests: Sequence[bytes], rate: float, connections: int = 16
+    port: int | Sequence[int], requests: Sequence[bytes], rate: float, connections: int = 16
 ) -> Measured:
-    """Open loop: request i is due at start + i / rate; latency counts from when it was due."""
+    """Open loop: request i is due at start + i / rate; latency counts from when it was due (a
+    late send counts). Several ports: the connections are spread over them (replicas)."""
+    ports = [port] if isinstance(port, int) else list(port)
     pool: asyncio.Queue[Connection] = asyncio.Queue()
-    for _ in range(connections):
-        pool.put_nowait(await Connection.open(port))
+    for i in range(connections):
+        pool.put_nowait(await Connection.open(ports[i % len(ports)]))
     latencies: list[float] = []
     failures = 0
     start = time.perf_counter() + 0.05
