@@ -102,6 +102,56 @@ from app.engine.workvet import WorkVet, WorkVetRequest
 from app.settings import AgentChoice, ResolvedSettings, resolve_settings
 
 
+@dataclass(frozen=True)
+class _Earlier:
+    """What earlier reviews of the change reported: the last review's active finding ids,
+    every id any review reported, and each id's last reported severity."""
+
+    active: list[str]
+    known: set[str]
+    severities: dict[str, str | None]
+
+
+def _earlier_findings(history: KeyHistory) -> _Earlier:
+    active: list[str] = []
+    known: set[str] = set()
+    severities: dict[str, str | None] = {}
+    for accepted in history.accepted:
+        if accepted.transition == "verify" and accepted.findings:
+            reported = accepted.findings.get("findings", [])
+            known.update(str(f.get("id")) for f in reported)
+            severities.update({str(f.get("id")): f.get("severity") for f in reported})
+            active = [
+                str(f.get("id"))
+                for f in reported
+                if f.get("transition", "open") in ("open", "human")
+            ]
+    return _Earlier(active, known, severities)
+
+
+def _read_review(
+    entries: Sequence[JournalEntry],
+) -> tuple[Verdict | None, list[str], FindingsReport | None, Mapping[str, Any] | None]:
+    """A reviewer's completion: a verdict line's verdict, or its findings file validated (the
+    problem when it does not validate), and the findings as reported."""
+    completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
+    if completion is None:
+        return None, [], None, None
+    if completion.findings is None:
+        return verdict_from_message(completion.message), [], None, None
+    try:
+        report = FindingsReport.model_validate(completion.findings)
+    except ValidationError as err:
+        return None, [f"findings do not validate: {err.errors()[0]['msg']}"], None, None
+    return verdict_from_findings(report), [], report, completion.findings
+
+
+def _judged(report: FindingsReport, earlier: _Earlier, floor: Severity) -> list[str]:
+    """The rules every review's findings answer to, a panel reviewer's too: blocking against
+    the severity floor, and no severity changed without evidence."""
+    return [*floor_problems(report, floor), *severity_problems(earlier.severities, report)]
+
+
 def _verify_verdict(
     entries: Sequence[JournalEntry],
     history: KeyHistory,
@@ -111,34 +161,15 @@ def _verify_verdict(
     """The verify verdict from the completion, and every problem with its findings: ids
     (dropped, invented), blocking against the severity floor, a severity changed without
     evidence. Any problem fails the verification closed."""
-    completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
-    if completion is None:
-        return None, [], None
-    if completion.findings is None:
-        return verdict_from_message(completion.message), [], None
-    try:
-        report = FindingsReport.model_validate(completion.findings)
-    except ValidationError as err:
-        return None, [f"findings do not validate: {err.errors()[0]['msg']}"], None
-    earlier: list[str] = []
-    known: set[str] = set()
-    severities: dict[str, str | None] = {}  # each id's last reported severity
-    for accepted in history.accepted:
-        if accepted.transition == "verify" and accepted.findings:
-            reported = accepted.findings.get("findings", [])
-            known.update(str(f.get("id")) for f in reported)
-            severities.update({str(f.get("id")): f.get("severity") for f in reported})
-            earlier = [
-                str(f.get("id"))
-                for f in reported
-                if f.get("transition", "open") in ("open", "human")
-            ]
+    verdict, problems, report, reported = _read_review(entries)
+    if report is None:
+        return verdict, problems, None
+    earlier = _earlier_findings(history)
     problems = [
-        *finding_id_problems(earlier, report, review_round, known),
-        *floor_problems(report, floor),
-        *severity_problems(severities, report),
+        *finding_id_problems(earlier.active, report, review_round, earlier.known),
+        *_judged(report, earlier, floor),
     ]
-    return verdict_from_findings(report), problems, completion.findings
+    return verdict, problems, reported
 
 
 @dataclass(frozen=True)
@@ -153,49 +184,33 @@ class _PanelReview:
     findings: Mapping[str, Any] | None
 
 
-def _earlier_ids(history: KeyHistory) -> tuple[list[str], set[str]]:
-    """The last review's active finding ids, and every id any review reported."""
-    earlier: list[str] = []
-    known: set[str] = set()
-    for accepted in history.accepted:
-        if accepted.transition == "verify" and accepted.findings:
-            reported = accepted.findings.get("findings", [])
-            known.update(str(f.get("id")) for f in reported)
-            earlier = [
-                str(f.get("id"))
-                for f in reported
-                if f.get("transition", "open") in ("open", "human")
-            ]
-    return earlier, known
-
-
 def _reviewer_verdict(
     entries: Sequence[JournalEntry],
     slug: str,
     slugs: Sequence[str],
     history: KeyHistory,
     review_round: int,
+    *,
+    floor: Severity = DEFAULT_FLOOR,
 ) -> tuple[Verdict | None, list[str], FindingsReport | None]:
-    """One panel reviewer's verdict, its id problems, and its report (None: a verdict line)."""
-    completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
-    if completion is None:
-        return None, [], None
-    if completion.findings is None:
-        return verdict_from_message(completion.message), [], None
-    try:
-        report = FindingsReport.model_validate(completion.findings)
-    except ValidationError as err:
-        return None, [f"findings do not validate: {err.errors()[0]['msg']}"], None
-    earlier, known = _earlier_ids(history)
-    problems = panel_id_problems(
-        slug,
-        slugs,
-        earlier_active=earlier,
-        report=report,
-        round_no=review_round,
-        earlier_known=sorted(known),
-    )
-    return verdict_from_findings(report), problems, report
+    """One panel reviewer's verdict, its problems (ids by the panel's rules, the floor,
+    severity evidence), and its report (None: a verdict line)."""
+    verdict, problems, report, _reported = _read_review(entries)
+    if report is None:
+        return verdict, problems, None
+    earlier = _earlier_findings(history)
+    problems = [
+        *panel_id_problems(
+            slug,
+            slugs,
+            earlier_active=earlier.active,
+            report=report,
+            round_no=review_round,
+            earlier_known=sorted(earlier.known),
+        ),
+        *_judged(report, earlier, floor),
+    ]
+    return verdict, problems, report
 
 
 def _add_usage(total: AgentUsage, more: AgentUsage) -> AgentUsage:
@@ -250,7 +265,7 @@ async def _panel_review(
         session = dataclasses.replace(session, settings=session.settings or settings)
         total = session.usage if total is None else _add_usage(total, session.usage)
         verdict, problems, report = _reviewer_verdict(
-            session.entries, slug, slugs, history, review_round
+            session.entries, slug, slugs, history, review_round, floor=ctx.severity_floor
         )
         if verdict is None or problems or session.exit_code not in (0, None):
             named = [f"reviewer {slug}: {problem}" for problem in problems]
