@@ -174,16 +174,21 @@ def record_lesson(
 
 def read_lessons(root: Path) -> list[Lesson]:
     """Every readable lesson under `root`'s `.pair/lessons/` (others are skipped)."""
+    return list(_read_named(root).values())
+
+
+def _read_named(root: Path) -> dict[str, Lesson]:
+    """`read_lessons`, keyed by file name."""
     directory = root / LESSON_DIR
     if not directory.is_dir():
-        return []
-    found: list[Lesson] = []
+        return {}
+    found: dict[str, Lesson] = {}
     for path in sorted(directory.glob("card-*.md")):
         if not path.is_file() or path.stat().st_size > _MAX_FILE_BYTES:
             continue
         lesson = parse_lesson(path.read_text(encoding="utf-8", errors="replace"))
         if lesson is not None:
-            found.append(lesson)
+            found[path.name] = lesson
     return found
 
 
@@ -199,12 +204,13 @@ def lessons_for_proposal(
     """The lessons a proposal for `key` receives (see the module docstring)."""
     if config.where == "off":
         return ()
-    lessons = read_lessons(root)
+    named = _read_named(root)
     if tree.resolve() != root.resolve():
-        # The base branch's merged lessons, committed in the card's checkout; a file the
-        # run-state also holds is the same lesson, read once.
-        known = {lesson.name for lesson in lessons}
-        lessons += [lesson for lesson in read_lessons(tree) if lesson.name not in known]
+        # The base branch's merged lessons, committed in the card's checkout; a file name
+        # the run-state also holds is the same lesson, read once (the run-state's copy).
+        for name, lesson in _read_named(tree).items():
+            named.setdefault(name, lesson)
+    lessons = list(named.values())
     if not lessons:
         return ()
     files = mentioned_paths(card_text)
