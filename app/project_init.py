@@ -40,7 +40,8 @@ PYTEST = f"pytest -q --junitxml={JUNIT}"
 
 # pairbot's own state under .pair/: the run-state of every batch, card batches (kept with the
 # run-state, never on the default branch), finished cards' lessons (kept with the run-state
-# too), the local forge, the App's store, test reports.
+# too; `lessons.where: default-branch` force-adds each one on its own reviewed PR, and a
+# tracked file is read whatever this says), the local forge, the App's store, test reports.
 IGNORED = """\
 # pairbot's own state: written by runs, never committed
 batches/card-*/

@@ -44,7 +44,13 @@ from app.cycle import snapshot
 from app.cycle import worktree as wt
 from app.cycle.batch import card_branch, write_manifest
 from app.cycle.evidence import evidence_quotes, read_head_evidence, recorded_evidence
-from app.cycle.lessons import changed_files, lessons_for_proposal, record_lesson
+from app.cycle.lessons import (
+    changed_files,
+    distill_lesson,
+    lessons_for_proposal,
+    open_lesson_pull,
+    record_lesson,
+)
 from app.cycle.records import CycleRecord
 from app.cycle.report import (
     act_on_decision,
@@ -96,7 +102,7 @@ from app.engine.transition import Derivation, Transition, derive_change, read_ch
 from app.errors import BatchLockedError, CommandNotRun, UserError
 from app.settings import resolve_settings
 from hosts.cardhash import card_hash
-from hosts.errors import NotFound
+from hosts.errors import HostError, NotFound
 from hosts.labels import PrState
 from hosts.models import Pull, Target
 
@@ -373,7 +379,7 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         if closed:
             message += f"; {closed}"
         if rec.pushed is not None:  # abandoned after work: what it struggled with is a lesson
-            await asyncio.to_thread(_bookkeep, state, "abandoned", state.env.root, rec.pushed)
+            await _bookkeep(state, "abandoned", state.env.root, rec.pushed)
         result = StepResult("nothing-ready", key, "", message=message)
         return await publish_status(state, result, PrState.ABANDONED, None)
     park = state.parks.get(key)
@@ -665,18 +671,28 @@ async def _cycle_end(
         return await _transition(state, held, tree, base, "verify", delta=decision.reason)
     step = await act_on_decision(state, decision, pull, card, derived)
     if step.status == PrState.MERGED.value.removeprefix("pr-state:") and rec.reviewed_head:
-        await asyncio.to_thread(_bookkeep, state, "merged", tree.path, rec.reviewed_head)
+        await _bookkeep(state, "merged", tree.path, rec.reviewed_head)
     return step
 
 
-def _bookkeep(
+async def _bookkeep(
     state: CardState, ending: Literal["merged", "abandoned"], repo: Path, head: str
 ) -> None:
     """The bookkeeper: the finished cycle's lesson, from its journal as it now stands, naming
-    the files `head` changed. A lesson is an aid, never part of the card's outcome: one that
-    cannot be written is logged for the operator and the step goes on."""
-    if state.project.lessons.where == "off":
-        return
+    the files `head` changed — written beside the run-state, or proposed to the base branch
+    through a PR of its own (`lessons.where`). A lesson is an aid, never part of the card's
+    outcome: one that cannot be written or proposed is logged for the operator (and a PR
+    that cannot be opened journaled as `lesson-pr-failed`), and the step goes on."""
+    where = state.project.lessons.where
+    if where == "state-branch":
+        await asyncio.to_thread(_write_lesson, state, ending, repo, head)
+    elif where == "default-branch":
+        await _propose_lesson(state, ending, repo, head)
+
+
+def _write_lesson(
+    state: CardState, ending: Literal["merged", "abandoned"], repo: Path, head: str
+) -> None:
     try:
         base = state.env.base_branch or wt.current_branch(state.env.root)
         record_lesson(
@@ -691,6 +707,52 @@ def _bookkeep(
         )
     except (OSError, wt.WorktreeError) as err:
         log.warning("card #%s: its lesson was not written: %s", state.card, err)
+
+
+def _lesson_pr_recorded(records: list[Any], key: str, run: str | None) -> bool:
+    return any(
+        r.get("kind") == "cycle"
+        and r.get("key") == key
+        and isinstance(r.get("data"), dict)
+        and r["data"].get("event") == "lesson-pr"
+        and r["data"].get("run") == run
+        for r in records
+    )
+
+
+async def _propose_lesson(
+    state: CardState, ending: Literal["merged", "abandoned"], repo: Path, head: str
+) -> None:
+    """The lesson on its own branch and PR to the base branch, once per run: a `lesson-pr`
+    entry in the journal says it is open, and a later step of the card skips it."""
+    run = state.rec.run_id
+    records = await asyncio.to_thread(jsonl.read_records, state.locus.journal)
+    if _lesson_pr_recorded(records, state.key, run):
+        return
+    try:
+        base = state.env.base_branch or wt.current_branch(state.env.root)
+        # The files first: preparing the lesson's branch fetches the base, which now holds
+        # the card's own merged work.
+        files = await asyncio.to_thread(changed_files, repo, base, head)
+        lesson = distill_lesson(
+            state.project.lessons,
+            records,
+            card=state.card,
+            key=state.key,
+            run=run,
+            ending=ending,
+            files=files,
+        )
+        if lesson is None:
+            return
+        pull = await open_lesson_pull(
+            state.pub.code, state.env.root, lesson, base, state.env.remote
+        )
+    except (OSError, wt.WorktreeError, HostError) as err:
+        log.warning("card #%s: its lesson's PR was not opened: %s", state.card, err)
+        state.pub.record("lesson-pr-failed", run=run, reason=one_line(str(err), 300))
+        return
+    state.pub.record("lesson-pr", run=run, number=pull.number, url=pull.url)
 
 
 # ---------------------------------------------------------------- the schedule

@@ -130,10 +130,11 @@ class LessonsConfig(StrictModel):
     proposal on the same files is given.
 
     `state-branch` (the default) keeps lessons with the run-state (`.pair/lessons/` in the
-    checkout that holds it); `off` writes none and gives none.
+    checkout that holds it); `default-branch` proposes each one through a PR of its own to the
+    base branch (read once merged); `off` writes none and gives none.
     """
 
-    where: Literal["state-branch", "off"] = "state-branch"
+    where: Literal["state-branch", "default-branch", "off"] = "state-branch"
     budget_bytes: Annotated[int, Field(strict=True, ge=256, le=65_536)] = 4_000
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from app.cycle.lessons import (
     changed_files,
+    commit_lesson,
     cycle_records,
     lessons_for_proposal,
     read_lessons,
@@ -143,3 +145,38 @@ def test_instructions_quote_each_lesson_in_a_fence_it_cannot_close() -> None:
     assert "Lesson from card #3, 2026-11-02 (merged; its files: a.py):" in text
     assert "`````text\n" in text  # longer than the four backticks inside
     assert "hidden" not in text
+
+
+def test_a_proposal_reads_the_run_states_lessons_and_the_checkouts_committed_ones(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    both = Lesson(card=1, run="r", ending="merged", date="2026-01-01", files=("a.py",), body="S")
+    write(state, both.name, render_lesson(both))
+    # The same file name committed in the checkout: one lesson, not two.
+    write(tree, both.name, render_lesson(dataclasses.replace(both, body="T")))
+    merged = Lesson(card=2, run="r", ending="merged", date="2026-01-02", files=("a.py",), body="M")
+    write(tree, merged.name, render_lesson(merged))
+    found = lessons_for_proposal(
+        state, ON, card_text="Fix a.py", tree=tree, key="card-9", base="main"
+    )
+    assert sorted((lesson.card, lesson.body) for lesson in found) == [(1, "S"), (2, "M")]
+
+
+def test_commit_lesson_commits_the_file_once_on_its_own_branch(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo, {"README.md": "# x\n", ".pair/.gitignore": "lessons/\n"})
+    lesson = Lesson(card=3, run="r1", ending="merged", date="2026-01-01", files=("a.py",))
+    branch = commit_lesson(repo, lesson, "main", remote="origin")
+    assert branch == "pair/lessons/card-3-r1"
+    shown = git(repo, "show", f"{branch}:.pair/lessons/card-3-r1.md")  # despite .gitignore
+    assert shown == render_lesson(lesson).strip()
+    listed = git(repo, "diff", "--name-only", f"main...{branch}")
+    assert listed.split() == [".pair/lessons/card-3-r1.md"]
+    tip = git(repo, "rev-parse", branch)
+    assert commit_lesson(repo, lesson, "main", remote="origin") == branch
+    assert git(repo, "rev-parse", branch) == tip  # an earlier attempt's commit is kept
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"  # the checkout is left alone

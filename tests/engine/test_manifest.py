@@ -490,8 +490,8 @@ def test_budgets_and_fallback_lists_load(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         pytest.param(
-            "lessons: {where: default-branch}\n",
-            "lessons.where: Input should be 'state-branch' or 'off'",
+            "lessons: {where: main}\n",
+            "lessons.where: Input should be 'state-branch', 'default-branch' or 'off'",
             id="lessons-where",
         ),
         pytest.param(
@@ -515,6 +515,8 @@ def test_lessons_default_to_the_state_branch(tmp_path: Path) -> None:
     (tmp_path / ".pair").mkdir()
     config = load_project_config(tmp_path)
     assert (config.lessons.where, config.lessons.budget_bytes) == ("state-branch", 4_000)
+    (tmp_path / ".pair" / "config.yaml").write_text("lessons: {where: default-branch}\n")
+    assert load_project_config(tmp_path).lessons.where == "default-branch"
 
 
 def test_review_section_loads_a_panel_with_models_and_fallbacks(tmp_path: Path) -> None:
