@@ -2,11 +2,13 @@
 
     <run dir>/live/<session>.log     the lines the engine printed for that agent session
 
-While an agent step runs, every line the launcher renders (and the engine's own `pairbot: …`
-notes) is also appended here, line-buffered, so a status page polling the run-state sees the
-output as it comes. The file is bounded: past `LIMIT_BYTES` one `TRUNCATED` line ends it and
-nothing more is written. Writing is best effort: a full disk or a vanished directory stops the
-log, never the step.
+While an agent step runs, every line the launcher passes on (the agent's rendered output and
+the launcher's own notes) is also appended here, line-buffered, so a status page polling the
+run-state sees the output as it comes. The file is bounded: past `LIMIT_BYTES` one `TRUNCATED`
+line ends it and nothing more is written. The values of the step's credentials (`hide`: the
+environment's tokens and model keys) are replaced by `***` in every line, since a card page is
+shown to everyone who can read the repository. Writing is best effort: a full disk or a
+vanished directory stops the log, never the step.
 
 A run directory keeps one live log: a new session removes the earlier sessions' logs when it
 opens its own, so the last step's output stays readable after it ended (for a batch, or a
@@ -18,13 +20,15 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["LIMIT_BYTES", "TRUNCATED", "LiveLog", "live_dir", "read_tail"]
+__all__ = ["LIMIT_BYTES", "REDACTED", "TRUNCATED", "LiveLog", "live_dir", "read_tail"]
 
 LIMIT_BYTES = 256 * 1024
 TRUNCATED = "… output truncated"
+REDACTED = "***"
 # Room kept for the truncation line itself, so the file never passes the limit.
 _RESERVE = len((TRUNCATED + "\n").encode())
 
@@ -40,11 +44,20 @@ class LiveLog:
     `line(text)` is an engine line sink. `open()` may be skipped: the first line opens the file.
     """
 
-    def __init__(self, run_dir: Path, session: str, *, limit: int = LIMIT_BYTES) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        session: str,
+        *,
+        limit: int = LIMIT_BYTES,
+        hide: Sequence[str] = (),
+    ) -> None:
         if limit <= _RESERVE:
             raise ValueError(f"a live log limit must exceed {_RESERVE} bytes, got {limit}")
         self.path = live_dir(run_dir) / f"{session}.log"
         self._limit = limit
+        # Replaced by `***` in every line: longest first, so a value containing another goes whole.
+        self._hide = tuple(sorted({h for h in hide if h}, key=len, reverse=True))
         self._written = 0
         self._stream: TextIO | None = None
         self._stopped = False
@@ -69,6 +82,8 @@ class LiveLog:
             self.open()
         if self._stream is None:
             return
+        for secret in self._hide:
+            text = text.replace(secret, REDACTED)
         data = text.rstrip("\r\n") + "\n"
         size = len(data.encode("utf-8", errors="replace"))
         try:

@@ -53,7 +53,7 @@ from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import Park, RunLocus, read_parks, write_parks
 from app.engine.work import WorkTree
 from app.engine.workvet import WorkVetFactory
-from app.proc import START_FAILURE_EXIT_CODE
+from app.proc import START_FAILURE_EXIT_CODE, credential_values
 from app.settings import AgentChoice, AgentStage, ResolvedSettings
 
 COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
@@ -447,7 +447,7 @@ async def _spawn_once(
         writable=(locus.journal,),  # `pairbot batch report` appends there
     )
     # The rendered output also goes to the batch's live log, for the card page to show.
-    live = LiveLog(locus.directory, session)
+    live = LiveLog(locus.directory, session, hide=credential_values(deps.env))
     live.open()
 
     def both(line: str) -> None:

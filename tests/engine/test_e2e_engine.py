@@ -337,6 +337,8 @@ def test_a_running_steps_output_is_in_its_live_log_while_and_after_it_runs(
     assert done and done[0].state == "advanced"
     # Kept after the step ended; the next step's log replaces it.
     assert session in read_tail(project.run_dir)
-    assert apply_once(project).state == "advanced"
-    (latest,) = read_tail(project.run_dir)
+    # A credential's value never reaches the live log (here one the agent happens to print).
+    assert apply_once(project, env={"SCRIPT_API_KEY": "apply alpha"}).state == "advanced"
+    ((latest, lines),) = read_tail(project.run_dir).items()
     assert latest != session and latest == project.journal()[-1]["session"]
+    assert "scripted agent: ok ***" in lines and not any("apply alpha" in x for x in lines)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.livelog import LIMIT_BYTES, TRUNCATED, LiveLog, live_dir, read_tail
+from app.engine.livelog import LIMIT_BYTES, REDACTED, TRUNCATED, LiveLog, live_dir, read_tail
+from app.proc import credential_values
 
 
 def test_lines_are_appended_as_they_come_and_read_back_by_session(tmp_path: Path) -> None:
@@ -74,3 +75,21 @@ def test_a_full_disk_stops_the_log_not_the_step(tmp_path: Path) -> None:
 def test_a_bound_too_small_for_the_truncation_line_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must exceed"):
         LiveLog(tmp_path, "s1", limit=10)
+
+
+def test_credential_values_are_hidden_in_every_line(tmp_path: Path) -> None:
+    key = "sk-ant-0123456789"
+    env = {"ANTHROPIC_API_KEY": key, "GITHUB_TOKEN": "ghs_abcdefgh", "HOME": "/home/runner/x"}
+    hide = credential_values(env)
+    assert set(hide) == {key, "ghs_abcdefgh"}  # HOME is no credential
+    log = LiveLog(tmp_path, "s1", hide=hide)
+    log.line(f"$ env | grep KEY\nANTHROPIC_API_KEY={key} and ghs_abcdefgh in /home/runner/x")
+    log.close()
+    assert read_tail(tmp_path)["s1"] == (
+        "$ env | grep KEY",
+        f"ANTHROPIC_API_KEY={REDACTED} and {REDACTED} in /home/runner/x",
+    )
+
+
+def test_short_or_empty_values_are_not_credentials_to_scrub() -> None:
+    assert credential_values({"API_KEY": "", "MY_PAT": "short", "INPUT_MODE": "implement"}) == ()
