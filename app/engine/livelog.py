@@ -70,7 +70,8 @@ class LiveLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             for old in self.path.parent.glob("*.log"):
                 if old != self.path:
-                    old.unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):  # an old log that stays does no harm
+                        old.unlink(missing_ok=True)
             # Line-buffered: each line reaches the file as it is written, for a reader polling it.
             self._stream = self.path.open("a", encoding="utf-8", errors="replace", buffering=1)
         except OSError:
@@ -112,12 +113,7 @@ def read_tail(run_dir: Path, lines: int = 200) -> dict[str, tuple[str, ...]]:
     """The last `lines` lines of each live log under `run_dir`, by session; {} when none can be
     read. Reads at most the log's bound, so a poll costs little however long the step runs."""
     found: dict[str, tuple[str, ...]] = {}
-    directory = live_dir(run_dir)
-    try:
-        logs = sorted(directory.glob("*.log"))
-    except OSError:
-        return found
-    for log in logs:
+    for log in sorted(live_dir(run_dir).glob("*.log")):
         try:
             with log.open("rb") as stream:
                 stream.seek(0, 2)

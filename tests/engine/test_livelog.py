@@ -60,6 +60,13 @@ def test_an_unwritable_run_directory_stops_the_log_not_the_step(tmp_path: Path) 
     log.close()
     assert read_tail(blocker) == {}
     assert read_tail(tmp_path / "missing") == {}
+    (live_dir(tmp_path) / "odd.log").mkdir(parents=True)  # unreadable as a log: skipped
+    log = LiveLog(tmp_path, "s2")
+    log.line("kept")
+    log.open()  # already open: nothing changes
+    log.line("still kept")
+    log.close()
+    assert read_tail(tmp_path) == {"s2": ("kept", "still kept")}
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
