@@ -9,6 +9,7 @@ depending on each other.
     signal_name               asyncio's negative return code → "SIGTERM"
     read_into                 drain a pipe into a buffer, keeping what arrived so far
     agent_environment         a child's environment: forge and App secrets stripped
+    credential_values         the credential values of an environment, to scrub from output
 """
 
 from __future__ import annotations
@@ -79,6 +80,23 @@ _SECRET_NAME = re.compile(
 _AGENT_CREDENTIAL = re.compile(
     r"^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|CURSOR_|OPENCODE_|OPENROUTER_)"
 )
+
+
+# Names whose values are credentials to keep out of anything pairbot shows (an agent's output
+# on the status pages): the forge's, and the agents' own model keys passed through above.
+_CREDENTIAL_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PRIVATE_KEY|API_KEY|(?:^|_)KEY$|(?:^|_)PAT$")
+# Shorter values are too likely to be ordinary words to replace wherever they appear.
+_CREDENTIAL_MIN_LEN = 8
+
+
+def credential_values(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The values in `env` that are credentials by their names, longest first (for scrubbing)."""
+    found = {
+        value
+        for name, value in env.items()
+        if _CREDENTIAL_NAME.search(name.upper()) and len(value.strip()) >= _CREDENTIAL_MIN_LEN
+    }
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:

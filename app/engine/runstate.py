@@ -2,6 +2,7 @@
 
     .pair/batches/<batch>/run/      journal.jsonl, state.json, step.lock     (batch steps)
     .pair/changes/<change>/.run/    journal.jsonl, state.json                (headless verbs)
+    <either>/live/<session>.log     the last agent step's output (app.engine.livelog)
 
 `state.json` holds only the parked steps (blocked, needs-input, awaiting-approval, and
 awaiting-human after a budget was exceeded); it is

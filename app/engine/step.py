@@ -5,7 +5,9 @@ The step kinds (change steps in `runner`, the phase-scoped ones in `phase_steps`
 through `spawn_agent`, which journals `step-started`, hands the stage to the injected
 `AgentLauncher` (app/engine/agent.py; the surfaces pass app/runtime's) and reads back only that
 session's reports, and all finish through `record_outcome`, which writes the park before the
-outcome.
+outcome. While the agent runs, its rendered lines go to `EngineDeps.on_line` and to the run
+directory's live log (`app.engine.livelog`, `<run dir>/live/<session>.log`), which the card page
+shows.
 
 Failover: when the stage's agent names a fallback (`agent: [claude, codex]`) and the run failed
 on a recognised quota, auth or crash signature (`app.domain.agent_failures`, the one table),
@@ -46,11 +48,12 @@ from app.engine.agent import (
 )
 from app.engine.boundary import PrGroupBoundary
 from app.engine.journal import JournalEntry, append_entry, read_journal, session_entries
+from app.engine.livelog import LiveLog
 from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import Park, RunLocus, read_parks, write_parks
 from app.engine.work import WorkTree
 from app.engine.workvet import WorkVetFactory
-from app.proc import START_FAILURE_EXIT_CODE
+from app.proc import START_FAILURE_EXIT_CODE, credential_values
 from app.settings import AgentChoice, AgentStage, ResolvedSettings
 
 COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
@@ -443,7 +446,18 @@ async def _spawn_once(
         pair_env=pair_env,
         writable=(locus.journal,),  # `pairbot batch report` appends there
     )
-    result = await deps.launcher.launch(launch, deps.on_line)
+    # The rendered output also goes to the batch's live log, for the card page to show.
+    live = LiveLog(locus.directory, session, hide=credential_values(deps.env))
+    live.open()
+
+    def both(line: str) -> None:
+        deps.on_line(line)
+        live.line(line)
+
+    try:
+        result = await deps.launcher.launch(launch, both)
+    finally:
+        live.close()
     if isinstance(result, AgentNotStarted):
         # No agent could start: report it like a failed spawn so the step stays resumable.
         return _Spawned(

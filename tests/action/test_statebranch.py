@@ -597,3 +597,22 @@ def test_release_fetches_when_the_tip_it_last_saw_does_not_carry_its_lock(world:
     assert observer.release(lease) is True
     assert LOCK_FILE not in world.origin_files()
     world.assert_untouched()
+
+
+def test_a_steps_live_log_stays_on_the_runner_and_never_travels(world: World) -> None:
+    from app.engine.livelog import LiveLog
+
+    a = world.state(world.a, "host-a")
+    lease = a.try_lock("run-1")
+    assert lease is not None
+    work = world.dir("work")
+    locus = write_run_state(work, "card-7", {"kind": "step-started", "session": "s1"})
+    live = LiveLog(locus.directory, "s1")
+    live.line("agent output that belongs to this runner only")
+    live.close()
+    assert live.path.is_file()
+    a.push(work, "pairbot: step", lease, card_batches=["card-7"])
+    files = world.origin_files()
+    assert ".pair/batches/card-7/run/journal.jsonl" in files
+    assert not [path for path in files if "/live/" in path or path.endswith(".log")]
+    world.assert_untouched()

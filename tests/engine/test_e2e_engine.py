@@ -304,3 +304,41 @@ def test_a_stream_json_agent_is_rendered_and_its_usage_journaled(
     assert not any(line.startswith("{") for line in lines)  # rendered, not raw NDJSON
     outcome = project.journal()[-1]
     assert outcome["usage"] == {"inputTokens": 1200, "outputTokens": 345, "costUsd": 0.0123}
+
+
+def test_a_running_steps_output_is_in_its_live_log_while_and_after_it_runs(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    import threading
+    import time
+
+    from app.engine.livelog import read_tail
+
+    project = make_project(script={"propose": ["held", "ok"]})
+    release = tmp_path / "release"
+    done: list[Any] = []
+    step = threading.Thread(
+        target=lambda: done.append(apply_once(project, env={"PAIR_TEST_RELEASE": str(release)}))
+    )
+    step.start()
+    try:
+        deadline = time.monotonic() + 60
+        live: dict[str, tuple[str, ...]] = {}
+        while time.monotonic() < deadline and not any(live.values()):
+            live = read_tail(project.run_dir)
+            time.sleep(0.05)
+        (session, lines), *others = live.items()
+        assert not others and "scripted agent: held propose alpha" in lines
+        started = [e for e in project.journal() if e["kind"] == "step-started"]
+        assert [e["session"] for e in started] == [session]
+    finally:
+        release.touch()
+        step.join(timeout=60)
+    assert done and done[0].state == "advanced"
+    # Kept after the step ended; the next step's log replaces it.
+    assert session in read_tail(project.run_dir)
+    # A credential's value never reaches the live log (here one the agent happens to print).
+    assert apply_once(project, env={"SCRIPT_API_KEY": "apply alpha"}).state == "advanced"
+    ((latest, lines),) = read_tail(project.run_dir).items()
+    assert latest != session and latest == project.journal()[-1]["session"]
+    assert "scripted agent: ok ***" in lines and not any("apply alpha" in x for x in lines)

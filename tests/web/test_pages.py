@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.domain.cohort import reduce_cohort
+from app.engine.jsonl import append_record
 from app.engine.runstate import Park
 from app.store.base import JobRecord, NewJob
 from app.web.app import create_app
@@ -250,8 +251,11 @@ def test_a_change_of_a_gated_phase_shows_no_next_step(tmp_path: Path) -> None:
 # -- the routes ------------------------------------------------------------------------------
 
 
+LIVE = {"s6": ("reading src/app.py", "<script>alert(1)</script> & done"), "s5": ("old",)}
+
+
 def pages_app(fake: AppGitHub, tmp_path: Path, viewer: Viewer | None) -> Any:
-    card = LocalCard("octo/widget", KEY, tuple(journal(running=True)), {})
+    card = LocalCard("octo/widget", KEY, tuple(journal(running=True)), {}, live=LIVE)
     other = LocalCard("secret/repo", "card-3", tuple(dict(r, key="card-3") for r in journal()), {})
     app = create_app(
         app_settings(tmp_path),
@@ -313,7 +317,16 @@ def test_a_reader_sees_only_their_repositories_in_pages_and_api(
     assert card.status_code == 200 and 'data-live="/cards/octo/widget/7/fragment"' in card.text
     assert "&lt;b&gt;42&lt;/b&gt;" in card.text and "<b>42</b>" not in card.text
     assert fragment.text.startswith("<section") and "running" in fragment.text
+    # The running step shows its live output, escaped; a finished step's log is not shown.
+    assert '<pre class="stream live-output" aria-live="polite"' in fragment.text
+    assert (
+        "reading src/app.py\n&lt;script&gt;alert(1)&lt;/script&gt; &amp; done</pre>"
+        in fragment.text
+    )
+    assert "<script>alert" not in fragment.text and ">old<" not in fragment.text
     steps = detail["card"]["steps"]
+    assert steps[-1]["live_output"] == list(LIVE["s6"])
+    assert [s["live_output"] for s in steps[:-1]] == [[]] * 5
     assert detail["card"]["running"] and steps[-1]["running"] and len(steps) == 6
     assert [s["transition"] for s in steps] == [t.split(" ")[0] for t in _step_titles(card.text)]
     assert [r.status_code for r in hidden] == [404, 404]
@@ -397,6 +410,31 @@ phases:
   - name: card-{n}
     card: {n}
 """
+
+
+def test_the_run_state_reader_reads_the_tail_of_a_cards_live_log(tmp_path: Path) -> None:
+    from app.demo import prepare
+    from app.engine.livelog import LiveLog
+    from app.engine.runstate import RunLocus
+
+    root = tmp_path / "root"
+    prepare(root)
+    card = root / ".pair" / "batches" / "card-7"
+    card.mkdir(parents=True)
+    (card / "batch.yaml").write_text(CARD_BATCH.format(n=7))
+    locus = RunLocus.for_batch(root, KEY)
+    for record in journal(running=True):
+        append_record(locus.journal, record)
+    log = LiveLog(locus.directory, "s6")
+    for n in range(250):
+        log.line(f"line {n} <i>")
+    log.close()
+    (local_card,) = read_local(root, None).cards
+    assert local_card.live["s6"] == tuple(f"line {n} <i>" for n in range(50, 250))
+    (view,) = card_views(read_local(root, None), [], "octo/widget")
+    assert view.running is not None and view.running.live_output[-1] == "line 249 <i>"
+    fragment = html.steps_fragment(view)
+    assert "line 249 &lt;i&gt;" in fragment and "line 49 " not in fragment
 
 
 def test_the_run_state_reader_survives_what_it_cannot_read(tmp_path: Path) -> None:

@@ -184,7 +184,13 @@ def _step_row(step: Step) -> str:
         lines = "".join(
             f"<li><small>{e(r.at)}</small> {e(r.kind)}: {e(r.message)}</li>" for r in step.reports
         )
-        details += f'<ol class="stream" aria-label="agent output">{lines}</ol>'
+        details += f'<ol class="stream" aria-label="agent reports">{lines}</ol>'
+    if step.live_output and step.running:
+        output = e("\n".join(step.live_output))
+        details += (
+            '<pre class="stream live-output" aria-live="polite" '
+            f'aria-label="agent output, last {len(step.live_output)} lines">{output}</pre>'
+        )
     if step.findings:
         found = "".join(
             f"<li>{e(f.transition)}: <code>{e(f.id)}</code> {e(f.severity)} {e(f.text)}</li>"

@@ -108,6 +108,8 @@ class Step:
     reports: tuple[Report, ...] = ()
     findings: tuple[Finding, ...] = ()
     review_round: int | None = None
+    # The last lines the agent printed (its live log), while the step runs and the log is here.
+    live_output: tuple[str, ...] = ()
 
     @property
     def running(self) -> bool:
@@ -404,13 +406,20 @@ def card_view(
     max_fix_rounds: int = 3,
     trigger: str = "pair",
     last_command: str = "",
+    live: Mapping[str, Sequence[str]] | None = None,
 ) -> CardView:
     """A card batch's view: the tracking comment's status, next and why; the explanation's gate,
-    budget and commands; its steps and events. Raises ValueError for a batch that is not a card."""
+    budget and commands; its steps and events. `live` holds the last output lines by session;
+    a running step shows its own. Raises ValueError for a batch that is not a card."""
     status = card_status(records, key, parks)
     rec = fold_cycle(records, key)
     mine = tuple(r for r in records if r.get("key") == key)
     steps, events = card_steps(records, key)
+    if live:
+        steps = tuple(
+            replace(s, live_output=tuple(live[s.session])) if s.running and s.session in live else s
+            for s in steps
+        )
     fixes = sum(1 for s in steps if s.transition == "fix" and s.outcome in _ACCEPTED)
     reviews = sum(1 for s in steps if s.transition == "verify" and s.outcome in _ACCEPTED)
     park = parks.get(key)

@@ -8,15 +8,16 @@
 
 The served project (`pairbot serve --dev`, or a worker's root) and each checkout under
 `PAIR_WORKER_CHECKOUTS` (`<owner>/<name>`) keep their batches under `.pair/batches`; a card
-batch (`card-<n>`) holds the card's journal and parks. A GitHub App whose steps run in Actions
-keeps its run-state on the repositories' `pair-state` branches: those cards come from the job
-queue only, with no status guessed.
+batch (`card-<n>`) holds the card's journal and parks, and the live log of its last agent
+step (`run/live/<session>.log`), whose last lines a running step shows. A GitHub App whose
+steps run in Actions keeps its run-state on the repositories' `pair-state` branches: those
+cards come from the job queue only, with no status guessed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from app.domain.cohort import Cohort
 
 
+LIVE_LINES = 200  # the tail of a running step's output a card page shows
+
+
 @dataclass(frozen=True)
 class LocalCard:
     """One card batch's raw run-state, with the settings its views need."""
@@ -40,6 +44,8 @@ class LocalCard:
     parks: Mapping[str, Park]
     max_fix_rounds: int = 3
     trigger: str = "pair"
+    # The last lines of the batch's live log, by session (the output of its running step).
+    live: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class Local:
 def _cards(root: Path, label: str) -> list[LocalCard]:
     from app.cycle.schedule import card_of  # noqa: PLC0415  # the engine loads only here
     from app.engine import jsonl  # noqa: PLC0415
+    from app.engine.livelog import read_tail  # noqa: PLC0415
     from app.engine.manifest import list_batches, load_project_config  # noqa: PLC0415
     from app.engine.runstate import RunLocus, read_parks  # noqa: PLC0415
 
@@ -73,7 +80,8 @@ def _cards(root: Path, label: str) -> list[LocalCard]:
             parks = read_parks(locus)
         except Exception:  # noqa: S112  # its batch row carries the error
             continue
-        found.append(LocalCard(label, name, records, parks, rounds, trigger))
+        live = read_tail(locus.directory, LIVE_LINES)
+        found.append(LocalCard(label, name, records, parks, rounds, trigger, live))
     return found
 
 
@@ -123,6 +131,7 @@ def card_views(local: Local, jobs: Sequence[JobRecord], root_repo: str) -> list[
                 max_fix_rounds=card.max_fix_rounds,
                 trigger=card.trigger,
                 last_command=command,
+                live=card.live,
             )
         )
         shown.add((repo.lower(), number))

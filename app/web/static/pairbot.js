@@ -5,6 +5,12 @@
   const live = document.querySelector("[data-live]");
   if (!live) { return; }
   const every = Math.max(1, Number(live.dataset.liveEvery) || 2) * 1000;
+  // A running step's output is a tail: keep its newest lines in view after each swap.
+  function followOutput() {
+    for (const pre of live.querySelectorAll("pre.live-output")) {
+      pre.scrollTop = pre.scrollHeight;
+    }
+  }
   async function refresh() {
     try {
       const answer = await fetch(live.dataset.live, { headers: { Accept: "text/html" } });
@@ -13,6 +19,7 @@
         if (html !== live.dataset.shown) {
           live.dataset.shown = html;
           live.innerHTML = html;
+          followOutput();
         }
       }
     } catch (err) {
@@ -20,5 +27,6 @@
     }
     setTimeout(refresh, every);
   }
+  followOutput();
   setTimeout(refresh, every);
 })();
