@@ -128,7 +128,13 @@ def install_chromium() -> None:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     argv = [*prefix, apt, "install", "-y", "-q", "chromium"]
     print("+", " ".join(argv), flush=True)
-    if subprocess.call(argv, env=env) != 0:
+    if subprocess.call(argv, env=env) == 0:
+        return
+    # A fresh machine may have no package lists yet: read them once, then try again.
+    print("+", " ".join([*prefix, apt, "update", "-q"]), flush=True)
+    if subprocess.call([*prefix, apt, "update", "-q"], env=env) != 0 or (
+        subprocess.call(argv, env=env) != 0
+    ):
         print("browser tests: the Chromium install failed (see above); those tests skip")
 
 
