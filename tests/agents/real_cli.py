@@ -89,6 +89,11 @@ def offline_env(agent: str, home: Path, port: int) -> dict[str, str]:
         "TMPDIR": str(home / "tmp"),
         "LANG": "C.UTF-8",
         "NO_PROXY": "*",
+        # These tests prove what the CLIs accept and stream; running them as the agent's own
+        # user is proven by tests/runtime/test_isolation*.py. Without this the launcher isolates
+        # whenever an earlier test of the run has created that user, and the 0700 temp dirs here
+        # are closed to it.
+        "PAIR_ISOLATION": "off",
     }
     if agent == "claude":
         env |= {
