@@ -65,6 +65,7 @@ from benchmarks.webhook_load import (
     Measured,
     cpu_seconds,
     fixed_rate,
+    max_rate,
     server_options,
 )
 
@@ -269,32 +270,6 @@ class CpuMeter:
 # -- the load -------------------------------------------------------------------------------------
 
 
-async def closed_loop(
-    ports: Sequence[int], requests: Sequence[bytes], concurrency: int
-) -> Measured:
-    """`concurrency` keep-alive connections, spread over `ports` in turn, each sending its next
-    request when the last is answered."""
-    connections = [await Connection.open(ports[i % len(ports)]) for i in range(concurrency)]
-    queue = iter(requests)
-    latencies: list[float] = []
-    failures = 0
-
-    async def worker(connection: Connection) -> None:
-        nonlocal failures
-        for request in queue:
-            began = time.perf_counter()
-            status = await connection.send(request)
-            latencies.append((time.perf_counter() - began) * 1000)
-            failures += not 200 <= status < 300
-
-    began = time.perf_counter()
-    await asyncio.gather(*(worker(c) for c in connections))
-    seconds = time.perf_counter() - began
-    for connection in connections:
-        await connection.close()
-    return Measured(len(latencies), seconds, tuple(latencies), failures)
-
-
 @dataclass(frozen=True)
 class Run:
     """One measured run: the load's figures, and the CPU of the servers measured."""
@@ -322,7 +297,7 @@ async def measure(
     meter = CpuMeter(pids)
     db_meter = CpuMeter(database) if database is not None else None
     if rate is None:
-        load = await closed_loop(ports, requests, CONCURRENCY)
+        load = await max_rate(ports, requests, CONCURRENCY)
     else:
         load = await fixed_rate(ports, requests, rate, CONCURRENCY)
     cpu_s = meter.used()
@@ -516,9 +491,9 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     warm = min(200, requests)
     for server in (floor, app, *replicas):
         await _ready(server.port)
-        await closed_loop([server.port], made.build(warm, command=False), CONCURRENCY)
+        await max_rate([server.port], made.build(warm, command=False), CONCURRENCY)
     for server in (app, *replicas):
-        await closed_loop([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
+        await max_rate([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
     drained(lambda: sqlite_open_jobs(app_store))
     drained(database.open_jobs)
 

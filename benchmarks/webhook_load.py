@@ -387,9 +387,13 @@ async def _wait_ready(port: int, within_s: float = 60.0) -> None:
             await asyncio.sleep(0.05)
 
 
-async def max_rate(port: int, requests: Sequence[bytes], concurrency: int) -> Measured:
-    """Closed loop: `concurrency` connections, each sends its next request when answered."""
-    connections = [await Connection.open(port) for _ in range(concurrency)]
+async def max_rate(
+    port: int | Sequence[int], requests: Sequence[bytes], concurrency: int
+) -> Measured:
+    """Closed loop: `concurrency` connections, each sends its next request when answered.
+    Several ports: the connections are spread over them in turn (replicas)."""
+    ports = [port] if isinstance(port, int) else list(port)
+    connections = [await Connection.open(ports[i % len(ports)]) for i in range(concurrency)]
     queue = iter(requests)
     latencies: list[float] = []
     failures = 0
