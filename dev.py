@@ -3,9 +3,12 @@
 
 Standard library only, so it runs on a fresh machine with nothing but Python 3.11 and git.
 It creates `.venv`, installs pairbot with the pinned versions in `constraints.txt`, then
-either runs pairbot's main job (start: the App, `pairbot serve --dev`, on 127.0.0.1 over the
-bundled example project in ./pairbot-demo) or every check (test). `test` also installs the agent
-CLIs pairbot supports, at the versions pinned in tests/agents/package-lock.json, into the
+either runs pairbot's main job or every check.
+
+`start` sets up the bundled demo in ./pairbot-demo (a repository, its local forge and cards:
+`python -m app.demo`, which resumes a demo already there) and runs the App over it, `pairbot
+serve --dev` on 127.0.0.1, printing the URL of the cards overview. `test` also installs the
+agent CLIs pairbot supports, at the versions pinned in tests/agents/package-lock.json, into the
 gitignored tests/agents/node_modules (`npm install --no-save`, skipped when they are already
 there) for the real-CLI tests; without npm it says so in one line and those tests skip. It
 also installs Debian's Chromium (`apt-get install -y chromium`, as root or through `sudo -n`)
@@ -90,14 +93,31 @@ def install_agents() -> None:
         print("real-CLI tests: the npm install failed (see above); those tests skip", flush=True)
 
 
+def _option(args: list[str], name: str, default: str) -> str:
+    """The value of `--name VALUE` or `--name=VALUE` in `args` (serve's own options)."""
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(name + "="):
+            return arg.partition("=")[2]
+    return default
+
+
 def start(args: list[str]) -> None:
     install("")
     demo = ROOT / "pairbot-demo"  # gitignored; `pairbot demo` works on the same directory
-    if not (demo / ".pair").is_dir():
-        prepare = "import pathlib, sys, app.demo; app.demo.prepare(pathlib.Path(sys.argv[1]))"
-        _run(BIN / "python", "-c", prepare, demo)
+    # Creates the demo (repository, local forge, cards, the maintainer's commands) or resumes
+    # it: run again, it adds only what is missing.
+    _run(BIN / "python", "-m", "app.demo", demo)
     argv = [str(BIN / "pairbot"), "--root", str(demo), "serve", "--dev", *args]
     print("+", " ".join(argv), flush=True)
+    host = _option(args, "--host", "127.0.0.1")
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"overview: http://{shown}:{_option(args, '--port', '8080')}/ — the demo's cards; the "
+        "worker advances card #1 while you watch (Ctrl-C stops the server)",
+        flush=True,
+    )
     server = subprocess.Popen(argv, cwd=ROOT)
     while True:
         try:
