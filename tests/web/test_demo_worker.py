@@ -1,0 +1,144 @@
+"""The bundled demo under the App's worker: its cards advance through the real tick.
+
+`app.demo.set_up` (what `python3 dev.py start` runs) prepares the repository, its local forge
+and cards, and accepts the maintainer's commands through the card cycle; then the production
+tick of `pairbot serve --dev` (`app.web.ticker.checkout_tick`, the real engine, the bundled demo
+agent run by the real process runtime) advances everything runnable until it is idle. The demo
+card reaches a review-approved pull request through one red/fix round, the refined card waits
+at its gate, and setting the demo up again adds nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dev
+from app.demo import CARDS, demo_deps, forge_of, prepare, set_up
+from app.hosting import HostSettings
+from app.web.pages.read import card_views, read_local
+from app.web.ticker import checkout_tick
+from tests.support.card_project import card_journal
+from tests.support.git import git
+from tests.support.project import agent_env
+
+MAX_TICKS = 30  # the demo takes 14: its card's 6 steps and the hello batch's
+
+
+def forge_state(root: Path) -> dict[str, Any]:
+    """Every document of the demo's forge (cards, pulls, comments, statuses), by path."""
+    forge = forge_of(root).root
+    return {
+        str(p.relative_to(forge)): json.loads(p.read_text())
+        for p in sorted(forge.rglob("*.json"))
+        if "repo.git" not in p.parts
+    }
+
+
+def run_ticks(root: Path, env: dict[str, str]) -> int:
+    """Tick as `pairbot serve --dev` does until a tick runs nothing; how many ran a step."""
+
+    async def no_installation(_repo: str) -> int | None:
+        return None
+
+    tick = checkout_tick(
+        root,
+        env,
+        lambda path: demo_deps(path, env),
+        hosts=HostSettings(),
+        checkouts=None,
+        installation_of=no_installation,
+    )
+
+    async def loop() -> int:
+        for ran in range(MAX_TICKS):
+            if not await tick():
+                return ran
+        raise AssertionError(f"the demo was still busy after {MAX_TICKS} ticks")
+
+    return asyncio.run(loop())
+
+
+def test_preparing_the_demo_twice_adds_nothing(tmp_path: Path) -> None:
+    assert prepare(tmp_path / "demo") is True
+    before = forge_state(tmp_path / "demo")
+    assert [before[f"cards/{n}.json"]["title"] for n in (1, 2, 3)] == [c.title for c in CARDS]
+    assert prepare(tmp_path / "demo") is False
+    assert forge_state(tmp_path / "demo") == before
+
+
+def test_the_worker_takes_the_demo_card_to_a_review_approved_pull_request(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "pairbot-demo"
+    env = agent_env()
+    lines = set_up(root, env)
+    assert lines[0].startswith("created the demo repository")
+    assert any(line.startswith("card #1: /pair implement → propose advanced") for line in lines)
+    assert any("card #2: /pair refine" in line and "awaiting-approval" in line for line in lines)
+    before = forge_state(root)
+    assert set_up(root, env) == [f"resuming the demo repository in {root}"]
+    assert forge_state(root) == before  # no second card, comment or command
+
+    assert run_ticks(root, env) >= 5
+
+    views = {v.number: v for v in card_views(read_local(root, None), [], "local/pairbot-demo")}
+    assert sorted(views) == [1, 2]  # card #3: nobody asked pairbot about it yet
+    shout = views[1]
+    assert shout.status == "ready-for-merge", (shout.why, [s.message for s in shout.steps])
+    assert [s.transition for s in shout.steps] == [
+        "propose",
+        "apply",
+        "verify",
+        "red",
+        "fix",
+        "verify",
+    ]
+    assert all(s.outcome == "advanced" for s in shout.steps)
+    assert shout.review_converged and shout.fix_rounds == 1
+    outcomes = [r for r in card_journal(root, 1) if r.get("kind") == "outcome"]
+    verdicts = [r["findings"] for r in outcomes if r.get("transition") == "verify"]
+    assert [[(f["id"], f["transition"]) for f in v["findings"]] for v in verdicts] == [
+        [("r1-1", "open")],
+        [("r1-1", "resolved")],
+    ]
+    assert views[2].status == "awaiting-approval" and views[2].gate == "the prepare gate"
+
+    forge = forge_state(root)
+    pull = shout.pr
+    assert pull is not None
+    assert "pr-state:ready-for-merge" in forge[f"pulls/{pull}.json"]["labels"]
+    assert "pr-state:ready-for-merge" in forge["cards/1.json"]["labels"]
+    review = forge[f"statuses/{pull}.json"][shout.reviewed_head]
+    assert review["state"] == "success"
+    branch = forge_of(root).branch_sha("pair/card-1")
+    assert branch == shout.reviewed_head
+    # What the card's branch holds: the helper, its tests, the sealed red test; no bytecode.
+    tree = git(forge_of(root).repo, "ls-tree", "-r", "--name-only", "pair/card-1").split()
+    added = sorted(set(tree) - set(git(root, "ls-tree", "-r", "--name-only", "main").split()))
+    assert added == [
+        ".pair/changes/card-1/plan.md",
+        "shout.py",
+        "tests/test_finding_r1_1.py",
+        "tests/test_shout.py",
+    ]
+    assert set_up(root, env) == [f"resuming the demo repository in {root}"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param([], "8080", id="default"),
+        pytest.param(["--port", "9000"], "9000", id="separate"),
+        pytest.param(["--port=9001", "--host", "::1"], "9001", id="joined"),
+        pytest.param(["--port"], "8080", id="missing-value"),
+    ],
+)
+def test_dev_start_reads_the_port_it_prints_from_serves_options(
+    args: list[str], expected: str
+) -> None:
+    assert dev._option(args, "--port", "8080") == expected
