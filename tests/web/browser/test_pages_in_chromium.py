@@ -1,5 +1,10 @@
 """The status pages in a real browser: Debian's Chromium driven by Playwright's Python package
-against `pairbot serve --dev` while its worker advances a card.
+against `pairbot serve --dev` running the bundled demo while its worker advances a card.
+
+The demo is set up by the code `python3 dev.py start` runs (`app.demo.set_up`) in a temporary
+directory, then served by the installed console script. The demo agent holds card #1's `apply`
+(PAIR_DEMO_HOLD) until the card's page is open, so the page is seen to follow the worker's
+steps — apply, a review with a finding, red, fix, the second review — without a reload.
 
 Skipped, with one line, when Playwright or a Chromium binary is missing (`python3 dev.py test`
 installs Chromium with apt-get where it can). Screenshots of the overview and the card's page
@@ -21,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.card_project import CardProject
+from app.demo import set_up
 from tests.support.project import PAIRBOT, agent_env
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -35,6 +40,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+REPO = "local/pairbot-demo"  # the served project's name on its local forge
+CYCLE_S = 120  # the worker's steps after the release: ~20 s alone, more on a loaded machine
 
 
 def chromium() -> str:
@@ -55,22 +62,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(project: CardProject) -> Iterator[str]:
-    """`pairbot serve --dev` over the project (the console script, in its own process)."""
+def serving(root: Path, env: dict[str, str]) -> Iterator[str]:
+    """`pairbot serve --dev` over `root` (the console script, in its own process)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = agent_env(
-        {
-            "PAIR_LOCAL_FORGE": str(project.forge.root),
-            "PAIR_TEST_AGENT_DIR": str(project.scratch),
-            # apply runs until the test has the card's page open (the scripted agent's `held`)
-            "PAIR_TEST_RELEASE": str(project.scratch / "release-apply"),
-            "PAIR_TICK_S": "1",
-        }
-    )
     process = subprocess.Popen(
-        [str(PAIRBOT), "--root", str(project.root), "serve", "--dev", "--port", str(port)],
-        cwd=project.root,
+        [str(PAIRBOT), "--root", str(root), "serve", "--dev", "--port", str(port)],
+        cwd=root,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -95,15 +93,26 @@ def serving(project: CardProject) -> Iterator[str]:
             process.communicate()
 
 
-def test_the_pages_follow_a_card_in_chromium_without_a_reload(tmp_path: Path) -> None:
+def overview_rows(page: Any) -> list[tuple[str, str, str]]:
+    """(repository, card link text, pr-state) of each row of the overview, in order."""
+    rows = []
+    for row in page.locator("tbody tr").all():
+        cells = row.locator("td")
+        link = cells.nth(1).get_by_role("link").first.inner_text()
+        rows.append((cells.nth(0).inner_text(), link, cells.nth(3).inner_text()))
+    return rows
+
+
+def test_the_pages_follow_the_demo_in_chromium_without_a_reload(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     executable = chromium()
-    project = CardProject.create(tmp_path)
-    project.script({"apply": ["held"]})
-    project.command("implement")  # the first step (propose); the worker's ticks do the rest
+    root = tmp_path / "pairbot-demo"
+    release = tmp_path / "release-apply"
+    set_up(root, agent_env())  # what `python3 dev.py start` runs before serving
+    env = agent_env({"PAIR_DEMO_HOLD": f"card-1:apply:{release}", "PAIR_TICK_S": "1"})
     ARTIFACTS.mkdir(exist_ok=True)
     problems: list[str] = []
-    with serving(project) as url, sync_api.sync_playwright() as playwright:
+    with serving(root, env) as url, sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
@@ -112,40 +121,52 @@ def test_the_pages_follow_a_card_in_chromium_without_a_reload(tmp_path: Path) ->
             page.on("pageerror", lambda err: problems.append(str(err)))
 
             page.goto(url + "/")
-            row = page.locator("tbody tr", has_text="Add the widget")
-            assert row.count() == 1
-            assert "local/repo" in row.inner_text()
-            overview_shot = ARTIFACTS / "overview.png"
-            page.screenshot(path=str(overview_shot), full_page=True)
+            rows = overview_rows(page)
+            assert (REPO, "#1 Add a shout() helper", "in-progress") in rows, rows
+            assert (REPO, "#2 Add a title_case() helper", "awaiting-approval") in rows, rows
+            assert not any("whisper" in link for _, link, _ in rows)  # nobody asked for #3
 
-            row.get_by_role("link", name="#1 Add the widget").click()
-            page.wait_for_url("**/cards/local/repo/1")
+            page.get_by_role("link", name="#1 Add a shout() helper").click()
+            page.wait_for_url(f"**/cards/{REPO}/1")
             page.evaluate("window.pairbotMarker = 'same document'")
             titles = page.locator("li.step h3")
             assert "verify" not in " ".join(titles.all_inner_texts())  # apply is held
-            (project.scratch / "release-apply").touch()
-            # The worker finishes apply and reviews: the steps appear in this same document.
-            page.locator("li.step[data-transition=verify] h3", has_text="advanced").wait_for(
-                timeout=90_000
+            release.touch()
+            # The worker finishes apply, reviews, fixes, reviews again: in this same document.
+            page.locator("li.step[data-transition=fix] h3", has_text="advanced").wait_for(
+                timeout=CYCLE_S * 1000
             )
-            page.locator(".facts .badge", has_text="ready-for-merge").wait_for(timeout=90_000)
+            page.locator(".facts .badge", has_text="ready-for-merge").wait_for(
+                timeout=CYCLE_S * 1000
+            )
             assert page.evaluate("window.pairbotMarker") == "same document"
+            assert "r1-1" in page.locator("li.step[data-transition=verify]").first.inner_text()
             card_shot = ARTIFACTS / "card.png"
             page.screenshot(path=str(card_shot), full_page=True)
-
             shown = [t.split(" ")[0] for t in titles.all_inner_texts()]
             status = page.locator(".facts .badge").inner_text()
+            api: Any = httpx.get(f"{url}/api/v1/cards/{REPO}/1", timeout=10).json()
+
+            page.get_by_role("link", name="Cards").first.click()
+            page.wait_for_url(url + "/")
+            rows = overview_rows(page)
+            overview_shot = ARTIFACTS / "overview.png"
+            page.screenshot(path=str(overview_shot), full_page=True)
+            listed = httpx.get(url + "/api/v1/cards", timeout=10).json()["cards"]
+
             page.get_by_role("link", name="Batches").click()
             page.wait_for_url("**/batches")
-            assert "card #1" in page.locator("main").inner_text()
-            api: Any = httpx.get(url + "/api/v1/cards/local/repo/1", timeout=10).json()
-            listed = httpx.get(url + "/api/v1/cards", timeout=10).json()["cards"]
+            batches = page.locator("main").inner_text()
         finally:
             browser.close()
+    assert shown == ["propose", "apply", "verify", "red", "fix", "verify"]
     assert [s["transition"] for s in api["card"]["steps"]] == shown
     assert api["card"]["status"] == status == "ready-for-merge"
-    assert [(c["repo"], c["number"], c["status"]) for c in listed] == [
-        ("local/repo", 1, "ready-for-merge")
+    assert rows == [(c["repo"], f"#{c['number']} {c['title']}", c["status"]) for c in listed]
+    assert [(c["number"], c["status"]) for c in listed] == [
+        (2, "awaiting-approval"),  # what needs a person comes first
+        (1, "ready-for-merge"),
     ]
+    assert "card #1" in batches and "hello" in batches
     assert problems == []
     print(f"screenshots: {overview_shot} {card_shot}")
