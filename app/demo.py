@@ -186,10 +186,11 @@ def start_cards(directory: Path, deps: EngineDeps) -> list[str]:
             continue
         step = asyncio.run(_accept(directory, deps, number, card.command))
         result = step.result
-        done.append(
-            f"card #{number}: /pair {card.command} → {result.transition or '-'} "
-            f"{result.state}, status {step.status}"
-        )
+        line = f"card #{number}: /pair {card.command} → {result.transition or '-'} "
+        line += f"{result.state}, status {step.status}"
+        if result.state not in ("advanced", "awaiting-approval"):
+            line += f" — {result.message}"  # the remedy is in it (an agent that cannot start…)
+        done.append(line)
     return done
 
 

@@ -236,8 +236,9 @@ def card_step(change: str, transition: str, instructions: str) -> None:
         failing = [c for c in checks if c.ac not in covered and not c.passes()]
         asked = ASKED.findall(instructions)
         for fid, check in zip(asked, failing, strict=False):
+            claim = f"{check.call} should return {check.expected!r}"
             Path(red_file(fid)).write_text(
-                f'"""Finding {fid} ({check.ac}): {check.call} returns {check.expected!r}."""\n\n'
+                f'"""Finding {fid} ({check.ac}): {claim}."""\n\n'
                 f"import unittest\n\nfrom {func} import {func}\n\n\n"
                 f"class TestFinding(unittest.TestCase):\n{check.test_source()}",
                 encoding="utf-8",
