@@ -17,8 +17,8 @@ a directory set up before, nothing is created twice and no command is accepted t
 The cards: #1 "Add a shout() helper", which the maintainer asked to implement — the worker takes
 it through apply, a review that finds a defect, a red/fix round and a second review to a
 review-approved pull request (ready-for-merge); #2 "Add a title_case() helper", asked with
-`prepare: always`, whose plan waits for the maintainer's approval; #3 "Add a whisper() helper",
-which nobody asked pairbot about yet (`pairbot card 3 implement` starts it).
+`/pair refine prepare: always`, whose plan waits for the maintainer's approval; #3 "Add a
+whisper() helper", which nobody asked pairbot about yet (`pairbot card 3 implement` starts it).
 """
 
 from __future__ import annotations
