@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 
 import dev
+from app.cycle.card_cycle import CardCycle
 from app.demo import CARDS, demo_deps, forge_of, prepare, set_up
+from app.domain.commands import Command, parse_commands
+from app.domain.dispatch import PairRequest
 from app.hosting import HostSettings
 from app.web.pages.read import card_views, read_local
 from app.web.ticker import checkout_tick
@@ -127,6 +130,23 @@ def test_the_worker_takes_the_demo_card_to_a_review_approved_pull_request(
         "tests/test_shout.py",
     ]
     assert set_up(root, env) == [f"resuming the demo repository in {root}"]
+
+
+def test_the_demo_agent_blocks_on_a_card_it_does_not_know_and_says_which_it_knows(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "demo"
+    prepare(root)
+    card = forge_of(root).seed_card("Add a widget", "AC-1: widget() returns 1\n")
+    (command,) = parse_commands("/pair implement")
+    assert isinstance(command, Command)
+    request = PairRequest.from_command(card, command, comment=None, delivery="d-widget")
+    cycle = CardCycle.for_checkout(root, HostSettings(), demo_deps(root, agent_env()))
+    step = asyncio.run(cycle.handle_request(request))
+    assert (step.result.transition, step.result.state) == ("propose", "blocked")
+    assert "the demo agent only knows the demo's cards (shout(), title_case(), whisper())" in (
+        step.result.message
+    )
 
 
 @pytest.mark.parametrize(
