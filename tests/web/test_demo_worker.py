@@ -19,7 +19,7 @@ import pytest
 
 import dev
 from app.cycle.card_cycle import CardCycle
-from app.demo import CARDS, demo_deps, forge_of, prepare, set_up
+from app.demo import CARDS, demo_deps, forge_of, main, prepare, set_up
 from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
 from app.hosting import HostSettings
@@ -64,6 +64,11 @@ def run_ticks(root: Path, env: dict[str, str]) -> int:
         raise AssertionError(f"the demo was still busy after {MAX_TICKS} ticks")
 
     return asyncio.run(loop())
+
+
+def test_the_demo_entry_needs_exactly_one_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().out == "usage: python -m app.demo DIRECTORY\n"
 
 
 def test_preparing_the_demo_twice_adds_nothing(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The status pages in a real browser: Debian's Chromium driven by Playwright's Python package
 against `pairbot serve --dev` running the bundled demo while its worker advances a card.
 
-The demo is set up by the code `python3 dev.py start` runs (`app.demo.set_up`) in a temporary
+The demo is set up by what `python3 dev.py start` runs (`python -m app.demo DIR`) in a temporary
 directory, then served by the installed console script. The demo agent holds card #1's `apply`
 (PAIR_DEMO_HOLD) until the card's page is open, so the page is seen to follow the worker's
 steps — apply, a review with a finding, red, fix, the second review — without a reload.
@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,10 +27,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.demo import set_up
 from tests.support.project import PAIRBOT, agent_env
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+REPOSITORY = Path(__file__).resolve().parents[3]
+ARTIFACTS = REPOSITORY / "tests" / "artifacts"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -108,7 +109,18 @@ def test_the_pages_follow_the_demo_in_chromium_without_a_reload(tmp_path: Path) 
     executable = chromium()
     root = tmp_path / "pairbot-demo"
     release = tmp_path / "release-apply"
-    set_up(root, agent_env())  # what `python3 dev.py start` runs before serving
+    # What `python3 dev.py start` runs before serving, as it runs it.
+    made = subprocess.run(
+        [sys.executable, "-m", "app.demo", str(root)],
+        cwd=REPOSITORY,
+        env=agent_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "card #1: /pair implement → propose advanced" in made.stdout, made.stdout
     env = agent_env({"PAIR_DEMO_HOLD": f"card-1:apply:{release}", "PAIR_TICK_S": "1"})
     ARTIFACTS.mkdir(exist_ok=True)
     problems: list[str] = []
