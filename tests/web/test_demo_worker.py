@@ -19,12 +19,13 @@ import pytest
 
 import dev
 from app.cycle.card_cycle import CardCycle
-from app.demo import CARDS, demo_deps, forge_of, main, prepare, set_up
+from app.demo import CARDS, MAINTAINER, demo_deps, forge_of, main, prepare, set_up
 from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
 from app.hosting import HostSettings
 from app.web.pages.read import card_views, read_local
 from app.web.ticker import checkout_tick
+from hosts.models import Target
 from tests.support.card_project import card_journal
 from tests.support.git import git
 from tests.support.project import agent_env
@@ -84,11 +85,19 @@ def test_the_worker_takes_the_demo_card_to_a_review_approved_pull_request(
 ) -> None:
     root = tmp_path / "pairbot-demo"
     env = agent_env()
+    # A set-up interrupted after the maintainer commented on card #1 but before the command
+    # was accepted: resuming accepts it once, without commenting again.
+    prepare(root)
+    forge_of(root).comment_as(MAINTAINER, Target("card", 1), "/pair implement")
     lines = set_up(root, env)
-    assert lines[0].startswith("created the demo repository")
+    assert lines[0] == f"resuming the demo repository in {root}"
     assert any(line.startswith("card #1: /pair implement → propose advanced") for line in lines)
     assert any("card #2: /pair refine" in line and "awaiting-approval" in line for line in lines)
     before = forge_state(root)
+    commands = [
+        c["body"] for c in before["comments/1.json"] if c["author"]["login"] == "maintainer"
+    ]
+    assert commands == ["/pair implement"]
     assert set_up(root, env) == [f"resuming the demo repository in {root}"]
     assert forge_state(root) == before  # no second card, comment or command
 
