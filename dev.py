@@ -114,8 +114,8 @@ def start(args: list[str]) -> None:
     host = _option(args, "--host", "127.0.0.1")
     shown = f"[{host}]" if ":" in host else host
     print(
-        f"overview: http://{shown}:{_option(args, '--port', '8080')}/ — the demo's cards; the "
-        "worker advances card #1 while you watch (Ctrl-C stops the server)",
+        f"overview: http://{shown}:{_option(args, '--port', '8080')}/ — the demo's cards, "
+        "advanced by the App's worker as you watch (Ctrl-C stops the server)",
         flush=True,
     )
     server = subprocess.Popen(argv, cwd=ROOT)
