@@ -85,24 +85,13 @@ def _git(directory: Path, *args: str) -> str:
     return run_git(args, cwd=directory).stdout.strip()
 
 
-def _ignored() -> str:
-    """`pairbot init`'s `.pair/.gitignore`, with the App's store ignored by its contents.
-
-    A plain batch's work line snapshots the tree with `git add --all -- . ':(exclude).pair/app/*'`
-    (app.cycle.batch_work), and git refuses that pathspec (exit 1, "paths are ignored") when the
-    directory `.pair/app` itself is ignored — as `app/` does once `pairbot serve` has created it.
-    `app/*` keeps the store and the webhook secret out of every commit just the same.
-    """
-    return IGNORED.replace("\napp/\n", "\napp/*\n")
-
-
 def _repository(directory: Path) -> bool:
     """The example repository; False when `directory` already holds one."""
     if (directory / ".pair").is_dir():
         return False
     directory.mkdir(parents=True, exist_ok=True)
     shutil.copytree(EXAMPLE / "pair", directory / ".pair", dirs_exist_ok=True)
-    (directory / ".pair" / ".gitignore").write_text(_ignored())
+    (directory / ".pair" / ".gitignore").write_text(IGNORED)
     (directory / "README.md").write_text("# pairbot demo\n\nA repository pairbot works on.\n")
     (directory / ".gitignore").write_text("__pycache__/\n")
     _git(directory, "init", "-q", "-b", BRANCH)

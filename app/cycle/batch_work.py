@@ -132,8 +132,16 @@ class GitWorkTree:
             index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             if start is not None:
                 self._git("read-tree", start, env=index)
-            pathspec = [".", *(f":(exclude){p}" for p in RUN_STATE)]
-            self._git("add", "--all", "--", *pathspec, env=index)
+            # Add everything, then put the run-state back as `start` had it: git refuses an
+            # `:(exclude)` pathspec that names an ignored directory (exit 1, "paths are
+            # ignored"), as `pairbot init`'s `app/` is once the App has created `.pair/app`.
+            self._git("add", "--all", "--", ".", env=index)
+            if start is not None:
+                self._git("reset", "-q", start, "--", *RUN_STATE, env=index)
+            else:
+                self._git(
+                    "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *RUN_STATE, env=index
+                )
             tree = self._git("write-tree", env=index).stdout.strip()
         if start is not None and tree == self._resolve(f"{start}^{{tree}}"):
             return Snapshot(commit=start, parent=start, files=())

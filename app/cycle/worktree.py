@@ -156,8 +156,11 @@ def head(path: Path) -> str:
 
 def commit_all(path: Path, message: str, exclude: Sequence[str] = ()) -> str:
     """Commit everything the step changed (but `exclude`); returns HEAD (unchanged if clean)."""
-    pathspec = [".", *(f":(exclude){p}" for p in exclude)]
-    git(path, "add", "--all", "--", *pathspec)
+    # Add, then put `exclude` back as HEAD has it: an `:(exclude)` pathspec naming an ignored
+    # directory makes `git add` fail ("paths are ignored").
+    git(path, "add", "--all", "--", ".")
+    if exclude:
+        git(path, "reset", "-q", "HEAD", "--", *exclude)
     if git(path, "diff", "--cached", "--name-only"):
         git(path, "commit", "--quiet", "--no-verify", "-m", message)
     return head(path)
