@@ -33,9 +33,9 @@ AGENTS = ROOT / "tests" / "agents"
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; the browser tests drive it with Playwright
 
 
-def _run(*argv: str | Path) -> None:
+def _run(*argv: str | Path, env: dict[str, str] | None = None) -> None:
     print("+", " ".join(str(a) for a in argv), flush=True)
-    code = subprocess.call([str(a) for a in argv], cwd=ROOT)
+    code = subprocess.call([str(a) for a in argv], cwd=ROOT, env=env)
     if code != 0:
         sys.exit(code)
 
@@ -108,7 +108,12 @@ def start(args: list[str]) -> None:
     demo = ROOT / "pairbot-demo"  # gitignored; `pairbot demo` works on the same directory
     # Creates the demo (repository, local forge, cards, the maintainer's commands) or resumes
     # it: run again, it adds only what is missing.
-    _run(BIN / "python", "-m", "app.demo", demo)
+    # The demo's agent is the bundled script (.pair/demo_agent.py) and the demo holds no secret
+    # to keep from it, so it runs as this user: as another OS user it would also need pairbot's
+    # interpreter reachable, which a Python under a closed HOME (pyenv in /root) is not.
+    # A PAIR_ISOLATION the caller set still wins.
+    env = {**os.environ, "PAIR_ISOLATION": os.environ.get("PAIR_ISOLATION") or "off"}
+    _run(BIN / "python", "-m", "app.demo", demo, env=env)
     argv = [str(BIN / "pairbot"), "--root", str(demo), "serve", "--dev", *args]
     print("+", " ".join(argv), flush=True)
     host = _option(args, "--host", "127.0.0.1")
@@ -118,7 +123,7 @@ def start(args: list[str]) -> None:
         "advanced by the App's worker as you watch (Ctrl-C stops the server)",
         flush=True,
     )
-    server = subprocess.Popen(argv, cwd=ROOT)
+    server = subprocess.Popen(argv, cwd=ROOT, env=env)
     while True:
         try:
             sys.exit(server.wait())
