@@ -161,7 +161,7 @@ def serve(
 
     from app.store.factory import alone_across_replicas, make_store  # noqa: PLC0415
     from app.web.app import create_app  # noqa: PLC0415
-    from app.web.pages.read import read_local  # noqa: PLC0415
+    from app.web.pages.read import LocalReader  # noqa: PLC0415
     from app.web.ticker import checkout_tick  # noqa: PLC0415
     from app.web.worker import cycle_executor  # noqa: PLC0415
 
@@ -207,7 +207,7 @@ def serve(
             any_repository=settings.forge == "local",
             run_url=settings.public_url,
         ),
-        local=lambda: read_local(root, settings.worker_checkouts),
+        local=LocalReader(root, settings.worker_checkouts),
     )
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

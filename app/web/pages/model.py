@@ -633,11 +633,6 @@ def card_view(
     rec = fold_cycle(records, key)
     mine = tuple(r for r in records if r.get("key") == key)
     steps, events = card_steps(records, key)
-    if live:
-        steps = tuple(
-            replace(s, live_output=tuple(live[s.session])) if s.running and s.session in live else s
-            for s in steps
-        )
     fixes = sum(1 for s in steps if s.transition == "fix" and s.outcome in _ACCEPTED)
     reviews = sum(1 for s in steps if s.transition == "verify" and s.outcome in _ACCEPTED)
     park = parks.get(key)
@@ -664,7 +659,7 @@ def card_view(
     )
     last = steps[-1] if steps else None
     scope, packet_at = scope_proposals(records, key)
-    return CardView(
+    view = CardView(
         repo=repo,
         number=status.card,
         title=explanation.title,
@@ -694,6 +689,18 @@ def card_view(
         scope=scope,
         scope_packet_at=packet_at,
     )
+    return with_live(view, live)
+
+
+def with_live(view: CardView, live: Mapping[str, Sequence[str]] | None) -> CardView:
+    """`view` with the last output lines (`live`, by session) on its running step."""
+    if not live or view.running is None:
+        return view
+    steps = tuple(
+        replace(s, live_output=tuple(live[s.session])) if s.running and s.session in live else s
+        for s in view.steps
+    )
+    return replace(view, steps=steps)
 
 
 def remote_card(job: JobRecord) -> CardView:

@@ -73,8 +73,8 @@ class Pages:
     async def _local(self) -> Local:
         return await asyncio.to_thread(self.local) if self.local is not None else Local()
 
-    async def _cards(self) -> list[CardView]:
-        local = await self._local()
+    async def _cards(self, local: Local | None = None) -> list[CardView]:
+        local = local if local is not None else await self._local()
         return card_views(local, await self.store.jobs(500), self.root_repo)
 
     async def _card(self, request: Request) -> CardView | None:
@@ -92,13 +92,15 @@ class Pages:
 
     # -- pages ------------------------------------------------------------------------------
 
-    async def _cohort(self, viewer: Viewer) -> Cohort:
-        return cohort_of_local(await self._local(), viewer, self.root_repo)
+    async def _cohort(self, viewer: Viewer, local: Local | None = None) -> Cohort:
+        local = local if local is not None else await self._local()
+        return cohort_of_local(local, viewer, self.root_repo)
 
     async def overview_page(self, request: Request) -> Response:
         viewer = viewer_of(request)
-        view = overview(await self._cards(), viewer, **_filters(request))
-        return _page(html.overview_page(view, viewer, await self._cohort(viewer)))
+        local = await self._local()  # once: the cards and the cohort read the same run-state
+        view = overview(await self._cards(local), viewer, **_filters(request))
+        return _page(html.overview_page(view, viewer, await self._cohort(viewer, local)))
 
     async def card_page(self, request: Request) -> Response:
         card = await self._card(request)
