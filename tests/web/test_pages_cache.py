@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from app.engine.jsonl import append_record
 from app.engine.livelog import LiveLog, read_tail
 from app.engine.runstate import RunLocus
@@ -158,3 +160,17 @@ def test_only_the_named_sessions_live_logs_are_read(tmp_path: Path) -> None:
         (tmp_path / "live" / f"{session}.log").write_text(f"{session} says hi\n")
     assert set(read_tail(tmp_path)) == {"s1", "s2"}
     assert read_tail(tmp_path, sessions={"s2", "gone", "../s1"}) == {"s2": ("s2 says hi",)}
+
+
+def test_the_benchmark_runs_and_its_journals_read_as_cards(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import pages_read
+
+    journals = pages_read.build(tmp_path, 2, 60)
+    views = card_views(read_local(tmp_path, None), [], "o/r")
+    assert sorted(v.number for v in views) == [1, 2]
+    assert all(len(v.steps) > 5 and v.comments for v in views)
+    assert all(len(j.read_text().splitlines()) >= 60 for j in journals)
+    assert pages_read.main(["--cards", "2", "--records", "40", "--runs", "1"]) == 0
+    assert "uncached/cached" in capsys.readouterr().out
