@@ -189,3 +189,20 @@ def test_a_real_cycle_on_the_local_forge_records_each_comment_it_keeps(tmp_path:
     assert proposal.decision is not None
     assert (proposal.decision.action, proposal.decision.by) == ("ignore", MAINTAINER.login)
     assert "<a " not in html.comments_section(view)
+
+
+def test_a_work_item_comment_with_only_a_rest_address_links_to_its_work_item() -> None:
+    item = "https://dev.azure.com/org/proj/_workitems/edit/7"
+    rest = "https://dev.azure.com/org/proj-id/_apis/wit/workItems/7/comments/55"
+    records = [
+        cycle("00:00", event="bound", card=7, run="r1"),
+        cycle("00:01", event="snapshot", card=7, title="t", url=item, comments=[]),
+        cycle("00:02", event="tracking", digest="d", comment=kept("card", 7, "55", rest)),
+    ]
+    (tracking,) = card_view("org/proj/repo", KEY, records, {}).comments
+    assert (tracking.id, tracking.url) == ("55", item)
+    unknown = [r for r in records if r["data"]["event"] != "snapshot"]
+    (label,) = card_view("org/proj/repo", KEY, unknown, {}).comments
+    assert label.url == "" and "<a " not in html.comments_section(
+        card_view("o/p/r", KEY, unknown, {})
+    )

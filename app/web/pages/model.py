@@ -447,6 +447,16 @@ def kept_comments(
     return tuple(found.values())
 
 
+def _web_addresses(comments: Sequence[KeptComment], card_url: str) -> tuple[KeptComment, ...]:
+    """Azure DevOps gives a work item's comment only its REST address (`…/_apis/wit/…`), which
+    a browser cannot show: such a comment links to the work item's page, where it is, when
+    that is known (else it is shown as a plain label)."""
+    return tuple(
+        replace(c, url=card_url) if c.target == "card" and "/_apis/" in c.url else c
+        for c in comments
+    )
+
+
 def _decision(
     item: Mapping[str, Any], data: Mapping[str, Any], at: str, ref: int
 ) -> ScopeDecisionView:
@@ -659,11 +669,12 @@ def card_view(
     )
     last = steps[-1] if steps else None
     scope, packet_at = scope_proposals(records, key)
+    card_url = str(snapshot.get("url") or "") or _issue_url(explanation.pr_url or "", status.card)
     view = CardView(
         repo=repo,
         number=status.card,
         title=explanation.title,
-        url=str(snapshot.get("url") or "") or _issue_url(explanation.pr_url or "", status.card),
+        url=card_url,
         status=status.status,
         label=status.label,
         tone=TONE.get(status.status, "busy"),
@@ -685,7 +696,7 @@ def card_view(
         last_command=last_command,
         steps=steps,
         events=events,
-        comments=kept_comments(records, key, status.card),
+        comments=_web_addresses(kept_comments(records, key, status.card), card_url),
         scope=scope,
         scope_packet_at=packet_at,
     )
