@@ -53,6 +53,7 @@ class Derived:
     view: CardView  # repo "" and no last command: see `card_views`
     status: CardStatus
     figures: CardFigures
+    running: frozenset[str] = frozenset()  # the sessions of its steps still running
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ def derive(
     if number is None:
         raise ValueError(f"{key!r} is not a card batch (card-<n>)")
     view = card_view("", key, records, parks, max_fix_rounds=max_fix_rounds, trigger=trigger)
-    return Derived(view, card_status(records, key, parks), card_figures(number, records))
+    running = frozenset(s.session for s in view.steps if s.running)
+    return Derived(view, card_status(records, key, parks), card_figures(number, records), running)
 
 
 def _read_derived(locus: RunLocus, key: str, rounds: int, trigger: str) -> Derived:
@@ -146,7 +148,7 @@ def _cards(root: Path, label: str, memo: Memo) -> tuple[list[LocalCard], dict[st
             derived = memo.get(key, partial(_read_derived, locus, name, rounds, trigger))
         except Exception:  # noqa: S112  # its batch row carries the error
             continue
-        running = {s.session for s in derived.view.steps if s.running}
+        running = derived.running
         live = read_tail(locus.directory, LIVE_LINES, running) if running else {}
         parks: Mapping[str, Park] = {}
         found.append(LocalCard(label, name, (), parks, rounds, trigger, live, derived))
