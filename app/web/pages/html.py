@@ -3,8 +3,9 @@
 The pages carry no inline script, style or event handler, so a strict Content-Security-Policy
 (`script-src 'self'`, `style-src 'self'`) holds: the stylesheet and the one script are static
 files served by the app (`/static/pairbot.css`, `/static/pairbot.js`). The script only
-refreshes the region of a page marked `data-live` with the fragment its URL names; without it
-every page is complete and a reload shows the same. A status is a badge with its name as text:
+refreshes the region of a page marked `data-live` with the fragment its URL names (streamed
+from `data-live-stream` where the browser can, else polled); without it every page is
+complete and a reload shows the same. A status is a badge with its name as text:
 colour is never the only signal.
 """
 
@@ -311,12 +312,12 @@ def card_page(card: CardView, viewer: Viewer) -> str:
     if card.url:
         links.append(_link("the card", card.url))
     title = f"{card.repo} #{card.number}" + (f" — {card.title}" if card.title else "")
-    live = card_path(card.repo, card.number) + "/fragment"
+    live = card_path(card.repo, card.number)
     body = (
         f"<h1>{e(title)}</h1><p>{' · '.join(links)} · "
         f'<a href="/api/v1{e(card_path(card.repo, card.number))}">JSON</a></p>'
-        f'<div id="live" data-live="{e(live)}" data-live-every="{LIVE_S}" aria-live="polite">'
-        f"{steps_fragment(card)}</div>"
+        f'<div id="live" data-live="{e(live)}/fragment" data-live-stream="{e(live)}/stream" '
+        f'data-live-every="{LIVE_S}" aria-live="polite">{steps_fragment(card)}</div>'
     )
     return layout(title, body, viewer)
 
