@@ -25,7 +25,7 @@ from hosts.base import Host
 from hosts.errors import NotFound
 from hosts.labels import PrState
 from hosts.markers import make_marker
-from hosts.models import Pull, ReviewState, Target
+from hosts.models import Pull, ReviewState, Target, Upserted, UpsertResult
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,9 @@ class Publisher:
         digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
         if rec.tracking_digest == digest:
             return
-        await self.pm.upsert_comment(
-            Target("card", self.card), make_marker("tracking", self.card), body
-        )
-        self.record("tracking", digest=digest, **(shown or {}))
+        target = Target("card", self.card)
+        done = await self.pm.upsert_comment(target, make_marker("tracking", self.card), body)
+        self.record("tracking", digest=digest, **(shown or {}), comment=kept(target, done))
         rec.tracking_digest = digest
         if shown is not None:
             rec.shown_status = str(shown.get("status") or "") or None
@@ -109,9 +108,10 @@ class Publisher:
         if rec.pr is None:
             return
         marker = make_marker("review", self.card, rec.pr, rec.run_id)
-        await self.code.upsert_comment(Target("pull", rec.pr), marker, body)
+        target = Target("pull", rec.pr)
+        done = await self.code.upsert_comment(target, marker, body)
         await self.code.set_review_status(rec.pr, head, state, description)
-        self.record("review-published", head=head)
+        self.record("review-published", head=head, comment=kept(target, done))
         rec.review_published = head
 
     async def scope_packet(self, rec: CycleRecord, pending: Sequence[ScopeChange]) -> None:
@@ -120,18 +120,32 @@ class Publisher:
         if rec.pr is None or rec.scope_baseline_posted == baseline:
             return
         marker = make_marker("scope-packet", self.card, rec.pr, rec.run_id)
-        await self.code.upsert_comment(
-            Target("pull", rec.pr), marker, render_scope_packet(pending, baseline)
+        target = Target("pull", rec.pr)
+        done = await self.code.upsert_comment(
+            target, marker, render_scope_packet(pending, baseline)
         )
-        self.record("scope-packet", baseline=baseline)
+        self.record("scope-packet", baseline=baseline, comment=kept(target, done))
         rec.scope_baseline_posted = baseline
 
     async def reply(self, target: Target, kind: str, body: str) -> None:
         """A marker-keyed reply (a refusal, help): edited in place, never posted twice."""
         pr = target.number if target.kind == "pull" else None
-        await (self.code if target.kind == "pull" else self.pm).upsert_comment(
+        done = await (self.code if target.kind == "pull" else self.pm).upsert_comment(
             target, make_marker(kind, self.card, pr), body
         )
+        if done.outcome is not Upserted.UNCHANGED:  # a reply re-sent unchanged is known already
+            self.record("comment", kind=kind, comment=kept(target, done))
+
+
+def kept(target: Target, done: UpsertResult) -> dict[str, Any]:
+    """What the journal keeps of a comment pairbot wrote: where it is, its id, its web URL
+    ("" where the host has none, as on the local forge), so the status pages can link it."""
+    return {
+        "target": target.kind,
+        "number": target.number,
+        "id": done.comment.id,
+        "url": done.comment.url,
+    }
 
 
 def render_scope_packet(pending: Sequence[ScopeChange], baseline: str) -> str:

@@ -18,11 +18,12 @@ re-run tick knows what is already published and never does it twice:
                                                  before a verify (app.domain.evidence); written
                                                  when they differ from the last one recorded
     reviewed         {head, cardHash, converged, blocking, round}
-    review-published {head}                      review comment + `pair-review` status are set
-    scope-packet     {baseline}                  the scope-decision packet comment is up
-    scope-applied    {ref, dispositions, scopeEpoch} a maintainer's decision, applied once
+    review-published {head, comment?}            review comment + `pair-review` status are set
+    scope-packet     {baseline, comment?}        the scope-decision packet comment is up
+    scope-applied    {ref, dispositions, scopeEpoch, by?, url?}  a maintainer's decision
+                                                 (by whom, its comment's URL), applied once
     scope-card       {proposal, number}          a card created for a `new-card` decision
-    synthesis        {head, confirmed}           the synthesis comment, read back
+    synthesis        {head, confirmed, comment?} the synthesis comment, read back
     merge-approved   {head}                      `/pair approve` at the merge gate
     merged           {head, sha}
     abandoned        {}
@@ -35,7 +36,8 @@ re-run tick knows what is already published and never does it twice:
                                                  (not a dead run: the next step runs it again)
     command          {verb, delivery}            a command applied (its delivery is never re-run)
     label            {state}                     the `pr-state:*` label last set (card and PR)
-    tracking         {digest, status?, next?, why?}  the tracking comment's last body digest
+    tracking         {digest, status?, next?, why?, comment?}  the tracking comment's
+                                                 last body digest
                                                  (null: another writer changed it; publish it
                                                  again) and the status, next step and reason it
                                                  shows — what every other view of the card says
@@ -49,6 +51,10 @@ re-run tick knows what is already published and never does it twice:
     rewrite-retry    {spent?}                    `/pair retry` at a history-rewrite escalation:
                                                  the next step reviews the branch's new head
                                                  (`spent`: it found the head unchanged)
+    comment          {kind, comment}             a marker-keyed reply written (a refusal, help)
+
+`comment` (where present: journals written before it have none) is the comment pairbot wrote,
+`{target: card|pull, number, id, url}`; `url` is "" where the host gives none (the local forge).
 
 `fold_cycle(records, key)` reads them once, in order, into `CycleRecord`.
 """

@@ -16,6 +16,7 @@ from typing import Any
 
 from app import __version__
 from app.cycle.evidence import recorded_evidence
+from app.cycle.publish import kept
 from app.cycle.records import CycleRecord
 from app.cycle.state import (
     CardState,
@@ -332,7 +333,12 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
     # rendered (a human's text after it is theirs and does not count).
     stored = done.comment.body
     confirmed = same_text(stored, render(marker, body, human_tail(stored)))
-    state.pub.record("synthesis", head=rec.reviewed_head, confirmed=confirmed)
+    state.pub.record(
+        "synthesis",
+        head=rec.reviewed_head,
+        confirmed=confirmed,
+        comment=kept(Target("pull", pull.number), done),
+    )
     rec.synthesis_head = rec.reviewed_head if confirmed else None
     return confirmed
 
@@ -404,6 +410,8 @@ async def _apply_scope(
         ref=decision.ref,
         dispositions=dispositions,
         scopeEpoch=new_state.scope_epoch,
+        by=decision.author,
+        url=decision.url,
     )
     if remediation is not None:
         # One remediation round through the ordinary pipeline: apply again for the extended

@@ -10,7 +10,8 @@ here; nothing in this module does I/O or reads the time. The rules:
   any other client is nobody.
 - Otherwise, in this order: an `Authorization: Bearer` operator token (a wrong one is refused,
   never mistaken for "no token"), then the session: an operator session, or a GitHub user
-  whose repository list is younger than the TTL. Anything else is nobody.
+  whose repository list is younger than the TTL (held in the cookie, or — too long for one —
+  by the server under the session's reference). Anything else is nobody.
 - An unsafe request (not GET/HEAD/OPTIONS) made with the session cookie needs the session's
   CSRF token and an Origin (or Referer) of this site; one made with the bearer token needs
   neither (a browser never attaches that header on its own).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -67,8 +68,11 @@ class Session:
     the repositories they could read and when that list was read.
 
     `since`: when this session began (its absolute lifetime counts from here). `csrf`: the
-    token unsafe requests must echo. `mark`: for an operator session, a fingerprint of the
-    operator token it was opened with, so changing the token ends those sessions. `state`,
+    token unsafe requests must echo. `repos_ref`: set instead of `repos` when the list is too
+    long for a cookie — the random name under which the server that signed the user in holds
+    it (app.web.sessions.HeldRepos; `decide` is handed it). `mark`: for an operator session, a
+    fingerprint of the operator token it was opened with, so changing the token ends those
+    sessions. `state`,
     `state_at`, `next`: an OAuth sign-in under way (its state, when it began, where to go after).
     """
 
@@ -78,6 +82,7 @@ class Session:
     login: str = ""
     repos: tuple[str, ...] = ()
     repos_at: float = 0.0
+    repos_ref: str = ""
     mark: str = ""
     state: str = ""
     state_at: float = 0.0
@@ -86,7 +91,8 @@ class Session:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"c": self.csrf, "s": self.since, "k": self.kind}
         if self.kind == "github":
-            data.update(l=self.login, r=list(self.repos), ra=self.repos_at)
+            data.update(l=self.login, ra=self.repos_at)
+            data.update({"rr": self.repos_ref} if self.repos_ref else {"r": list(self.repos)})
         if self.kind == "operator":
             data.update(m=self.mark)
         if self.state:
@@ -105,12 +111,17 @@ class Session:
             return None
         session = cls(csrf=csrf, since=float(since), kind=kind)
         if kind == "github":
-            login, repos, at = data.get("l"), data.get("r"), data.get("ra")
+            login, repos, at = data.get("l"), data.get("r", []), data.get("ra")
+            ref = data.get("rr", "")
             if not isinstance(login, str) or not login or not isinstance(at, int | float):
                 return None
             if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
                 return None
-            session = replace(session, login=login, repos=tuple(repos), repos_at=float(at))
+            if not isinstance(ref, str) or (ref and repos) or ("r" not in data and not ref):
+                return None
+            session = replace(
+                session, login=login, repos=tuple(repos), repos_at=float(at), repos_ref=ref
+            )
         if kind == "operator":
             mark = data.get("m")
             if not isinstance(mark, str) or not mark:
@@ -156,8 +167,11 @@ def decide(
     session: Session | None,
     now: float,
     ttl_s: float,
+    held_repos: Sequence[str] | None = None,
 ) -> Decision:
-    """The viewer of a request (see the module docstring for the order)."""
+    """The viewer of a request (see the module docstring for the order). `held_repos`: the
+    repository list the server holds for the session's `repos_ref`, None when it holds none
+    (restarted, another replica, or evicted): that session has to sign in again."""
     if dev:
         if is_loopback(client_host):
             return Decision("operator", "ok")
@@ -173,9 +187,13 @@ def decide(
             return Decision("operator", "ok")
         return Decision("nobody", "expired")
     if session.kind == "github":
-        if 0 <= now - session.repos_at <= ttl_s:
+        if not 0 <= now - session.repos_at <= ttl_s:
+            return Decision("nobody", "expired")
+        if not session.repos_ref:
             return Decision("reader", "ok", login=session.login, repos=session.repos)
-        return Decision("nobody", "expired")
+        if held_repos is None:
+            return Decision("nobody", "expired")
+        return Decision("reader", "ok", login=session.login, repos=tuple(held_repos))
     return NOBODY_ANONYMOUS
 
 

@@ -19,8 +19,9 @@ the parks are run-state that travels; these files stay on the machine that ran t
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -29,6 +30,7 @@ __all__ = ["LIMIT_BYTES", "REDACTED", "TRUNCATED", "LiveLog", "live_dir", "read_
 LIMIT_BYTES = 256 * 1024
 TRUNCATED = "… output truncated"
 REDACTED = "***"
+_SESSION = re.compile(r"[A-Za-z0-9._-]+")  # a session id names a file in live/, nothing else
 # Room kept for the truncation line itself, so the file never passes the limit.
 _RESERVE = len((TRUNCATED + "\n").encode())
 
@@ -109,11 +111,19 @@ class LiveLog:
                 stream.close()
 
 
-def read_tail(run_dir: Path, lines: int = 200) -> dict[str, tuple[str, ...]]:
-    """The last `lines` lines of each live log under `run_dir`, by session; {} when none can be
-    read. Reads at most the log's bound, so a poll costs little however long the step runs."""
+def read_tail(
+    run_dir: Path, lines: int = 200, sessions: Collection[str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """The last `lines` lines of each live log under `run_dir` (or only those of `sessions`),
+    by session; {} when none can be read. Reads at most the log's bound, so a poll costs little
+    however long the step runs."""
     found: dict[str, tuple[str, ...]] = {}
-    for log in sorted(live_dir(run_dir).glob("*.log")):
+    logs = (
+        sorted(live_dir(run_dir).glob("*.log"))
+        if sessions is None
+        else [live_dir(run_dir) / f"{s}.log" for s in sorted(sessions) if _SESSION.fullmatch(s)]
+    )
+    for log in logs:
         try:
             with log.open("rb") as stream:
                 stream.seek(0, 2)

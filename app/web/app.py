@@ -579,7 +579,7 @@ def create_app(
     credentials), `executor` (what runs a job under `execution: worker`), `clock` (the
     permission cache's), `after_body` (awaited right after a body is read: a test uses it to
     stop a process there), `local` (what reads the run-state on this machine for the status
-    pages: `app.web.pages.read.read_local`), `root_repo` (the repository the served project's
+    pages: `app.web.pages.read.LocalReader`), `root_repo` (the repository the served project's
     own cards are listed under), `tick` (what
     the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
     `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows

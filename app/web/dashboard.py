@@ -10,8 +10,16 @@ proof-of-work); a card batch shows the card's own status, next step and reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.cycle.card_status import CardStatus
+
+# Reads a batch's card status: None for a plain batch (`read_card_status` by default).
+CardStatusOf = Callable[[Path, str], "CardStatus | None"]
 
 
 @dataclass(frozen=True)
@@ -65,9 +73,11 @@ def worker_batches(root: Path, checkouts: Path | None) -> list[BatchView]:
     return views
 
 
-def batches_of(root: Path, checkout: str) -> list[BatchView]:
-    """`local_batches(root)`, each labelled with `checkout`."""
-    return [replace(v, checkout=checkout) for v in local_batches(root)]
+def batches_of(
+    root: Path, checkout: str, card_status: CardStatusOf | None = None
+) -> list[BatchView]:
+    """`local_batches(root, card_status)`, each labelled with `checkout`."""
+    return [replace(v, checkout=checkout) for v in local_batches(root, card_status)]
 
 
 def _proof(proof: object) -> str:
@@ -77,8 +87,10 @@ def _proof(proof: object) -> str:
     return str(verdict) if verdict else "recorded"
 
 
-def local_batches(root: Path) -> list[BatchView]:
-    """Every batch under `root/.pair/batches` with its derived status."""
+def local_batches(root: Path, card_status: CardStatusOf | None = None) -> list[BatchView]:
+    """Every batch under `root/.pair/batches` with its derived status. `card_status` reads a
+    card batch's status (None for a plain batch): the status pages pass the one they already
+    derived, so a card's journal is not read twice."""
     from app.cycle.card_status import read_card_status  # noqa: PLC0415
     from app.engine.manifest import list_batches  # noqa: PLC0415  # the engine loads only here
     from app.engine.render import describe_target  # noqa: PLC0415
@@ -89,7 +101,7 @@ def local_batches(root: Path) -> list[BatchView]:
     views: list[BatchView] = []
     for name in list_batches(root):
         try:
-            card = read_card_status(root, name)
+            card = (card_status or read_card_status)(root, name)
             if card is not None:
                 views.append(
                     BatchView(

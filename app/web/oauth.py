@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 import httpx
 
 TIMEOUT_S: Final = 10.0
-MAX_PAGES: Final = 20  # 2,000 installations or repositories per list: past it, the list is cut
+MAX_PAGES: Final = 100  # 10,000 installations or repositories per list: past it, the list is cut
 _API_HEADERS: Final = {
     "Accept": "application/vnd.github+json",
     "X-GitHub-Api-Version": "2022-11-28",

@@ -109,6 +109,9 @@ def settings_for(root: Path, env: Mapping[str, str], *, dev: bool) -> AppSetting
     return settings.model_copy(update=update)
 
 
+STOP_GRACE_S = 5.0
+
+
 def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
     """The `uvicorn.Config` pairbot serves `app` with, under `limits` (`options` override).
 
@@ -136,6 +139,9 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
         "ws": "none",  # no route speaks WebSocket: an upgrade is an ordinary request
         "access_log": False,
         "limit_concurrency": limits.max_connections,
+        # A stop waits this long for requests still running, then cancels them: a card page's
+        # live stream (app.web.pages.routes) would otherwise hold it for up to a minute.
+        "timeout_graceful_shutdown": STOP_GRACE_S,
         "timeout_keep_alive": limits.keep_alive_s,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
         **options,
@@ -161,7 +167,7 @@ def serve(
 
     from app.store.factory import alone_across_replicas, make_store  # noqa: PLC0415
     from app.web.app import create_app  # noqa: PLC0415
-    from app.web.pages.read import read_local  # noqa: PLC0415
+    from app.web.pages.read import LocalReader  # noqa: PLC0415
     from app.web.ticker import checkout_tick  # noqa: PLC0415
     from app.web.worker import cycle_executor  # noqa: PLC0415
 
@@ -207,7 +213,7 @@ def serve(
             any_repository=settings.forge == "local",
             run_url=settings.public_url,
         ),
-        local=lambda: read_local(root, settings.worker_checkouts),
+        local=LocalReader(root, settings.worker_checkouts),
     )
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

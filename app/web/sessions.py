@@ -6,6 +6,12 @@ not encrypted: its holder can read it, and it holds nothing they may not know (t
 the names of the repositories they can read, their CSRF token). A cookie whose signature does
 not match — tampered with, or signed with another key — reads as no session at all.
 
+The cookie stays small whatever the user can read: a repository list that would not fit in
+it (a few hundred names) is held in this server's memory instead (`HeldRepos`), under a random
+reference the cookie carries, for as long as the list is good (PAIR_SIGNIN_TTL_S). A restart,
+or another replica, does not hold it: that user signs in again (one click). Lists that fit
+stay in the cookie, so most sessions work on every replica.
+
 The key: PAIR_SESSION_SECRET when set; otherwise derived from the webhook secret (HMAC with a
 fixed label), so a deployment needs no extra secret, and rotating the webhook secret signs
 everyone out. Set PAIR_SESSION_SECRET on replicas that must share sessions across a webhook
@@ -20,6 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -32,8 +42,73 @@ MAX_COOKIE_BYTES: Final = 3900  # browsers keep cookies of up to 4096 bytes, nam
 _LABEL: Final = b"pairbot status-page session key v1"
 
 
+MAX_HELD_NAMES: Final = 2_000_000  # repository names held for every session together
+_MIN_HELD_ENTRY: Final = 64  # the memory of a held list counts at least this many names
+
+
 class TooLarge(ValueError):
     """The session does not fit in a cookie (a user who can read very many repositories)."""
+
+
+@dataclass(frozen=True)
+class _Held:
+    login: str
+    repos: tuple[str, ...]
+    until: float
+
+
+class HeldRepos:
+    """Repository lists too long for a cookie, held in memory until they expire.
+
+    Bounded: past `max_names` names in all, the oldest lists go first (their users sign in
+    again). Only a completed GitHub sign-in adds a list, so a stranger cannot fill it. Used
+    from the event loop only (the sign-in middleware and routes), so it takes no lock.
+    """
+
+    def __init__(self, max_names: int = MAX_HELD_NAMES) -> None:
+        self._lists: OrderedDict[str, _Held] = OrderedDict()
+        self._names = 0
+        self._max = max_names
+
+    def __len__(self) -> int:
+        return len(self._lists)
+
+    def put(self, login: str, repos: Sequence[str], until: float, now: float) -> str:
+        """Hold `repos` for `login` until `until`; the reference the cookie carries."""
+        self._expire(now)
+        ref = secrets.token_urlsafe(24)
+        held = _Held(login, tuple(repos), until)
+        self._lists[ref] = held
+        self._names += self._cost(held)
+        while self._names > self._max and len(self._lists) > 1:
+            self._forget(next(iter(self._lists)))
+        return ref
+
+    def get(self, ref: str, login: str, now: float) -> tuple[str, ...] | None:
+        """The list held under `ref` for `login`; None when none is (or it expired)."""
+        held = self._lists.get(ref)
+        if held is None or held.login != login:
+            return None
+        if now > held.until:
+            self._forget(ref)
+            return None
+        return held.repos
+
+    def drop(self, ref: str) -> None:
+        """Forget a list (its session signed out)."""
+        if ref in self._lists:
+            self._forget(ref)
+
+    def _expire(self, now: float) -> None:
+        for ref in [r for r, h in self._lists.items() if now > h.until]:
+            self._forget(ref)
+
+    def _forget(self, ref: str) -> None:
+        self._names -= self._cost(self._lists.pop(ref))
+
+    @staticmethod
+    def _cost(held: _Held) -> int:
+        return max(len(held.repos), _MIN_HELD_ENTRY)
 
 
 def session_key(session_secret: str | None, webhook_secret: bytes) -> bytes:

@@ -55,6 +55,7 @@ from app.web import oauth
 from app.web.sessions import (
     COOKIE,
     MAX_AGE_S,
+    HeldRepos,
     SessionCodec,
     TooLarge,
     operator_mark,
@@ -128,6 +129,7 @@ class SignInService:
             settings.operator_token.get_secret_value() if settings.operator_token else None
         )
         self.mark = operator_mark(key, self.operator_token)
+        self.held = HeldRepos()  # repository lists too long for a cookie
         self.dev = settings.forge == "local"
         self.transport = transport
         self.clock = clock
@@ -144,6 +146,9 @@ class SignInService:
 
     def decide(self, scope: Scope, headers: Headers, session: Session, now: float) -> Decision:
         client = scope.get("client")
+        held = None
+        if session.kind == "github" and session.repos_ref:
+            held = self.held.get(session.repos_ref, session.login, now)
         return decide(
             dev=self.dev,
             client_host=client[0] if client else None,
@@ -153,6 +158,7 @@ class SignInService:
             session=session,
             now=now,
             ttl_s=self.settings.signin_ttl_s,
+            held_repos=held,
         )
 
     def routes(self) -> list[Route]:
@@ -249,17 +255,18 @@ class SignInService:
         try:
             self.codec.dump(signed_in)
         except TooLarge:
-            return self._page(
-                request,
-                f"You can read {len(access.repos)} repositories through the App: too many to "
-                "keep in a sign-in cookie. Ask the operator for the operator token.",
-                status=400,
-            )
+            # Too long for a cookie: this server holds the list for as long as it is good.
+            until = now + self.settings.signin_ttl_s
+            ref = self.held.put(access.login, access.repos, until, now)
+            signed_in = replace(signed_in, repos=(), repos_ref=ref)
         box.set(signed_in)
         return RedirectResponse(target, status_code=303)
 
     async def signout(self, request: Request) -> Response:
-        _box(request).set(self.new_session(self.clock()))
+        box = _box(request)
+        if box.session.repos_ref:
+            self.held.drop(box.session.repos_ref)
+        box.set(self.new_session(self.clock()))
         return RedirectResponse("/signin", status_code=303)
 
     def _page(

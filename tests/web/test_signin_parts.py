@@ -19,11 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from app.domain.access import Session
+from app.domain.access import Session, decide
 from app.errors import ConfigError
 from app.web.sessions import (
     COOKIE,
     MAX_AGE_S,
+    HeldRepos,
     SessionCodec,
     TooLarge,
     operator_mark,
@@ -294,16 +295,67 @@ def test_installations_without_an_id_and_repositories_without_a_name_are_skipped
     assert session is not None and session.repos == ()
 
 
-def test_too_many_repositories_for_a_cookie_is_said_plainly(tmp_path: Path) -> None:
+def test_too_many_repositories_for_a_cookie_are_held_by_the_server(tmp_path: Path) -> None:
     fake = FakeGitHubOAuth()
     import random
 
     rng = random.Random(7)
     names = [f"o{rng.randrange(10**9)}/r{rng.randrange(10**9)}" for _ in range(400)]
     fake.user("mona", [FakeInstallation(3, "octo", names)])
-    app, _ = _github(tmp_path, fake)
+    app, service = _github(tmp_path, fake)
     done = _round_trip(app, fake)
-    assert done.status_code == 400 and "400 repositories" in done.text
+    assert (done.status_code, done.headers["location"]) == (303, "/later/page")
+    cookie = cookie_of(done).split(";")[0]
+    assert len(cookie) < 400
+    session = service.codec.load(cookie.split("=", 1)[1])
+    assert session is not None and session.repos == () and session.repos_ref
+    seen = call(app, "GET", "/later/page", headers={"Cookie": cookie}).json()
+    assert seen["login"] == "mona" and seen["repos"] == sorted(n.lower() for n in names)
+    # Another server (a restart, a replica) does not hold the list: sign in again.
+    other, _ = _github(tmp_path, fake)
+    again = call(other, "GET", "/later/page", headers={"Cookie": cookie})
+    assert again.headers["location"] == "/signin?next=%2Flater%2Fpage&expired=1"
+
+
+def test_a_held_list_is_its_users_until_it_expires_and_the_oldest_go_past_the_bound() -> None:
+    held = HeldRepos(max_names=300)
+    first = held.put("mona", ["o/a"] * 100, until=NOW + 10, now=NOW)
+    assert held.get(first, "mona", NOW) == ("o/a",) * 100
+    assert held.get(first, "mallory", NOW) is None  # a reference is good for its user only
+    assert held.get("made-up", "mona", NOW) is None
+    second = held.put("ada", ["o/b"] * 150, until=NOW + 20, now=NOW)
+    third = held.put("bob", ["o/c"] * 100, until=NOW + 20, now=NOW)  # 350 names: first goes
+    assert held.get(first, "mona", NOW) is None and len(held) == 2
+    assert held.get(second, "ada", NOW + 21) is None and len(held) == 1  # expired
+    held.put("eve", ["o/d"], until=NOW + 40, now=NOW + 30)  # expired lists go on the next put
+    assert held.get(third, "bob", NOW) is None and len(held) == 1
+    held.drop("made-up")
+
+
+def test_a_session_with_a_held_list_round_trips_and_needs_the_list() -> None:
+    codec = SessionCodec(b"k")
+    session = Session(
+        csrf="c", since=NOW, kind="github", login="m", repos_at=NOW, repos_ref="ref-1"
+    )
+    assert codec.load(codec.dump(session)) == session
+    assert "ref-1" in str(session.to_dict()) and "r" not in session.to_dict()
+    both = {**session.to_dict(), "r": ["o/a"]}
+    neither = {k: v for k, v in session.to_dict().items() if k != "rr"}
+    assert Session.from_dict(both) is None and Session.from_dict(neither) is None
+    args: dict[str, Any] = {
+        "dev": False,
+        "client_host": "203.0.113.5",
+        "bearer": None,
+        "operator_token": None,
+        "operator_mark": None,
+        "session": session,
+        "now": NOW,
+        "ttl_s": 60.0,
+    }
+    assert decide(**args).reason == "expired"  # the server holds no list for it
+    reader = decide(**args, held_repos=("o/a",))
+    assert (reader.who, reader.repos) == ("reader", ("o/a",))
+    assert decide(**{**args, "now": NOW + 61}, held_repos=("o/a",)).reason == "expired"
 
 
 # -- the session cookie ------

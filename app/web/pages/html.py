@@ -3,8 +3,9 @@
 The pages carry no inline script, style or event handler, so a strict Content-Security-Policy
 (`script-src 'self'`, `style-src 'self'`) holds: the stylesheet and the one script are static
 files served by the app (`/static/pairbot.css`, `/static/pairbot.js`). The script only
-refreshes the region of a page marked `data-live` with the fragment its URL names; without it
-every page is complete and a reload shows the same. A status is a badge with its name as text:
+refreshes the region of a page marked `data-live` with the fragment its URL names (streamed
+from `data-live-stream` where the browser can, else polled); without it every page is
+complete and a reload shows the same. A status is a badge with its name as text:
 colour is never the only signal.
 """
 
@@ -17,7 +18,16 @@ from urllib.parse import quote
 from app.domain.cohort import Cohort, render_cohort
 from app.store.base import DeliveryRecord, InstallationRecord
 from app.web.dashboard import BatchView
-from app.web.pages.model import TONE, CardView, JobView, Overview, Step, stamp
+from app.web.pages.model import (
+    TONE,
+    CardView,
+    JobView,
+    KeptComment,
+    Overview,
+    ScopeProposal,
+    Step,
+    stamp,
+)
 from app.web.viewer import Viewer
 
 LIVE_S = 2  # how often a card's page asks for its steps while a step runs
@@ -207,6 +217,69 @@ def _step_row(step: Step) -> str:
     )
 
 
+def _comment_item(comment: KeptComment) -> str:
+    # A host with no web address for it (the local forge) gets a plain label.
+    name = _link(comment.label, comment.url) if comment.url else e(comment.label)
+    ident = f" · id <code>{e(comment.id)}</code>" if comment.id else ""
+    return (
+        f'<li class="comment" data-kind="{e(comment.kind)}">{name}'
+        f"<small>{ident} · last written {e(comment.at)} · journal line "
+        f"{comment.journal_ref + 1}</small></li>"
+    )
+
+
+def comments_section(card: CardView) -> str:
+    """Links to every comment pairbot keeps for the card (a label where the host has no URL)."""
+    items = "".join(_comment_item(c) for c in card.comments) or "<li>none yet</li>"
+    return (
+        '<section aria-labelledby="comments-h"><h2 id="comments-h">Comments pairbot keeps</h2>'
+        f'<ul class="comments">{items}</ul></section>'
+    )
+
+
+def _proposal_row(proposal: ScopeProposal) -> tuple[str, ...]:
+    decision = proposal.decision
+    if decision is None:
+        decided = badge("awaiting decision", "wait")
+    else:
+        decided = f"{badge(decision.action, 'good')} {e(decision.outcome)}"
+        if decision.ac:
+            decided += f" ({e(decision.ac)})"
+        if decision.new_card is not None:
+            decided += f" · card #{decision.new_card}"
+        who = f"by {e(decision.by)}" if decision.by else "by the maintainer"
+        comment = _link("their comment", decision.url) if decision.url else ""
+        decided += f"<br><small>{who} · {e(decision.at)}" + (
+            f" · {comment}</small>" if comment else "</small>"
+        )
+    origin = f"review round {proposal.review_round}" if proposal.review_round else "—"
+    return (
+        f"<code>{e(proposal.id)}</code>",
+        e(proposal.type),
+        e(proposal.affected_ac or "—"),
+        e(proposal.evidence) + f"<br><small>{e(origin)} · {e(proposal.proposed_at)}</small>",
+        decided,
+    )
+
+
+def scope_section(card: CardView) -> str:
+    """The scope proposals the reviews made and what the maintainer decided for each."""
+    if not card.scope:
+        return ""
+    packet = (
+        f"<p>Decision packet posted {e(card.scope_packet_at)}.</p>" if card.scope_packet_at else ""
+    )
+    table = _table(
+        "Scope proposals and decisions",
+        ("proposal", "adds or changes", "affected AC", "evidence", "decision"),
+        [_proposal_row(p) for p in card.scope],
+        "",
+    )
+    return (
+        f'<section aria-labelledby="scope-h"><h2 id="scope-h">Scope</h2>{packet}{table}</section>'
+    )
+
+
 def steps_fragment(card: CardView) -> str:
     """The live part of a card's page: its status, steps and events (the script swaps it in)."""
     steps = "".join(_step_row(s) for s in card.steps) or '<li class="empty">No step yet.</li>'
@@ -228,6 +301,7 @@ def steps_fragment(card: CardView) -> str:
         f"<dt>what you can do</dt><dd><ul>{actions or '<li>nothing</li>'}</ul></dd></dl></section>"
         f'<section aria-labelledby="steps-h"><h2 id="steps-h">Cycle</h2>'
         f'<ol class="steps">{steps}</ol></section>'
+        f"{scope_section(card)}{comments_section(card)}"
         f'<section aria-labelledby="events-h"><h2 id="events-h">Host events</h2>'
         f"<ol>{events or '<li>none yet</li>'}</ol></section>"
     )
@@ -238,12 +312,12 @@ def card_page(card: CardView, viewer: Viewer) -> str:
     if card.url:
         links.append(_link("the card", card.url))
     title = f"{card.repo} #{card.number}" + (f" — {card.title}" if card.title else "")
-    live = card_path(card.repo, card.number) + "/fragment"
+    live = card_path(card.repo, card.number)
     body = (
         f"<h1>{e(title)}</h1><p>{' · '.join(links)} · "
         f'<a href="/api/v1{e(card_path(card.repo, card.number))}">JSON</a></p>'
-        f'<div id="live" data-live="{e(live)}" data-live-every="{LIVE_S}" aria-live="polite">'
-        f"{steps_fragment(card)}</div>"
+        f'<div id="live" data-live="{e(live)}/fragment" data-live-stream="{e(live)}/stream" '
+        f'data-live-every="{LIVE_S}" aria-live="polite">{steps_fragment(card)}</div>'
     )
     return layout(title, body, viewer)
 

@@ -127,6 +127,52 @@ class Event:
 
 
 @dataclass(frozen=True)
+class KeptComment:
+    """A comment pairbot keeps for the card (upserted by its marker), as last written.
+
+    `url` is the host's web address of the comment ("" where the host has none, as on the
+    local forge, or where the journal predates recording it: the page shows a plain label)."""
+
+    kind: str  # "tracking", "review", "scope-packet", "synthesis", or a reply's kind
+    label: str  # "tracking comment on the card"
+    target: str  # "card" or "pull"
+    number: int | None  # the card's or the pull request's number; None when not recorded
+    id: str = ""
+    url: str = ""
+    at: str = ""  # when pairbot last wrote it
+    journal_ref: int = 0
+
+
+@dataclass(frozen=True)
+class ScopeDecisionView:
+    """What the maintainer decided for one scope proposal, by whom and when."""
+
+    action: str  # "ignore", "new-card" or "extend-current-card"
+    outcome: str  # the action in plain words: "declined", "split out to a new card", …
+    by: str = ""  # "" where the journal predates recording the author
+    at: str = ""
+    ref: str = ""  # the decision comment's id
+    url: str = ""  # the decision comment's web address, when recorded
+    ac: str = ""  # the acceptance criterion an `extend-current-card` rewrote
+    new_card: int | None = None  # the card a `new-card` decision created
+    journal_ref: int = 0
+
+
+@dataclass(frozen=True)
+class ScopeProposal:
+    """A change to the card's scope a reviewer proposed (never a defect), and its decision."""
+
+    id: str
+    type: str  # what it adds or changes: "new-requirement", "removed-requirement", …
+    evidence: str
+    affected_ac: str = ""
+    review_round: int | None = None
+    proposed_at: str = ""
+    journal_ref: int = 0
+    decision: ScopeDecisionView | None = None  # None while it waits for the maintainer
+
+
+@dataclass(frozen=True)
 class CardView:
     """One card: its overview row and, for its own page, the cycle behind it."""
 
@@ -156,6 +202,9 @@ class CardView:
     local: bool = True  # False: only the job queue knows this card (its run-state is elsewhere)
     steps: tuple[Step, ...] = ()
     events: tuple[Event, ...] = ()
+    comments: tuple[KeptComment, ...] = ()
+    scope: tuple[ScopeProposal, ...] = ()
+    scope_packet_at: str = ""  # when the scope-decision packet was last posted; "" never
 
     @property
     def attention(self) -> int:
@@ -169,7 +218,8 @@ class CardView:
         data = asdict(self)
         data["running"] = self.running is not None
         if not detail:
-            del data["steps"], data["events"]
+            for name in ("steps", "events", "comments", "scope", "scope_packet_at"):
+                del data[name]
         else:
             for step, raw in zip(self.steps, data["steps"], strict=True):
                 raw["running"] = step.running
@@ -307,6 +357,184 @@ def _event_text(data: Mapping[str, Any]) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------- comments and scope
+
+# The cycle events that say pairbot wrote one of its marker-keyed comments: the comment's kind
+# (its marker's) and where it lives when the journal predates recording it.
+_COMMENT_EVENTS: Mapping[str, tuple[str, str]] = {
+    "tracking": ("tracking", "card"),
+    "review-published": ("review", "pull"),
+    "scope-packet": ("scope-packet", "pull"),
+    "synthesis": ("synthesis", "pull"),
+}
+_COMMENT_NAMES: Mapping[str, str] = {
+    "tracking": "tracking comment",
+    "review": "review comment",
+    "scope-packet": "scope-decision packet",
+    "synthesis": "synthesis comment",
+    "scope-refusal": "scope decision refused",
+    "help": "usage reply",
+}
+_SCOPE_OUTCOMES: Mapping[str, str] = {
+    "ignore": "declined: not part of this card",
+    "new-card": "deferred to a card of its own",
+    "extend-current-card": "approved: this card's scope is extended",
+}
+
+
+def _comment_of(
+    data: Mapping[str, Any], card: int, pr: int | None
+) -> tuple[str, str, int | None, str, str] | None:
+    """(kind, target, number, id, url) of the comment a cycle event says was written."""
+    event = str(data.get("event") or "")
+    if event == "comment":
+        kind, target = str(data.get("kind") or "reply"), "card"
+    elif event in _COMMENT_EVENTS:
+        kind, target = _COMMENT_EVENTS[event]
+    else:
+        return None
+    raw = data.get("comment")
+    kept: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    if kept.get("target") in ("card", "pull"):
+        target = str(kept["target"])
+    number = kept.get("number")
+    if not isinstance(number, int):
+        number = card if target == "card" else pr
+    return kind, target, number, str(kept.get("id") or ""), str(kept.get("url") or "")
+
+
+def kept_comments(
+    records: Sequence[Mapping[str, Any]], key: str, card: int
+) -> tuple[KeptComment, ...]:
+    """Every comment pairbot keeps for the card, once each, in the order first written, with
+    its last-known web address. A journal written before comment ids were recorded still
+    names each comment (by its kind and place), without a link."""
+    found: dict[tuple[str, str, int | None, str], KeptComment] = {}
+    pr: int | None = None
+    for ref, record in enumerate(records):
+        if record.get("key") != key or record.get("kind") != "cycle":
+            continue
+        raw = record.get("data")
+        data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        if data.get("event") == "pr" and isinstance(data.get("number"), int):
+            pr = data["number"]
+        written = _comment_of(data, card, pr)
+        if written is None:
+            continue
+        kind, target, number, ident, url = written
+        place = (kind, target, number)
+        # One entry per comment: by its id once recorded; an entry from before ids were
+        # recorded is the same comment as the first one with an id in the same place.
+        anonymous = (*place, "")
+        identity = (*place, ident)
+        if ident and anonymous in found and not any(k[:3] == place and k[3] for k in found):
+            found[identity] = found.pop(anonymous)
+        elif not ident:
+            named = [k for k in found if k[:3] == place and k[3]]
+            identity = named[-1] if named else anonymous
+        before = found.get(identity)
+        where = "the card" if target == "card" else f"PR #{number}"
+        found[identity] = KeptComment(
+            kind=kind,
+            label=f"{_COMMENT_NAMES.get(kind, kind)} on {where}",
+            target=target,
+            number=number,
+            id=ident or (before.id if before else ""),
+            url=url or (before.url if before else ""),
+            at=str(record.get("at", "")),
+            journal_ref=ref,
+        )
+    return tuple(found.values())
+
+
+def _web_addresses(comments: Sequence[KeptComment], card_url: str) -> tuple[KeptComment, ...]:
+    """Azure DevOps gives a work item's comment only its REST address (`…/_apis/wit/…`), which
+    a browser cannot show: such a comment links to the work item's page, where it is, when
+    that is known (else it is shown as a plain label)."""
+    return tuple(
+        replace(c, url=card_url) if c.target == "card" and "/_apis/" in c.url else c
+        for c in comments
+    )
+
+
+def _decision(
+    item: Mapping[str, Any], data: Mapping[str, Any], at: str, ref: int
+) -> ScopeDecisionView:
+    action = str(item.get("action") or "")
+    return ScopeDecisionView(
+        action=action,
+        outcome=_SCOPE_OUTCOMES.get(action, action),
+        by=str(data.get("by") or ""),
+        at=at,
+        ref=str(item.get("ref") or data.get("ref") or ""),
+        url=str(data.get("url") or ""),
+        ac=str(item.get("ac") or ""),
+        journal_ref=ref,
+    )
+
+
+def scope_proposals(
+    records: Sequence[Mapping[str, Any]], key: str
+) -> tuple[tuple[ScopeProposal, ...], str]:
+    """The scope proposals the card's reviews made (the latest wording of each), each with
+    the maintainer's decision once applied; and when the decision packet was last posted."""
+    proposals: dict[str, ScopeProposal] = {}
+    split: dict[str, int] = {}  # proposal id -> the card a `new-card` decision created
+    reviews = 0
+    packet_at = ""
+    for ref, record in enumerate(records):
+        if record.get("key") != key:
+            continue
+        kind, at = record.get("kind"), str(record.get("at", ""))
+        if kind == "outcome" and record.get("transition") == "verify":
+            if record.get("state") not in _ACCEPTED:
+                continue
+            reviews += 1
+            raw = record.get("findings")
+            changes = raw.get("scopeChanges") if isinstance(raw, Mapping) else None
+            for item in changes if isinstance(changes, list) else []:
+                if not isinstance(item, Mapping) or not item.get("id"):
+                    continue
+                ident = str(item["id"])
+                before = proposals.get(ident)
+                proposals[ident] = ScopeProposal(
+                    id=ident,
+                    type=str(item.get("type") or ""),
+                    evidence=str(item.get("evidence") or ""),
+                    affected_ac=str(item.get("affectedAc") or item.get("affected_ac") or ""),
+                    review_round=reviews,
+                    proposed_at=before.proposed_at if before else at,
+                    journal_ref=ref,
+                    decision=before.decision if before else None,
+                )
+            continue
+        raw_data = record.get("data") if kind == "cycle" else None
+        data: Mapping[str, Any] = raw_data if isinstance(raw_data, Mapping) else {}
+        event = data.get("event")
+        if event == "scope-packet":
+            packet_at = at
+        elif event == "scope-applied" and isinstance(data.get("dispositions"), list):
+            for item in data["dispositions"]:
+                if not isinstance(item, Mapping) or not item.get("id"):
+                    continue
+                ident = str(item["id"])
+                decided = _decision(item, data, at, ref)
+                base = proposals.get(ident) or ScopeProposal(
+                    id=ident, type=str(item.get("type") or ""), evidence=""
+                )
+                if base.decision is None:  # a replayed decision is a no-op in the cycle too
+                    proposals[ident] = replace(base, decision=decided)
+        elif event == "scope-card" and isinstance(data.get("number"), int):
+            # Journaled just before the decision it belongs to: attached at the end.
+            split.setdefault(str(data.get("proposal")), data["number"])
+    for ident, number in split.items():
+        split_off = proposals.get(ident)
+        if split_off is not None and split_off.decision is not None:
+            decision = replace(split_off.decision, new_card=number)
+            proposals[ident] = replace(split_off, decision=decision)
+    return tuple(proposals.values()), packet_at
+
+
 # ---------------------------------------------------------------- a card
 
 
@@ -415,11 +643,6 @@ def card_view(
     rec = fold_cycle(records, key)
     mine = tuple(r for r in records if r.get("key") == key)
     steps, events = card_steps(records, key)
-    if live:
-        steps = tuple(
-            replace(s, live_output=tuple(live[s.session])) if s.running and s.session in live else s
-            for s in steps
-        )
     fixes = sum(1 for s in steps if s.transition == "fix" and s.outcome in _ACCEPTED)
     reviews = sum(1 for s in steps if s.transition == "verify" and s.outcome in _ACCEPTED)
     park = parks.get(key)
@@ -445,11 +668,13 @@ def card_view(
         )
     )
     last = steps[-1] if steps else None
-    return CardView(
+    scope, packet_at = scope_proposals(records, key)
+    card_url = str(snapshot.get("url") or "") or _issue_url(explanation.pr_url or "", status.card)
+    view = CardView(
         repo=repo,
         number=status.card,
         title=explanation.title,
-        url=str(snapshot.get("url") or "") or _issue_url(explanation.pr_url or "", status.card),
+        url=card_url,
         status=status.status,
         label=status.label,
         tone=TONE.get(status.status, "busy"),
@@ -471,7 +696,22 @@ def card_view(
         last_command=last_command,
         steps=steps,
         events=events,
+        comments=_web_addresses(kept_comments(records, key, status.card), card_url),
+        scope=scope,
+        scope_packet_at=packet_at,
     )
+    return with_live(view, live)
+
+
+def with_live(view: CardView, live: Mapping[str, Sequence[str]] | None) -> CardView:
+    """`view` with the last output lines (`live`, by session) on its running step."""
+    if not live or view.running is None:
+        return view
+    steps = tuple(
+        replace(s, live_output=tuple(live[s.session])) if s.running and s.session in live else s
+        for s in view.steps
+    )
+    return replace(view, steps=steps)
 
 
 def remote_card(job: JobRecord) -> CardView:

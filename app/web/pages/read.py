@@ -1,42 +1,67 @@
 """The run-state the status pages read on this machine: the served project and its checkouts.
 
-    read_local(root, checkouts) -> Local   blocking file reads; call it from a worker thread
+    LocalReader(root, checkouts)() -> Local     what the pages show, re-reading only the files
+                                                 that changed since the last call (pages.cache)
+    read_local(root, checkouts) -> Local         the same, reading everything (no memo)
     card_views(local, jobs) -> list[CardView]   every card: local run-state first, then the
                                                  cards only the job queue knows
     cohort_of_local(local, viewer, root_repo)    `pairbot report cohort` over the cards the
                                                  viewer can read (each repository's own cards)
 
-The served project (`pairbot serve --dev`, or a worker's root) and each checkout under
-`PAIR_WORKER_CHECKOUTS` (`<owner>/<name>`) keep their batches under `.pair/batches`; a card
-batch (`card-<n>`) holds the card's journal and parks, and the live log of its last agent
-step (`run/live/<session>.log`), whose last lines a running step shows. A GitHub App whose
-steps run in Actions keeps its run-state on the repositories' `pair-state` branches: those
-cards come from the job queue only, with no status guessed.
+Reads block: call them from a worker thread. The served project (`pairbot serve --dev`, or a
+worker's root) and each checkout under `PAIR_WORKER_CHECKOUTS` (`<owner>/<name>`) keep their
+batches under `.pair/batches`; a card batch (`card-<n>`) holds the card's journal and parks,
+and the live log of its last agent step (`run/live/<session>.log`), whose last lines a running
+step shows. A GitHub App whose steps run in Actions keeps its run-state on the repositories'
+`pair-state` branches: those cards come from the job queue only, with no status guessed.
+
+What a card batch's journal and parks give (its view, its status, its cohort figures) is
+derived once per version of those files (`Derived`, keyed by their stamps): a page request
+stats every card's files and re-parses only the journals that changed. The live log is read
+only for a step that is running. Plain batches (not cards) are derived afresh each time: their
+status also depends on the change files on disk, which no single stamp covers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine.runstate import Park
+from app.engine.runstate import Park, RunLocus
 from app.store.base import JobRecord
 from app.web.dashboard import BatchView, batches_of
-from app.web.pages.model import CardView, card_view, remote_card
+from app.web.pages.cache import Memo, stamp
+from app.web.pages.model import CardView, card_view, remote_card, with_live
 from app.web.viewer import Viewer
 
 if TYPE_CHECKING:
-    from app.domain.cohort import Cohort
+    from app.cycle.card_status import CardStatus
+    from app.domain.cohort import CardFigures, Cohort
 
 
 LIVE_LINES = 200  # the tail of a running step's output a card page shows
 
 
 @dataclass(frozen=True)
+class Derived:
+    """What one card batch's journal and parks give, before a request adds its own parts (the
+    repository, the last command from the job queue, the running step's output)."""
+
+    view: CardView  # repo "" and no last command: see `card_views`
+    status: CardStatus
+    figures: CardFigures
+    running: frozenset[str] = frozenset()  # the sessions of its steps still running
+
+
+@dataclass(frozen=True)
 class LocalCard:
-    """One card batch's raw run-state, with the settings its views need."""
+    """One card batch's run-state, with the settings its views need.
+
+    Built by a test (or anything else) from raw `records` and `parks`; `LocalReader` leaves
+    them empty and hands over what it derived from them instead (`derived`)."""
 
     checkout: str  # "<owner>/<name>" under PAIR_WORKER_CHECKOUTS; "" for the served project
     key: str
@@ -46,6 +71,13 @@ class LocalCard:
     trigger: str = "pair"
     # The last lines of the batch's live log, by session (the output of its running step).
     live: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    derived: Derived | None = None
+
+    def derive(self) -> Derived:
+        """What this card's journal and parks give (computed here when not handed over)."""
+        if self.derived is not None:
+            return self.derived
+        return derive(self.key, self.records, self.parks, self.max_fix_rounds, self.trigger)
 
 
 @dataclass(frozen=True)
@@ -56,47 +88,109 @@ class Local:
     cards: tuple[LocalCard, ...] = ()
 
 
-def _cards(root: Path, label: str) -> list[LocalCard]:
-    from app.cycle.schedule import card_of  # noqa: PLC0415  # the engine loads only here
-    from app.engine import jsonl  # noqa: PLC0415
-    from app.engine.livelog import read_tail  # noqa: PLC0415
-    from app.engine.manifest import list_batches, load_project_config  # noqa: PLC0415
-    from app.engine.runstate import RunLocus, read_parks  # noqa: PLC0415
+def derive(
+    key: str,
+    records: Sequence[Mapping[str, Any]],
+    parks: Mapping[str, Park],
+    max_fix_rounds: int = 3,
+    trigger: str = "pair",
+) -> Derived:
+    """A card batch's view, status and cohort figures from its journal records and parks."""
+    from app.cycle.card_status import card_status  # noqa: PLC0415  # the engine loads only here
+    from app.cycle.cohort import card_figures  # noqa: PLC0415
+    from app.cycle.schedule import card_of  # noqa: PLC0415
 
-    if not (root / ".pair" / "batches").is_dir():
-        return []
+    number = card_of(key)
+    if number is None:
+        raise ValueError(f"{key!r} is not a card batch (card-<n>)")
+    view = card_view("", key, records, parks, max_fix_rounds=max_fix_rounds, trigger=trigger)
+    running = frozenset(s.session for s in view.steps if s.running)
+    return Derived(view, card_status(records, key, parks), card_figures(number, records), running)
+
+
+def _read_derived(locus: RunLocus, key: str, rounds: int, trigger: str) -> Derived:
+    from app.engine import jsonl  # noqa: PLC0415
+    from app.engine.runstate import read_parks  # noqa: PLC0415
+
+    records = jsonl.read_records(locus.journal)
+    return derive(key, records, read_parks(locus), rounds, trigger)
+
+
+def _settings(root: Path) -> tuple[int, str]:
+    from app.engine.manifest import load_project_config  # noqa: PLC0415
+
     try:
         config = load_project_config(root)
-        rounds, trigger = config.cycle.max_fix_rounds, config.trigger
     except Exception:  # a broken config shows on the batch rows; the cards keep the defaults
-        rounds, trigger = 3, "pair"
+        return 3, "pair"
+    return config.cycle.max_fix_rounds, config.trigger
+
+
+def _cards(root: Path, label: str, memo: Memo) -> tuple[list[LocalCard], dict[str, CardStatus]]:
+    from app.cycle.schedule import card_of  # noqa: PLC0415  # the engine loads only here
+    from app.engine.livelog import read_tail  # noqa: PLC0415
+    from app.engine.manifest import list_batches  # noqa: PLC0415
+
+    if not (root / ".pair" / "batches").is_dir():
+        return [], {}
+    config = root / ".pair" / "config.yaml"
+    rounds, trigger = memo.get(("config", str(root), stamp(config)), partial(_settings, root))
     found: list[LocalCard] = []
+    statuses: dict[str, CardStatus] = {}
     for name in list_batches(root):
         if card_of(name) is None:
             continue
         locus = RunLocus.for_batch(root, name)
+        journal, state = locus.journal, locus.state
+        # Stat before reading: what is read is at least as new as the stamps it is kept under.
+        key = ("card", str(journal), stamp(journal), stamp(state), rounds, trigger)
         try:
-            records = tuple(dict(r) for r in jsonl.read_records(locus.journal))
-            parks = read_parks(locus)
+            derived = memo.get(key, partial(_read_derived, locus, name, rounds, trigger))
         except Exception:  # noqa: S112  # its batch row carries the error
             continue
-        live = read_tail(locus.directory, LIVE_LINES)
-        found.append(LocalCard(label, name, records, parks, rounds, trigger, live))
-    return found
+        running = derived.running
+        live = read_tail(locus.directory, LIVE_LINES, running) if running else {}
+        parks: Mapping[str, Park] = {}
+        found.append(LocalCard(label, name, (), parks, rounds, trigger, live, derived))
+        statuses[name] = derived.status
+    return found, statuses
 
 
-def read_local(root: Path, checkouts: Path | None) -> Local:
-    """The batches and card journals of `root` and of every checkout under `checkouts`."""
+class LocalReader:
+    """`read_local` with a memory: each call re-derives only the card journals that changed."""
+
+    def __init__(self, root: Path, checkouts: Path | None, memo: Memo | None = None) -> None:
+        self.root = root
+        self.checkouts = checkouts
+        self.memo = memo if memo is not None else Memo()
+
+    def __call__(self) -> Local:
+        return read_local(self.root, self.checkouts, self.memo)
+
+
+def read_local(root: Path, checkouts: Path | None, memo: Memo | None = None) -> Local:
+    """The batches and card journals of `root` and of every checkout under `checkouts`
+    (with `memo`, what was derived from files that did not change since is reused)."""
+    from app.cycle.card_status import read_card_status  # noqa: PLC0415
     from app.web.checkouts import checkout_dirs  # noqa: PLC0415
 
+    memo = memo if memo is not None else Memo(0)
     places = [("", root)]
     if checkouts is not None:
         places += [(f"{p.parent.name}/{p.name}", p) for p in checkout_dirs(checkouts)]
     batches: list[BatchView] = []
     cards: list[LocalCard] = []
     for label, path in places:
-        batches += batches_of(path, label)
-        cards += _cards(path, label)
+        found, statuses = _cards(path, label, memo)
+        cards += found
+
+        def status_of(
+            root: Path, name: str, known: dict[str, CardStatus] = statuses
+        ) -> CardStatus | None:
+            # A card batch whose journal could not be read is read again here, to show why.
+            return known.get(name) or read_card_status(root, name)
+
+        batches += batches_of(path, label, card_status=status_of)
     return Local(batches=tuple(batches), cards=tuple(cards))
 
 
@@ -122,18 +216,8 @@ def card_views(local: Local, jobs: Sequence[JobRecord], root_repo: str) -> list[
             repo = named.repo if named and named.repo.lower() not in checkouts else root_repo
         last = newest.get((repo.lower(), number))
         command = f"/{last.verb or last.kind}: {last.state}" if last is not None else ""
-        views.append(
-            card_view(
-                repo,
-                card.key,
-                card.records,
-                card.parks,
-                max_fix_rounds=card.max_fix_rounds,
-                trigger=card.trigger,
-                last_command=command,
-                live=card.live,
-            )
-        )
+        base = replace(card.derive().view, repo=repo, last_command=command)
+        views.append(with_live(base, card.live))
         shown.add((repo.lower(), number))
     views += [remote_card(j) for k, j in newest.items() if k not in shown]
     return views
@@ -150,6 +234,8 @@ def cohort_of_local(local: Local, viewer: Viewer, root_repo: str) -> Cohort:
     figures = []
     for card in local.cards:
         number = card_of(card.key)
-        if number is not None and viewer.can_read(card.checkout or root_repo):
-            figures.append(card_figures(number, card.records))
+        if number is None or not viewer.can_read(card.checkout or root_repo):
+            continue
+        derived = card.derived
+        figures.append(derived.figures if derived else card_figures(number, card.records))
     return reduce_cohort(figures)

@@ -1,7 +1,8 @@
 """The status pages' routes: HTML pages, the live card fragment, `/api/v1/…`, the retry control.
 
     GET  /                              cards overview (?repo=…&state=…)
-    GET  /cards/{repo}/{n}              one card's cycle; /fragment is its live part
+    GET  /cards/{repo}/{n}              one card's cycle; /fragment is its live part, and
+                                        /stream the same as server-sent events
     GET  /batches                       batches: phases, changes, gates, proofs-of-work
     GET  /jobs                          operator view: jobs, failed first, with a retry control
     POST /jobs/{id}/retry               operators only: queue a failed job again
@@ -14,18 +15,32 @@ Every route asks `viewer_of(request)` who is looking and shows only the reposito
 viewer can read (a card or job of another repository answers 404, as if it did not exist).
 The shell is thin: it reads the store and the run-state (in a worker thread) and hands them to
 `app.web.pages.model`, whose values both the HTML and the JSON are rendered from.
+
+The live part of a card's page comes as server-sent events (`text/event-stream`): a
+`fragment` event carries the part's HTML whenever it changed (looked at every `live_s`), a
+comment keeps the connection alive, and the stream ends after `stream_s` (the browser
+reconnects by itself, and its sign-in is checked again). An open stream holds a connection,
+so at most `max_streams` are open at once; past that the stream answers 503 and the page's
+script polls `/fragment` instead, as it does in a browser without EventSource.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -50,6 +65,13 @@ PAGE_HEADERS: Mapping[str, str] = {
     "Cache-Control": "no-store",
 }
 _API_HEADERS: Mapping[str, str] = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+KEEP_ALIVE_S = 15.0  # a comment on a quiet stream, so proxies do not close it as idle
+
+
+def sse(event: str, data: str) -> str:
+    """One server-sent event; every line of `data` is a `data:` line (the browser joins them)."""
+    lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+    return f"event: {event}\n{lines}\n"
 
 
 class Pages:
@@ -69,12 +91,16 @@ class Pages:
         self.root_repo = root_repo
         self.clock = clock
         self.wake = wake
+        self.live_s = float(html.LIVE_S)  # how often a stream looks for a change
+        self.stream_s = 60.0  # how long one stream lasts before the browser reconnects
+        self.max_streams = 32
+        self.streams = 0  # open now
 
     async def _local(self) -> Local:
         return await asyncio.to_thread(self.local) if self.local is not None else Local()
 
-    async def _cards(self) -> list[CardView]:
-        local = await self._local()
+    async def _cards(self, local: Local | None = None) -> list[CardView]:
+        local = local if local is not None else await self._local()
         return card_views(local, await self.store.jobs(500), self.root_repo)
 
     async def _card(self, request: Request) -> CardView | None:
@@ -92,13 +118,15 @@ class Pages:
 
     # -- pages ------------------------------------------------------------------------------
 
-    async def _cohort(self, viewer: Viewer) -> Cohort:
-        return cohort_of_local(await self._local(), viewer, self.root_repo)
+    async def _cohort(self, viewer: Viewer, local: Local | None = None) -> Cohort:
+        local = local if local is not None else await self._local()
+        return cohort_of_local(local, viewer, self.root_repo)
 
     async def overview_page(self, request: Request) -> Response:
         viewer = viewer_of(request)
-        view = overview(await self._cards(), viewer, **_filters(request))
-        return _page(html.overview_page(view, viewer, await self._cohort(viewer)))
+        local = await self._local()  # once: the cards and the cohort read the same run-state
+        view = overview(await self._cards(local), viewer, **_filters(request))
+        return _page(html.overview_page(view, viewer, await self._cohort(viewer, local)))
 
     async def card_page(self, request: Request) -> Response:
         card = await self._card(request)
@@ -111,6 +139,46 @@ class Pages:
         if card is None:
             return _not_found(request)
         return HTMLResponse(html.steps_fragment(card), headers=dict(PAGE_HEADERS))
+
+    async def card_stream(self, request: Request) -> Response:
+        """The live part as server-sent events (see the module docstring)."""
+        if await self._card(request) is None:
+            return _not_found(request)
+        if self.streams >= self.max_streams:
+            return PlainTextResponse(
+                f"{self.streams} live streams are open, the most this server keeps: "
+                "poll the fragment instead",
+                status_code=503,
+                headers={**PAGE_HEADERS, "Retry-After": str(max(1, int(self.stream_s)))},
+            )
+        headers = {**PAGE_HEADERS, "X-Accel-Buffering": "no"}  # a proxy must not hold events
+        return StreamingResponse(
+            self._events(request), media_type="text/event-stream", headers=headers
+        )
+
+    async def _events(self, request: Request) -> AsyncIterator[str]:
+        self.streams += 1
+        try:
+            yield f"retry: {int(self.live_s * 1000)}\n\n"
+            began, shown, quiet = self.clock(), "", 0.0
+            while True:
+                card = await self._card(request)
+                if card is None:  # gone (or no longer readable): the page stops listening
+                    yield sse("gone", "")
+                    return
+                body = html.steps_fragment(card)
+                if body != shown:
+                    shown, quiet = body, 0.0
+                    yield sse("fragment", body)
+                elif quiet >= KEEP_ALIVE_S:
+                    quiet = 0.0
+                    yield ": still here\n\n"
+                if self.clock() - began >= self.stream_s:
+                    return  # the browser reconnects after `retry`
+                await asyncio.sleep(self.live_s)
+                quiet += self.live_s
+        finally:
+            self.streams -= 1
 
     async def batches_page(self, request: Request) -> Response:
         viewer = viewer_of(request)
@@ -187,6 +255,7 @@ class Pages:
         return [
             Route("/", self.overview_page, methods=["GET"]),
             Route(card + "/fragment", self.card_fragment, methods=["GET"]),
+            Route(card + "/stream", self.card_stream, methods=["GET"]),
             Route(card, self.card_page, methods=["GET"]),
             Route("/batches", self.batches_page, methods=["GET"]),
             Route("/jobs", self.jobs_page, methods=["GET"]),
