@@ -125,6 +125,29 @@ def test_steps_pair_starts_with_outcomes_and_reviews_show_how_findings_moved() -
     assert all(e.journal_ref >= 0 for e in events)
 
 
+def test_a_finding_the_reviewer_carries_forward_as_resolved_is_not_shown_still_open() -> None:
+    first = {"findings": [{"id": "r1-1", "severity": "major", "summary": "empty string"},
+                          {"id": "r1-2", "severity": "minor", "summary": "wording"}]}
+    second = {"findings": [{"id": "r1-1", "severity": "major", "transition": "resolved"},
+                           {"id": "r1-2", "severity": "minor", "transition": "superseded"},
+                           {"id": "r2-1", "severity": "major", "transition": "human"}]}
+    third = {"findings": []}
+    records = [
+        rec("outcome", "00:01.000", transition="verify", session="v1", state="advanced",
+            findings=first),
+        rec("outcome", "00:02.000", transition="verify", session="v2", state="advanced",
+            findings=second),
+        rec("outcome", "00:03.000", transition="verify", session="v3", state="advanced",
+            findings=third),
+    ]  # fmt: skip
+    steps, _ = card_steps(records, KEY)
+    assert [[(f.id, f.transition) for f in s.findings] for s in steps] == [
+        [("r1-1", "new"), ("r1-2", "new")],
+        [("r1-1", "resolved"), ("r1-2", "superseded"), ("r2-1", "needs a person")],
+        [("r2-1", "resolved")],  # only what was still open can go away
+    ]
+
+
 def test_a_card_view_says_what_its_tracking_comment_says_with_the_explanations_budget() -> None:
     view = card_view("octo/widget", KEY, journal(), {}, max_fix_rounds=2)
     assert (view.status, view.next.split(":")[0], view.why) == (

@@ -26,6 +26,7 @@ from app.engine.runstate import Park
 from app.store.base import JobRecord
 from app.web.viewer import Viewer
 
+CLOSED = frozenset({"resolved", "superseded"})  # a finding's states that are no longer open
 # What needs a person first: a lower rank sorts higher on the overview.
 ATTENTION: Mapping[str, int] = {
     "needs-input": 0,
@@ -86,7 +87,7 @@ class Finding:
     id: str
     severity: str
     text: str
-    transition: str  # "new", "still open", or "resolved"
+    transition: str  # "new", "still open", "needs a person", "resolved" or "superseded"
 
 
 @dataclass(frozen=True)
@@ -312,16 +313,27 @@ def _findings(raw: Any, before: Mapping[str, Finding]) -> tuple[Finding, ...]:
                 id=ident,
                 severity=str(item.get("severity") or ""),
                 text=str(text),
-                transition="still open" if ident in before else "new",
+                transition=_finding_state(item.get("transition"), carried=ident in before),
             )
         )
     ids = {f.id for f in seen}
     gone = [
         Finding(f.id, f.severity, f.text, "resolved")
         for f in before.values()
-        if f.id not in ids and f.transition != "resolved"
+        if f.id not in ids and f.transition not in CLOSED
     ]
     return (*seen, *gone)
+
+
+def _finding_state(declared: object, *, carried: bool) -> str:
+    """What became of a finding this round: the reviewer's own transition when it closed the
+    finding (a finding carried forward as `resolved` is not still open), else new or still
+    open against the last round."""
+    if declared in ("resolved", "superseded"):
+        return str(declared)
+    if declared == "human":
+        return "needs a person"
+    return "still open" if carried else "new"
 
 
 def _event_text(data: Mapping[str, Any]) -> str | None:
@@ -593,7 +605,7 @@ def card_steps(
             review_round = None
             if transition == "verify" and record.get("findings") is not None:
                 findings = _findings(record.get("findings"), last_findings)
-                last_findings = {f.id: f for f in findings if f.transition != "resolved"}
+                last_findings = {f.id: f for f in findings if f.transition not in CLOSED}
                 if record.get("state") in _ACCEPTED:
                     reviews += 1
                     review_round = reviews
