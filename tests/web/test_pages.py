@@ -126,11 +126,19 @@ def test_steps_pair_starts_with_outcomes_and_reviews_show_how_findings_moved() -
 
 
 def test_a_finding_the_reviewer_carries_forward_as_resolved_is_not_shown_still_open() -> None:
-    first = {"findings": [{"id": "r1-1", "severity": "major", "summary": "empty string"},
-                          {"id": "r1-2", "severity": "minor", "summary": "wording"}]}
-    second = {"findings": [{"id": "r1-1", "severity": "major", "transition": "resolved"},
-                           {"id": "r1-2", "severity": "minor", "transition": "superseded"},
-                           {"id": "r2-1", "severity": "major", "transition": "human"}]}
+    first = {
+        "findings": [
+            {"id": "r1-1", "severity": "major", "summary": "empty string"},
+            {"id": "r1-2", "severity": "minor", "summary": "wording"},
+        ]
+    }
+    second = {
+        "findings": [
+            {"id": "r1-1", "severity": "major", "transition": "resolved"},
+            {"id": "r1-2", "severity": "minor", "transition": "superseded"},
+            {"id": "r2-1", "severity": "major", "transition": "human"},
+        ]
+    }
     third = {"findings": []}
     records = [
         rec("outcome", "00:01.000", transition="verify", session="v1", state="advanced",
