@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from action.acks import ACKS_FILE
+from action.lockknobs import DEFAULT_STALE_AFTER_S
 from app.engine.names import NAME_PATTERN
 from app.errors import OperatorError, PairbotError
 from hosts.git import GitError, GitResult, run_git
@@ -100,7 +101,6 @@ LOCK_FILE = "lock.json"
 DELIVERIES_FILE = ".pair/deliveries.json"
 _STATE_FILES = (ACKS_FILE, DELIVERIES_FILE)
 LOCK_POLL_S = 10.0
-DEFAULT_STALE_AFTER_S = 30 * 60.0
 IDENTITY = ("-c", "user.name=pairbot", "-c", "user.email=pairbot@users.noreply.invalid")
 # Network operations get a bound: a hung remote must not hold a runner until the job timeout.
 NETWORK_TIMEOUT_S = 120.0
