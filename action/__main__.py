@@ -60,6 +60,7 @@ from app.errors import CommandNotRun, PairbotError, UserError
 
 if TYPE_CHECKING:
     from action.early import Receipt
+    from action.statebranch import StateBranch
     from app.cycle.card_cycle import CardCycle
 
 
@@ -144,6 +145,11 @@ async def _locked(
         stale_after_s=ctx.stale_after_s,
     )
 
+    if isinstance(intent, Tick) and intent.batch is None and _idle_unlocked(branch, root):
+        from app.cycle.schedule import IDLE_MESSAGE  # noqa: PLC0415
+
+        return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
+
     async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
         idle = _idle(root, intent)
         if idle is not None:
@@ -164,6 +170,29 @@ async def _locked(
             message="another pairbot run holds the pair-state lock; this one exits",
         )
     return outcome
+
+
+def _idle_unlocked(branch: StateBranch, root: Path) -> bool:
+    """Whether a scheduled tick of every batch has nothing to do, judged without the lock.
+
+    An idle tick writes nothing, so it needs no lock: the state branch is read (one fetch,
+    no push) into a scratch directory, never into the checkout — a file another run deletes
+    before this one takes the lock must not come back with its push. Idle means: no batch on
+    the checkout's branch or the state branch that a tick would look at, no reaction owed,
+    and no lock on the branch (a lock, even a dead run's, takes the locked path, which
+    reclaims a stale one). Anything else takes the locked path, which judges again.
+    """
+    import tempfile  # noqa: PLC0415
+
+    from action.acks import read_pending  # noqa: PLC0415
+    from app.cycle.schedule import tick_candidates  # noqa: PLC0415
+
+    if tick_candidates(root):  # a batch committed on the checkout's branch
+        return False
+    with tempfile.TemporaryDirectory(prefix="pairbot-peek-") as scratch:
+        state = Path(scratch)
+        peek = branch.pull(state)
+        return not (peek.locked or read_pending(state) or tick_candidates(state))
 
 
 def _idle(root: Path, intent: Intent) -> Outcome | None:
