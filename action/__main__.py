@@ -165,10 +165,14 @@ async def _locked(
     wait = 0.0 if isinstance(intent, Tick) else ctx.lock_wait_s
     outcome = await run_locked(branch, root, run_id, act, lambda o: o.status, wait_s=wait)
     if outcome is None:
-        return Outcome(
-            status="nothing-ready",
-            message="another pairbot run holds the pair-state lock; this one exits",
-        )
+        message = "another pairbot run holds the pair-state lock; this one exits"
+        if isinstance(intent, Comment):
+            # Its 👀 may already be on the comment (`action.early`): say it did not run.
+            message = (
+                f"another pairbot run held the pair-state lock for {wait:.0f} s; the command "
+                f"of comment {intent.comment.id} did not run: comment it again"
+            )
+        return Outcome(status="nothing-ready", message=message)
     return outcome
 
 

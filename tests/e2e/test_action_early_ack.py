@@ -7,8 +7,10 @@ fake records every REST request in order (`FakeGitHub.arrivals`).
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,21 @@ def test_a_tick_while_a_card_waits_for_a_person_leaves_the_state_branch_as_it_wa
         assert done.code == 0, done.stdout + done.stderr
         assert done.outputs["status"] == "nothing-ready"
         assert run_git(repo.bare, "rev-parse", "pair-state").stdout.strip() == tip
+
+
+def test_a_command_that_never_gets_the_lock_says_it_did_not_run(tmp_path: Path) -> None:
+    with action_repo(tmp_path) as repo:
+        # Another run holds the lock (fresh: it is not reclaimed), and this one may not wait.
+        at = datetime.now(UTC).isoformat()
+        lock = json.dumps({"runId": "999-other", "host": "actions:999", "at": at}) + "\n"
+        blob = run_git(repo.bare, "hash-object", "-w", "--stdin", input=lock).stdout.strip()
+        tree = run_git(repo.bare, "mktree", input=f"100644 blob {blob}\tlock.json\n").stdout
+        commit = run_git(repo.bare, "commit-tree", tree.strip(), "-m", "lock").stdout.strip()
+        run_git(repo.bare, "update-ref", "refs/heads/pair-state", commit)
+        event = repo.comment_event("/pair implement")
+        done = repo.run(event, extra_env={"PAIR_STATE_LOCK_WAIT_S": "0"})
+        assert done.code == 0, done.stdout + done.stderr
+        assert done.outputs["status"] == "nothing-ready"
+        comment = event[1]["comment"]["id"]
+        assert f"the command of comment {comment} did not run: comment it again" in done.stdout
+        assert run_git(repo.bare, "rev-parse", "pair-state").stdout.strip() == commit
