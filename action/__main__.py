@@ -99,7 +99,7 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
                 from action.early import acknowledge  # noqa: PLC0415
 
                 receipt = acknowledge(ctx, intent, lambda line: out.write(line + "\n"))
-            import asyncio  # noqa: PLC0415  # after the first request: ~45 ms of imports
+            import asyncio  # noqa: PLC0415  # after the first request: tens of ms of imports
 
             outcome = asyncio.run(_locked(ctx, intent, env, out, receipt))
     except Exception as err:
