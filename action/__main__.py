@@ -2,6 +2,8 @@
 
     read the Actions environment and the event      action.context, action.event
     mask every secret before anything is printed    action.workflow.mask
+    a comment: its author's permission, and 👀      action.early — the first API requests,
+    for a command that runs                         before the lock and the engine load
     take the `pair-state` lock (a pushed commit)    action.statebranch — held elsewhere:
                                                     exit cleanly as nothing-ready
     pull the run-state, act on the intent           app.cycle.card_cycle (one step at most)
@@ -24,18 +26,19 @@ only when the run has debug logging on (`RUNNER_DEBUG=1`, GitHub's "Re-run with 
 logging"). A command carries the delivery it came in, so a re-run is recognised: the App's
 webhook delivery for a dispatch (this run's id when the dispatch carries none), the comment's id
 for a comment the Action saw itself.
+
+What runs before the first API request is kept light (no pydantic, no githubkit, no asyncio):
+the context, the intake and, for a comment, `action.early`'s bare httpx requests. The engine,
+the hosts and the state branch load after it, and an idle tick never loads the hosts at all.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import traceback
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -54,9 +57,10 @@ from action.event import (
 from action.replies import answer_failed, reply_origin
 from action.workflow import AgentLog, agent_log, append_summary, escape_data, mask, set_outputs
 from app.errors import CommandNotRun, PairbotError, UserError
-from app.failures import explain
 
 if TYPE_CHECKING:
+    from action.early import Receipt
+    from action.statebranch import StateBranch
     from app.cycle.card_cycle import CardCycle
 
 
@@ -90,8 +94,17 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
         if reason is not None:
             outcome = Outcome(status="ignored", message=reason)
         else:
-            outcome = asyncio.run(_locked(ctx, intent, env, out))
+            receipt = None
+            if isinstance(intent, Comment) and ctx.event_name == "issue_comment":
+                from action.early import acknowledge  # noqa: PLC0415
+
+                receipt = acknowledge(ctx, intent, lambda line: out.write(line + "\n"))
+            import asyncio  # noqa: PLC0415  # after the first request: tens of ms of imports
+
+            outcome = asyncio.run(_locked(ctx, intent, env, out, receipt))
     except Exception as err:
+        from app.failures import explain  # noqa: PLC0415
+
         explained = explain(err)
         if explained is None:
             raise  # a bug: its traceback is what a report needs
@@ -103,7 +116,16 @@ def main(env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> 
     return outcome.code
 
 
-async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: TextIO) -> Outcome:
+async def _locked(
+    ctx: ActionContext,
+    intent: Intent,
+    env: dict[str, str],
+    out: TextIO,
+    receipt: Receipt | None = None,
+) -> Outcome:
+    import uuid  # noqa: PLC0415
+    from datetime import UTC, datetime  # noqa: PLC0415
+
     from action.statebranch import StateBranch, run_locked  # noqa: PLC0415
 
     root = ctx.workspace
@@ -123,12 +145,17 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
         stale_after_s=ctx.stale_after_s,
     )
 
+    if isinstance(intent, Tick) and intent.batch is None and _idle_unlocked(branch, root):
+        from app.cycle.schedule import IDLE_MESSAGE  # noqa: PLC0415
+
+        return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
+
     async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
         idle = _idle(root, intent)
         if idle is not None:
             return idle
         with agent_log("pairbot: agent output", out) as log:
-            return await _act(ctx, intent, env, log, save)
+            return await _act(ctx, intent, env, log, save, receipt=receipt)
 
     # A tick that finds the lock taken skips: the next tick comes. A command must not be lost
     # (GitHub keeps one pending run per concurrency group and cancels the rest), so it waits
@@ -138,11 +165,38 @@ async def _locked(ctx: ActionContext, intent: Intent, env: dict[str, str], out: 
     wait = 0.0 if isinstance(intent, Tick) else ctx.lock_wait_s
     outcome = await run_locked(branch, root, run_id, act, lambda o: o.status, wait_s=wait)
     if outcome is None:
-        return Outcome(
-            status="nothing-ready",
-            message="another pairbot run holds the pair-state lock; this one exits",
-        )
+        message = "another pairbot run holds the pair-state lock; this one exits"
+        if isinstance(intent, Comment):
+            # Its 👀 may already be on the comment (`action.early`): say it did not run.
+            message = (
+                f"another pairbot run held the pair-state lock for {wait:.0f} s; the command "
+                f"of comment {intent.comment.id} did not run: comment it again"
+            )
+        return Outcome(status="nothing-ready", message=message)
     return outcome
+
+
+def _idle_unlocked(branch: StateBranch, root: Path) -> bool:
+    """Whether a scheduled tick of every batch has nothing to do, judged without the lock.
+
+    An idle tick writes nothing, so it needs no lock: the state branch is read (one fetch,
+    no push) into a scratch directory, never into the checkout — a file another run deletes
+    before this one takes the lock must not come back with its push. Idle means: no batch on
+    the checkout's branch or the state branch that a tick would look at, no reaction owed,
+    and no lock on the branch (a lock, even a dead run's, takes the locked path, which
+    reclaims a stale one). Anything else takes the locked path, which judges again.
+    """
+    import tempfile  # noqa: PLC0415
+
+    from action.acks import read_pending  # noqa: PLC0415
+    from app.cycle.schedule import tick_candidates  # noqa: PLC0415
+
+    if tick_candidates(root):  # a batch committed on the checkout's branch
+        return False
+    with tempfile.TemporaryDirectory(prefix="pairbot-peek-") as scratch:
+        state = Path(scratch)
+        peek = branch.pull(state)
+        return not (peek.locked or read_pending(state) or tick_candidates(state))
 
 
 def _idle(root: Path, intent: Intent) -> Outcome | None:
@@ -204,6 +258,8 @@ async def _act(
     env: dict[str, str],
     log: AgentLog,
     save: Callable[[], Awaitable[None]] | None = None,
+    *,
+    receipt: Receipt | None = None,
 ) -> Outcome:
     from action import acks  # noqa: PLC0415
     from app.cycle.card_cycle import CardCycle  # noqa: PLC0415
@@ -230,13 +286,20 @@ async def _act(
     # Reactions an earlier run owes go out first; this run's own after its command's record.
     await acks.flush(ctx.workspace, cycle.hosts.code, log.line, run)
     try:
-        return await _dispatch(ctx, cycle, intent)
+        return await _dispatch(ctx, cycle, intent, receipt)
     finally:
         await acks.flush(ctx.workspace, cycle.hosts.code, log.line, run)
 
 
-async def _dispatch(ctx: ActionContext, cycle: CardCycle, intent: Intent) -> Outcome:
-    """Hand `intent` to the card cycle; a `UserError` from a comment is answered there."""
+async def _dispatch(
+    ctx: ActionContext, cycle: CardCycle, intent: Intent, receipt: Receipt | None = None
+) -> Outcome:
+    """Hand `intent` to the card cycle; a `UserError` from a comment is answered there.
+
+    A comment's `receipt` (`action.early`) carries the permission already read and whether
+    its 👀 is still owed: never a second lookup, never a second reaction."""
+    import uuid  # noqa: PLC0415
+
     if isinstance(intent, Tick):
         return _outcome(await cycle.tick(intent.batch))
     if isinstance(intent, HeadMoved):
@@ -254,7 +317,13 @@ async def _dispatch(ctx: ActionContext, cycle: CardCycle, intent: Intent) -> Out
 
             # A refused or malformed comment is answered there and returns; what raises
             # comes from running the command of an authorized author.
-            return _outcome(await handle_comment(ctx, cycle, intent))
+            from action.early import Receipt  # noqa: PLC0415
+
+            early = receipt or Receipt()  # not asked early: the usual way
+            step = await handle_comment(
+                ctx, cycle, intent, acknowledge=early.owed, permission=early.permission
+            )
+            return _outcome(step)
     except UserError as err:
         origin = reply_origin(intent, ctx.trigger)
         if origin is not None:

@@ -6,24 +6,30 @@ The same decisions and the same replies as the App, from the same modules:
 refused author gets one polite reply, a malformed command its usage, `help` the help — each
 under the comment's own reply marker (`<!-- pair:reply #<n> run:<comment id> -->`, edited in
 place on a repeat, never a second comment) — and nothing runs. An accepted command is handled
-by the card cycle like a command the App forwarded, and acknowledged with 👀 only after it is
-recorded: the reaction is owed in the run-state (`action.acks`) and posted once the command's
-record is saved, so a refused reaction (a 502, a 401) never loses the command.
+by the card cycle like a command the App forwarded. Its 👀 usually went out before the run took
+the lock (`action.early`, which also asked for the author's permission: not asked again here);
+when that could not be posted, the reaction is owed in the run-state (`action.acks`) and posted
+once the command's record is saved, so a refused reaction (a 502, a 401) never loses the command.
+
+`comment_answer` is also the early acknowledgement's rule, so this module's top stays light
+(the card cycle and the step types load when a comment is handled).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from action.acks import PendingAck, Reaction, record
-from app.cycle.card_cycle import CardCycle, CardStep
 from app.domain.commands import CommandError, Decision
 from app.domain.dispatch import PairRequest
 from app.domain.intake import Comment, decide, needs_permission
 from app.domain.replies import Reply, answer_comment
-from app.engine.step import StepResult
 from hosts.models import Target
+
+if TYPE_CHECKING:
+    from action.acks import Reaction
+    from app.cycle.card_cycle import CardCycle, CardStep
+    from app.engine.step import StepResult
 
 
 class CommentContext(Protocol):
@@ -70,17 +76,21 @@ async def handle_comment(
     delivery: str | None = None,
     acknowledge: bool = True,
     reaction: Reaction = "eyes",
+    permission: str | None = None,
 ) -> CardStep | StepResult:
     """Authorize, acknowledge and run one comment's command.
 
     `delivery` names the command for the cycle's repeat check (default: the comment's id);
-    `acknowledge=False` owes no reaction (a comment whose id is unknown); `reaction` is the one
-    owed (Azure DevOps' comments take a like, `+1`, not 👀)."""
+    `acknowledge=False` owes no reaction (a comment whose id is unknown, or one `action.early`
+    already acknowledged); `reaction` is the one owed (Azure DevOps' comments take a like,
+    `+1`, not 👀); `permission` is the author's level when it was already asked for."""
+    from action.acks import PendingAck, record  # noqa: PLC0415
+    from app.engine.step import StepResult  # noqa: PLC0415
+
     code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
-    permission = None
     identities = ctx.identity_allowlist  # Azure DevOps' (GUIDs); a GitHub run's is empty
-    if needs_permission(intent.author, ctx.allowlist, identities):
+    if permission is None and needs_permission(intent.author, ctx.allowlist, identities):
         permission = await code.permission(intent.author_login)
     decision = decide(intent.author, permission, ctx.allowlist, identities)
     reply = comment_answer(intent, decision, ctx.trigger, ctx.run_id or "action")

@@ -13,11 +13,16 @@ and only spaces become underscores, https://github.com/actions/toolkit/blob/main
 (that is what `${{ inputs.x }}` expands to for an input nobody set).
 
 Nothing else in the Action reads the environment (CONVENTIONS 12): the glue builds this object
-once and passes values down. Secrets are `SecretStr` (their repr is `**********`) and are only
+once and passes values down. Secrets are `Secret` (their repr is `**********`) and are only
 revealed where they are used: `agent_env()` for the agent's process, `host_settings()` for the
 card cycle's hosts (`app.cycle.card_cycle.CardCycle`), `secrets()` for `::add-mask::`. Every
 invalid value is a `UserError` that names the input, the value (never a secret's) and what is
-allowed; nothing has run when it is raised.
+allowed; nothing has run when it is raised. The hosts' own variables (docs/hosts.md) are read
+by `host_settings()`, when a run builds its hosts.
+
+This module is on the path of every run before its first API request, so it stays light:
+plain dataclasses and regular expressions, no pydantic and no engine modules (the agent and
+locus names are spelled here; tests hold them equal to the engine's).
 """
 
 from __future__ import annotations
@@ -27,19 +32,20 @@ import math
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
-
+from action.lockknobs import DEFAULT_STALE_AFTER_S
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.commands import DEFAULT_TRIGGER, UNTIL_VALUES, parse_commands
 from app.engine.names import NAME_PATTERN
 from app.errors import UserError
-from app.hosting import HostSettings
-from app.runtime.adapters import ADAPTERS
-from app.settings import ENV_AGENT, ENV_LOCUS, LOCI, Locus
+
+if TYPE_CHECKING:
+    from app.hosting import HostSettings
+    from app.settings import Locus
 
 __all__ = [
     "AGENT_KEY_INPUTS",
@@ -50,6 +56,7 @@ __all__ = [
     "ENV_TOKEN_IS_ACTIONS",
     "INPUTS",
     "ActionContext",
+    "Secret",
     "Until",
 ]
 
@@ -104,10 +111,41 @@ _PEM = re.compile(
 )
 
 
-class ActionContext(BaseModel):
-    """The run (standard Actions variables) and the Action's inputs, validated."""
+# The engine's agent adapters and loci (`app.runtime.adapters.ADAPTERS`, `app.settings.LOCI`),
+# spelled here so that validating the inputs loads neither (tests/action/test_context.py).
+AGENTS: Final[tuple[str, ...]] = ("claude", "codex", "gemini", "cursor", "opencode", "command")
+LOCI: Final[tuple[Locus, ...]] = ("local", "docker", "remote")
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+class Secret:
+    """A secret string: its repr and str are `**********`; `get_secret_value()` reveals it.
+
+    The same face as pydantic's `Secret`, without loading pydantic on every run."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """The run (standard Actions variables) and the Action's inputs, validated."""
 
     # -- the run ---------------------------------------------------------------------------
     event_name: str
@@ -122,14 +160,14 @@ class ActionContext(BaseModel):
     actor_id: int | None  # GITHUB_ACTOR_ID: who triggered the run (numeric, stable)
 
     # -- the inputs ------------------------------------------------------------------------
-    github_token: SecretStr | None
+    github_token: Secret | None
     # action.yml: no App token was minted and the github-token input is the run's own token.
     token_is_actions: bool
     agent: str | None
     agent_command: tuple[str, ...] | None
     locus: Locus | None
     app_id: str | None
-    private_key: SecretStr | None
+    private_key: Secret | None
     installation_id: int | None
     app_slug: str | None
     batch: str | None
@@ -137,18 +175,20 @@ class ActionContext(BaseModel):
     merge: GateCondition | None
     trigger: str
     allowlist: frozenset[int]
-    agent_keys: Mapping[str, SecretStr]  # environment variable name -> key, only those given
-    # Azure DevOps identity ids: none in a GitHub workflow (its allowlist is numeric).
-    identity_allowlist: frozenset[str] = frozenset()
+    agent_keys: Mapping[str, Secret]  # environment variable name -> key, only those given
 
     # -- the pair-state lock ---------------------------------------------------------------
     lock_wait_s: float  # how long a command (never a tick) waits for a running step
     stale_after_s: float  # after how long a lock left by a dead run is reclaimed
 
+    # Azure DevOps identity ids: none in a GitHub workflow (its allowlist is numeric).
+    identity_allowlist: frozenset[str] = frozenset()
+
     # -- the hosts -------------------------------------------------------------------------
-    # docs/hosts.md's variables as the job's environment gives them (an Azure DevOps binding,
-    # the local forge, the write spacing); `host_settings()` lays the inputs above over them.
-    hosts: HostSettings = HostSettings()
+    # The job's environment, for docs/hosts.md's variables (an Azure DevOps binding, the local
+    # forge, the write spacing): `host_settings()` reads them and lays the inputs above over
+    # them. It holds secrets: never in the repr.
+    host_env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ActionContext:
@@ -201,13 +241,13 @@ class ActionContext(BaseModel):
             output_path=_path(env, "GITHUB_OUTPUT"),
             summary_path=_path(env, "GITHUB_STEP_SUMMARY"),
             actor_id=int(actor) if actor is not None else None,
-            github_token=SecretStr(token) if token is not None else None,
+            github_token=Secret(token) if token is not None else None,
             token_is_actions=_get(env, ENV_TOKEN_IS_ACTIONS) == "true",
             agent=agent,
             agent_command=agent_command,
             locus=_locus(env),
             app_id=app_id,
-            private_key=SecretStr(private_key) if private_key is not None else None,
+            private_key=Secret(private_key) if private_key is not None else None,
             installation_id=int(installation) if installation is not None else None,
             app_slug=slug,
             batch=_batch(env),
@@ -217,14 +257,14 @@ class ActionContext(BaseModel):
             allowlist=_allowlist(env),
             agent_keys=MappingProxyType(
                 {
-                    variable: SecretStr(value)
+                    variable: Secret(value)
                     for name, variable in AGENT_KEY_INPUTS.items()
                     if (value := _input(env, name)) is not None
                 }
             ),
             lock_wait_s=_lock_wait_s(env),
             stale_after_s=_stale_after_s(env),
-            hosts=HostSettings.from_env(env),
+            host_env=MappingProxyType(dict(env)),
         )
 
     # -- reading the event -----------------------------------------------------------------
@@ -280,6 +320,8 @@ class ActionContext(BaseModel):
 
         `agent_command` has no env scope there: the caller applies `self.agent_command`.
         """
+        from app.settings import ENV_AGENT, ENV_LOCUS  # noqa: PLC0415  # loads pydantic
+
         env: dict[str, str] = {}
         if self.agent is not None:
             env[ENV_AGENT] = self.agent
@@ -291,6 +333,10 @@ class ActionContext(BaseModel):
         """The hosts' settings for the card cycle: the environment's (`hosts`), with the GitHub
         host's credentials from the inputs — the App (minting and refreshing its own tokens)
         when app-id and its installation are known, else the token."""
+        from pydantic import SecretStr  # noqa: PLC0415  # the hosts' settings are pydantic's
+
+        from app.hosting import HostSettings  # noqa: PLC0415
+
         use_app = self.app_id is not None and self.installation_id is not None
         given: dict[str, object] = {
             "github_repository": self.repository,
@@ -299,12 +345,13 @@ class ActionContext(BaseModel):
             "github_token_is_actions": self.token_is_actions and not use_app,
         }
         if self.github_token is not None:
-            given["github_token"] = self.github_token
+            given["github_token"] = SecretStr(self.github_token.get_secret_value())
         if use_app:
             given["github_app_id"] = self.app_id
-            given["github_private_key"] = self.private_key
+            key = self.private_key
+            given["github_private_key"] = SecretStr(key.get_secret_value()) if key else None
             given["github_installation_id"] = self.installation_id
-        return self.hosts.model_copy(update=given)
+        return HostSettings.from_env(self.host_env).model_copy(update=given)
 
     def secrets(self) -> tuple[str, ...]:
         """Every secret value this run holds, for `action.workflow.mask` before any output."""
@@ -345,8 +392,8 @@ def _input(env: Mapping[str, str], name: str) -> str | None:
 def _agent(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...] | None]:
     agent = _input(env, "agent")
     raw_command = _input(env, "agent-command")
-    allowed = ", ".join(sorted(ADAPTERS))
-    if agent is not None and agent not in ADAPTERS:
+    allowed = ", ".join(sorted(AGENTS))
+    if agent is not None and agent not in AGENTS:
         raise UserError(f"input agent={agent!r} is not an agent; allowed: {allowed}")
     if raw_command is None:
         if agent == "command":
@@ -473,9 +520,6 @@ def _lock_wait_s(env: Mapping[str, str]) -> float:
 
 
 def _stale_after_s(env: Mapping[str, str]) -> float:
-    # The state branch's module loads when a run takes the lock, not for an ignored event.
-    from action.statebranch import DEFAULT_STALE_AFTER_S  # noqa: PLC0415
-
     seconds = _seconds(env, ENV_STALE_AFTER_S)
     if seconds is None:
         return DEFAULT_STALE_AFTER_S

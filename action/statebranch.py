@@ -42,8 +42,10 @@ objects never change, so a commit's tree listing, a blob read or written and the
 of a set of entries are kept for the tick (`push` re-reads nothing, and the unlock of a tick
 that changed nothing reuses the tree of the tip it locked); the pull right after the lock reads
 the lock commit it just pushed without fetching; the release first tries a compare-and-swap
-from the last tip it saw and fetches only when that is refused. An idle tick runs 9 git
-processes on the state branch (lock 7, release 2), where a fetch before every operation ran 23.
+from the last tip it saw and fetches only when that is refused. A locked run with nothing to
+do runs 9 git processes on the state branch (lock 7, release 2), where a fetch before every
+operation ran 23; the GitHub Action answers an idle scheduled tick from one unlocked `pull`
+into a scratch directory instead (4 processes, nothing pushed: `action.__main__`).
 
 Git runs with `GIT_TERMINAL_PROMPT=0` (a missing credential fails instead of hanging) and a
 fixed identity (`-c user.name=pairbot -c user.email=pairbot@users.noreply.invalid`), so a fresh
@@ -78,6 +80,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from action.acks import ACKS_FILE
+from action.lockknobs import DEFAULT_STALE_AFTER_S
 from app.engine.names import NAME_PATTERN
 from app.errors import OperatorError, PairbotError
 from hosts.git import GitError, GitResult, run_git
@@ -100,7 +103,6 @@ LOCK_FILE = "lock.json"
 DELIVERIES_FILE = ".pair/deliveries.json"
 _STATE_FILES = (ACKS_FILE, DELIVERIES_FILE)
 LOCK_POLL_S = 10.0
-DEFAULT_STALE_AFTER_S = 30 * 60.0
 IDENTITY = ("-c", "user.name=pairbot", "-c", "user.email=pairbot@users.noreply.invalid")
 # Network operations get a bound: a hung remote must not hold a runner until the job timeout.
 NETWORK_TIMEOUT_S = 120.0
@@ -143,10 +145,12 @@ class LockLease:
 
 @dataclass(frozen=True)
 class PullResult:
-    """What `pull` found: the tip (None while the branch does not exist) and the files written."""
+    """What `pull` found: the tip (None while the branch does not exist), the files written,
+    and whether the tip carries a lock (`lock.json`, fresh or stale: `pull` does not judge)."""
 
     tip: str | None
     files: tuple[str, ...]
+    locked: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,8 +232,10 @@ class StateBranch:
         """
         tip = self._fetch() if fetch else self._base
         written: list[str] = []
+        locked = False
         if tip is not None:
             tree = self._tree(tip)
+            locked = LOCK_FILE in tree
             wanted = {
                 path: entry
                 for path, entry in tree.items()
@@ -239,7 +245,7 @@ class StateBranch:
             for path, entry in sorted(wanted.items()):
                 _write_bytes_atomic(into / path, blobs[entry.sha])
                 written.append(path)
-        return PullResult(tip=tip, files=tuple(written))
+        return PullResult(tip=tip, files=tuple(written), locked=locked)
 
     def try_lock(self, run_id: str) -> LockLease | None:
         """Take the branch lock by pushing a `lock.json` commit; None when another tick has it.

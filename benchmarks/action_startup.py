@@ -12,11 +12,12 @@ gets. Measured side by side in one run, alternated so that the machine's load hi
     baseline   `python -c "import httpx; httpx.get(url)"`: process start (`Popen` returns once
                the interpreter is exec'd) to its request's arrival, the least a Python process
                can do to reach the API
-    comment    an `issue_comment` event (`/pair status` on a card): process start to the
-               Action's first API request (after the `pair-state` lock and pull, git over the
-               fake's HTTP edge)
+    comment    an `issue_comment` event (`/pair status` on a card, by a maintainer who is
+               not on the allowlist): process start to the Action's first API request, the
+               author's permission lookup, sent before the `pair-state` lock, the pull and
+               the engine's imports (`action.early`; the 👀 follows it)
     idle tick  a `schedule` event with no card: the whole run's wall time (it makes no API
-               request; it takes the lock, finds nothing and releases it)
+               request and takes no lock: it reads `pair-state` once and finds nothing)
 
 Both processes run as action.yml installs pairbot: without click (the install step uninstalls
 it; installed, it makes every `import httpx` load httpx's command-line tool, about 0.1 s). A

@@ -382,3 +382,26 @@ def test_an_unreadable_event_file_is_a_clear_error(
 def test_the_event_file_is_read_as_an_object(tmp_path: Path) -> None:
     ctx = ActionContext.from_env(base_env(tmp_path))
     assert ctx.read_event() == {"schedule": "*/15 * * * *"}
+
+
+def test_the_agent_and_locus_names_are_the_engines() -> None:
+    # Spelled in action.context so that reading the inputs loads neither pydantic nor the
+    # runtime; these two lists must not drift from the engine's.
+    from action.context import AGENTS, LOCI
+    from app.runtime.adapters import ADAPTERS
+    from app.settings import LOCI as ENGINE_LOCI
+
+    assert sorted(AGENTS) == sorted(ADAPTERS)
+    assert LOCI == ENGINE_LOCI
+
+
+def test_the_hosts_variables_are_read_when_the_hosts_are_built(tmp_path: Path) -> None:
+    env = base_env(tmp_path, PAIR_GITHUB_WRITE_SPACING_S="0.25")
+    env["GITHUB_TOKEN"] = "ghs_envtoken"  # noqa: S105  # a fake token
+    ctx = ActionContext.from_env(env)
+    assert "ghs_envtoken" not in repr(ctx)  # the environment is kept, never shown
+    hosts = ctx.host_settings()
+    assert hosts.github_write_spacing_s == 0.25
+    # The input wins over the environment's token.
+    assert hosts.github_token is not None
+    assert hosts.github_token.get_secret_value() == "ghs_faketoken0123456789"

@@ -1,5 +1,6 @@
 """A host or git failure ends the Action in one `::error::` line, never a traceback; a refused
-👀 reaction loses nothing (the command is recorded first, the reaction retried next run).
+👀 reaction loses nothing (the early one refused, it is owed: the command is recorded first,
+the reaction retried at its checkpoints and by the next run).
 
 `python -m action` as a subprocess against the fake GitHub (tests/e2e/action_harness.py), with
 a fault queued on the fake or a hook on the bare repository: a 502 on a comment upsert, a push
@@ -53,6 +54,8 @@ def _eyes(repo: ActionRepo) -> list[tuple[str, int, str, str]]:
 
 def _owed(repo: ActionRepo) -> list[dict[str, object]]:
     shown = run_git(repo.bare, "show", "pair-state:.pair/acks.json")
+    if shown.returncode != 0:  # never written: no run owed a reaction
+        return []
     owed: list[dict[str, object]] = json.loads(shown.stdout)
     return owed
 
