@@ -51,7 +51,6 @@ def test_importing_the_action_loads_no_host_engine_or_runtime() -> None:
     assert under(modules, *HOST_SDKS, *RUNTIME, *WEB, *CLI_EXTRAS) == []
     # The engine's manifest (yaml, its models), the card cycle and the state branch load when
     # a run takes the lock, not before the event is known to need them.
-    # (app.runtime.adapters, the agents' table that validates the `agent` input, does load.)
     assert under(modules, "yaml", "app.cycle", "app.runtime.launcher") == []
     assert under(modules, "app.engine") == ["app.engine", "app.engine.names"]  # the name rule
     assert under(modules, "app.runtime.rex", "hosts.github", "hosts.azure_devops") == []
@@ -141,10 +140,11 @@ def test_an_idle_scheduled_tick_builds_no_host_and_loads_no_manifest(tmp_path: P
         "assert code == 0 and 'pairbot: nothing-ready' in out.getvalue(), out.getvalue()\n"
     )
     modules = loaded_after(code)
-    assert "action.statebranch" in modules  # it did take the lock
+    assert "action.statebranch" in modules  # it read the state branch (without the lock)
     assert under(modules, *HOST_SDKS, *RUNTIME, *WEB, *CLI_EXTRAS, "cryptography", "yaml") == []
-    # No hosts are built and no manifest is read: the card cycle, the engine's step machinery
-    # and the manifest's models stay unloaded (the inputs' own pydantic model still loads).
+    # No hosts are built and no manifest is read: the card cycle, the engine's step machinery,
+    # the manifest's models and pydantic itself stay unloaded.
+    assert under(modules, "pydantic", "githubkit") == []
     assert under(modules, "app.cycle.card_cycle", "app.cycle.driver", "app.engine.step") == []
     assert under(modules, "app.engine.manifest", "app.engine.runner", "app.runtime.launcher") == []
     assert under(modules, "hosts.github.host", "hosts.github.auth", "hosts.azure_devops") == []
