@@ -2,6 +2,7 @@
 
     python benchmarks/edge_targets.py                  2,000 requests per run, 5 s at 100/s
     python benchmarks/edge_targets.py --requests 5000 --seconds 10
+    python benchmarks/edge_targets.py --only edge      the floor and one SQLite App, no replicas
 
 Every figure is a ratio against a baseline measured in the same run, on the same machine, one
 server after the other (never two measured at once):
@@ -322,8 +323,8 @@ class Result:
     app_duplicate: Run
     app_plain_rate: Run
     app_command_rate: Run
-    replicas_command: Run
-    replicas_command_rate: Run
+    replicas_command: Run | None  # None under `--only edge`
+    replicas_command_rate: Run | None
     driver_cpu_s: float
     wall_s: float
 
@@ -343,6 +344,7 @@ class Result:
     @property
     def replicas_ratio(self) -> float:
         """At max rate: a backlog of queued jobs builds up, as in a burst."""
+        assert self.replicas_command is not None  # reported only when measured
         return _ratio(
             self.replicas_command.us_per_request(self.replicas_command.total_cpu_s),
             self.app_command.us_per_request(self.app_command.total_cpu_s),
@@ -351,6 +353,7 @@ class Result:
     @property
     def replicas_rate_ratio(self) -> float:
         """At 100 requests/s: each job runs soon after its delivery, no backlog."""
+        assert self.replicas_command_rate is not None  # reported only when measured
         return _ratio(
             self.replicas_command_rate.us_per_request(self.replicas_command_rate.total_cpu_s),
             self.app_command_rate.us_per_request(self.app_command_rate.total_cpu_s),
@@ -381,6 +384,8 @@ def report(result: Result) -> list[str]:
         ("app, duplicate", r.app_duplicate),
         ("2 replicas on PG, command", rep),
     ):
+        if run is None:
+            continue
         load = run.load
         lines.append(
             f"{label:<34}{load.throughput:>9.0f}{load.percentile(50):>9.2f}"
@@ -399,6 +404,7 @@ def report(result: Result) -> list[str]:
             rep,
             r.replicas_command_rate,
         )
+        if run is not None
     )
     lines += [
         f"non-2xx answers: {failures}; load generator CPU {100 * r.driver_cpu_s / r.wall_s:.0f}% "
@@ -423,6 +429,10 @@ def report(result: Result) -> list[str]:
         f"p99 at saturation, 16 connections = {sat:.2f} ms (non-command "
         f"{r.app_plain.load.percentile(99):.2f}, command {r.app_command.load.percentile(99):.2f})"
         f" (target < {GOAL_P99_MS:.0f}) — {_ok(sat < GOAL_P99_MS)}",
+    ]
+    if rep is None or r.replicas_command_rate is None:
+        return lines
+    lines += [
         "two replicas on PostgreSQL at max rate: CPU per command delivery / one SQLite "
         f"replica's = {r.replicas_ratio:.2f} ({_cpu_split(rep)}, vs "
         f"{one.us_per_request(one.total_cpu_s):.0f} us; answered and run) "
@@ -483,7 +493,7 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     app: Server,
     app_store: Path,
     replicas: Sequence[Server],
-    database: Database,
+    database: Database | None,
     requests: int,
     seconds: float,
 ) -> Result:
@@ -495,7 +505,8 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     for server in (app, *replicas):
         await max_rate([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
     drained(lambda: sqlite_open_jobs(app_store))
-    drained(database.open_jobs)
+    if database is not None:
+        drained(database.open_jobs)
 
     def pids(*servers: Server) -> Callable[[], list[int]]:
         return lambda: [server.process.pid for server in servers]
@@ -515,6 +526,32 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     app_command_rate = await measure(
         [app.port], made.build(rate_n, command=True), pids(app), rate=RATE, open_jobs=sqlite_jobs
     )
+    replicas_command = replicas_command_rate = None
+    if database is not None:
+        replicas_command, replicas_command_rate = await _measure_replicas(
+            replicas, database, made, requests, rate_n
+        )
+    return Result(
+        floor_plain=floor_plain,
+        floor_command=floor_command,
+        app_plain=app_plain,
+        app_command=app_command,
+        app_duplicate=app_duplicate,
+        app_plain_rate=app_plain_rate,
+        app_command_rate=app_command_rate,
+        replicas_command=replicas_command,
+        replicas_command_rate=replicas_command_rate,
+        driver_cpu_s=time.process_time() - driver_began,
+        wall_s=time.perf_counter() - began,
+    )
+
+
+async def _measure_replicas(
+    replicas: Sequence[Server], database: Database, made: Deliveries, requests: int, rate_n: int
+) -> tuple[Run, Run]:
+    def pids(*servers: Server) -> Callable[[], list[int]]:
+        return lambda: [server.process.pid for server in servers]
+
     ports = [server.port for server in replicas]
     replica_pids = pids(*replicas)
     replicas_command = await measure(
@@ -532,19 +569,7 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
         open_jobs=database.open_jobs,
         database=database.backends,
     )
-    return Result(
-        floor_plain=floor_plain,
-        floor_command=floor_command,
-        app_plain=app_plain,
-        app_command=app_command,
-        app_duplicate=app_duplicate,
-        app_plain_rate=app_plain_rate,
-        app_command_rate=app_command_rate,
-        replicas_command=replicas_command,
-        replicas_command_rate=replicas_command_rate,
-        driver_cpu_s=time.process_time() - driver_began,
-        wall_s=time.perf_counter() - began,
-    )
+    return replicas_command, replicas_command_rate
 
 
 def main(
@@ -552,9 +577,11 @@ def main(
     seconds: float = 5.0,
     *,
     postgres_url: str | None = None,
+    only: str | None = None,
     out: Callable[[str], None] = print,
 ) -> Result:
-    """Start the floor, one SQLite App and two PostgreSQL replicas; measure; print."""
+    """Start the floor, one SQLite App and two PostgreSQL replicas; measure; print.
+    `only="edge"`: the floor and the SQLite App only (no PostgreSQL needed)."""
     http, loop = server_options()
     admin = postgres_url or os.environ.get("PAIR_TEST_POSTGRES_URL") or DEFAULT_POSTGRES
     out(
@@ -563,6 +590,11 @@ def main(
         f"with {http} and {loop}; {os.cpu_count()} CPU(s) shared by the load generator, the "
         "servers and PostgreSQL"
     )
+    if only == "edge":
+        result = _edge_only(requests, seconds, http=http, loop=loop)
+        for line in report(result):
+            out(line)
+        return result
     database = Database(admin)
     try:
         with tempfile.TemporaryDirectory(prefix="pairbot-edge-targets-") as tmp:
@@ -600,6 +632,32 @@ def main(
     return result
 
 
+def _edge_only(requests: int, seconds: float, *, http: str, loop: str) -> Result:
+    with tempfile.TemporaryDirectory(prefix="pairbot-edge-targets-") as tmp:
+        workdir = Path(tmp)
+        app_store = workdir / "app.sqlite3"
+        with (
+            start_server("floor", "floor", "", workdir, http=http, loop=loop) as floor,
+            start_server("app", "app", str(app_store), workdir, http=http, loop=loop) as app,
+        ):
+            result = _run(
+                _measure_all(
+                    floor=floor,
+                    app=app,
+                    app_store=app_store,
+                    replicas=(),
+                    database=None,
+                    requests=requests,
+                    seconds=seconds,
+                )
+            )
+            for server in (floor, app):
+                if server.process.poll() is not None:
+                    log = (workdir / f"{server.name}.log").read_text()[-2000:]
+                    raise RuntimeError(f"the {server.name} server died:\n{log}")
+    return result
+
+
 def _run(main: Any) -> Result:
     try:
         import uvloop  # noqa: PLC0415
@@ -613,6 +671,9 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--requests", type=int, default=2_000, help="per max-rate run")
     parser.add_argument("--seconds", type=float, default=5.0, help="at 100 requests/s")
     parser.add_argument("--postgres", help="an admin URL (default: PAIR_TEST_POSTGRES_URL)")
+    parser.add_argument(
+        "--only", choices=("edge",), help="edge: the floor and one SQLite App, no replicas"
+    )
     parser.add_argument("--serve", choices=("app", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
@@ -623,7 +684,7 @@ def _cli(argv: Sequence[str]) -> None:
     if args.serve is not None:
         serve(args.serve, args.fd, args.store, args.http, args.loop)
         return
-    main(args.requests, args.seconds, postgres_url=args.postgres)
+    main(args.requests, args.seconds, postgres_url=args.postgres, only=args.only)
 
 
 if __name__ == "__main__":
