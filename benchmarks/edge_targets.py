@@ -108,7 +108,7 @@ def serve(role: str, fd: int, store: str, http: str, loop: str) -> None:
     """Child process: serve `role` ("floor" or "app") on the inherited socket `fd`."""
     import uvicorn  # noqa: PLC0415
 
-    from app.web.serve import server_config  # noqa: PLC0415
+    from app.web.serve import server_config, settle_gc  # noqa: PLC0415
     from app.web.settings import EdgeLimits  # noqa: PLC0415
     from benchmarks.webhook_load import _floor_app  # noqa: PLC0415
 
@@ -119,7 +119,9 @@ def serve(role: str, fd: int, store: str, http: str, loop: str) -> None:
     config = server_config(
         app, EdgeLimits(), **({"http": http} if http != "httptools" else {}), loop=loop
     )
-    uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])
+    server = uvicorn.Server(config)
+    settle_gc()  # as `pairbot serve` does, for every server measured
+    server.run(sockets=[socket.socket(fileno=fd)])
 
 
 @dataclass
