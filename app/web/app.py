@@ -13,11 +13,15 @@ Routes (explicit; Starlette's decorators are deprecated):
 
 Every route but the webhooks, /healthz, the sign-in pages and /static/ is guarded by the
 sign-in middleware (app.web.signin): it decides the request's viewer (app.web.viewer), and
-redirects or refuses whoever is not signed in. Webhook requests pass it with one prefix check.
+redirects or refuses whoever is not signed in. A webhook POST never reaches it: the app
+(`_WebhooksFirst`) hands it to its endpoint before Starlette's middleware and router.
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
     no X-Hub-Signature-256 that could be one (`sha256=` and 64 hex digits) → 401, unread
+    → an X-GitHub-Delivery this process verified lately (app.web.recent, memory): 2xx
+      "duplicate", the body unread. Only verified deliveries are remembered, so a forged
+      header earns this answer and nothing else; an unknown id goes on to the checks below
     → read the raw body under the edge's limits (app.web.limits): past PAIR_MAX_BODY_BYTES
       stop reading: 413 (before reading, when Content-Length says so); no room left in the
       budget of body bytes held by all requests: 503 with Retry-After; not all there within
@@ -25,8 +29,7 @@ The GitHub edge, in this order, and thin (CONVENTIONS 7):
     → X-Hub-Signature-256 over it (sha256 only, constant time): wrong → 401
     → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
       X-GitHub-Delivery present (else 400)
-    → a delivery id this process answered lately (app.web.recent, memory): 2xx "duplicate",
-      before the body is parsed
+    → an event no route of pairbot's takes (app.web.events.GITHUB_EVENTS): 2xx, unparsed
     → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
     → pairbot's own and other bots' events: 2xx, one log line, nothing written
     → a delivery that queues no job and changes no installation: 2xx, nothing written (its
@@ -52,17 +55,20 @@ about a millisecond, and the hop to a thread cost an ordinary delivery more than
 Below the app, `app.web.protocol` drops connections whose headers or body
 do not arrive in time and `pairbot serve` caps the connections (app.web.serve).
 
-The two webhook routes are small raw ASGI endpoints (still in the explicit route list, behind
-Starlette's error middleware): they read the body from the receive channel and the five headers
-they need from the scope, and answer with two `send` calls. Starlette's Request, Headers and
+The two webhook routes are small raw ASGI endpoints, called for a POST before Starlette's
+stack (still in the explicit route list, for whatever else reaches those paths; an unexpected
+failure is logged and answered with a bare 500 by `_Endpoint`, as Starlette's error middleware
+did): they read the body from the receive channel and the five headers they need from the
+scope, and answer with two `send` calls. Starlette's Request, Headers and
 JSONResponse cost more per delivery than everything the edge itself decides, and the edge is
 what a burst of deliveries waits on (benchmarks/webhook_load.py). The body is parsed with
 orjson; what orjson refuses but the standard library accepts is parsed by the latter, so the
 line between a delivery and a 415 is where it always was. Each answer's two ASGI messages are
 built once (constant answers are module constants or cached). Every delivery gets at most one
-log line at INFO, `key=value` (app.web.recent.Line): the edge's, or for a queued delivery the
-worker's when its job ends (the edge's own line about it is DEBUG); uvicorn's access log is off
-unless PAIR_ACCESS_LOG asks for it.
+log line at INFO, `key=value` (app.web.recent.Line): a refusal's, an installation change's, or
+for a queued delivery the worker's when its job ends; deliveries that queue nothing and
+duplicates — most of what arrives — log at DEBUG only, and their line is not even built
+unless DEBUG is on. uvicorn's access log is off unless PAIR_ACCESS_LOG asks for it.
 """
 
 from __future__ import annotations
