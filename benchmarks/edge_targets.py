@@ -15,6 +15,10 @@ server after the other (never two measured at once):
     replicas   two such processes on one PostgreSQL database (a fresh one, dropped afterwards),
                the client's 16 connections split between them as a load balancer would
 
+The edge's max-rate runs are split into `ROUNDS` rounds, floor and App alternating within
+each, and added up: on a machine shared with other work, one long run of each after the other
+let a burst of that work land on one of them only.
+
 Deliveries are signed `issue_comment` deliveries of about 16 KB (the corpus example): a
 *non-command* one is a comment that addresses no one (nothing to queue), a *command* one is
 `/pair status` (durably queued, then run by the worker), a *duplicate* is a command delivery
@@ -490,6 +494,37 @@ async def _ready(port: int, within_s: float = 60.0) -> None:
             await asyncio.sleep(0.05)
 
 
+ROUNDS = 4  # the edge's max-rate runs, each split into this many, floor and App alternating
+_EDGE_RUNS = ("floor_plain", "app_plain", "floor_command", "app_command", "app_duplicate")
+
+
+def _round_sizes(requests: int, rounds: int) -> list[int]:
+    """`requests` split into at most `rounds` shares that add up to it."""
+    count = max(1, min(rounds, requests))
+    return [requests // count + (1 if i < requests % count else 0) for i in range(count)]
+
+
+def _combined(runs: Sequence[Run]) -> Run:
+    """Several runs of one kind as one: their requests, time, latencies and CPU added up."""
+
+    def total(values: Sequence[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+    load = Measured(
+        requests=sum(run.load.requests for run in runs),
+        seconds=sum(run.load.seconds for run in runs),
+        latencies_ms=tuple(ms for run in runs for ms in run.load.latencies_ms),
+        failures=sum(run.load.failures for run in runs),
+    )
+    return Run(
+        load,
+        sum(run.cpu_s for run in runs),
+        total_cpu_s=total([run.total_cpu_s for run in runs]),
+        drain_s=total([run.drain_s for run in runs]),
+        database_cpu_s=sum(run.database_cpu_s for run in runs),
+    )
+
+
 async def _measure_all(  # noqa: PLR0917 - one call site, every argument named there
     floor: Server,
     app: Server,
@@ -515,12 +550,22 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
 
     began, driver_began = time.perf_counter(), time.process_time()
     sqlite_jobs: Callable[[], int] = lambda: sqlite_open_jobs(app_store)  # noqa: E731
-    floor_plain = await measure([floor.port], made.build(requests, command=False), pids(floor))
-    floor_command = await measure([floor.port], made.build(requests, command=True), pids(floor))
-    app_plain = await measure([app.port], made.build(requests, command=False), pids(app))
-    commands = made.build(requests, command=True)
-    app_command = await measure([app.port], commands, pids(app), open_jobs=sqlite_jobs)
-    app_duplicate = await measure([app.port], commands, pids(app))
+    rounds: dict[str, list[Run]] = {name: [] for name in _EDGE_RUNS}
+    for size in _round_sizes(requests, ROUNDS):
+        # Floor and App alternate, a share of the requests each round: whatever else the
+        # machine runs meanwhile weighs on both alike (one long run each, one after the
+        # other, let a burst of other work land on one of them only).
+        plain = rounds["floor_plain"], rounds["app_plain"]
+        plain[0].append(await measure([floor.port], made.build(size, command=False), pids(floor)))
+        plain[1].append(await measure([app.port], made.build(size, command=False), pids(app)))
+        command = rounds["floor_command"], rounds["app_command"]
+        command[0].append(await measure([floor.port], made.build(size, command=True), pids(floor)))
+        commands = made.build(size, command=True)
+        command[1].append(await measure([app.port], commands, pids(app), open_jobs=sqlite_jobs))
+        rounds["app_duplicate"].append(await measure([app.port], commands, pids(app)))
+    floor_plain, app_plain, floor_command, app_command, app_duplicate = (
+        _combined(rounds[name]) for name in _EDGE_RUNS
+    )
     rate_n = max(1, int(RATE * seconds))
     app_plain_rate = await measure(
         [app.port], made.build(rate_n, command=False), pids(app), rate=RATE
