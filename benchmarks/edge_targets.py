@@ -2,6 +2,7 @@
 
     python benchmarks/edge_targets.py                  2,000 requests per run, 5 s at 100/s
     python benchmarks/edge_targets.py --requests 5000 --seconds 10
+    python benchmarks/edge_targets.py --only edge      the floor and one SQLite App, no replicas
 
 Every figure is a ratio against a baseline measured in the same run, on the same machine, one
 server after the other (never two measured at once):
@@ -13,6 +14,10 @@ server after the other (never two measured at once):
                a null forge in place of GitHub
     replicas   two such processes on one PostgreSQL database (a fresh one, dropped afterwards),
                the client's 16 connections split between them as a load balancer would
+
+The edge's max-rate runs are split into `ROUNDS` rounds, floor and App alternating within
+each, and added up: on a machine shared with other work, one long run of each after the other
+let a burst of that work land on one of them only.
 
 Deliveries are signed `issue_comment` deliveries of about 16 KB (the corpus example): a
 *non-command* one is a comment that addresses no one (nothing to queue), a *command* one is
@@ -107,7 +112,7 @@ def serve(role: str, fd: int, store: str, http: str, loop: str) -> None:
     """Child process: serve `role` ("floor" or "app") on the inherited socket `fd`."""
     import uvicorn  # noqa: PLC0415
 
-    from app.web.serve import server_config  # noqa: PLC0415
+    from app.web.serve import server_config, settle_gc  # noqa: PLC0415
     from app.web.settings import EdgeLimits  # noqa: PLC0415
     from benchmarks.webhook_load import _floor_app  # noqa: PLC0415
 
@@ -118,7 +123,9 @@ def serve(role: str, fd: int, store: str, http: str, loop: str) -> None:
     config = server_config(
         app, EdgeLimits(), **({"http": http} if http != "httptools" else {}), loop=loop
     )
-    uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])
+    server = uvicorn.Server(config)
+    settle_gc()  # as `pairbot serve` does, for every server measured
+    server.run(sockets=[socket.socket(fileno=fd)])
 
 
 @dataclass
@@ -322,8 +329,8 @@ class Result:
     app_duplicate: Run
     app_plain_rate: Run
     app_command_rate: Run
-    replicas_command: Run
-    replicas_command_rate: Run
+    replicas_command: Run | None  # None under `--only edge`
+    replicas_command_rate: Run | None
     driver_cpu_s: float
     wall_s: float
 
@@ -343,6 +350,7 @@ class Result:
     @property
     def replicas_ratio(self) -> float:
         """At max rate: a backlog of queued jobs builds up, as in a burst."""
+        assert self.replicas_command is not None  # reported only when measured
         return _ratio(
             self.replicas_command.us_per_request(self.replicas_command.total_cpu_s),
             self.app_command.us_per_request(self.app_command.total_cpu_s),
@@ -351,6 +359,7 @@ class Result:
     @property
     def replicas_rate_ratio(self) -> float:
         """At 100 requests/s: each job runs soon after its delivery, no backlog."""
+        assert self.replicas_command_rate is not None  # reported only when measured
         return _ratio(
             self.replicas_command_rate.us_per_request(self.replicas_command_rate.total_cpu_s),
             self.app_command_rate.us_per_request(self.app_command_rate.total_cpu_s),
@@ -381,6 +390,8 @@ def report(result: Result) -> list[str]:
         ("app, duplicate", r.app_duplicate),
         ("2 replicas on PG, command", rep),
     ):
+        if run is None:
+            continue
         load = run.load
         lines.append(
             f"{label:<34}{load.throughput:>9.0f}{load.percentile(50):>9.2f}"
@@ -399,6 +410,7 @@ def report(result: Result) -> list[str]:
             rep,
             r.replicas_command_rate,
         )
+        if run is not None
     )
     lines += [
         f"non-2xx answers: {failures}; load generator CPU {100 * r.driver_cpu_s / r.wall_s:.0f}% "
@@ -423,6 +435,10 @@ def report(result: Result) -> list[str]:
         f"p99 at saturation, 16 connections = {sat:.2f} ms (non-command "
         f"{r.app_plain.load.percentile(99):.2f}, command {r.app_command.load.percentile(99):.2f})"
         f" (target < {GOAL_P99_MS:.0f}) — {_ok(sat < GOAL_P99_MS)}",
+    ]
+    if rep is None or r.replicas_command_rate is None:
+        return lines
+    lines += [
         "two replicas on PostgreSQL at max rate: CPU per command delivery / one SQLite "
         f"replica's = {r.replicas_ratio:.2f} ({_cpu_split(rep)}, vs "
         f"{one.us_per_request(one.total_cpu_s):.0f} us; answered and run) "
@@ -478,12 +494,43 @@ async def _ready(port: int, within_s: float = 60.0) -> None:
             await asyncio.sleep(0.05)
 
 
+ROUNDS = 4  # the edge's max-rate runs, each split into this many, floor and App alternating
+_EDGE_RUNS = ("floor_plain", "app_plain", "floor_command", "app_command", "app_duplicate")
+
+
+def _round_sizes(requests: int, rounds: int) -> list[int]:
+    """`requests` split into at most `rounds` shares that add up to it."""
+    count = max(1, min(rounds, requests))
+    return [requests // count + (1 if i < requests % count else 0) for i in range(count)]
+
+
+def _combined(runs: Sequence[Run]) -> Run:
+    """Several runs of one kind as one: their requests, time, latencies and CPU added up."""
+
+    def total(values: Sequence[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+    load = Measured(
+        requests=sum(run.load.requests for run in runs),
+        seconds=sum(run.load.seconds for run in runs),
+        latencies_ms=tuple(ms for run in runs for ms in run.load.latencies_ms),
+        failures=sum(run.load.failures for run in runs),
+    )
+    return Run(
+        load,
+        sum(run.cpu_s for run in runs),
+        total_cpu_s=total([run.total_cpu_s for run in runs]),
+        drain_s=total([run.drain_s for run in runs]),
+        database_cpu_s=sum(run.database_cpu_s for run in runs),
+    )
+
+
 async def _measure_all(  # noqa: PLR0917 - one call site, every argument named there
     floor: Server,
     app: Server,
     app_store: Path,
     replicas: Sequence[Server],
-    database: Database,
+    database: Database | None,
     requests: int,
     seconds: float,
 ) -> Result:
@@ -495,19 +542,30 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     for server in (app, *replicas):
         await max_rate([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
     drained(lambda: sqlite_open_jobs(app_store))
-    drained(database.open_jobs)
+    if database is not None:
+        drained(database.open_jobs)
 
     def pids(*servers: Server) -> Callable[[], list[int]]:
         return lambda: [server.process.pid for server in servers]
 
     began, driver_began = time.perf_counter(), time.process_time()
     sqlite_jobs: Callable[[], int] = lambda: sqlite_open_jobs(app_store)  # noqa: E731
-    floor_plain = await measure([floor.port], made.build(requests, command=False), pids(floor))
-    floor_command = await measure([floor.port], made.build(requests, command=True), pids(floor))
-    app_plain = await measure([app.port], made.build(requests, command=False), pids(app))
-    commands = made.build(requests, command=True)
-    app_command = await measure([app.port], commands, pids(app), open_jobs=sqlite_jobs)
-    app_duplicate = await measure([app.port], commands, pids(app))
+    rounds: dict[str, list[Run]] = {name: [] for name in _EDGE_RUNS}
+    for size in _round_sizes(requests, ROUNDS):
+        # Floor and App alternate, a share of the requests each round: whatever else the
+        # machine runs meanwhile weighs on both alike (one long run each, one after the
+        # other, let a burst of other work land on one of them only).
+        plain = rounds["floor_plain"], rounds["app_plain"]
+        plain[0].append(await measure([floor.port], made.build(size, command=False), pids(floor)))
+        plain[1].append(await measure([app.port], made.build(size, command=False), pids(app)))
+        command = rounds["floor_command"], rounds["app_command"]
+        command[0].append(await measure([floor.port], made.build(size, command=True), pids(floor)))
+        commands = made.build(size, command=True)
+        command[1].append(await measure([app.port], commands, pids(app), open_jobs=sqlite_jobs))
+        rounds["app_duplicate"].append(await measure([app.port], commands, pids(app)))
+    floor_plain, app_plain, floor_command, app_command, app_duplicate = (
+        _combined(rounds[name]) for name in _EDGE_RUNS
+    )
     rate_n = max(1, int(RATE * seconds))
     app_plain_rate = await measure(
         [app.port], made.build(rate_n, command=False), pids(app), rate=RATE
@@ -515,6 +573,32 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     app_command_rate = await measure(
         [app.port], made.build(rate_n, command=True), pids(app), rate=RATE, open_jobs=sqlite_jobs
     )
+    replicas_command = replicas_command_rate = None
+    if database is not None:
+        replicas_command, replicas_command_rate = await _measure_replicas(
+            replicas, database, made, requests, rate_n
+        )
+    return Result(
+        floor_plain=floor_plain,
+        floor_command=floor_command,
+        app_plain=app_plain,
+        app_command=app_command,
+        app_duplicate=app_duplicate,
+        app_plain_rate=app_plain_rate,
+        app_command_rate=app_command_rate,
+        replicas_command=replicas_command,
+        replicas_command_rate=replicas_command_rate,
+        driver_cpu_s=time.process_time() - driver_began,
+        wall_s=time.perf_counter() - began,
+    )
+
+
+async def _measure_replicas(
+    replicas: Sequence[Server], database: Database, made: Deliveries, requests: int, rate_n: int
+) -> tuple[Run, Run]:
+    def pids(*servers: Server) -> Callable[[], list[int]]:
+        return lambda: [server.process.pid for server in servers]
+
     ports = [server.port for server in replicas]
     replica_pids = pids(*replicas)
     replicas_command = await measure(
@@ -532,19 +616,7 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
         open_jobs=database.open_jobs,
         database=database.backends,
     )
-    return Result(
-        floor_plain=floor_plain,
-        floor_command=floor_command,
-        app_plain=app_plain,
-        app_command=app_command,
-        app_duplicate=app_duplicate,
-        app_plain_rate=app_plain_rate,
-        app_command_rate=app_command_rate,
-        replicas_command=replicas_command,
-        replicas_command_rate=replicas_command_rate,
-        driver_cpu_s=time.process_time() - driver_began,
-        wall_s=time.perf_counter() - began,
-    )
+    return replicas_command, replicas_command_rate
 
 
 def main(
@@ -552,9 +624,11 @@ def main(
     seconds: float = 5.0,
     *,
     postgres_url: str | None = None,
+    only: str | None = None,
     out: Callable[[str], None] = print,
 ) -> Result:
-    """Start the floor, one SQLite App and two PostgreSQL replicas; measure; print."""
+    """Start the floor, one SQLite App and two PostgreSQL replicas; measure; print.
+    `only="edge"`: the floor and the SQLite App only (no PostgreSQL needed)."""
     http, loop = server_options()
     admin = postgres_url or os.environ.get("PAIR_TEST_POSTGRES_URL") or DEFAULT_POSTGRES
     out(
@@ -563,6 +637,11 @@ def main(
         f"with {http} and {loop}; {os.cpu_count()} CPU(s) shared by the load generator, the "
         "servers and PostgreSQL"
     )
+    if only == "edge":
+        result = _edge_only(requests, seconds, http=http, loop=loop)
+        for line in report(result):
+            out(line)
+        return result
     database = Database(admin)
     try:
         with tempfile.TemporaryDirectory(prefix="pairbot-edge-targets-") as tmp:
@@ -600,6 +679,32 @@ def main(
     return result
 
 
+def _edge_only(requests: int, seconds: float, *, http: str, loop: str) -> Result:
+    with tempfile.TemporaryDirectory(prefix="pairbot-edge-targets-") as tmp:
+        workdir = Path(tmp)
+        app_store = workdir / "app.sqlite3"
+        with (
+            start_server("floor", "floor", "", workdir, http=http, loop=loop) as floor,
+            start_server("app", "app", str(app_store), workdir, http=http, loop=loop) as app,
+        ):
+            result = _run(
+                _measure_all(
+                    floor=floor,
+                    app=app,
+                    app_store=app_store,
+                    replicas=(),
+                    database=None,
+                    requests=requests,
+                    seconds=seconds,
+                )
+            )
+            for server in (floor, app):
+                if server.process.poll() is not None:
+                    log = (workdir / f"{server.name}.log").read_text()[-2000:]
+                    raise RuntimeError(f"the {server.name} server died:\n{log}")
+    return result
+
+
 def _run(main: Any) -> Result:
     try:
         import uvloop  # noqa: PLC0415
@@ -613,6 +718,9 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--requests", type=int, default=2_000, help="per max-rate run")
     parser.add_argument("--seconds", type=float, default=5.0, help="at 100 requests/s")
     parser.add_argument("--postgres", help="an admin URL (default: PAIR_TEST_POSTGRES_URL)")
+    parser.add_argument(
+        "--only", choices=("edge",), help="edge: the floor and one SQLite App, no replicas"
+    )
     parser.add_argument("--serve", choices=("app", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
@@ -623,7 +731,7 @@ def _cli(argv: Sequence[str]) -> None:
     if args.serve is not None:
         serve(args.serve, args.fd, args.store, args.http, args.loop)
         return
-    main(args.requests, args.seconds, postgres_url=args.postgres)
+    main(args.requests, args.seconds, postgres_url=args.postgres, only=args.only)
 
 
 if __name__ == "__main__":

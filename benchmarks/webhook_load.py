@@ -189,7 +189,7 @@ def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
     """Child process: serve `role` on the inherited listening socket `fd` until killed."""
     import uvicorn  # noqa: PLC0415
 
-    from app.web.serve import server_config  # noqa: PLC0415
+    from app.web.serve import server_config, settle_gc  # noqa: PLC0415
     from app.web.settings import EdgeLimits  # noqa: PLC0415
 
     logging.basicConfig(
@@ -207,7 +207,9 @@ def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
         **({"http": http} if http != "httptools" else {}),  # argparse's choices: or "h11"
         loop=loop,  # "uvloop" or "asyncio"
     )
-    uvicorn.Server(config).run(sockets=[socket.socket(fileno=fd)])
+    server = uvicorn.Server(config)
+    settle_gc()  # as `pairbot serve` does, for every server measured
+    server.run(sockets=[socket.socket(fileno=fd)])
 
 
 # -- the driver -----------------------------------------------------------------------------------

@@ -13,11 +13,15 @@ Routes (explicit; Starlette's decorators are deprecated):
 
 Every route but the webhooks, /healthz, the sign-in pages and /static/ is guarded by the
 sign-in middleware (app.web.signin): it decides the request's viewer (app.web.viewer), and
-redirects or refuses whoever is not signed in. Webhook requests pass it with one prefix check.
+redirects or refuses whoever is not signed in. A webhook POST never reaches it: the app
+(`_WebhooksFirst`) hands it to its endpoint before Starlette's middleware and router.
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
     no X-Hub-Signature-256 that could be one (`sha256=` and 64 hex digits) → 401, unread
+    → an X-GitHub-Delivery this process verified lately (app.web.recent, memory): 2xx
+      "duplicate", the body unread. Only verified deliveries are remembered, so a forged
+      header earns this answer and nothing else; an unknown id goes on to the checks below
     → read the raw body under the edge's limits (app.web.limits): past PAIR_MAX_BODY_BYTES
       stop reading: 413 (before reading, when Content-Length says so); no room left in the
       budget of body bytes held by all requests: 503 with Retry-After; not all there within
@@ -25,8 +29,7 @@ The GitHub edge, in this order, and thin (CONVENTIONS 7):
     → X-Hub-Signature-256 over it (sha256 only, constant time): wrong → 401
     → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
       X-GitHub-Delivery present (else 400)
-    → a delivery id this process answered lately (app.web.recent, memory): 2xx "duplicate",
-      before the body is parsed
+    → an event no route of pairbot's takes (app.web.events.GITHUB_EVENTS): 2xx, unparsed
     → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
     → pairbot's own and other bots' events: 2xx, one log line, nothing written
     → a delivery that queues no job and changes no installation: 2xx, nothing written (its
@@ -52,17 +55,20 @@ about a millisecond, and the hop to a thread cost an ordinary delivery more than
 Below the app, `app.web.protocol` drops connections whose headers or body
 do not arrive in time and `pairbot serve` caps the connections (app.web.serve).
 
-The two webhook routes are small raw ASGI endpoints (still in the explicit route list, behind
-Starlette's error middleware): they read the body from the receive channel and the five headers
-they need from the scope, and answer with two `send` calls. Starlette's Request, Headers and
+The two webhook routes are small raw ASGI endpoints, called for a POST before Starlette's
+stack (still in the explicit route list, for whatever else reaches those paths; an unexpected
+failure is logged and answered with a bare 500 by `_Endpoint`, as Starlette's error middleware
+did): they read the body from the receive channel and the five headers they need from the
+scope, and answer with two `send` calls. Starlette's Request, Headers and
 JSONResponse cost more per delivery than everything the edge itself decides, and the edge is
 what a burst of deliveries waits on (benchmarks/webhook_load.py). The body is parsed with
 orjson; what orjson refuses but the standard library accepts is parsed by the latter, so the
 line between a delivery and a 415 is where it always was. Each answer's two ASGI messages are
 built once (constant answers are module constants or cached). Every delivery gets at most one
-log line at INFO, `key=value` (app.web.recent.Line): the edge's, or for a queued delivery the
-worker's when its job ends (the edge's own line about it is DEBUG); uvicorn's access log is off
-unless PAIR_ACCESS_LOG asks for it.
+log line at INFO, `key=value` (app.web.recent.Line): a refusal's, an installation change's, or
+for a queued delivery the worker's when its job ends; deliveries that queue nothing and
+duplicates — most of what arrives — log at DEBUG only, and their line is not even built
+unless DEBUG is on. uvicorn's access log is off unless PAIR_ACCESS_LOG asks for it.
 """
 
 from __future__ import annotations
@@ -89,7 +95,16 @@ from starlette.types import Receive, Scope, Send
 
 from app.store.base import JobRecord, Store
 from app.store.factory import make_store
-from app.web.events import AZURE, GITHUB, Payload, Policy, Routed, route_azure, route_github
+from app.web.events import (
+    AZURE,
+    GITHUB,
+    GITHUB_EVENTS,
+    Payload,
+    Policy,
+    Routed,
+    route_azure,
+    route_github,
+)
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor, JobHandler, PermissionCache
 from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
@@ -197,16 +212,51 @@ def _reply(status: int, outcome: str, **extra: Any) -> Answer:
 
 
 class _Endpoint:
-    """A raw ASGI endpoint for the route list: Starlette serves an object that is neither a
-    function nor a method as ASGI as it is (a function would be wrapped in Request/Response)."""
+    """A raw ASGI endpoint: called by `_WebhooksFirst` before Starlette's stack, and in the
+    route list for what that does not take (Starlette serves an object that is neither a
+    function nor a method as ASGI as it is; a function would be wrapped in Request/Response).
+
+    An unexpected failure is logged for the operator and answered with a bare 500: Starlette's
+    error middleware, which did that before, is not in front of it any more.
+    """
+
+    __slots__ = ("_handle",)
 
     def __init__(self, handle: Callable[[Scope, Receive], Awaitable[Answer | None]]) -> None:
         self._handle = handle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        answer = await self._handle(scope, receive)
+        try:
+            answer = await self._handle(scope, receive)
+        except Exception:
+            log.exception("the webhook edge failed on POST %s", scope.get("path"))
+            answer = _SERVER_ERROR  # nothing was sent yet: an answer is sent whole, at the end
         if answer is not None:
             await answer.send(send)
+
+
+class _WebhooksFirst(Starlette):
+    """Starlette, except that `POST` to a webhook path goes straight to its endpoint.
+
+    Webhook deliveries are the requests that come in bursts, and none of the stack in front
+    of the routes is theirs: the sign-in middleware (sessions, CSRF, security headers) guards
+    the pages, Starlette's error middleware is replaced by `_Endpoint`'s, and the router would
+    match the path against every page's pattern. One dict lookup replaces all of it. The
+    routes stay in the route list too, so anything else sent to those paths (another method,
+    the app mounted under a root path) gets Starlette's answer as before.
+    """
+
+    def __init__(self, *, webhooks: Mapping[str, _Endpoint], **options: Any) -> None:
+        super().__init__(**options)
+        self._webhooks = dict(webhooks)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            endpoint = self._webhooks.get(scope["path"])
+            if endpoint is not None:
+                await endpoint(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
 
 
 class _Service:
@@ -330,6 +380,13 @@ class _Service:
         if not well_formed(signature):  # no body is worth reading without one
             why = "malformed" if signature else "missing"
             return self._unsigned(why, read=False)
+        event = headers.get("x-github-event", "")
+        delivery = headers.get("x-github-delivery", "")
+        if delivery and self.recent.seen(GITHUB, delivery):
+            # Before the body is read or verified: only verified deliveries are remembered, so
+            # a forged header earns this answer and nothing else. The unread body is dropped
+            # by the server (the connection stays usable).
+            return self._duplicate(event, delivery)
         with self.budget.hold() as hold:
             body = await self._read(receive, headers, hold, GITHUB)
             if not isinstance(body, bytes):
@@ -338,13 +395,11 @@ class _Service:
                 return self._unsigned("wrong", read=True)
             if not is_json_type(headers.get("content-type")):
                 return _NOT_JSON_TYPE
-            event = headers.get("x-github-event", "")
-            delivery = headers.get("x-github-delivery", "")
             if not event or not delivery:
                 return _reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
-            if self.recent.seen(GITHUB, delivery):  # before the body costs a parse
-                log.info("delivery %s", _line(GITHUB, event, delivery, "duplicate", seen="memory"))
-                return _DUPLICATE
+            if event not in GITHUB_EVENTS:
+                # Verified, and of an event pairbot never acts on: its body is not even parsed.
+                return self._ignored(GITHUB, event, delivery, _not_for_pairbot(event))
             read = await self._parsed(self._route_github_body, body, event, delivery, body)
             del body  # what the routing kept is all the rest needs
             if isinstance(read, Answer):
@@ -353,6 +408,21 @@ class _Service:
             return await self._accept(
                 source=GITHUB, delivery=delivery, event=event, action=action, routed=routed
             )
+
+    def _duplicate(self, name: str, delivery: str, source: str = GITHUB) -> Answer:
+        if log.isEnabledFor(logging.DEBUG):  # a redelivery's line was logged the first time
+            log.debug("delivery %s", _line(source, name, delivery, "duplicate", seen="memory"))
+        return _DUPLICATE
+
+    def _ignored(self, source: str, name: str, delivery: str, reason: str) -> Answer:
+        """A verified delivery that queues nothing and changes no installation: nothing is
+        written (its redelivery is routed the same way and queues nothing either); remembered,
+        so that a redelivery is answered before its body is read. DEBUG only: most deliveries
+        are these, and a line each would cost more than answering them."""
+        self.recent.remember(source, delivery)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("delivery %s", _line(source, name, delivery, "ignored", reason=reason))
+        return _ignored(reason)
 
     def _unsigned(self, why: str, *, read: bool) -> Answer:
         log.warning(
@@ -457,15 +527,12 @@ class _Service:
         self, *, source: str, delivery: str, event: str, action: str | None, routed: Routed
     ) -> Answer:
         name = f"{event}.{action}" if action else event
-        if self.recent.seen(source, delivery):  # Azure DevOps' id is in the body: known here
-            log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="memory"))
-            return _DUPLICATE
+        # Azure DevOps' id is in the body: known only here. A GitHub delivery was checked before
+        # its body was read; this catches its twin answered while its body was being read.
+        if self.recent.seen(source, delivery):
+            return self._duplicate(name, delivery, source)
         if not routed.jobs and routed.installation is None:
-            # Nothing to queue and nothing to keep: no durable write. Its redelivery is routed
-            # the same way and queues nothing either, so there is nothing to de-duplicate.
-            self.recent.remember(source, delivery)
-            log.info("delivery %s", _line(source, name, delivery, "ignored", reason=routed.reason))
-            return _ignored(routed.reason)
+            return self._ignored(source, name, delivery, routed.reason)
         try:
             fresh = await self.store.enqueue_delivery(
                 delivery,
@@ -503,6 +570,14 @@ class _Service:
 
 
 _DUPLICATE: Final = _reply(200, "duplicate")
+_SERVER_ERROR: Final = Answer(
+    500, b"Internal Server Error", ((b"content-type", b"text/plain; charset=utf-8"),)
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _not_for_pairbot(event: str) -> str:
+    return f"{event} is not for pairbot"
 
 
 def _line(source: str, name: str, delivery: str, outcome: str, **extra: object) -> Line:
@@ -622,9 +697,10 @@ def create_app(
         tick=tick,
         github_router=github_router,
     )
+    github_edge, azure_edge = _Endpoint(service.github_webhook), _Endpoint(service.azure_webhook)
     routes = [
-        Route("/webhooks/github", _Endpoint(service.github_webhook), methods=["POST"]),
-        Route("/webhooks/azure-devops", _Endpoint(service.azure_webhook), methods=["POST"]),
+        Route("/webhooks/github", github_edge, methods=["POST"]),
+        Route("/webhooks/azure-devops", azure_edge, methods=["POST"]),
         Route("/healthz", service.healthz, methods=["GET"]),
     ]
     pages = Pages(
@@ -635,7 +711,8 @@ def create_app(
         wake=service.worker.wake,
     )
     signin = SignInService(settings, transport=oauth_transport, clock=wallclock)
-    app = Starlette(
+    app = _WebhooksFirst(
+        webhooks={"/webhooks/github": github_edge, "/webhooks/azure-devops": azure_edge},
         routes=[*routes, *signin.routes(), *pages.routes()],
         middleware=[Middleware(SignIn, service=signin)],
         lifespan=service.lifespan,

@@ -48,6 +48,7 @@ __all__ = [
     "AZURE",
     "AZURE_ROUTES",
     "GITHUB",
+    "GITHUB_EVENTS",
     "GITHUB_ROUTES",
     "Policy",
     "Routed",
@@ -261,6 +262,11 @@ GITHUB_ROUTES: Final[frozenset[tuple[str, str | None]]] = frozenset(
         ("ping", None),
     }
 )
+
+
+# The events whose deliveries can ask the App for anything: the edge answers any other event
+# once its signature is verified, without parsing its body.
+GITHUB_EVENTS: Final[frozenset[str]] = frozenset(event for event, _action in GITHUB_ROUTES)
 
 
 def _installation_id(payload: Payload) -> int | None:

@@ -1,8 +1,10 @@
 """The webhook edge's memory of recent deliveries, and its one structured log line per delivery.
 
-`RecentDeliveries` is a bounded least-recently-used set of (source, delivery id): a redelivery
-whose id is in it is answered "duplicate" right after its signature is verified, before its
-body is parsed or the store is asked. It only saves work. The store's delivery record stays
+`RecentDeliveries` is a bounded least-recently-used set of (source, delivery id): a GitHub
+redelivery whose X-GitHub-Delivery is in it is answered "duplicate" before its body is even
+read (an Azure DevOps one, whose id is in the body, before the store is asked). Only
+deliveries whose signature verified are remembered, so a forged header can only earn that
+answer, never an effect. It only saves work. The store's delivery record stays
 the authority for deliveries that queue jobs (another replica, or this one after a restart,
 does not share this memory), and a delivery that queues nothing needs no authority: routed
 again, it queues nothing again. An id is remembered only once the delivery was answered 2xx,
