@@ -390,27 +390,30 @@ def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     return code
 
 
+def _status(root: Path, name: str, *, as_json: bool) -> int:
+    """`batch status`: only what reading a status needs. No step machinery, and no pydantic
+    unless a file needs the models to vouch for it (app.engine.status)."""
+    from app.engine import render  # noqa: PLC0415
+    from app.engine.status import batch_status, read_manifest  # noqa: PLC0415
+
+    manifest = read_manifest(root, name)  # validates; an unknown batch is a clear error
+    # Every card batch is named card-<n>: the card cycle's modules load only for one of those.
+    if name.startswith("card-"):
+        from app.cycle.card_status import read_card_status  # noqa: PLC0415
+
+        card = read_card_status(root, name)  # a card batch: the card's own status
+        if card is not None:
+            print(json.dumps(card.to_json()) if as_json else card.to_text())
+            return 0
+    status = batch_status(root, name, manifest)
+    print(json.dumps(render.status_json(status)) if as_json else render.status_text(status))
+    return 0
+
+
 def _batch(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     verb = args.batch_verb
     if verb == "status":
-        # Only what reading a status needs: no step machinery (app.engine.status), and the
-        # card cycle's status module only for a card batch.
-        from app.cycle.schedule import card_of  # noqa: PLC0415
-        from app.engine import render  # noqa: PLC0415
-        from app.engine.manifest import load_manifest  # noqa: PLC0415
-        from app.engine.status import batch_status  # noqa: PLC0415
-
-        load_manifest(root, args.name)  # validates; an unknown batch is a clear error
-        if card_of(args.name) is not None:
-            from app.cycle.card_status import read_card_status  # noqa: PLC0415
-
-            card = read_card_status(root, args.name)  # a card batch: the card's own status
-            if card is not None:
-                print(json.dumps(card.to_json()) if args.json else card.to_text())
-                return 0
-        status = batch_status(root, args.name)
-        print(json.dumps(render.status_json(status)) if args.json else render.status_text(status))
-        return 0
+        return _status(root, args.name, as_json=args.json)
     from app.engine.runner import apply_batch  # noqa: PLC0415
 
     if verb == "apply":
