@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -483,6 +482,8 @@ def main() -> None:
         # path; everything else expected names what failed and what to do next.
         line, code = (explained.line, explained.code) if explained else (str(err), 1)
         if wants_debug(argv):
+            import traceback  # noqa: PLC0415
+
             traceback.print_exc()
         print(f"pairbot: {line}", file=sys.stderr)
     sys.exit(code)
