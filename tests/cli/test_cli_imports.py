@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.engine_scale import BATCH, Shape, build_project
+from tests.support.fake_github import FakeGitHub
 from tests.support.git import init_repo
+from tests.support.github_server import github_env, serve_fake_github
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,3 +109,19 @@ def test_a_tick_on_the_local_host_loads_no_host_sdk_or_web(tmp_path: Path) -> No
     assert "app.cycle.card_cycle" in modules  # it did run the card cycle's tick
     assert under(modules, *HOST_SDKS, *RUNTIME, *WEB) == []
     assert under(modules, "hosts.github", "hosts.azure_devops", "app.store") == []
+
+
+# The GitHub host is built (the fake GitHub on loopback answers it); Azure's SDK stays out.
+
+
+def test_a_tick_on_github_loads_no_azure_sdk_or_web(tmp_path: Path) -> None:
+    fake = FakeGitHub()
+    project = tmp_path / "project"
+    init_repo(project, {".pair/config.yaml": "hosts: {pm: github, code: github}\n"})
+    with serve_fake_github(fake, bare_repo=None) as base_url:
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **github_env(fake, base_url)}
+        code, out, modules = pairbot(["tick"], project, tmp_path, env)
+    assert code == 0, out
+    assert "nothing-ready" in out
+    assert "hosts.github.host" in modules  # the tick did build the GitHub host
+    assert under(modules, "azure", "msrest", "requests", "hosts.azure_devops", *RUNTIME, *WEB) == []
