@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from app import settings as app_settings
+from app.cycle.batch import manifest_for
 from app.engine import manifest_fast
 from app.engine.manifest import load_manifest, validate_manifest, validate_project_config
 from app.engine.manifest_fast import fast_manifest, fast_project
@@ -246,6 +248,7 @@ def test_what_the_light_path_accepts_of_a_config_the_models_accept_alike(data: A
 
 ORDINARY_MANIFESTS = [
     pytest.param((EXAMPLES / "batches" / "hello" / "batch.yaml").read_text(), id="the-demo"),
+    pytest.param(yaml.safe_dump(manifest_for(12, "codex"), sort_keys=False), id="a-card-batch"),
     pytest.param("phases: [{name: a}]\n", id="one-empty-phase"),
     pytest.param(
         "gate: every-phase\nprGrouping: per-phase\nbaseBranch: main\n"
