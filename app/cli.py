@@ -13,6 +13,7 @@ so the card's cycle never takes a second command for a redelivery of the first.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -392,6 +393,19 @@ def _cycle(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
 def _status(root: Path, name: str, *, as_json: bool) -> int:
     """`batch status`: only what reading a status needs. No step machinery, and no pydantic
     unless a file needs the models to vouch for it (app.engine.status)."""
+    # A read-only command whose garbage (parsed journal lines, frozen dataclasses) is freed by
+    # reference counting: the cyclic collector only costs time here, about 5% of the command
+    # on a 100k-entry journal (its passes over every parsed line as the heap grows).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _print_status(root, name, as_json=as_json)
+    finally:
+        if collecting:  # `run` is also called in-process (tests, the demo): leave GC as it was
+            gc.enable()
+
+
+def _print_status(root: Path, name: str, *, as_json: bool) -> int:
     from app.engine import render  # noqa: PLC0415
     from app.engine.status import batch_status, read_manifest  # noqa: PLC0415
 
