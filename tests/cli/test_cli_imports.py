@@ -8,6 +8,7 @@ does not count. `benchmarks/engine_scale.py` measures what this buys in time.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -15,6 +16,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
+from app.cli import run
+from app.errors import UnknownBatchError
 from benchmarks.engine_scale import BATCH, Shape, build_project
 from tests.support.fake_github import FakeGitHub
 from tests.support.git import init_repo
@@ -125,3 +130,16 @@ def test_a_tick_on_github_loads_no_azure_sdk_or_web(tmp_path: Path) -> None:
     assert "nothing-ready" in out
     assert "hosts.github.host" in modules  # the tick did build the GitHub host
     assert under(modules, "azure", "msrest", "requests", "hosts.azure_devops", *RUNTIME, *WEB) == []
+
+
+def test_batch_status_in_process_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    # The command turns the cyclic collector off while it reads; a caller in the same process
+    # (a test, the demo) gets it back on, after a status and after a refused one alike.
+    project = tmp_path / "project"
+    build_project(project, Shape(10, 1_000))
+    assert gc.isenabled()
+    assert run(["--root", str(project), "batch", "status", BATCH], {}) == 0
+    assert gc.isenabled()
+    with pytest.raises(UnknownBatchError):
+        run(["--root", str(project), "batch", "status", "ghost"], {})
+    assert gc.isenabled()
