@@ -3,7 +3,8 @@ out of `sys.modules`.
 
 Each case runs the console script's entry point (`app.cli.main`, exit code and all) in a fresh
 interpreter, which writes its `sys.modules` to a file at exit; so what an earlier test imported
-does not count. `benchmarks/engine_scale.py` measures what this buys in time.
+does not count. `benchmarks/engine_scale.py` measures what this buys in time. (And the one
+thing `batch status` changes in its process, the cyclic collector, is handed back in-process.)
 """
 
 from __future__ import annotations
