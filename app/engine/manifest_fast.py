@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, get_args
+from typing import Any, Final, NamedTuple, get_args
 
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
@@ -54,8 +53,7 @@ class _Unsure(Exception):
     """Outside the subset the light path vouches for: the models decide."""
 
 
-@dataclass(frozen=True)
-class LightProject:
+class LightProject(NamedTuple):
     """What status reads of `.pair/config.yaml`."""
 
     max_fix_rounds: int = 3

@@ -3,13 +3,15 @@
 `app.engine.selection` takes a `ManifestView`: the validated pydantic `BatchManifest` is one,
 and so is the `LightManifest` that `batch status` builds from a manifest the light path has
 vouched for (`app.engine.manifest_fast`) without loading pydantic at all.
+
+The light values are `NamedTuple`s rather than frozen dataclasses: this module is imported by
+every `batch status`, and a frozen dataclass costs ten times as much to define.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
@@ -71,8 +73,7 @@ class ManifestView(Protocol):
     def change_names(self) -> Sequence[str]: ...
 
 
-@dataclass(frozen=True)
-class LightProof:
+class LightProof(NamedTuple):
     """A phase's proof-of-work, as written."""
 
     kind: str
@@ -81,8 +82,7 @@ class LightProof:
     policy: ProofPolicy
 
 
-@dataclass(frozen=True)
-class LightChange:
+class LightChange(NamedTuple):
     """A change entry, as written (a bare name has no card and no dependencies)."""
 
     name: str
@@ -90,8 +90,7 @@ class LightChange:
     depends_on: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class LightPhase:
+class LightPhase(NamedTuple):
     """A phase, as written."""
 
     name: str
@@ -106,8 +105,7 @@ class LightPhase:
         return tuple(change.name for change in self.changes)
 
 
-@dataclass(frozen=True)
-class LightManifest:
+class LightManifest(NamedTuple):
     """The fields of a batch manifest that status reads, with the models' defaults."""
 
     phases: tuple[LightPhase, ...]
