@@ -25,8 +25,16 @@ its own floor, a process that only parses the journal:
     parse process   `python -c "from app.engine import jsonl; jsonl.read_records(path)"`
     command         `pairbot batch status scale` (`python -m app.cli`, in the project's root)
 
-The goals (issue 16): the command ≤ 2x its floor at 100k entries and ≤ 3x at 1k. Local files
-only; no network.
+and, to say where the command's time goes, two more processes in the same rounds:
+
+    interpreter     `python -c pass`: the start-up every process pays
+    imports         `python -c "import app.cli, …"`: the command's imports, nothing run
+
+Each is timed by wall clock and by CPU (user + system, from `getrusage`), which is steadier
+when other work shares the machine. The goals: the command ≤ 2x its floor at 100k entries and
+≤ 3x at 1k, by wall time. Local files only; no network.
+
+    python benchmarks/engine_scale.py --changes --repeats 15    the command's cases only
 """
 
 from __future__ import annotations
@@ -36,12 +44,13 @@ import cProfile
 import gc
 import io
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -405,54 +414,133 @@ def measure(shape: Shape, repeats: int, workdir: Path) -> Row:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """One process's median wall time and CPU time (user + system), in seconds."""
+
+    wall_s: float
+    cpu_s: float
+
+
+@dataclass(frozen=True)
 class CommandRow:
-    """`pairbot batch status` as a process, against a process that only parses the journal."""
+    """`pairbot batch status` as a process, against a process that only parses the journal,
+    with the interpreter alone and the command's imports alone for the breakdown."""
 
     entries: int
-    floor_s: float
-    command_s: float
+    floor: Timing
+    command: Timing
+    interpreter: Timing
+    imports: Timing
+
+    @property
+    def floor_s(self) -> float:
+        """The parse process's wall time."""
+        return self.floor.wall_s
+
+    @property
+    def command_s(self) -> float:
+        """The command's wall time."""
+        return self.command.wall_s
 
     @property
     def ratio(self) -> float:
-        """command / parse process."""
-        return self.command_s / self.floor_s
+        """command / parse process, wall time (the goal's measure)."""
+        return self.command.wall_s / self.floor.wall_s
+
+    @property
+    def cpu_ratio(self) -> float:
+        """command / parse process, CPU time (steadier on a shared machine)."""
+        return self.command.cpu_s / self.floor.cpu_s
 
 
-def _process(argv: Sequence[str], cwd: Path) -> Callable[[], object]:
-    def run() -> object:
-        return subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, timeout=300)
+def run_process(argv: Sequence[str], cwd: Path) -> Timing:
+    """Run one process to its end: its wall time and the CPU time it (and its children) used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, timeout=300)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timing(wall, cpu)
 
-    return run
+
+def median_processes(
+    probes: Mapping[str, tuple[Sequence[str], Path]], repeats: int
+) -> dict[str, Timing]:
+    """Median wall and CPU time of each process, run in turn so machine noise hits all alike."""
+    for argv, cwd in probes.values():  # warm-up: the page cache, .pyc files
+        run_process(argv, cwd)
+    runs: dict[str, list[Timing]] = {name: [] for name in probes}
+    for _ in range(repeats):
+        for name, (argv, cwd) in probes.items():
+            runs[name].append(run_process(argv, cwd))
+    return {
+        name: Timing(
+            statistics.median(t.wall_s for t in timings),
+            statistics.median(t.cpu_s for t in timings),
+        )
+        for name, timings in runs.items()
+    }
+
+
+# What `batch status` imports on its light path (tests/cli/test_cli_imports.py holds everything
+# else away from it): the imports probe loads just these and exits.
+STATUS_MODULES = ("app.cli", "app.engine.render", "app.engine.status")
 
 
 def measure_command(entries: int, repeats: int, workdir: Path) -> CommandRow:
-    """Build a project of `COMMAND_CHANGES` changes and time the command beside its floor."""
+    """Build a project of `COMMAND_CHANGES` changes and time the command beside its floor,
+    the bare interpreter and the command's imports alone (all in the same run)."""
     root = workdir / f"command-e{entries}"
     journal = build_project(root, Shape(COMMAND_CHANGES, entries))
     parse = (
         "from pathlib import Path; from app.engine import jsonl; "
         f"jsonl.read_records(Path({str(journal)!r}))"
     )
-    floor, command = median_pair(
-        _process([sys.executable, "-c", parse], PROJECT),
-        _process([sys.executable, "-m", "app.cli", "batch", "status", BATCH], root),
+    timings = median_processes(
+        {
+            "floor": ([sys.executable, "-c", parse], PROJECT),
+            "command": ([sys.executable, "-m", "app.cli", "batch", "status", BATCH], root),
+            "interpreter": ([sys.executable, "-c", "pass"], PROJECT),
+            "imports": ([sys.executable, "-c", f"import {', '.join(STATUS_MODULES)}"], PROJECT),
+        },
         repeats,
     )
-    return CommandRow(entries, floor, command)
+    return CommandRow(entries, **timings)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:6.1f}"
 
 
 def format_command(rows: Sequence[CommandRow]) -> str:
-    """The command's table and its goals."""
+    """The command's table, its goals, and where the command's time goes."""
     lines = [
-        f"`pairbot batch status` as a command, {COMMAND_CHANGES} changes:",
-        f"{'entries':>8} {'parse process ms':>17} {'command ms':>11} {'ratio':>6}  goal",
+        f"`pairbot batch status` as a command, {COMMAND_CHANGES} changes "
+        "(wall ms, and CPU ms = user + system in brackets):",
+        f"{'entries':>8} {'parse process ms':>17} {'command ms':>17} {'ratio':>14}  goal (wall)",
     ]
     for r in rows:
         goal = COMMAND_GOALS.get(r.entries)
         verdict = "" if goal is None else f"≤ {goal:g}x: {'met' if r.ratio <= goal else 'MISSED'}"
         lines.append(
-            f"{r.entries:>8,} {r.floor_s * 1e3:>17.1f} {r.command_s * 1e3:>11.1f} "
-            f"{r.ratio:>5.2f}x  {verdict}"
+            f"{r.entries:>8,} {_ms(r.floor.wall_s)} ({_ms(r.floor.cpu_s)})"
+            f" {_ms(r.command.wall_s)} ({_ms(r.command.cpu_s)})"
+            f" {r.ratio:>5.2f}x ({r.cpu_ratio:.2f}x)  {verdict}"
+        )
+    lines.append(
+        "where the time goes, ms (CPU ms): the bare interpreter, then what each process adds"
+    )
+    for r in rows:
+        start, imports = r.interpreter, r.imports
+        lines.append(
+            f"{r.entries:>8,}  interpreter {_ms(start.wall_s)} ({_ms(start.cpu_s)})"
+            f" | command: imports {_ms(imports.wall_s - start.wall_s)}"
+            f" ({_ms(imports.cpu_s - start.cpu_s)}),"
+            f" work {_ms(r.command.wall_s - imports.wall_s)}"
+            f" ({_ms(r.command.cpu_s - imports.cpu_s)})"
+            f" | parse process: imports + parse {_ms(r.floor.wall_s - start.wall_s)}"
+            f" ({_ms(r.floor.cpu_s - start.cpu_s)})"
         )
     return "\n".join(lines)
 
@@ -535,13 +623,14 @@ def main(
         )
         for shape in shapes(changes, entries):
             rows.append(measure(shape, repeats, workdir))
-        out(format_table(rows))
+        if rows:
+            out(format_table(rows))
         measured = [measure_command(n, repeats, workdir) for n in command_entries]
         if measured:
             out(format_command(measured))
         if command_rows is not None:
             command_rows.extend(measured)
-        if with_profile:
+        if with_profile and rows:
             biggest = Shape(max(changes), max(entries))
             out(
                 f"\ncProfile of status + selection, {biggest.changes:,} changes, "
@@ -553,7 +642,8 @@ def main(
 
 def _cli(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--changes", type=int, nargs="+", default=list(CHANGE_SIZES))
+    # `--changes` with no value skips the in-process matrix (the command's cases only).
+    parser.add_argument("--changes", type=int, nargs="*", default=list(CHANGE_SIZES))
     parser.add_argument("--entries", type=int, nargs="+", default=list(ENTRY_SIZES))
     parser.add_argument("--command-entries", type=int, nargs="*", default=list(COMMAND_ENTRIES))
     parser.add_argument("--repeats", type=int, default=5)

@@ -4,18 +4,18 @@ Both are validated on load with strict models (unknown keys refused). A validati
 `ConfigError` whose lines each name the file, the key path, the offending value and what is
 allowed; it is raised before anything runs or any run-state is touched.
 
-YAML is read with YAML 1.2 booleans (only `true`/`false`), so `prGrouping: off` stays the
-string "off" instead of turning into `False` as YAML 1.1 would have it.
+The paths and the YAML dialect (YAML 1.2 booleans) live in `app.engine.project_files`, which
+needs no pydantic, and are re-exported here. `batch status` validates through a light path first
+(`app.engine.manifest_fast`) and comes here only for what that path does not vouch for, so every
+error line is the one these models write.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -32,16 +32,49 @@ from app.domain.panel import panel_slugs
 from app.domain.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
+from app.engine.manifest_view import CycleUntil, LessonsWhere
 from app.engine.names import NAME_PATTERN, NAME_RULE
+from app.engine.project_files import (
+    PAIR_DIR,
+    batches_dir,
+    existing_manifest_path,
+    list_batches,
+    manifest_path,
+    pair_dir,
+    read_yaml,
+)
 from app.engine.proof import ProofPolicy
-from app.errors import ConfigError, NotInitialisedError, UnknownBatchError
+from app.errors import ConfigError
 from app.settings import AgentChoice, BatchSettings, StageEntry, StrictModel, stage_choice
 
 LLM_JUDGE_REFUSAL = (
     "llm-judge proof-of-work is not yet supported by batch apply; use integration or blackbox."
 )
-PAIR_DIR = ".pair"
 _M = TypeVar("_M", bound=BaseModel)
+__all__ = [
+    "LLM_JUDGE_REFUSAL",
+    "PAIR_DIR",
+    "BatchManifest",
+    "BudgetSettings",
+    "ChangeRef",
+    "CycleConfig",
+    "HostsConfig",
+    "LessonsConfig",
+    "Phase",
+    "ProjectConfig",
+    "ProofOfWork",
+    "RequiredFinding",
+    "ReviewConfig",
+    "TestsConfig",
+    "batches_dir",
+    "list_batches",
+    "load_manifest",
+    "load_project_config",
+    "manifest_path",
+    "pair_dir",
+    "validate_manifest",
+    "validate_project_config",
+]
 # Branch names pydantic puts in an error path for tagged unions; a user never wrote them.
 _UNION_TAGS = frozenset({"agent-name", "agent-with-model", "agent-list", "stage-map", "[key]"})
 
@@ -117,7 +150,7 @@ class HostsConfig(StrictModel):
 class CycleConfig(StrictModel):
     """The card cycle's stopping point and its human gates."""
 
-    until: Literal["ready-for-merge", "merged"] = "ready-for-merge"
+    until: CycleUntil = "ready-for-merge"
     merge: str = "always"
     prepare: str = "always"
     max_fix_rounds: Annotated[int, Field(strict=True, ge=0, le=20)] = 3
@@ -134,7 +167,7 @@ class LessonsConfig(StrictModel):
     base branch (read once merged); `off` writes none and gives none.
     """
 
-    where: Literal["state-branch", "default-branch", "off"] = "state-branch"
+    where: LessonsWhere = "state-branch"
     budget_bytes: Annotated[int, Field(strict=True, ge=256, le=65_536)] = 4_000
 
 
@@ -369,40 +402,6 @@ class BatchManifest(StrictModel):
 # ---------------------------------------------------------------- loading
 
 
-# libyaml's parser when PyYAML was built with it (a 1,000-change manifest parses several times
-# faster); the resolver override below works on either, since both resolve in Python.
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Yaml12Loader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """SafeLoader with YAML 1.2 booleans: only true/false, never on/off/yes/no."""
-
-
-_Yaml12Loader.yaml_implicit_resolvers = {
-    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
-}
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from err
-    try:
-        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506  # a SafeLoader subclass
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from err
-
-
 def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
     """The model class that owns the key at `loc`, to list its allowed keys."""
     current: type[BaseModel] | None = model
@@ -465,53 +464,25 @@ def _validate(path: Path, model: type[_M], data: Any) -> _M:
         raise _format_errors(path, model, err) from None
 
 
-def pair_dir(root: Path) -> Path:
-    """`<root>/.pair`, or NotInitialisedError when the project has none."""
-    directory = root / PAIR_DIR
-    if not directory.is_dir():
-        raise NotInitialisedError(
-            f"{root} is not a pairbot project: no {PAIR_DIR}/ directory "
-            "(run `pairbot init` to create one, or run pairbot from the project root)"
-        )
-    return directory
-
-
 def load_project_config(root: Path) -> ProjectConfig:
     """Read and validate `.pair/config.yaml` (absent: every default)."""
     path = pair_dir(root) / "config.yaml"
     if not path.exists():
         return ProjectConfig()
-    return _validate(path, ProjectConfig, _read_yaml(path))
-
-
-def batches_dir(root: Path) -> Path:
-    """Where batch manifests live."""
-    return root / PAIR_DIR / "batches"
-
-
-def list_batches(root: Path) -> list[str]:
-    """Names of the batches with a manifest, sorted."""
-    directory = batches_dir(root)
-    if not directory.is_dir():
-        return []
-    return sorted(p.parent.name for p in directory.glob("*/batch.yaml"))
-
-
-def manifest_path(root: Path, batch: str) -> Path:
-    """The manifest file of `batch` (validating the name first)."""
-    if not NAME_PATTERN.match(batch):
-        raise UnknownBatchError(f"{batch!r} is not a valid batch name: use {NAME_RULE}")
-    return batches_dir(root) / batch / "batch.yaml"
+    return validate_project_config(path, read_yaml(path))
 
 
 def load_manifest(root: Path, batch: str) -> BatchManifest:
     """Read and validate a batch manifest."""
-    pair_dir(root)
-    path = manifest_path(root, batch)
-    if not path.is_file():
-        known = list_batches(root)
-        raise UnknownBatchError(
-            f"no batch named {batch!r} (expected {path}); "
-            f"known batches: {', '.join(known) if known else '(none)'}"
-        )
-    return _validate(path, BatchManifest, _read_yaml(path))
+    path = existing_manifest_path(root, batch)
+    return validate_manifest(path, read_yaml(path))
+
+
+def validate_manifest(path: Path, data: Any) -> BatchManifest:
+    """Validate a manifest's parsed YAML (`path` names the file in the error lines)."""
+    return _validate(path, BatchManifest, data)
+
+
+def validate_project_config(path: Path, data: Any) -> ProjectConfig:
+    """Validate `.pair/config.yaml`'s parsed YAML (`path` names the file in the error lines)."""
+    return _validate(path, ProjectConfig, data)

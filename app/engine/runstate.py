@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.engine.atomic import read_json, write_json_atomic
-from app.engine.lock import LockProof
 from app.errors import StateCorruptError
+
+if TYPE_CHECKING:
+    # Only a type here: reading parks (`batch status`) needs no lock machinery (secrets, socket).
+    from app.engine.lock import LockProof
 
 STATE_VERSION = 1
 # `awaiting-human`: an accepted step took the change (or its batch) over its budget.

@@ -19,13 +19,12 @@ failed under `hard-gate` (a `warn` failure is recorded as gatePassed and never g
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.engine.boundary import PrGroupBoundary, detect_pr_group_boundaries, pr_journal_key
 from app.engine.journal import JournalIndex
-from app.engine.manifest import BatchManifest, Phase
 from app.engine.runstate import Park
 from app.engine.transition import (
     RUNNABLE_STATUSES,
@@ -35,13 +34,18 @@ from app.engine.transition import (
     derive_change,
 )
 
+if TYPE_CHECKING:
+    # A protocol, not the pydantic models: `batch status` selects over a manifest it read
+    # without loading pydantic (app.engine.manifest_fast).
+    from app.engine.manifest_view import ManifestView, PhaseView
+
 
 @dataclass(frozen=True)
 class BatchFacts:
     """Everything selection reads, gathered once by the shell."""
 
     name: str
-    manifest: BatchManifest
+    manifest: ManifestView
     disks: Mapping[str, ChangeDisk]
     journal: JournalIndex
     parks: Mapping[str, Park] = field(default_factory=dict)
@@ -221,7 +225,7 @@ def _boundary_proof(phases: list[PhaseState], before: str) -> ProofTarget | None
     return None
 
 
-def _phase_changes(phases: list[Phase]) -> list[tuple[str, tuple[str, ...]]]:
+def _phase_changes(phases: Sequence[PhaseView]) -> list[tuple[str, tuple[str, ...]]]:
     return [(phase.name, phase.change_names) for phase in phases]
 
 
@@ -230,7 +234,7 @@ def pr_boundaries(facts: BatchFacts) -> list[PrGroupBoundary]:
     return manifest_boundaries(facts.name, facts.manifest)
 
 
-def manifest_boundaries(batch: str, manifest: BatchManifest) -> list[PrGroupBoundary]:
+def manifest_boundaries(batch: str, manifest: ManifestView) -> list[PrGroupBoundary]:
     """The PR groups a manifest defines under its `prGrouping`, in order (plan only)."""
     return detect_pr_group_boundaries(batch, _phase_changes(manifest.phases), manifest.pr_grouping)
 

@@ -1,0 +1,146 @@
+"""What the `pairbot` console script loads for a verb: the heavy modules it does not need stay
+out of `sys.modules`.
+
+Each case runs the console script's entry point (`app.cli.main`, exit code and all) in a fresh
+interpreter, which writes its `sys.modules` to a file at exit; so what an earlier test imported
+does not count. `benchmarks/engine_scale.py` measures what this buys in time. (And the one
+thing `batch status` changes in its process, the cyclic collector, is handed back in-process.)
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from app.cli import run
+from app.errors import UnknownBatchError
+from benchmarks.engine_scale import BATCH, Shape, build_project
+from tests.support.fake_github import FakeGitHub
+from tests.support.git import init_repo
+from tests.support.github_server import github_env, serve_fake_github
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HOST_SDKS = ("githubkit", "httpx", "httpcore", "jwt", "hishel", "azure", "msrest", "requests")
+RUNTIME = ("swerex", "aiohttp")
+WEB = ("starlette", "uvicorn", "app.web")
+# The manifest's models and what they pull in (the settings' models, the domain's verdicts).
+MODELS = ("pydantic", "pydantic_core", "app.engine.manifest", "app.settings", "app.domain.verdict")
+
+
+def pairbot(
+    argv: Sequence[str], cwd: Path, tmp: Path, env: dict[str, str] | None = None
+) -> tuple[int, str, set[str]]:
+    """Run `pairbot argv` in `cwd`: (exit code, stdout, the modules loaded by its exit)."""
+    dump = tmp / "modules.json"
+    script = (
+        "import atexit, json, sys\n"
+        "def dump():\n"
+        f"    with open({str(dump)!r}, 'w') as out:\n"
+        "        json.dump(sorted(sys.modules), out)\n"
+        "atexit.register(dump)\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        f"sys.argv = ['pairbot', *{list(argv)!r}]\n"
+        "from app.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=env if env is not None else dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    return done.returncode, done.stdout + done.stderr, set(json.loads(dump.read_text()))
+
+
+def under(modules: set[str], *prefixes: str) -> list[str]:
+    """The modules that are one of `prefixes` or inside one of them."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_batch_status_loads_no_models_hosts_runtime_or_web(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    build_project(project, Shape(100, 1_000))
+    code, out, modules = pairbot(["batch", "status", BATCH], project, tmp_path)
+    assert code == 0, out
+    assert out.startswith(f"batch {BATCH}: in progress\nnext: apply ")
+    assert "app.engine.status" in modules  # it did read the status
+    assert under(modules, *MODELS, *HOST_SDKS, *RUNTIME, *WEB) == []
+    # Nor the step machinery, the card cycle, the step lock or an event loop.
+    assert under(modules, "app.engine.runner", "app.engine.step", "app.engine.lock") == []
+    assert under(modules, "app.cycle", "app.runtime", "hosts", "asyncio", "traceback") == []
+
+
+def test_batch_status_loads_the_models_for_a_file_the_light_path_defers(tmp_path: Path) -> None:
+    # A budget is valid, but outside what the light path vouches for: the models decide.
+    project = tmp_path / "project"
+    build_project(project, Shape(10, 1_000))
+    manifest = project / ".pair" / "batches" / BATCH / "batch.yaml"
+    manifest.write_text(manifest.read_text() + "budget: {steps: 40}\n")
+    code, out, modules = pairbot(["batch", "status", BATCH, "--json"], project, tmp_path)
+    assert code == 0, out
+    assert json.loads(out)["batch"] == BATCH
+    assert "app.engine.manifest" in modules
+    assert under(modules, *HOST_SDKS, *RUNTIME, *WEB) == []
+
+
+def test_batch_status_refuses_a_wrong_manifest_with_the_models_line(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    build_project(project, Shape(10, 1_000))
+    manifest = project / ".pair" / "batches" / BATCH / "batch.yaml"
+    manifest.write_text("gate: sometimes\n" + manifest.read_text().replace("gate: voluntary\n", ""))
+    code, out, _ = pairbot(["batch", "status", BATCH], project, tmp_path)
+    assert code == 2
+    assert out.startswith(f"pairbot: {manifest}: gate: Input should be 'voluntary', ")
+    assert out.endswith(" (got 'sometimes')\n")
+
+
+def test_a_tick_on_the_local_host_loads_no_host_sdk_or_web(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    init_repo(project, {".pair/config.yaml": "hosts: {pm: local, code: local}\n"})
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    code, out, modules = pairbot(["tick"], project, tmp_path, env)
+    assert code == 0, out
+    assert "nothing-ready" in out
+    assert "app.cycle.card_cycle" in modules  # it did run the card cycle's tick
+    assert under(modules, *HOST_SDKS, *RUNTIME, *WEB) == []
+    assert under(modules, "hosts.github", "hosts.azure_devops", "app.store") == []
+
+
+# The GitHub host is built (the fake GitHub on loopback answers it); Azure's SDK stays out.
+
+
+def test_a_tick_on_github_loads_no_azure_sdk_or_web(tmp_path: Path) -> None:
+    fake = FakeGitHub()
+    project = tmp_path / "project"
+    init_repo(project, {".pair/config.yaml": "hosts: {pm: github, code: github}\n"})
+    with serve_fake_github(fake, bare_repo=None) as base_url:
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **github_env(fake, base_url)}
+        code, out, modules = pairbot(["tick"], project, tmp_path, env)
+    assert code == 0, out
+    assert "nothing-ready" in out
+    assert "hosts.github.host" in modules  # the tick did build the GitHub host
+    assert under(modules, "azure", "msrest", "requests", "hosts.azure_devops", *RUNTIME, *WEB) == []
+
+
+def test_batch_status_in_process_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    # The command turns the cyclic collector off while it reads; a caller in the same process
+    # (a test, the demo) gets it back on, after a status and after a refused one alike.
+    project = tmp_path / "project"
+    build_project(project, Shape(10, 1_000))
+    assert gc.isenabled()
+    assert run(["--root", str(project), "batch", "status", BATCH], {}) == 0
+    assert gc.isenabled()
+    with pytest.raises(UnknownBatchError):
+        run(["--root", str(project), "batch", "status", "ghost"], {})
+    assert gc.isenabled()
