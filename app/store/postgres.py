@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import logging
 import os
 import socket
 import time
@@ -59,8 +61,13 @@ from app.store.factory import redact_url
 from app.store.rows import command_values, job_record, job_values, json_text
 
 T = TypeVar("T")
+_Pool = AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]
+log = logging.getLogger(__name__)
 
 PRUNE_CHUNK = 500  # rows per prune transaction, as in SqliteStore
+WORKER_POOL_SIZE = 4  # the worker's statements are short and few at a time
+NOTIFY_CHANNEL = "pairbot_jobs"
+ANNOUNCE_EVERY_S = 0.05
 LEASE_S = 60.0  # a dead replica's running job is queued again this long after its last renewal
 # The advisory lock key migrations run under (any constant; "pairbot" as ASCII bytes).
 _MIGRATION_LOCK = 0x70616972626F74
@@ -144,29 +151,48 @@ _EXPIRE = (
     "UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %s "  # noqa: S608 - constant SQL
     f"WHERE state = 'running' AND lease_until < {_DB_NOW}"
 )
-# As SqliteStore's claim: queued and due, nothing of its key running, no older job of its key
-# queued. SKIP LOCKED: a job another replica is claiming right now is left to it.
-_CLAIM = """
-    SELECT j.id FROM jobs AS j
-    WHERE j.state = 'queued' AND j.not_before <= %s
-      AND NOT EXISTS (
-          SELECT 1 FROM jobs AS r
-          WHERE r.state IN ('queued', 'running') AND r.state = 'running'
-            AND r.serial_key = j.serial_key)
-      AND NOT EXISTS (
-          SELECT 1 FROM jobs AS e
-          WHERE e.state IN ('queued', 'running') AND e.state = 'queued'
-            AND e.serial_key = j.serial_key AND e.id < j.id)
+_JOB_COLUMNS = """
+    j.id, j.delivery_id, j.kind, j.source, j.repo, j.installation, j.target, j.number,
+    j.request, j.state, j.stage, j.attempts, j.not_before, j.result, j.created_at,
+    j.updated_at
+"""
+# One statement, one round trip, whatever the backlog: `picked` is SqliteStore's claim
+# (queued and due, nothing of its key running, no older job of its key queued), walked oldest
+# first through the jobs_queued index and stopped at the limit, each test an index probe;
+# SKIP LOCKED leaves a job another replica is claiming right now to it. `expired` queues again
+# the jobs of a replica that stopped renewing its lease (an index probe of the few running
+# jobs): they are claimable from the next claim on, by any replica. The two never touch one
+# row: `picked` reads queued jobs, `expired` running ones, in one snapshot.
+_CLAIM = f"""
+    WITH expired AS (
+        UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %(stamp)s
+        WHERE state = 'running' AND lease_until < {_DB_NOW}
+    ), picked AS (
+        SELECT j.id FROM jobs AS j
+        WHERE j.state = 'queued' AND j.not_before <= %(now)s
+          AND NOT EXISTS (
+              SELECT 1 FROM jobs AS r
+              WHERE r.state IN ('queued', 'running') AND r.state = 'running'
+                AND r.serial_key = j.serial_key)
+          AND NOT EXISTS (
+              SELECT 1 FROM jobs AS e
+              WHERE e.state IN ('queued', 'running') AND e.state = 'queued'
+                AND e.serial_key = j.serial_key AND e.id < j.id)
+        ORDER BY j.id
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ), j AS (
+        UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = %(stamp)s,
+               owner = %(owner)s, lease_until = {_DB_NOW} + %(lease)s
+        FROM picked WHERE jobs.id = picked.id
+        RETURNING jobs.*
+    )
+    SELECT {_JOB_COLUMNS}, c.verb FROM j LEFT JOIN commands AS c ON c.job_id = j.id
     ORDER BY j.id
-    LIMIT %s
-    FOR UPDATE OF j SKIP LOCKED
-"""
-_SELECT_JOBS = """
-    SELECT j.id, j.delivery_id, j.kind, j.source, j.repo, j.installation, j.target, j.number,
-           j.request, j.state, j.stage, j.attempts, j.not_before, j.result, j.created_at,
-           j.updated_at, c.verb
-    FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id
-"""
+"""  # noqa: S608 - constant SQL
+_SELECT_JOBS = (
+    f"SELECT {_JOB_COLUMNS}, c.verb FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
+)
 
 
 class PostgresStore:
@@ -193,18 +219,30 @@ class PostgresStore:
         self._pool_size = pool_size
         self._connect_timeout_s = connect_timeout_s
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] | None = None
+        # The edge's pool (and the status page's reads), and the worker's: a delivery never
+        # waits for a connection behind the worker's bookkeeping, and each pool's sessions
+        # carry their own durability (see `_configure`).
+        self._pool: _Pool | None = None
+        self._work: _Pool | None = None
         self._renewer: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._announcing: asyncio.Task[None] | None = None
+        self._announced_at = float("-inf")
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    def _connection(self) -> AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]:
+    def _connection(self) -> _Pool:
         if self._pool is None:
             raise RuntimeError("PostgresStore.open() was not called (or close() was)")
         return self._pool
+
+    def _worker_pool(self) -> _Pool:
+        if self._work is None:
+            raise RuntimeError("PostgresStore.open() was not called (or close() was)")
+        return self._work
 
     async def open(self) -> None:
         if self._pool is not None:
@@ -220,32 +258,72 @@ class PostgresStore:
             ) from None
         async with conn:
             await _migrate(conn, redact_url(self.url))
-        pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] = AsyncConnectionPool(
-            self.url,
-            min_size=1,
-            max_size=self._pool_size,
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            open=False,
-            name="pairbot-store",
-        )
-        await pool.open(wait=True, timeout=self._connect_timeout_s)
-        self._pool = pool
+        edge = self._new_pool("pairbot-store", self._pool_size, durable=True)
+        work = self._new_pool("pairbot-worker", WORKER_POOL_SIZE, durable=False)
+        try:
+            await edge.open(wait=True, timeout=self._connect_timeout_s)
+            await work.open(wait=True, timeout=self._connect_timeout_s)
+        except BaseException:
+            await edge.close()
+            await work.close()
+            raise
+        self._pool, self._work = edge, work
         self._renewer = asyncio.create_task(self._renew(), name="pairbot-store-leases")
 
+    def _new_pool(self, name: str, size: int, *, durable: bool) -> _Pool:
+        async def configure(conn: psycopg.AsyncConnection[DictRow]) -> None:
+            # A delivery's commit waits for the WAL on disk: answered 2xx, it survives a crash
+            # of the database server. The worker's bookkeeping (claim, stage, outcome, leases)
+            # does not, as SqliteStore's does not: a crash of the server may undo its last
+            # fraction of a second, and those jobs run again (at least once). JIT off: the
+            # queue's statements are index probes, never worth compiling.
+            sync = "on" if durable else "off"
+            await conn.execute(f"SET synchronous_commit = {sync}; SET jit = off", prepare=False)
+
+        return AsyncConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=size,
+            # Every statement is prepared on its first run: the edge's and the worker's run
+            # thousands of times, and a prepared one skips the parse and plan.
+            kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0},
+            configure=configure,
+            open=False,
+            name=name,
+        )
+
     async def close(self) -> None:
-        """Stop renewing leases and queue this replica's unfinished jobs again at once."""
-        if self._pool is None:
+        """Stop renewing leases and listening; queue this replica's unfinished jobs again."""
+        if self._work is None:
             return
-        await self._stop_renewing()
+        await self._stop_tasks()
         with contextlib.suppress(psycopg.Error):
-            async with self._pool.connection() as conn:
+            async with self._work.connection() as conn:
                 await conn.execute(
                     "UPDATE jobs SET state = 'queued', not_before = 0, owner = '', "
                     "updated_at = %s WHERE state = 'running' AND owner = %s",
                     (self._clock(), self.owner),
                 )
-        await self._pool.close()
-        self._pool = None
+        await self._abandon()
+
+    async def _abandon(self) -> None:
+        """Drop the connections as they are (a killed process's): no lease renewed, no job
+        handed back. `close` ends with it; tests call it alone."""
+        await self._stop_tasks()
+        pools = (self._pool, self._work)
+        self._pool = self._work = None
+        for pool in pools:
+            if pool is not None:
+                await pool.close()
+
+    async def _stop_tasks(self) -> None:
+        await self._stop_renewing()
+        for task in (self._listener, self._announcing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._listener = self._announcing = None
 
     async def _stop_renewing(self) -> None:
         if self._renewer is not None:
@@ -255,16 +333,61 @@ class PostgresStore:
             self._renewer = None
 
     async def _renew(self) -> None:
-        """Extend the leases of this replica's running jobs, every third of a lease."""
+        """The replica's heartbeat: one statement, every third of a lease, extends the leases
+        of all its running jobs (however many: never one task or statement per job)."""
         while True:
             await asyncio.sleep(self._lease_s / 3)
             with contextlib.suppress(psycopg.Error):  # the next round tries again
-                async with self._connection().connection() as conn:
+                async with self._worker_pool().connection() as conn:
                     await conn.execute(
                         f"UPDATE jobs SET lease_until = {_DB_NOW} + %s "  # noqa: S608 - constant SQL
                         "WHERE state = 'running' AND owner = %s",
                         (self._lease_s, self.owner),
                     )
+
+    # -- waking other replicas ----------------------------------------------------------------
+
+    async def listen(self, wake: Callable[[], None]) -> None:
+        """Call `wake()` whenever another replica announces jobs it cannot run at once
+        (`announce`): LISTEN on a connection of its own, reconnecting after a failure."""
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen(wake), name="pairbot-store-listen")
+
+    async def _listen(self, wake: Callable[[], None]) -> None:
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout_s))
+                ) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    wake()  # announcements missed while (re)connecting: look once
+                    async for notice in conn.notifies():
+                        if notice.payload != self.owner:
+                            wake()
+            except psycopg.Error as err:
+                log.warning("listening for other replicas' jobs failed (%s); retrying", err)
+            await asyncio.sleep(1.0)  # the worker's poll covers the gap
+
+    def announce(self) -> None:
+        """Tell the other replicas that jobs wait which this one cannot run now (its worker is
+        full). At most one announcement in flight and one per `ANNOUNCE_EVERY_S`: a burst of
+        deliveries to a busy replica costs a handful of notifications, not one each."""
+        now = time.monotonic()
+        if self._pool is None or self._announcing is not None:
+            return
+        if now - self._announced_at < ANNOUNCE_EVERY_S:
+            return
+        self._announced_at = now
+        self._announcing = asyncio.create_task(self._announce(), name="pairbot-store-announce")
+
+    async def _announce(self) -> None:
+        try:
+            async with self._worker_pool().connection() as conn:
+                await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, self.owner))
+        except (psycopg.Error, RuntimeError) as err:
+            log.debug("could not announce queued jobs: %s", err)  # the others' poll finds them
+        finally:
+            self._announcing = None
 
     async def run_alone(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
         """`body()` while no other replica runs a body of this `name`; None, without running
@@ -296,22 +419,59 @@ class PostgresStore:
         installation: InstallationChange | None = None,
     ) -> bool:
         now = self._clock()
-        # Encoded before the transaction: a request that is not JSON writes nothing.
+        # Encoded before the statement: a request that is not JSON writes nothing.
         requests = [json_text(job.request) for job in jobs]
+        delivery = (
+            source,
+            delivery_id,
+            event,
+            action,
+            "queued" if jobs else "ignored",
+            status or "",
+            len(jobs),
+            now,
+        )
+        if installation is not None or len({job.dedupe_key for job in jobs}) != len(jobs):
+            # Rare (an installation event; one comment twice in a delivery): the general path.
+            return await self._enqueue_in_transaction(delivery, jobs, requests, installation)
+        values: list[Any] = list(delivery)
+        commands = 0
+        for job, request in zip(jobs, requests, strict=True):
+            values += job_values(delivery_id, job, request, now)
+        for job in jobs:
+            command = command_values(0, job)
+            if command is not None:
+                values += (job.dedupe_key, *command[1:])
+                commands += 1
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(_enqueue_sql(len(jobs), commands), values)
+            row = await cursor.fetchone()
+            if row is None or not row["fresh"]:
+                return False  # seen before, by this replica or another: nothing is written
+            queued = int(row["queued"])
+            if queued != len(jobs):
+                # A job of this comment was queued by another delivery first: this record says
+                # so. Its own statement, after the commit above: a crash between the two leaves
+                # only this record's status stale, never a job lost or doubled.
+                await conn.execute(
+                    "UPDATE deliveries SET status = %s, jobs = %s WHERE source = %s AND id = %s",
+                    ("queued" if queued else "already-queued", queued, source, delivery_id),
+                )
+        return True
+
+    async def _enqueue_in_transaction(
+        self,
+        delivery: tuple[Any, ...],
+        jobs: Sequence[NewJob],
+        requests: Sequence[str],
+        installation: InstallationChange | None,
+    ) -> bool:
+        source, delivery_id, now = delivery[0], delivery[1], delivery[-1]
         async with self._connection().connection() as conn, conn.transaction():
             inserted = await conn.execute(
                 "INSERT INTO deliveries (source, id, event, action, status, note, jobs, "
                 "received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (
-                    source,
-                    delivery_id,
-                    event,
-                    action,
-                    "queued" if jobs else "ignored",
-                    status or "",
-                    len(jobs),
-                    now,
-                ),
+                delivery,
             )
             if not inserted.rowcount:
                 return False  # seen before, by this replica or another: nothing is written
@@ -332,19 +492,16 @@ class PostgresStore:
     async def claim(self, limit: int, now: float) -> list[JobRecord]:
         if limit <= 0:
             return []
-        stamp = self._clock()
-        async with self._connection().connection() as conn, conn.transaction():
-            await conn.execute(_EXPIRE, (stamp,))
-            rows = await (await conn.execute(_CLAIM, (now, limit))).fetchall()
-            ids = [int(row["id"]) for row in rows]
-            if not ids:
-                return []
-            await conn.execute(
-                f"UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = %s, "  # noqa: S608 - constant SQL
-                f"owner = %s, lease_until = {_DB_NOW} + %s WHERE id = ANY(%s)",
-                (stamp, self.owner, self._lease_s, ids),
-            )
-            return await _select(conn, ids)
+        values = {
+            "stamp": self._clock(),
+            "now": now,
+            "limit": limit,
+            "owner": self.owner,
+            "lease": self._lease_s,
+        }
+        async with self._worker_pool().connection() as conn:
+            cursor = await conn.execute(_CLAIM, values)
+            return [job_record(row) for row in await cursor.fetchall()]
 
     async def advance(self, job_id: int, stage: str) -> None:
         await self._update(job_id, "stage = %s", (stage,))
@@ -361,7 +518,7 @@ class PostgresStore:
 
     async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
         # Only while this replica holds the job: one whose lease ran out is another's now.
-        async with self._connection().connection() as conn:
+        async with self._worker_pool().connection() as conn:
             await conn.execute(
                 f"UPDATE jobs SET {assignments}, updated_at = %s "  # noqa: S608 - constant SQL
                 "WHERE id = %s AND state = 'running' AND owner = %s",
@@ -371,7 +528,7 @@ class PostgresStore:
     async def recover(self) -> int:
         """Queue again the running jobs whose replica's lease has passed (not every running
         job, as SQLite does: other replicas' jobs are alive); how many."""
-        async with self._connection().connection() as conn:
+        async with self._worker_pool().connection() as conn:
             return (await conn.execute(_EXPIRE, (self._clock(),))).rowcount
 
     # -- reading ------------------------------------------------------------------------------
@@ -473,6 +630,44 @@ class PostgresStore:
             pruned = PrunedJobs(pruned.jobs + jobs, pruned.commands + commands)
             if len(ids) < self._prune_chunk:
                 return pruned
+
+
+@functools.cache
+def _enqueue_sql(jobs: int, commands: int) -> str:
+    """A delivery, its `jobs` jobs and their `commands` command rows in ONE statement (one
+    round trip, one commit): the jobs and commands are inserted only when the delivery is
+    new, a job only when its dedupe key is, a command only with its job. Answers `fresh`
+    (the delivery was new) and `queued` (how many jobs were)."""
+    job_row = (
+        "(%s::text, %s::text, %s::text, %s::text, %s::bigint, %s::text, %s::int, %s::text, "
+        "%s::text, %s::text, %s::float8, %s::float8)"
+    )
+    command_row = (
+        "(%s::text, %s::text, %s::int, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text)"
+    )
+    parts = [
+        "WITH delivery AS (INSERT INTO deliveries (source, id, event, action, status, note, "
+        "jobs, received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING "
+        "RETURNING 1)"
+    ]
+    if jobs:
+        parts.append(
+            ", job AS (INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, "  # noqa: S608 - placeholders only
+            "number, dedupe_key, serial_key, request, created_at, updated_at) SELECT * FROM "
+            f"(VALUES {', '.join([job_row] * jobs)}) AS v WHERE EXISTS (SELECT 1 FROM delivery) "
+            "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, dedupe_key)"
+        )
+    if commands:
+        parts.append(
+            ", command AS (INSERT INTO commands (job_id, repo, number, verb, args, author_id, "  # noqa: S608 - placeholders only
+            "author_login, comment_id, comment_url) SELECT job.id, v.repo, v.number, v.verb, "
+            "v.args, v.author_id, v.author_login, v.comment_id, v.comment_url FROM job JOIN "
+            f"(VALUES {', '.join([command_row] * commands)}) AS v (dedupe_key, repo, number, "
+            "verb, args, author_id, author_login, comment_id, comment_url) USING (dedupe_key))"
+        )
+    queued = "(SELECT count(*) FROM job)" if jobs else "0"
+    parts.append(f" SELECT (SELECT count(*) FROM delivery) AS fresh, {queued} AS queued")  # noqa: S608
+    return "".join(parts)
 
 
 async def _migrate(conn: psycopg.AsyncConnection[Any], where: str) -> None:
