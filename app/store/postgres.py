@@ -162,7 +162,10 @@ _JOB_COLUMNS = """
 # SKIP LOCKED leaves a job another replica is claiming right now to it. `expired` queues again
 # the jobs of a replica that stopped renewing its lease (an index probe of the few running
 # jobs): they are claimable from the next claim on, by any replica. The two never touch one
-# row: `picked` reads queued jobs, `expired` running ones, in one snapshot.
+# row: `picked` reads queued jobs, `expired` running ones, in one snapshot. The claimed rows
+# and their commands' verbs are found by primary key (`= ANY(ARRAY(…))`, a scalar subquery):
+# a prepared statement's generic plan would otherwise hash-join them with a scan of the whole
+# table, done jobs and all — a claim growing with the table's history.
 _CLAIM = f"""
     WITH expired AS (
         UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %(stamp)s
@@ -184,11 +187,11 @@ _CLAIM = f"""
     ), j AS (
         UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = %(stamp)s,
                owner = %(owner)s, lease_until = {_DB_NOW} + %(lease)s
-        FROM picked WHERE jobs.id = picked.id
+        WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING jobs.*
     )
-    SELECT {_JOB_COLUMNS}, c.verb FROM j LEFT JOIN commands AS c ON c.job_id = j.id
-    ORDER BY j.id
+    SELECT {_JOB_COLUMNS}, (SELECT c.verb FROM commands AS c WHERE c.job_id = j.id) AS verb
+    FROM j ORDER BY j.id
 """  # noqa: S608 - constant SQL
 _SELECT_JOBS = (
     f"SELECT {_JOB_COLUMNS}, c.verb FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL

@@ -9,7 +9,9 @@ The edge answers GitHub as soon as a delivery's jobs are committed and wakes the
 worker claims due jobs (at most one per card or pull at a time — the store guarantees it — and
 at most `concurrency` overall) and runs each through the `JobHandler`. Jobs a dead process left
 running are queued again on start (`Store.recover`), so nothing committed is ever lost.
-A poll every `poll_s` catches jobs whose retry time has come.
+A poll every `poll_s` catches jobs whose retry time has come. With a store shared by replicas
+(PostgreSQL), a replica whose slots are all taken when a job is queued announces it, and the
+others' workers wake at once (LISTEN/NOTIFY) instead of at their next poll.
 """
 
 from __future__ import annotations
@@ -78,12 +80,22 @@ class Worker:
         return len(self._running)
 
     def wake(self) -> None:
+        """A job was queued here. When every slot is taken, a store shared by replicas is
+        asked to tell the others (`announce`), so an idle one runs it now, not at its poll."""
         self._wakeup.set()
+        if len(self._running) >= self._concurrency:
+            announce = getattr(self._store, "announce", None)
+            if announce is not None:
+                announce()
 
     async def start(self) -> None:
         recovered = await self._store.recover()
         if recovered:
             log.warning("queued again %d job(s) a previous process left running", recovered)
+        listen = getattr(self._store, "listen", None)
+        if listen is not None:
+            # Another replica's announcement only wakes this loop (never announces again).
+            await listen(self._wakeup.set)
         self._loop_task = asyncio.create_task(self._loop(), name="pairbot-worker")
 
     async def stop(self) -> None:
