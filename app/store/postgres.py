@@ -42,6 +42,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
 import psycopg
@@ -57,6 +58,7 @@ from app.store.base import (
     NewJob,
     PrunedJobs,
 )
+from app.store.batching import Batcher
 from app.store.factory import redact_url
 from app.store.rows import command_values, job_record, job_values, json_text
 
@@ -228,6 +230,8 @@ class PostgresStore:
         self._pool: _Pool | None = None
         self._work: _Pool | None = None
         self._renewer: asyncio.Task[None] | None = None
+        # The worker's stage and outcome writes, group-committed (app/store/batching.py).
+        self._updates: Batcher[_Update, None] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._announcing: asyncio.Task[None] | None = None
         self._announced_at = float("-inf")
@@ -271,6 +275,7 @@ class PostgresStore:
             await work.close()
             raise
         self._pool, self._work = edge, work
+        self._updates = Batcher(self._write_updates, conflicts=_same_job)
         self._renewer = asyncio.create_task(self._renew(), name="pairbot-store-leases")
 
     def _new_pool(self, name: str, size: int, *, durable: bool) -> _Pool:
@@ -300,6 +305,9 @@ class PostgresStore:
         if self._work is None:
             return
         await self._stop_tasks()
+        if self._updates is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._updates.close()  # the outcomes already on their way
         with contextlib.suppress(psycopg.Error):
             async with self._work.connection() as conn:
                 await conn.execute(
@@ -313,6 +321,7 @@ class PostgresStore:
         """Drop the connections as they are (a killed process's): no lease renewed, no job
         handed back. `close` ends with it; tests call it alone."""
         await self._stop_tasks()
+        self._updates = None
         pools = (self._pool, self._work)
         self._pool = self._work = None
         for pool in pools:
@@ -507,26 +516,37 @@ class PostgresStore:
             return [job_record(row) for row in await cursor.fetchall()]
 
     async def advance(self, job_id: int, stage: str) -> None:
-        await self._update(job_id, "stage = %s", (stage,))
+        await self._bookkeeping().submit(_Update(job_id, self._clock(), stage=stage))
 
     async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:
-        await self._update(job_id, "state = %s, result = %s", (state, result))
+        await self._bookkeeping().submit(_Update(job_id, self._clock(), state, result=result))
 
     async def retry_later(self, job_id: int, not_before: float, result: str) -> None:
-        await self._update(
-            job_id,
-            "state = 'queued', not_before = %s, result = %s, owner = ''",
-            (not_before, result),
+        await self._bookkeeping().submit(
+            _Update(job_id, self._clock(), "queued", result=result, not_before=not_before)
         )
 
-    async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
-        # Only while this replica holds the job: one whose lease ran out is another's now.
-        async with self._worker_pool().connection() as conn:
-            await conn.execute(
-                f"UPDATE jobs SET {assignments}, updated_at = %s "  # noqa: S608 - constant SQL
-                "WHERE id = %s AND state = 'running' AND owner = %s",
-                (*values, self._clock(), job_id, self.owner),
+    def _bookkeeping(self) -> Batcher[_Update, None]:
+        if self._updates is None:
+            raise RuntimeError("PostgresStore.open() was not called (or close() was)")
+        return self._updates
+
+    async def _write_updates(self, updates: Sequence[_Update]) -> list[None]:
+        """The running jobs' stages and outcomes, however many, in one statement. Only while
+        this replica holds a job: one whose lease ran out is another's now."""
+        values: list[Any] = []
+        for update in updates:
+            values += (
+                update.job_id,
+                update.state,
+                update.stage,
+                update.result,
+                update.not_before,
+                update.stamp,
             )
+        async with self._worker_pool().connection() as conn:
+            await conn.execute(_update_sql(len(updates)), [*values, self.owner])
+        return [None] * len(updates)
 
     async def recover(self) -> int:
         """Queue again the running jobs whose replica's lease has passed (not every running
@@ -633,6 +653,38 @@ class PostgresStore:
             pruned = PrunedJobs(pruned.jobs + jobs, pruned.commands + commands)
             if len(ids) < self._prune_chunk:
                 return pruned
+
+
+@dataclass(frozen=True)
+class _Update:
+    """A running job's new stage, or its outcome (None: that column stays)."""
+
+    job_id: int
+    stamp: float
+    state: str | None = None
+    stage: str | None = None
+    result: str | None = None
+    not_before: float | None = None
+
+
+@functools.cache
+def _update_sql(count: int) -> str:
+    """`count` jobs' updates in one statement; a job put back in the queue (`state =
+    'queued'`) leaves this replica (`owner = ''`). Each job is found by its primary key."""
+    row = "(%s::bigint, %s::text, %s::text, %s::text, %s::float8, %s::float8)"
+    return (
+        "UPDATE jobs SET state = coalesce(v.state, jobs.state), "  # noqa: S608 - placeholders only
+        "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
+        "not_before = coalesce(v.not_before, jobs.not_before), "
+        "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, "
+        f"updated_at = v.stamp FROM (VALUES {', '.join([row] * count)}) "
+        "AS v (id, state, stage, result, not_before, stamp) "
+        "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = %s"
+    )
+
+
+def _same_job(a: _Update, b: _Update) -> bool:
+    return a.job_id == b.job_id
 
 
 @functools.cache
