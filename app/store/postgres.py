@@ -232,6 +232,8 @@ class PostgresStore:
         self._renewer: asyncio.Task[None] | None = None
         # The worker's stage and outcome writes, group-committed (app/store/batching.py).
         self._updates: Batcher[_Update, None] | None = None
+        # Deliveries too, each batch one durable commit: SqliteStore's group commit.
+        self._enqueues: Batcher[_Delivery, _Outcome] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._announcing: asyncio.Task[None] | None = None
         self._announced_at = float("-inf")
@@ -276,6 +278,7 @@ class PostgresStore:
             raise
         self._pool, self._work = edge, work
         self._updates = Batcher(self._write_updates, conflicts=_same_job)
+        self._enqueues = Batcher(self._write_deliveries, conflicts=_same_delivery)
         self._renewer = asyncio.create_task(self._renew(), name="pairbot-store-leases")
 
     def _new_pool(self, name: str, size: int, *, durable: bool) -> _Pool:
@@ -305,9 +308,10 @@ class PostgresStore:
         if self._work is None:
             return
         await self._stop_tasks()
-        if self._updates is not None:
-            with contextlib.suppress(psycopg.Error):
-                await self._updates.close()  # the outcomes already on their way
+        for batcher in (self._updates, self._enqueues):
+            if batcher is not None:
+                with contextlib.suppress(psycopg.Error):
+                    await batcher.close()  # the writes already on their way
         with contextlib.suppress(psycopg.Error):
             async with self._work.connection() as conn:
                 await conn.execute(
@@ -321,7 +325,7 @@ class PostgresStore:
         """Drop the connections as they are (a killed process's): no lease renewed, no job
         handed back. `close` ends with it; tests call it alone."""
         await self._stop_tasks()
-        self._updates = None
+        self._updates = self._enqueues = None
         pools = (self._pool, self._work)
         self._pool = self._work = None
         for pool in pools:
@@ -446,30 +450,72 @@ class PostgresStore:
         if installation is not None or len({job.dedupe_key for job in jobs}) != len(jobs):
             # Rare (an installation event; one comment twice in a delivery): the general path.
             return await self._enqueue_in_transaction(delivery, jobs, requests, installation)
-        values: list[Any] = list(delivery)
-        commands = 0
-        for job, request in zip(jobs, requests, strict=True):
-            values += job_values(delivery_id, job, request, now)
+        jobs_rows = [
+            job_values(delivery_id, job, request, now)
+            for job, request in zip(jobs, requests, strict=True)
+        ]
+        commands = []
         for job in jobs:
             command = command_values(0, job)
             if command is not None:
-                values += (job.dedupe_key, *command[1:])
-                commands += 1
-        async with self._connection().connection() as conn:
-            cursor = await conn.execute(_enqueue_sql(len(jobs), commands), values)
-            row = await cursor.fetchone()
-            if row is None or not row["fresh"]:
-                return False  # seen before, by this replica or another: nothing is written
-            queued = int(row["queued"])
-            if queued != len(jobs):
-                # A job of this comment was queued by another delivery first: this record says
-                # so. Its own statement, after the commit above: a crash between the two leaves
-                # only this record's status stale, never a job lost or doubled.
+                commands.append((delivery_id, job.dedupe_key, *command[1:]))
+        outcome = await self._deliveries().submit(
+            _Delivery(delivery, tuple(jobs_rows), tuple(commands))
+        )
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if outcome is None:
+            return False  # seen before, by this replica or another: nothing is written
+        if outcome != len(jobs):
+            # A job of this comment was queued by another delivery first: this record says so.
+            # Its own statement, after the commit: a crash between the two leaves only this
+            # record's status stale, never a job lost or doubled.
+            async with self._connection().connection() as conn:
                 await conn.execute(
                     "UPDATE deliveries SET status = %s, jobs = %s WHERE source = %s AND id = %s",
-                    ("queued" if queued else "already-queued", queued, source, delivery_id),
+                    ("queued" if outcome else "already-queued", outcome, source, delivery_id),
                 )
         return True
+
+    def _deliveries(self) -> Batcher[_Delivery, _Outcome]:
+        if self._enqueues is None:
+            raise RuntimeError("PostgresStore.open() was not called (or close() was)")
+        return self._enqueues
+
+    async def _write_deliveries(self, batch: Sequence[_Delivery]) -> list[_Outcome]:
+        """Deliveries, their jobs and commands in ONE statement and one durable commit; per
+        delivery how many of its jobs were queued, None when it was seen before. A batch the
+        database refuses is written again one delivery at a time, so each fails alone."""
+        try:
+            return await self._write_deliveries_now(batch)
+        except psycopg.Error as error:
+            if len(batch) == 1:
+                return [error]
+        outcomes: list[_Outcome] = []
+        for delivery in batch:
+            try:
+                outcomes += await self._write_deliveries_now([delivery])
+            except psycopg.Error as error:
+                outcomes.append(error)
+        return outcomes
+
+    async def _write_deliveries_now(self, batch: Sequence[_Delivery]) -> list[_Outcome]:
+        values: list[Any] = []
+        for delivery in batch:
+            values += delivery.row
+        order = 0
+        for delivery in batch:
+            for row in delivery.jobs:
+                values += (order, *row)
+                order += 1
+        for delivery in batch:
+            for command in delivery.commands:
+                values += command
+        shape = (len(batch), order, sum(len(d.commands) for d in batch))
+        async with self._connection().connection() as conn:
+            cursor = await conn.execute(_enqueue_sql(*shape), values)
+            queued = {str(row["id"]): int(row["queued"]) for row in await cursor.fetchall()}
+        return [queued.get(delivery.row[1]) for delivery in batch]
 
     async def _enqueue_in_transaction(
         self,
@@ -687,41 +733,66 @@ def _same_job(a: _Update, b: _Update) -> bool:
     return a.job_id == b.job_id
 
 
-@functools.cache
-def _enqueue_sql(jobs: int, commands: int) -> str:
-    """A delivery, its `jobs` jobs and their `commands` command rows in ONE statement (one
-    round trip, one commit): the jobs and commands are inserted only when the delivery is
-    new, a job only when its dedupe key is, a command only with its job. Answers `fresh`
-    (the delivery was new) and `queued` (how many jobs were)."""
+@dataclass(frozen=True)
+class _Delivery:
+    """A delivery to record: its row, its jobs' rows and its commands' rows."""
+
+    row: tuple[Any, ...]  # source, id, event, action, status, note, jobs, received_at
+    jobs: tuple[tuple[Any, ...], ...]  # rows.job_values
+    commands: tuple[tuple[Any, ...], ...]  # delivery id, dedupe key, rows.command_values[1:]
+
+
+# How many jobs of a delivery were queued; None: seen before; an error: refused alone.
+_Outcome = int | None | psycopg.Error
+
+
+def _same_delivery(a: _Delivery, b: _Delivery) -> bool:
+    # By id alone (whatever the source): the statement tells its deliveries apart by id.
+    return bool(a.row[1] == b.row[1])
+
+
+@functools.lru_cache(maxsize=256)
+def _enqueue_sql(deliveries: int, jobs: int, commands: int) -> str:
+    """`deliveries` deliveries, `jobs` jobs and `commands` command rows in ONE statement
+    (one round trip, one commit): a delivery's jobs are inserted only when the delivery is
+    new, a job only when its dedupe key is (the first in queue order wins), a command only
+    with its job. Answers each new delivery's id and how many of its jobs were queued."""
+    delivery_row = "(%s, %s, %s, %s, %s, %s, %s::int, %s::float8)"
     job_row = (
-        "(%s::text, %s::text, %s::text, %s::text, %s::bigint, %s::text, %s::int, %s::text, "
-        "%s::text, %s::text, %s::float8, %s::float8)"
+        "(%s::int, %s::text, %s::text, %s::text, %s::text, %s::bigint, %s::text, %s::int, "
+        "%s::text, %s::text, %s::text, %s::float8, %s::float8)"
     )
     command_row = (
-        "(%s::text, %s::text, %s::int, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text)"
+        "(%s::text, %s::text, %s::text, %s::int, %s::text, %s::text, %s::text, %s::text, "
+        "%s::text, %s::text)"
     )
     parts = [
-        "WITH delivery AS (INSERT INTO deliveries (source, id, event, action, status, note, "
-        "jobs, received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING "
-        "RETURNING 1)"
+        "WITH delivery AS (INSERT INTO deliveries (source, id, event, action, status, note, "  # noqa: S608 - placeholders only
+        f"jobs, received_at) VALUES {', '.join([delivery_row] * deliveries)} "
+        "ON CONFLICT DO NOTHING RETURNING id)"
     ]
     if jobs:
         parts.append(
             ", job AS (INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, "  # noqa: S608 - placeholders only
-            "number, dedupe_key, serial_key, request, created_at, updated_at) SELECT * FROM "
-            f"(VALUES {', '.join([job_row] * jobs)}) AS v WHERE EXISTS (SELECT 1 FROM delivery) "
-            "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, dedupe_key)"
+            "number, dedupe_key, serial_key, request, created_at, updated_at) SELECT "
+            "v.delivery_id, v.kind, v.source, v.repo, v.installation, v.target, v.number, "
+            "v.dedupe_key, v.serial_key, v.request, v.created_at, v.updated_at FROM "
+            f"(VALUES {', '.join([job_row] * jobs)}) AS v (ord, delivery_id, kind, source, "
+            "repo, installation, target, number, dedupe_key, serial_key, request, created_at, "
+            "updated_at) WHERE v.delivery_id IN (SELECT id FROM delivery) ORDER BY v.ord "
+            "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, delivery_id, dedupe_key)"
         )
-    if commands:
+    if jobs and commands:
         parts.append(
             ", command AS (INSERT INTO commands (job_id, repo, number, verb, args, author_id, "  # noqa: S608 - placeholders only
-            "author_login, comment_id, comment_url) SELECT job.id, v.repo, v.number, v.verb, "
-            "v.args, v.author_id, v.author_login, v.comment_id, v.comment_url FROM job JOIN "
-            f"(VALUES {', '.join([command_row] * commands)}) AS v (dedupe_key, repo, number, "
-            "verb, args, author_id, author_login, comment_id, comment_url) USING (dedupe_key))"
+            "author_login, comment_id, comment_url) SELECT job.id, c.repo, c.number, c.verb, "
+            "c.args, c.author_id, c.author_login, c.comment_id, c.comment_url FROM job JOIN "
+            f"(VALUES {', '.join([command_row] * commands)}) AS c (delivery_id, dedupe_key, "
+            "repo, number, verb, args, author_id, author_login, comment_id, comment_url) "
+            "ON c.delivery_id = job.delivery_id AND c.dedupe_key = job.dedupe_key)"
         )
-    queued = "(SELECT count(*) FROM job)" if jobs else "0"
-    parts.append(f" SELECT (SELECT count(*) FROM delivery) AS fresh, {queued} AS queued")  # noqa: S608
+    queued = "(SELECT count(*) FROM job WHERE job.delivery_id = d.id)" if jobs else "0"
+    parts.append(f" SELECT d.id, {queued} AS queued FROM delivery AS d")  # noqa: S608
     return "".join(parts)
 
 

@@ -425,3 +425,41 @@ def test_a_job_the_database_refuses_records_neither_the_delivery_nor_its_other_j
         return sum(counts.values()), len(deliveries), fresh
 
     assert run(make_store(), body) == (0, 0, True)
+
+
+def test_deliveries_written_together_each_keep_their_own_outcome(
+    make_store: StoreFactory,
+) -> None:
+    """Deliveries arriving at once share a commit (group commit) yet each gets its own
+    answer: a repeated id is seen once, one comment is queued once, and a delivery the
+    database refuses fails alone."""
+    command = CommandRecord("status", {}, "1", "octocat", "9")
+
+    async def body(store: Store) -> tuple[list[Any], list[tuple[int, str | None]], list[str]]:
+        calls = [
+            store.enqueue_delivery(f"d-{n}", "issue_comment", "created", [job(n)])
+            for n in range(1, 9)
+        ]
+        calls += [
+            store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)]),  # repeated id
+            store.enqueue_delivery("d-20", "issue_comment", "created", [job(20, command=command)]),
+            store.enqueue_delivery("d-21", "issue_comment", "created", [job(20, command=command)]),
+            store.enqueue_delivery(
+                "d-30", "issue_comment", "created", [job(30, kind="not-a-kind")]
+            ),
+        ]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        answers = [o if isinstance(o, bool) else "error" for o in outcomes]
+        queued = sorted((j.number, j.verb) for j in await store.jobs())
+        statuses = sorted(
+            f"{d.id} {d.status.split(':')[0]} {d.jobs}"
+            for d in await store.deliveries()
+            if d.id in {"d-20", "d-21", "d-30"}
+        )
+        return answers, queued, statuses
+
+    answers, queued, statuses = run(make_store(), body)
+    assert answers == [True] * 8 + [False, True, True, "error"]
+    assert queued == [(n, None) for n in range(1, 9)] + [(20, "status")]
+    # Which of the two deliveries of comment 20 came first is the race's; one queued it.
+    assert sorted(s.split(" ", 1)[1] for s in statuses) == ["already-queued 0", "queued 1"]
