@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -42,7 +41,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any, Literal, TypeVar, cast
 
 import psycopg
@@ -287,9 +286,15 @@ class PostgresStore:
             # of the database server. The worker's bookkeeping (claim, stage, outcome, leases)
             # does not, as SqliteStore's does not: a crash of the server may undo its last
             # fraction of a second, and those jobs run again (at least once). JIT off: the
-            # queue's statements are index probes, never worth compiling.
+            # queue's statements are index probes, never worth compiling. Generic plans: each
+            # statement is planned once per connection, not on each of its first five runs
+            # (its plan does not depend on the values: every lookup is by key or partial index).
             sync = "on" if durable else "off"
-            await conn.execute(f"SET synchronous_commit = {sync}; SET jit = off", prepare=False)
+            await conn.execute(
+                f"SET synchronous_commit = {sync}; SET jit = off; "
+                "SET plan_cache_mode = force_generic_plan",
+                prepare=False,
+            )
 
         return AsyncConnectionPool(
             self.url,
@@ -500,20 +505,13 @@ class PostgresStore:
         return outcomes
 
     async def _write_deliveries_now(self, batch: Sequence[_Delivery]) -> list[_Outcome]:
-        values: list[Any] = []
-        for delivery in batch:
-            values += delivery.row
-        order = 0
-        for delivery in batch:
-            for row in delivery.jobs:
-                values += (order, *row)
-                order += 1
-        for delivery in batch:
-            for command in delivery.commands:
-                values += command
-        shape = (len(batch), order, sum(len(d.commands) for d in batch))
+        deliveries = _columns([delivery.row for delivery in batch], 8)
+        jobs = _columns(
+            [(n, *row) for n, row in enumerate(row for d in batch for row in d.jobs)], 13
+        )
+        commands = _columns([row for delivery in batch for row in delivery.commands], 10)
         async with self._connection().connection() as conn:
-            cursor = await conn.execute(_enqueue_sql(*shape), values)
+            cursor = await conn.execute(_ENQUEUE, [*deliveries, *jobs, *commands])
             queued = {str(row["id"]): int(row["queued"]) for row in await cursor.fetchall()}
         return [queued.get(delivery.row[1]) for delivery in batch]
 
@@ -580,18 +578,9 @@ class PostgresStore:
     async def _write_updates(self, updates: Sequence[_Update]) -> list[None]:
         """The running jobs' stages and outcomes, however many, in one statement. Only while
         this replica holds a job: one whose lease ran out is another's now."""
-        values: list[Any] = []
-        for update in updates:
-            values += (
-                update.job_id,
-                update.state,
-                update.stage,
-                update.result,
-                update.not_before,
-                update.stamp,
-            )
+        columns = _columns([astuple(update) for update in updates], 6)
         async with self._worker_pool().connection() as conn:
-            await conn.execute(_update_sql(len(updates)), [*values, self.owner])
+            await conn.execute(_UPDATE, [*columns, self.owner])
         return [None] * len(updates)
 
     async def recover(self) -> int:
@@ -713,20 +702,19 @@ class _Update:
     not_before: float | None = None
 
 
-@functools.cache
-def _update_sql(count: int) -> str:
-    """`count` jobs' updates in one statement; a job put back in the queue (`state =
-    'queued'`) leaves this replica (`owner = ''`). Each job is found by its primary key."""
-    row = "(%s::bigint, %s::text, %s::text, %s::text, %s::float8, %s::float8)"
-    return (
-        "UPDATE jobs SET state = coalesce(v.state, jobs.state), "  # noqa: S608 - placeholders only
-        "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
-        "not_before = coalesce(v.not_before, jobs.not_before), "
-        "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, "
-        f"updated_at = v.stamp FROM (VALUES {', '.join([row] * count)}) "
-        "AS v (id, state, stage, result, not_before, stamp) "
-        "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = %s"
-    )
+# However many jobs' updates, as arrays: ONE statement text, prepared once per connection and
+# planned once (a text per batch size would be prepared and planned per size and connection).
+# A job put back in the queue (`state = 'queued'`) leaves this replica (`owner = ''`). Each
+# job is found by its primary key.
+_UPDATE = (
+    "UPDATE jobs SET state = coalesce(v.state, jobs.state), "
+    "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
+    "not_before = coalesce(v.not_before, jobs.not_before), "
+    "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, updated_at = v.stamp "
+    "FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], %s::text[], "
+    "%s::float8[]) AS v (id, stamp, state, stage, result, not_before) "
+    "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = %s"
+)
 
 
 def _same_job(a: _Update, b: _Update) -> bool:
@@ -751,49 +739,50 @@ def _same_delivery(a: _Delivery, b: _Delivery) -> bool:
     return bool(a.row[1] == b.row[1])
 
 
-@functools.lru_cache(maxsize=256)
-def _enqueue_sql(deliveries: int, jobs: int, commands: int) -> str:
-    """`deliveries` deliveries, `jobs` jobs and `commands` command rows in ONE statement
-    (one round trip, one commit): a delivery's jobs are inserted only when the delivery is
-    new, a job only when its dedupe key is (the first in queue order wins), a command only
-    with its job. Answers each new delivery's id and how many of its jobs were queued."""
-    delivery_row = "(%s, %s, %s, %s, %s, %s, %s::int, %s::float8)"
-    job_row = (
-        "(%s::int, %s::text, %s::text, %s::text, %s::text, %s::bigint, %s::text, %s::int, "
-        "%s::text, %s::text, %s::text, %s::float8, %s::float8)"
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
+    """Rows as `width` column lists: the arrays `unnest` turns back into rows."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
+
+
+# Deliveries, their jobs and their commands — however many — in ONE statement (one round
+# trip, one durable commit), their columns as arrays: one text, prepared and planned once per
+# connection. A delivery's jobs are inserted only when the delivery is new, a job only when
+# its dedupe key is (the first in queue order wins), a command only with its job. Answers
+# each new delivery's id and how many of its jobs were queued.
+_ENQUEUE = """
+    WITH delivery AS (
+        INSERT INTO deliveries (source, id, event, action, status, note, jobs, received_at)
+        SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+                             %s::text[], %s::int[], %s::float8[])
+        ON CONFLICT DO NOTHING RETURNING id
+    ), job AS (
+        INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, number,
+                          dedupe_key, serial_key, request, created_at, updated_at)
+        SELECT v.delivery_id, v.kind, v.source, v.repo, v.installation, v.target, v.number,
+               v.dedupe_key, v.serial_key, v.request, v.created_at, v.updated_at
+        FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
+                    %s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::float8[],
+                    %s::float8[])
+             AS v (ord, delivery_id, kind, source, repo, installation, target, number,
+                   dedupe_key, serial_key, request, created_at, updated_at)
+        WHERE v.delivery_id IN (SELECT id FROM delivery)
+        ORDER BY v.ord
+        ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING id, delivery_id, dedupe_key
+    ), command AS (
+        INSERT INTO commands (job_id, repo, number, verb, args, author_id, author_login,
+                              comment_id, comment_url)
+        SELECT job.id, c.repo, c.number, c.verb, c.args, c.author_id, c.author_login,
+               c.comment_id, c.comment_url
+        FROM job JOIN unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[],
+                             %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])
+             AS c (delivery_id, dedupe_key, repo, number, verb, args, author_id,
+                   author_login, comment_id, comment_url)
+          ON c.delivery_id = job.delivery_id AND c.dedupe_key = job.dedupe_key
     )
-    command_row = (
-        "(%s::text, %s::text, %s::text, %s::int, %s::text, %s::text, %s::text, %s::text, "
-        "%s::text, %s::text)"
-    )
-    parts = [
-        "WITH delivery AS (INSERT INTO deliveries (source, id, event, action, status, note, "  # noqa: S608 - placeholders only
-        f"jobs, received_at) VALUES {', '.join([delivery_row] * deliveries)} "
-        "ON CONFLICT DO NOTHING RETURNING id)"
-    ]
-    if jobs:
-        parts.append(
-            ", job AS (INSERT INTO jobs (delivery_id, kind, source, repo, installation, target, "  # noqa: S608 - placeholders only
-            "number, dedupe_key, serial_key, request, created_at, updated_at) SELECT "
-            "v.delivery_id, v.kind, v.source, v.repo, v.installation, v.target, v.number, "
-            "v.dedupe_key, v.serial_key, v.request, v.created_at, v.updated_at FROM "
-            f"(VALUES {', '.join([job_row] * jobs)}) AS v (ord, delivery_id, kind, source, "
-            "repo, installation, target, number, dedupe_key, serial_key, request, created_at, "
-            "updated_at) WHERE v.delivery_id IN (SELECT id FROM delivery) ORDER BY v.ord "
-            "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, delivery_id, dedupe_key)"
-        )
-    if jobs and commands:
-        parts.append(
-            ", command AS (INSERT INTO commands (job_id, repo, number, verb, args, author_id, "  # noqa: S608 - placeholders only
-            "author_login, comment_id, comment_url) SELECT job.id, c.repo, c.number, c.verb, "
-            "c.args, c.author_id, c.author_login, c.comment_id, c.comment_url FROM job JOIN "
-            f"(VALUES {', '.join([command_row] * commands)}) AS c (delivery_id, dedupe_key, "
-            "repo, number, verb, args, author_id, author_login, comment_id, comment_url) "
-            "ON c.delivery_id = job.delivery_id AND c.dedupe_key = job.dedupe_key)"
-        )
-    queued = "(SELECT count(*) FROM job WHERE job.delivery_id = d.id)" if jobs else "0"
-    parts.append(f" SELECT d.id, {queued} AS queued FROM delivery AS d")  # noqa: S608
-    return "".join(parts)
+    SELECT d.id, (SELECT count(*) FROM job WHERE job.delivery_id = d.id) AS queued
+    FROM delivery AS d
+"""
 
 
 async def _migrate(conn: psycopg.AsyncConnection[Any], where: str) -> None:
