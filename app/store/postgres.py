@@ -69,6 +69,7 @@ PRUNE_CHUNK = 500  # rows per prune transaction, as in SqliteStore
 WORKER_POOL_SIZE = 4  # the worker's statements are short and few at a time
 NOTIFY_CHANNEL = "pairbot_jobs"
 ANNOUNCE_EVERY_S = 0.05
+EXPIRE_EVERY_S = 1.0  # a replica's claims look for expired leases at most this often
 LEASE_S = 60.0  # a dead replica's running job is queued again this long after its last renewal
 # The advisory lock key migrations run under (any constant; "pairbot" as ASCII bytes).
 _MIGRATION_LOCK = 0x70616972626F74
@@ -144,6 +145,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
     ),
+    (
+        # The claim's "nothing of its key running" is one probe of this index per candidate
+        # (jobs_running, by owner, served it with a scan of every running job's entry).
+        "CREATE INDEX jobs_running_key ON jobs (serial_key) WHERE state = 'running'",
+    ),
 )
 
 _DB_NOW = "extract(epoch FROM clock_timestamp())"
@@ -160,24 +166,16 @@ _JOB_COLUMNS = """
 # One statement, one round trip, whatever the backlog: `picked` is SqliteStore's claim
 # (queued and due, nothing of its key running, no older job of its key queued), walked oldest
 # first through the jobs_queued index and stopped at the limit, each test an index probe;
-# SKIP LOCKED leaves a job another replica is claiming right now to it. `expired` queues again
-# the jobs of a replica that stopped renewing its lease (an index probe of the few running
-# jobs): they are claimable from the next claim on, by any replica. The two never touch one
-# row: `picked` reads queued jobs, `expired` running ones, in one snapshot. The claimed rows
+# SKIP LOCKED leaves a job another replica is claiming right now to it. The claimed rows
 # and their commands' verbs are found by primary key (`= ANY(ARRAY(…))`, a scalar subquery):
-# a prepared statement's generic plan would otherwise hash-join them with a scan of the whole
-# table, done jobs and all — a claim growing with the table's history.
-_CLAIM = f"""
-    WITH expired AS (
-        UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %(stamp)s
-        WHERE state = 'running' AND lease_until < {_DB_NOW}
-    ), picked AS (
+# a generic plan would otherwise hash-join them with a scan of the whole table.
+_CLAIM_PICK = f"""
+    picked AS (
         SELECT j.id FROM jobs AS j
         WHERE j.state = 'queued' AND j.not_before <= %(now)s
           AND NOT EXISTS (
               SELECT 1 FROM jobs AS r
-              WHERE r.state IN ('queued', 'running') AND r.state = 'running'
-                AND r.serial_key = j.serial_key)
+              WHERE r.state = 'running' AND r.serial_key = j.serial_key)
           AND NOT EXISTS (
               SELECT 1 FROM jobs AS e
               WHERE e.state IN ('queued', 'running') AND e.state = 'queued'
@@ -193,6 +191,17 @@ _CLAIM = f"""
     )
     SELECT {_JOB_COLUMNS}, (SELECT c.verb FROM commands AS c WHERE c.job_id = j.id) AS verb
     FROM j ORDER BY j.id
+"""  # noqa: S608 - constant SQL
+_CLAIM = f"WITH {_CLAIM_PICK}"
+# A claim that also queues again the jobs of a replica that stopped renewing its lease (they
+# are claimable from the next claim on, by any replica). Sent at most once per EXPIRE_EVERY_S
+# by each replica: it reads every running job's index entry. `expired` and `picked` never
+# touch one row: `picked` reads queued jobs, `expired` running ones, in one snapshot.
+_CLAIM_EXPIRING = f"""
+    WITH expired AS (
+        UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %(stamp)s
+        WHERE state = 'running' AND lease_until < {_DB_NOW}
+    ), {_CLAIM_PICK}
 """  # noqa: S608 - constant SQL
 _SELECT_JOBS = (
     f"SELECT {_JOB_COLUMNS}, c.verb FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
@@ -236,6 +245,7 @@ class PostgresStore:
         self._listener: asyncio.Task[None] | None = None
         self._announcing: asyncio.Task[None] | None = None
         self._announced_at = float("-inf")
+        self._expired_at = float("-inf")
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
@@ -555,8 +565,12 @@ class PostgresStore:
             "owner": self.owner,
             "lease": self._lease_s,
         }
+        now_s = time.monotonic()
+        expiring = now_s - self._expired_at >= EXPIRE_EVERY_S
+        if expiring:
+            self._expired_at = now_s
         async with self._worker_pool().connection() as conn:
-            cursor = await conn.execute(_CLAIM, values)
+            cursor = await conn.execute(_CLAIM_EXPIRING if expiring else _CLAIM, values)
             return [job_record(row) for row in await cursor.fetchall()]
 
     async def advance(self, job_id: int, stage: str) -> None:
@@ -578,9 +592,9 @@ class PostgresStore:
     async def _write_updates(self, updates: Sequence[_Update]) -> list[None]:
         """The running jobs' stages and outcomes, however many, in one statement. Only while
         this replica holds a job: one whose lease ran out is another's now."""
-        columns = _columns([astuple(update) for update in updates], 6)
+        columns = _columns([(*astuple(update), self.owner) for update in updates], 7)
         async with self._worker_pool().connection() as conn:
-            await conn.execute(_UPDATE, [*columns, self.owner])
+            await conn.execute(_UPDATE, columns)
         return [None] * len(updates)
 
     async def recover(self) -> int:
@@ -705,15 +719,17 @@ class _Update:
 # However many jobs' updates, as arrays: ONE statement text, prepared once per connection and
 # planned once (a text per batch size would be prepared and planned per size and connection).
 # A job put back in the queue (`state = 'queued'`) leaves this replica (`owner = ''`). Each
-# job is found by its primary key.
+# job is found by its primary key: the owner is compared row by row, so the plan cannot walk
+# the running-jobs index by owner instead (and every dead entry left there since the last
+# vacuum).
 _UPDATE = (
     "UPDATE jobs SET state = coalesce(v.state, jobs.state), "
     "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
     "not_before = coalesce(v.not_before, jobs.not_before), "
     "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, updated_at = v.stamp "
     "FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], %s::text[], "
-    "%s::float8[]) AS v (id, stamp, state, stage, result, not_before) "
-    "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = %s"
+    "%s::float8[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner) "
+    "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
 )
 
 
