@@ -695,6 +695,7 @@ class ReplicasRun:
     replicas: Run
     replicas_rate: Run
     statements: dict[str, float] | None = None
+    statements_rate: dict[str, float] | None = None  # the same at RATE
 
 
 async def _measure_replicas(  # noqa: PLR0917 - one call site, every argument named there
@@ -751,12 +752,14 @@ async def _measure_replicas(  # noqa: PLR0917 - one call site, every argument na
             open_jobs=database.open_jobs,
             database=database.backends,
         )
-        statements = (
-            {key: (n - before.get(key, 0)) / requests for key, n in after.items()}
-            if sql_dir is not None
-            else None
-        )
-        done.append(ReplicasRun(one, one_rate, rep, rep_rate, statements))
+        after_rate = _sql_counts(replica_pids, sql_dir)
+        statements = statements_rate = None
+        if sql_dir is not None:
+            statements = {key: (n - before.get(key, 0)) / requests for key, n in after.items()}
+            statements_rate = {
+                key: (n - after.get(key, 0)) / rate_n for key, n in after_rate.items()
+            }
+        done.append(ReplicasRun(one, one_rate, rep, rep_rate, statements, statements_rate))
     return done
 
 
@@ -853,10 +856,15 @@ def main_replicas(
         out(f"run {number}: non-2xx answers {failures}")
         for line in replica_lines(run.one, run.one_rate, run.replicas, run.replicas_rate):
             out(f"  {line}")
-        if run.statements is not None:
-            total = sum(n for key, n in run.statements.items() if not key.startswith("(t"))
-            out(f"  statements per command delivery (both replicas, max rate): {total:.2f}")
-            for key, n in sorted(run.statements.items(), key=lambda item: -item[1]):
+        for where, counted in (
+            ("max rate", run.statements),
+            (f"{RATE:.0f}/s", run.statements_rate),
+        ):
+            if counted is None:
+                continue
+            total = sum(n for key, n in counted.items() if not key.startswith("(t"))
+            out(f"  statements per command delivery (both replicas, {where}): {total:.2f}")
+            for key, n in sorted(counted.items(), key=lambda item: -item[1]):
                 if n >= 0.005:
                     out(f"    {n:6.2f}  {key}")
     return done
