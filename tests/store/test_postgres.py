@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -347,3 +348,34 @@ def test_the_heartbeat_renews_every_running_job_of_its_replica_and_stops_with_it
     count, renewed, taken = asyncio.run(asyncio.wait_for(body(), 60))
     assert (count, renewed) == (3, True)
     assert len(taken) == 3
+
+
+def test_a_database_of_the_first_schema_is_migrated_forward_with_its_jobs(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for statement in MIGRATIONS[0]:
+            conn.execute(cast(Any, statement))  # constant DDL, as _migrate runs it
+        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+        conn.execute(
+            "INSERT INTO jobs (delivery_id, kind, source, repo, target, number, dedupe_key, "
+            "serial_key, request, created_at, updated_at) VALUES ('d', 'command', 'github', "
+            "'o/r', 'card', 1, 'k', 's', '{}', 1, 1)"
+        )
+
+    async def body() -> list[int]:
+        store = PostgresStore(url)
+        await store.open()
+        try:
+            return [j.number for j in await store.claim(5, 1e12)]
+        finally:
+            await store.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == [1]
+    with psycopg.connect(url) as conn:
+        versions = [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+        indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes")}
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
+    assert "jobs_running_key" in indexes
