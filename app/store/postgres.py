@@ -146,9 +146,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
     ),
     (
-        # The claim's "nothing of its key running" is one probe of this index per candidate
-        # (jobs_running, by owner, served it with a scan of every running job's entry).
+        # The claim's two tests per candidate job, each one probe of a small partial index:
+        # the oldest queued job of its key (jobs_queued_key), nothing of its key running
+        # (jobs_running_key). They replace jobs_open and jobs_running: with those, a plan
+        # could hash the whole table for the first test, and read every running job's entry
+        # for the second. The lease statements that read running jobs by owner or by lease run
+        # once a second at most.
+        "CREATE INDEX jobs_queued_key ON jobs (serial_key, id) WHERE state = 'queued'",
         "CREATE INDEX jobs_running_key ON jobs (serial_key) WHERE state = 'running'",
+        "DROP INDEX jobs_open",
+        "DROP INDEX jobs_running",
     ),
 )
 
@@ -164,8 +171,11 @@ _JOB_COLUMNS = """
     j.updated_at
 """
 # One statement, one round trip, whatever the backlog: `picked` is SqliteStore's claim
-# (queued and due, nothing of its key running, no older job of its key queued), walked oldest
-# first through the jobs_queued index and stopped at the limit, each test an index probe;
+# (queued and due, the oldest queued job of its key, nothing of its key running), walked
+# oldest first through the jobs_queued index and stopped at the limit, each test one probe
+# (the first a correlated subquery with LIMIT 1, which no plan turns into a hash of the
+# table; `<=` means `=` there, as the job is itself a queued job of its key, but leaves the
+# planner expecting many heads of keys, so it walks in order and stops early);
 # SKIP LOCKED leaves a job another replica is claiming right now to it. The claimed rows
 # and their commands' verbs are found by primary key (`= ANY(ARRAY(…))`, a scalar subquery):
 # a generic plan would otherwise hash-join them with a scan of the whole table.
@@ -173,13 +183,13 @@ _CLAIM_PICK = f"""
     picked AS (
         SELECT j.id FROM jobs AS j
         WHERE j.state = 'queued' AND j.not_before <= %(now)s
+          AND j.id <= (
+              SELECT e.id FROM jobs AS e
+              WHERE e.state = 'queued' AND e.serial_key = j.serial_key
+              ORDER BY e.id LIMIT 1)
           AND NOT EXISTS (
               SELECT 1 FROM jobs AS r
               WHERE r.state = 'running' AND r.serial_key = j.serial_key)
-          AND NOT EXISTS (
-              SELECT 1 FROM jobs AS e
-              WHERE e.state IN ('queued', 'running') AND e.state = 'queued'
-                AND e.serial_key = j.serial_key AND e.id < j.id)
         ORDER BY j.id
         LIMIT %(limit)s
         FOR UPDATE OF j SKIP LOCKED
