@@ -3,22 +3,34 @@
 Selected by `PAIR_STORE=postgresql://…` (docs/app.md, Replicas on PostgreSQL); psycopg is an
 optional extra (`pip install 'pairbot[postgres]'`) and only this module imports it.
 
-- Every replica keeps a small pool of connections (`psycopg_pool.AsyncConnectionPool`), each in
-  autocommit mode; each operation is one explicit transaction.
+- Every replica keeps two pools of connections (`psycopg_pool.AsyncConnectionPool`), each in
+  autocommit mode: the edge's (and the status pages'), whose commits wait for the WAL on disk,
+  and the worker's, whose bookkeeping commits do not (`synchronous_commit = off`: a crash of
+  the server may undo its last fraction of a second, and those jobs run again — SqliteStore's
+  `synchronous=NORMAL` for the same writes). A replica holds one more connection to LISTEN.
+- Each hot operation is ONE statement, prepared once per connection with a generic plan, each
+  of its lookups a probe of a primary key or a small partial index, however long the queue
+  or the table's history (the statements' comments say why each has its shape).
 - A delivery is recorded with `INSERT … ON CONFLICT DO NOTHING` on (source, id) in the same
-  transaction as its jobs: two replicas handed one delivery id race on the primary key, the
-  second waits for the first's commit and then inserts nothing. A job's `dedupe_key` is unique
-  the same way, so a comment acts at most once across every replica.
-- Jobs are claimed with `SELECT … FOR UPDATE SKIP LOCKED`: replicas claiming at once never wait
-  for each other and never take one job twice. Only the oldest queued job of a serial key is
-  claimable, and only while none of its key runs, so one card runs one job at a time across
-  replicas too.
+  statement as its jobs and commands: two replicas handed one delivery id race on the primary
+  key, the second waits for the first's commit and then inserts nothing. A job's `dedupe_key`
+  is unique the same way, so a comment acts at most once across every replica. Deliveries
+  that arrive while the previous write is out go together in the next statement and commit
+  (group commit, app/store/batching.py), each with its own outcome; so do the worker's stage
+  and outcome writes.
+- Jobs are claimed with `UPDATE … WHERE id = ANY(SELECT … FOR UPDATE SKIP LOCKED)`: replicas
+  claiming at once never wait for each other and never take one job twice. Only the oldest
+  queued job of a serial key is claimable, and only while none of its key runs, so one card
+  runs one job at a time across replicas too.
+- A replica whose worker is full when a job is queued there `announce`s it (NOTIFY); the
+  others `listen` and wake their workers, which would otherwise see it at their next poll.
 - Leases, where SQLite re-queues every running job at start-up (one process owns that file):
   here other replicas are alive, and their running jobs are theirs. A claimed job carries its
   replica's `owner` and a `lease_until` (the database's clock plus `lease_s`); the replica
-  renews the leases of its running jobs every `lease_s / 3`. A replica that dies (SIGKILL,
-  power) stops renewing; once its lease has passed, `claim` and `recover` on any replica queue
-  the job again, and its `stage` lets the next run skip the effects already had. A replica
+  renews the leases of all its running jobs, in one statement, every `lease_s / 3`. A replica
+  that dies (SIGKILL, power) stops renewing; once its lease has passed, `recover`, or a claim
+  on any replica (which looks at most once every EXPIRE_EVERY_S), queues the job again, and
+  its `stage` lets the next run skip the effects already had. A replica
   stopped cleanly queues its unfinished jobs again at once (`close`). A replica that lost its
   lease (paused past it) finds its later `advance` / `finish` ignored: the job is another's.
 - The schema is migrated forward on `open()`: `MIGRATIONS` is a versioned list of DDL, applied
