@@ -379,3 +379,43 @@ def test_a_database_of_the_first_schema_is_migrated_forward_with_its_jobs(url: s
         indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes")}
     assert versions == list(range(1, len(MIGRATIONS) + 1))
     assert "jobs_running_key" in indexes
+
+
+def test_a_worker_that_claims_ahead_gets_a_delivery_s_job_with_its_write(url: str) -> None:
+    """With `claim_ahead` (the worker opts in), a delivery written while the worker has free
+    slots claims its job for it in the same round trip; `claim` hands it over. The claim is
+    the ordinary one: another replica cannot take the job, a second job of its card waits,
+    and a clean stop hands an unclaimed one back."""
+
+    def states() -> dict[str, tuple[str, str]]:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT dedupe_key, state, owner FROM jobs")
+            return {str(r[0]).rsplit(":", 1)[-1]: (str(r[1]), str(r[2])) for r in rows}
+
+    async def body() -> tuple[Any, ...]:
+        mine, other = PostgresStore(url), PostgresStore(url)
+        await mine.open()
+        await other.open()
+        try:
+            mine.claim_ahead()
+            assert await mine.claim(2, 1e12) == []  # two free slots
+            await mine.enqueue_delivery("d-1", "e", None, [job(1)])
+            ahead = states()["1"]
+            stolen = await other.claim(5, 1e12)
+            handed = [(j.number, j.attempts) for j in await mine.claim(2, 1e12)]
+            await mine.enqueue_delivery("d-2", "e", None, [job(1, key="again")])  # card 1 runs
+            await mine.enqueue_delivery("d-3", "e", None, [job(3)])  # one slot left: taken
+            after = states()
+            await mine.close()  # job 3 was never handed over: queued again
+            return ahead, stolen, handed, after, states()["3"]
+        finally:
+            await mine.close()
+            await other.close()
+
+    ahead, stolen, handed, after, last = asyncio.run(asyncio.wait_for(body(), 60))
+    assert ahead[0] == "running" and ahead[1] != ""
+    assert stolen == []
+    assert handed == [(1, 1)]
+    assert after["again"] == ("queued", "")  # its card's first job runs
+    assert after["3"][0] == "running"
+    assert last == ("queued", "")
