@@ -268,12 +268,6 @@ class PostgresStore:
         self._announcing: asyncio.Task[None] | None = None
         self._announced_at = float("-inf")
         self._expired_at = float("-inf")
-        # Jobs claimed for this replica's worker together with the delivery that queued them,
-        # and how many more its worker could take (its free slots at its last claim).
-        self._stash: list[JobRecord] = []
-        self._appetite = 0
-        self._claiming = False
-        self._claim_ahead = False
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
@@ -369,7 +363,6 @@ class PostgresStore:
         handed back. `close` ends with it; tests call it alone."""
         await self._stop_tasks()
         self._updates = self._enqueues = None
-        self._stash, self._appetite = [], 0  # still running here: `close` queued them again
         pools = (self._pool, self._work)
         self._pool = self._work = None
         for pool in pools:
@@ -549,34 +542,9 @@ class PostgresStore:
             [(n, *row) for n, row in enumerate(row for d in batch for row in d.jobs)], 13
         )
         commands = _columns([row for delivery in batch for row in delivery.commands], 10)
-        appetite = self._appetite if jobs[0] else 0
         async with self._connection().connection() as conn:
-            if not appetite:
-                cursor = await conn.execute(_ENQUEUE, [*deliveries, *jobs, *commands])
-                rows = await cursor.fetchall()
-            else:
-                # The worker here has free slots: the delivery and a claim for it travel
-                # together — one round trip, one commit — instead of a claim of its own once
-                # the edge has woken it. The claim is the worker's own statement (same queue
-                # order, same one job per card); its jobs wait in `_stash` for its next
-                # `claim`, leased to this replica like any it claims.
-                self._appetite = 0
-                values = {
-                    "stamp": self._clock(),
-                    "now": self._clock(),
-                    "limit": appetite,
-                    "owner": self.owner,
-                    "lease": self._lease_s,
-                }
-                async with conn.pipeline(), conn.transaction():
-                    cursor = await conn.execute(_ENQUEUE, [*deliveries, *jobs, *commands])
-                    claiming = await conn.execute(_CLAIM, values)
-                rows = await cursor.fetchall()
-                claimed = [job_record(row) for row in await claiming.fetchall()]
-                self._stash += claimed
-                if not self._claiming:  # else the worker's own claim sets it when it returns
-                    self._appetite = appetite - len(claimed)
-        queued = {str(row["id"]): int(row["queued"]) for row in rows}
+            cursor = await conn.execute(_ENQUEUE, [*deliveries, *jobs, *commands])
+            queued = {str(row["id"]): int(row["queued"]) for row in await cursor.fetchall()}
         return [queued.get(delivery.row[1]) for delivery in batch]
 
     async def _enqueue_in_transaction(
@@ -623,29 +591,9 @@ class PostgresStore:
         expiring = now_s - self._expired_at >= EXPIRE_EVERY_S
         if expiring:
             self._expired_at = now_s
-        if self._stash:
-            # Claimed already, with the delivery that queued them: no round trip.
-            taken, self._stash = self._stash[:limit], self._stash[limit:]
-            self._appetite = 0 if self._stash or not self._claim_ahead else limit - len(taken)
-            return taken
-        self._appetite = 0  # no delivery claims for this worker while it claims itself
-        self._claiming = True
-        try:
-            async with self._worker_pool().connection() as conn:
-                cursor = await conn.execute(_CLAIM_EXPIRING if expiring else _CLAIM, values)
-                claimed = [job_record(row) for row in await cursor.fetchall()]
-        finally:
-            self._claiming = False
-        if self._claim_ahead:
-            # What the worker can still take: its free slots less what it was just given.
-            self._appetite = max(0, limit - len(claimed) - len(self._stash))
-        return claimed
-
-    def claim_ahead(self) -> None:
-        """Let deliveries queued here claim their jobs for this replica's worker as they are
-        written (see `_write_deliveries_now`): the worker, the one caller of `claim`, opts in
-        when it starts. Without it, a job stays queued until `claim` is called."""
-        self._claim_ahead = True
+        async with self._worker_pool().connection() as conn:
+            cursor = await conn.execute(_CLAIM_EXPIRING if expiring else _CLAIM, values)
+            return [job_record(row) for row in await cursor.fetchall()]
 
     async def advance(self, job_id: int, stage: str) -> None:
         await self._bookkeeping().submit(_Update(job_id, self._clock(), stage=stage))

@@ -98,11 +98,6 @@ class Worker:
         recovered = await self._store.recover()
         if recovered:
             log.warning("queued again %d job(s) a previous process left running", recovered)
-        claim_ahead = getattr(self._store, "claim_ahead", None)
-        if claim_ahead is not None:
-            # A shared store may claim a delivery's jobs for this worker as it records them
-            # (one round trip fewer per job); `claim` hands them over.
-            claim_ahead()
         listen = getattr(self._store, "listen", None)
         if listen is not None:
             # Another replica's announcement only wakes this loop (never announces again).
