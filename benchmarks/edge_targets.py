@@ -3,6 +3,13 @@
     python benchmarks/edge_targets.py                  2,000 requests per run, 5 s at 100/s
     python benchmarks/edge_targets.py --requests 5000 --seconds 10
     python benchmarks/edge_targets.py --only edge      the floor and one SQLite App, no replicas
+    python benchmarks/edge_targets.py --only replicas  the replicas target alone (and its
+                                                       SQLite baseline), three runs in a row
+    python benchmarks/edge_targets.py --only replicas --profile DIR --count-sql
+                                                       also: each server's cProfile in DIR,
+                                                       and the SQL each replica sent per
+                                                       delivery (both slow the servers: read
+                                                       those runs' ratios as indicative)
 
 Every figure is a ratio against a baseline measured in the same run, on the same machine, one
 server after the other (never two measured at once):
@@ -49,16 +56,17 @@ import copy
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 if __package__ in (None, ""):
@@ -84,6 +92,7 @@ GOAL_P99_MS = 50.0
 GOAL_REPLICAS = 1.25
 RATE = 100.0
 CONCURRENCY = 16
+T = TypeVar("T")
 
 
 # -- the servers (child processes) ----------------------------------------------------------------
@@ -119,13 +128,72 @@ def serve(role: str, fd: int, store: str, http: str, loop: str) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if os.environ.get(COUNT_SQL_ENV) and store.startswith("postgresql://"):
+        counted = _count_sql()
+        out = Path(os.environ[COUNT_SQL_ENV]) / f"sql-{os.getpid()}.json"
+        # The benchmark asks for the counts so far with SIGUSR1, before and after a run.
+        signal.signal(signal.SIGUSR1, lambda *_: out.write_text(json.dumps(counted)))
     app = _floor_app() if role == "floor" else _app(store, Path(tempfile.gettempdir()))
     config = server_config(
         app, EdgeLimits(), **({"http": http} if http != "httptools" else {}), loop=loop
     )
     server = uvicorn.Server(config)
     settle_gc()  # as `pairbot serve` does, for every server measured
-    server.run(sockets=[socket.socket(fileno=fd)])
+    profile_dir = os.environ.get(PROFILE_ENV)
+    if not profile_dir:
+        server.run(sockets=[socket.socket(fileno=fd)])
+    else:
+        import cProfile  # noqa: PLC0415
+
+        kind = "postgres" if store.startswith("postgresql://") else role
+        profile = cProfile.Profile(time.thread_time)  # CPU of the event loop's thread, not wall
+
+        def dump(*_: object) -> None:
+            profile.disable()
+            profile.dump_stats(Path(profile_dir) / f"{kind}-{os.getpid()}.prof")
+            os._exit(0)
+
+        # uvicorn re-raises the SIGTERM it stopped on once it is done: the profile is written then.
+        signal.signal(signal.SIGTERM, dump)
+        profile.enable()
+        server.run(sockets=[socket.socket(fileno=fd)])
+        dump()
+
+
+PROFILE_ENV = "PAIR_BENCH_PROFILE"  # a directory: each server writes its cProfile there
+COUNT_SQL_ENV = "PAIR_BENCH_COUNT_SQL"  # a directory: each replica writes its SQL counts there
+
+
+def _count_sql() -> dict[str, int]:
+    """Count every statement a replica sends (by its text) and every transaction it opens:
+    psycopg's cursors and connections patched in this child process only."""
+    import psycopg  # noqa: PLC0415
+
+    counts: dict[str, int] = {}
+
+    def note(key: str) -> None:
+        counts[key] = counts.get(key, 0) + 1
+
+    execute = psycopg.AsyncCursor.execute
+    executemany = psycopg.AsyncCursor.executemany
+    transaction = psycopg.AsyncConnection.transaction
+
+    async def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        note(" ".join(str(query).split())[:120])
+        return await execute(self, query, *args, **kwargs)
+
+    async def counted_executemany(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        note("(many) " + " ".join(str(query).split())[:113])
+        return await executemany(self, query, *args, **kwargs)
+
+    def counted_transaction(self: Any, *args: Any, **kwargs: Any) -> Any:
+        note("(transaction: BEGIN + COMMIT)")
+        return transaction(self, *args, **kwargs)
+
+    psycopg.AsyncCursor.execute = counted_execute  # type: ignore[method-assign]
+    psycopg.AsyncCursor.executemany = counted_executemany  # type: ignore[method-assign]
+    psycopg.AsyncConnection.transaction = counted_transaction  # type: ignore[method-assign]
+    return counts
 
 
 @dataclass
@@ -438,22 +506,33 @@ def report(result: Result) -> list[str]:
     ]
     if rep is None or r.replicas_command_rate is None:
         return lines
-    lines += [
+    lines += replica_lines(one, r.app_command_rate, rep, r.replicas_command_rate)
+    return lines
+
+
+def replica_lines(one: Run, one_rate: Run, rep: Run, rep_rate: Run) -> list[str]:
+    """The replicas target's lines: two PostgreSQL replicas (`rep` at max rate, `rep_rate` at
+    RATE) against one SQLite replica measured the same way (`one`, `one_rate`)."""
+    ratio = _ratio(rep.us_per_request(rep.total_cpu_s), one.us_per_request(one.total_cpu_s))
+    rate_ratio = _ratio(
+        rep_rate.us_per_request(rep_rate.total_cpu_s),
+        one_rate.us_per_request(one_rate.total_cpu_s),
+    )
+    return [
         "two replicas on PostgreSQL at max rate: CPU per command delivery / one SQLite "
-        f"replica's = {r.replicas_ratio:.2f} ({_cpu_split(rep)}, vs "
+        f"replica's = {ratio:.2f} ({_cpu_split(rep)}, vs "
         f"{one.us_per_request(one.total_cpu_s):.0f} us; answered and run) "
-        f"(target <= {GOAL_REPLICAS}) — {_ok(r.replicas_ratio <= GOAL_REPLICAS)}",
+        f"(target <= {GOAL_REPLICAS}) — {_ok(ratio <= GOAL_REPLICAS)}",
         f"two replicas on PostgreSQL at {RATE:.0f} requests/s: CPU per command delivery / one "
-        f"SQLite replica's = {r.replicas_rate_ratio:.2f} "
-        f"({_cpu_split(r.replicas_command_rate)} vs "
-        f"{r.app_command_rate.us_per_request(r.app_command_rate.total_cpu_s):.0f} us; p99 "
-        f"{r.replicas_command_rate.load.percentile(99):.2f} ms) (target <= {GOAL_REPLICAS}) — "
-        f"{_ok(r.replicas_rate_ratio <= GOAL_REPLICAS)}",
+        f"SQLite replica's = {rate_ratio:.2f} "
+        f"({_cpu_split(rep_rate)} vs "
+        f"{one_rate.us_per_request(one_rate.total_cpu_s):.0f} us; p99 "
+        f"{rep_rate.load.percentile(99):.2f} ms) (target <= {GOAL_REPLICAS}) — "
+        f"{_ok(rate_ratio <= GOAL_REPLICAS)}",
         f"two replicas on PostgreSQL: throughput {rep.load.throughput:.0f} answered/s, "
         f"{_end_to_end(rep):.0f} answered and run/s; one SQLite replica "
         f"{one.load.throughput:.0f} answered/s, {_end_to_end(one):.0f} answered and run/s",
     ]
-    return lines
 
 
 def _cpu_ratio(floor: Run, app: Run) -> str:
@@ -705,12 +784,200 @@ def _edge_only(requests: int, seconds: float, *, http: str, loop: str) -> Result
     return result
 
 
-def _run(main: Any) -> Result:
+# -- the replicas target alone ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplicasRun:
+    """One run of the replicas target and its SQLite baseline; `statements`: what the two
+    replicas sent per command delivery at max rate, by statement (with --count-sql)."""
+
+    one: Run
+    one_rate: Run
+    replicas: Run
+    replicas_rate: Run
+    statements: dict[str, float] | None = None
+    statements_rate: dict[str, float] | None = None  # the same at RATE
+
+
+async def _measure_replicas(  # noqa: PLR0917 - one call site, every argument named there
+    app: Server,
+    app_store: Path,
+    replicas: Sequence[Server],
+    database: Database,
+    requests: int,
+    seconds: float,
+    runs: int,
+    sql_dir: Path | None,
+) -> list[ReplicasRun]:
+    made = Deliveries()
+    for server in (app, *replicas):
+        await _ready(server.port)
+        await max_rate([server.port], made.build(min(200, requests), command=False), CONCURRENCY)
+        await max_rate([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
+    drained(lambda: sqlite_open_jobs(app_store))
+    drained(database.open_jobs)
+    sqlite_jobs: Callable[[], int] = lambda: sqlite_open_jobs(app_store)  # noqa: E731
+    replica_pids = [server.process.pid for server in replicas]
+    both: Callable[[], list[int]] = lambda: [*replica_pids, *database.backends()]  # noqa: E731
+    rate_n = max(1, int(RATE * seconds))
+    done: list[ReplicasRun] = []
+    for _ in range(runs):
+        one = await measure(
+            [app.port],
+            made.build(requests, command=True),
+            lambda: [app.process.pid],
+            open_jobs=sqlite_jobs,
+        )
+        one_rate = await measure(
+            [app.port],
+            made.build(rate_n, command=True),
+            lambda: [app.process.pid],
+            rate=RATE,
+            open_jobs=sqlite_jobs,
+        )
+        ports = [server.port for server in replicas]
+        before = _sql_counts(replica_pids, sql_dir)
+        rep = await measure(
+            ports,
+            made.build(requests, command=True),
+            both,
+            open_jobs=database.open_jobs,
+            database=database.backends,
+        )
+        after = _sql_counts(replica_pids, sql_dir)
+        rep_rate = await measure(
+            ports,
+            made.build(rate_n, command=True),
+            both,
+            rate=RATE,
+            open_jobs=database.open_jobs,
+            database=database.backends,
+        )
+        after_rate = _sql_counts(replica_pids, sql_dir)
+        statements = statements_rate = None
+        if sql_dir is not None:
+            statements = {key: (n - before.get(key, 0)) / requests for key, n in after.items()}
+            statements_rate = {
+                key: (n - after.get(key, 0)) / rate_n for key, n in after_rate.items()
+            }
+        done.append(ReplicasRun(one, one_rate, rep, rep_rate, statements, statements_rate))
+    return done
+
+
+def _sql_counts(pids: Sequence[int], sql_dir: Path | None) -> dict[str, int]:
+    """The statements the replicas sent so far, summed (asked for with SIGUSR1)."""
+    if sql_dir is None:
+        return {}
+    total: dict[str, int] = {}
+    for pid in pids:
+        path = sql_dir / f"sql-{pid}.json"
+        path.unlink(missing_ok=True)
+        os.kill(pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                counts: dict[str, int] = json.loads(path.read_text())
+                break
+            except (OSError, ValueError):  # not written yet, or half written
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"replica {pid} wrote no SQL counts") from None
+                time.sleep(0.01)
+        for key, n in counts.items():
+            total[key] = total.get(key, 0) + n
+    return total
+
+
+def main_replicas(
+    requests: int = 2_000,
+    seconds: float = 5.0,
+    *,
+    runs: int = 3,
+    postgres_url: str | None = None,
+    profile: Path | None = None,
+    count_sql: bool = False,
+    out: Callable[[str], None] = print,
+) -> list[ReplicasRun]:
+    """The replicas target alone: one SQLite App and two PostgreSQL replicas, `runs` times."""
+    http, loop = server_options()
+    admin = postgres_url or os.environ.get("PAIR_TEST_POSTGRES_URL") or DEFAULT_POSTGRES
+    out(
+        f"replicas target: command deliveries, {requests:,} per max-rate run ({CONCURRENCY} "
+        f"connections), {RATE:.0f}/s for {seconds:g} s, {runs} run(s); uvicorn with {http} and "
+        f"{loop}; {os.cpu_count()} CPU(s) shared by the load generator, the servers and "
+        "PostgreSQL"
+    )
+    saved = {key: os.environ.get(key) for key in (PROFILE_ENV, COUNT_SQL_ENV)}
+    database = Database(admin)
+    try:
+        with tempfile.TemporaryDirectory(prefix="pairbot-edge-targets-") as tmp:
+            workdir = Path(tmp)
+            app_store = workdir / "app.sqlite3"
+            sql_dir = workdir if count_sql else None
+            if profile is not None:
+                profile.mkdir(parents=True, exist_ok=True)
+                os.environ[PROFILE_ENV] = str(profile.resolve())
+            if sql_dir is not None:
+                os.environ[COUNT_SQL_ENV] = str(sql_dir)
+            with (
+                start_server("app", "app", str(app_store), workdir, http=http, loop=loop) as app,
+                start_server(
+                    "replica-1", "app", database.url, workdir, http=http, loop=loop
+                ) as one,
+                start_server(
+                    "replica-2", "app", database.url, workdir, http=http, loop=loop
+                ) as two,
+            ):
+                done = _run(
+                    _measure_replicas(
+                        app=app,
+                        app_store=app_store,
+                        replicas=(one, two),
+                        database=database,
+                        requests=requests,
+                        seconds=seconds,
+                        runs=runs,
+                        sql_dir=sql_dir,
+                    )
+                )
+                for server in (app, one, two):
+                    if server.process.poll() is not None:
+                        log = (workdir / f"{server.name}.log").read_text()[-2000:]
+                        raise RuntimeError(f"the {server.name} server died:\n{log}")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        database.drop()
+    for number, run in enumerate(done, 1):
+        failures = sum(
+            r.load.failures for r in (run.one, run.one_rate, run.replicas, run.replicas_rate)
+        )
+        out(f"run {number}: non-2xx answers {failures}")
+        for line in replica_lines(run.one, run.one_rate, run.replicas, run.replicas_rate):
+            out(f"  {line}")
+        for where, counted in (
+            ("max rate", run.statements),
+            (f"{RATE:.0f}/s", run.statements_rate),
+        ):
+            if counted is None:
+                continue
+            total = sum(n for key, n in counted.items() if not key.startswith("(t"))
+            out(f"  statements per command delivery (both replicas, {where}): {total:.2f}")
+            for key, n in sorted(counted.items(), key=lambda item: -item[1]):
+                if n >= 0.005:
+                    out(f"    {n:6.2f}  {key}")
+    return done
+
+
+def _run(main: Coroutine[Any, Any, T]) -> T:
     try:
         import uvloop  # noqa: PLC0415
     except ImportError:  # pragma: no cover - a pinned dependency
-        return asyncio.run(main)  # type: ignore[no-any-return]
-    return uvloop.run(main)  # type: ignore[no-any-return]
+        return asyncio.run(main)
+    return uvloop.run(main)
 
 
 def _cli(argv: Sequence[str]) -> None:
@@ -718,20 +985,49 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--requests", type=int, default=2_000, help="per max-rate run")
     parser.add_argument("--seconds", type=float, default=5.0, help="at 100 requests/s")
     parser.add_argument("--postgres", help="an admin URL (default: PAIR_TEST_POSTGRES_URL)")
-    parser.add_argument(
-        "--only", choices=("edge",), help="edge: the floor and one SQLite App, no replicas"
-    )
     parser.add_argument("--serve", choices=("app", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
     http, loop = server_options()
     parser.add_argument("--http", choices=("httptools", "h11"), default=http)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default=loop)
+    parser.add_argument(
+        "--only",
+        choices=("edge", "replicas"),
+        help="measure part of it: `edge` (the floor and one SQLite App, no PostgreSQL) or "
+        "`replicas` (with its SQLite baseline)",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="with --only replicas: how many runs")
+    parser.add_argument(
+        "--profile", type=Path, help="with --only replicas: write each server's cProfile here"
+    )
+    parser.add_argument(
+        "--count-sql",
+        action="store_true",
+        help="with --only replicas: print the statements the replicas send per delivery",
+    )
     args = parser.parse_args(argv)
     if args.serve is not None:
         serve(args.serve, args.fd, args.store, args.http, args.loop)
         return
-    main(args.requests, args.seconds, postgres_url=args.postgres, only=args.only)
+    if args.requests < 1 or args.seconds <= 0 or args.runs < 1:
+        parser.error("--requests and --runs need at least 1, --seconds a positive number")
+    if args.only is None and (args.profile is not None or args.count_sql):
+        parser.error("--profile and --count-sql go with --only replicas")
+    if args.only == "edge":
+        main(args.requests, args.seconds, postgres_url=args.postgres, only="edge")
+        return
+    if args.only == "replicas":
+        main_replicas(
+            args.requests,
+            args.seconds,
+            runs=args.runs,
+            postgres_url=args.postgres,
+            profile=args.profile,
+            count_sql=args.count_sql,
+        )
+        return
+    main(args.requests, args.seconds, postgres_url=args.postgres)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ The edge answers GitHub as soon as a delivery's jobs are committed and wakes the
 worker claims due jobs (at most one per card or pull at a time — the store guarantees it — and
 at most `concurrency` overall) and runs each through the `JobHandler`. Jobs a dead process left
 running are queued again on start (`Store.recover`), so nothing committed is ever lost.
-A poll every `poll_s` catches jobs whose retry time has come.
+A poll every `poll_s` catches jobs whose retry time has come. With a store shared by replicas
+(PostgreSQL), a replica whose slots are all taken when a job is queued announces it, and the
+others' workers wake at once (LISTEN/NOTIFY) instead of at their next poll.
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ class Worker:
         self._running: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self._last_prune = float("-inf")
+        # The queue may hold jobs this worker has not claimed: set by wake(), another
+        # replica's announcement, a claim that filled every slot; cleared by a claim that did
+        # not. While it is clear, a job's end claims nothing (the poll still looks).
+        self._more = True
+        self._stopping = False
         self.max_parallel = 0  # the most jobs that ran at once (for tests and the status page)
 
     @property
@@ -78,16 +85,28 @@ class Worker:
         return len(self._running)
 
     def wake(self) -> None:
+        """A job was queued here. When every slot is taken, a store shared by replicas is
+        asked to tell the others (`announce`), so an idle one runs it now, not at its poll."""
+        self._more = True
         self._wakeup.set()
+        if len(self._running) >= self._concurrency:
+            announce = getattr(self._store, "announce", None)
+            if announce is not None:
+                announce()
 
     async def start(self) -> None:
         recovered = await self._store.recover()
         if recovered:
             log.warning("queued again %d job(s) a previous process left running", recovered)
+        listen = getattr(self._store, "listen", None)
+        if listen is not None:
+            # Another replica's announcement only wakes this loop (never announces again).
+            await listen(self._others_queued)
         self._loop_task = asyncio.create_task(self._loop(), name="pairbot-worker")
 
     async def stop(self) -> None:
         """Stop claiming; let running jobs finish for up to `drain_s`, then cancel them."""
+        self._stopping = True
         if self._loop_task is not None:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -99,17 +118,29 @@ class Worker:
             if pending:
                 await asyncio.wait(pending)
 
+    def _others_queued(self) -> None:
+        self._more = True
+        self._wakeup.set()
+
     async def _loop(self) -> None:
-        while True:
+        # Checked as well as cancelled: on Python 3.11 a wait_for whose wait ends as the
+        # cancellation arrives (a wake() just before stop()) returns instead of raising.
+        while not self._stopping:
             self._wakeup.clear()  # before claiming: a wake() during the claim is not lost
             free = self._concurrency - len(self._running)
             claimed: list[JobRecord] = []
             if free > 0:
+                busy = len(self._running)
+                self._more = False  # before the claim: a wake() during it sets it again
                 try:
                     claimed = await self._store.claim(free, self._clock())
                     await self._prune()
                 except Exception:
                     log.exception("the worker could not read the job queue; retrying")
+                # More may wait: the slots ran out, or a job running here holds back the next
+                # of its card (its end lets that one run).
+                if len(claimed) == free or busy:
+                    self._more = True
             for job in claimed:
                 task = asyncio.create_task(self._run(job), name=f"pairbot-job-{job.id}")
                 self._running.add(task)
@@ -129,7 +160,10 @@ class Worker:
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
-        self._wakeup.set()
+        # A freed slot is worth a claim only when jobs may be waiting: at a quiet rate, each
+        # job's end would otherwise cost a claim that finds nothing.
+        if self._more:
+            self._wakeup.set()
 
     async def _prune(self) -> None:
         now = self._clock()

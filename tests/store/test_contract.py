@@ -372,3 +372,94 @@ def test_a_prune_deletes_a_backlog_larger_than_a_chunk(make_store: StoreFactory)
 def test_a_prune_chunk_must_hold_a_row(make_store: StoreFactory) -> None:
     with pytest.raises(ValueError, match="at least one row"):
         make_store(prune_chunk=0)
+
+
+def test_a_delivery_of_several_jobs_queues_each_with_its_command(
+    make_store: StoreFactory,
+) -> None:
+    implement = CommandRecord("implement", {}, "1", "octocat", "71")
+    status = CommandRecord("status", {}, "1", "octocat", "72")
+
+    async def body(store: Store) -> tuple[bool, list[tuple[int, str | None]], int, bool]:
+        fresh = await store.enqueue_delivery(
+            "d-1",
+            "issue_comment",
+            "created",
+            [job(1, command=implement), job(2), job(3, command=status)],
+        )
+        queued = sorted((j.number, j.verb) for j in await store.jobs())
+        (delivery,) = await store.deliveries()
+        again = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(4)])
+        return fresh, queued, delivery.jobs, again
+
+    assert run(make_store(), body) == (
+        True,
+        [(1, "implement"), (2, None), (3, "status")],
+        3,
+        False,
+    )
+
+
+def test_one_comment_twice_in_a_delivery_queues_one_job(make_store: StoreFactory) -> None:
+    async def body(store: Store) -> tuple[bool, int, int]:
+        fresh = await store.enqueue_delivery(
+            "d-1", "issue_comment", "created", [job(1), job(1, request={"card": 2})]
+        )
+        (delivery,) = await store.deliveries()
+        return fresh, len(await store.jobs()), delivery.jobs
+
+    assert run(make_store(), body) == (True, 1, 1)
+
+
+def test_a_job_the_database_refuses_records_neither_the_delivery_nor_its_other_jobs(
+    make_store: StoreFactory,
+) -> None:
+    async def body(store: Store) -> tuple[int, int, bool]:
+        with pytest.raises(Exception, match=r"(?i)check"):
+            await store.enqueue_delivery(
+                "d-1", "issue_comment", "created", [job(1), job(2, kind="not-a-kind")]
+            )
+        counts = await store.counts()
+        deliveries = await store.deliveries()
+        fresh = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
+        return sum(counts.values()), len(deliveries), fresh
+
+    assert run(make_store(), body) == (0, 0, True)
+
+
+def test_deliveries_written_together_each_keep_their_own_outcome(
+    make_store: StoreFactory,
+) -> None:
+    """Deliveries arriving at once share a commit (group commit) yet each gets its own
+    answer: a repeated id is seen once, one comment is queued once, and a delivery the
+    database refuses fails alone."""
+    command = CommandRecord("status", {}, "1", "octocat", "9")
+
+    async def body(store: Store) -> tuple[list[Any], list[tuple[int, str | None]], list[str]]:
+        calls = [
+            store.enqueue_delivery(f"d-{n}", "issue_comment", "created", [job(n)])
+            for n in range(1, 9)
+        ]
+        calls += [
+            store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)]),  # repeated id
+            store.enqueue_delivery("d-20", "issue_comment", "created", [job(20, command=command)]),
+            store.enqueue_delivery("d-21", "issue_comment", "created", [job(20, command=command)]),
+            store.enqueue_delivery(
+                "d-30", "issue_comment", "created", [job(30, kind="not-a-kind")]
+            ),
+        ]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        answers = [o if isinstance(o, bool) else "error" for o in outcomes]
+        queued = sorted((j.number, j.verb) for j in await store.jobs())
+        statuses = sorted(
+            f"{d.id} {d.status.split(':')[0]} {d.jobs}"
+            for d in await store.deliveries()
+            if d.id in {"d-20", "d-21", "d-30"}
+        )
+        return answers, queued, statuses
+
+    answers, queued, statuses = run(make_store(), body)
+    assert answers == [True] * 8 + [False, True, True, "error"]
+    assert queued == [(n, None) for n in range(1, 9)] + [(20, "status")]
+    # Which of the two deliveries of comment 20 came first is the race's; one queued it.
+    assert sorted(s.split(" ", 1)[1] for s in statuses) == ["already-queued 0", "queued 1"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -211,3 +212,170 @@ def test_a_tick_runs_on_one_replica_at_a_time_and_sqlite_ticks_as_is(
         return True
 
     assert alone_across_replicas(SqliteStore(tmp_path / "s.sqlite3"), tick) is tick
+
+
+def test_a_full_replicas_announcement_wakes_the_other_replicas_worker(url: str) -> None:
+    """Replica A's one slot is busy when a second job is queued there: A announces it, and
+    B's worker (whose poll is an hour away) wakes and runs it at once."""
+    from app.store.base import JobRecord
+    from app.web.worker import Worker
+
+    async def body() -> tuple[list[int], list[int]]:
+        a, b = PostgresStore(url), PostgresStore(url)
+        await a.open()
+        await b.open()
+        a_ran: list[int] = []
+        b_ran: list[int] = []
+        a_busy, release, b_done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        listening = asyncio.Event()
+
+        async def a_handle(job_: JobRecord) -> None:
+            a_ran.append(job_.number)
+            a_busy.set()
+            await release.wait()
+            await a.finish(job_.id, "done", "ok")
+
+        async def b_handle(job_: JobRecord) -> None:
+            b_ran.append(job_.number)
+            await b.finish(job_.id, "done", "ok")
+            b_done.set()
+
+        listen = b.listen
+
+        async def listen_and_tell(wake: Callable[[], None]) -> None:
+            def woken() -> None:
+                wake()
+                listening.set()  # the first call: LISTEN is in place
+
+            await listen(woken)
+
+        b.listen = listen_and_tell  # type: ignore[method-assign]
+        a_worker = Worker(a, a_handle, concurrency=1, poll_s=3600)
+        b_worker = Worker(b, b_handle, concurrency=1, poll_s=3600)
+        try:
+            await a_worker.start()
+            await a.enqueue_delivery("d-1", "e", None, [job(1)])
+            a_worker.wake()
+            await a_busy.wait()
+            await b_worker.start()
+            await listening.wait()
+            await a.enqueue_delivery("d-2", "e", None, [job(2)])
+            a_worker.wake()  # full: announces
+            await b_done.wait()
+            return a_ran, b_ran
+        finally:
+            release.set()
+            await a_worker.stop()
+            await b_worker.stop()
+            await a.close()
+            await b.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == ([1], [2])
+
+
+def test_an_announcement_does_not_wake_the_replica_that_made_it(url: str) -> None:
+    async def body() -> tuple[int, int]:
+        a, b = PostgresStore(url), PostgresStore(url)
+        await a.open()
+        await b.open()
+        woken = {"a": 0, "b": 0}
+        b_woken = asyncio.Event()
+
+        def wake_a() -> None:
+            woken["a"] += 1
+
+        def wake_b() -> None:
+            woken["b"] += 1
+            if woken["b"] > 1:
+                b_woken.set()
+
+        try:
+            await a.listen(wake_a)
+            await b.listen(wake_b)
+            for _ in range(400):  # bounded: until both listeners are connected
+                if woken["a"] and woken["b"]:
+                    break
+                await asyncio.sleep(0.02)
+            a.announce()
+            a.announce()  # within ANNOUNCE_EVERY_S of the first: not sent
+            await b_woken.wait()
+            if a._announcing is not None:
+                await a._announcing
+            # A notification to b reached a's listener too, and was recognised as a's own.
+            await b.listen(wake_b)  # already listening: nothing new
+            return woken["a"], woken["b"]
+        finally:
+            await a.close()
+            await b.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == (1, 2)
+
+
+def test_the_heartbeat_renews_every_running_job_of_its_replica_and_stops_with_it(
+    url: str,
+) -> None:
+    def leases() -> dict[int, float]:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT id, lease_until FROM jobs WHERE state = 'running'")
+            return {int(row[0]): float(row[1]) for row in rows}
+
+    async def body() -> tuple[int, bool, list[int]]:
+        live, other = PostgresStore(url, lease_s=0.9), PostgresStore(url)
+        await live.open()
+        await other.open()
+        try:
+            await live.enqueue_delivery("d", "e", None, [job(1), job(2), job(3)])
+            claimed = await live.claim(5, 1e12)
+            first = leases()
+            for _ in range(400):  # bounded: until every lease was renewed
+                await asyncio.sleep(0.05)
+                now = leases()
+                if all(now[i] > first[i] + 0.2 for i in first):
+                    break
+            renewed = all(leases()[i] > first[i] for i in first)
+            await live._abandon()  # the heartbeat stops with the replica
+            taken: list[int] = []
+            for _ in range(400):  # bounded: the lease is under a second
+                taken += [j.id for j in await other.claim(5, 1e12)]
+                if len(taken) == len(claimed):
+                    break
+                await asyncio.sleep(0.05)
+            return len(claimed), renewed, sorted(taken)
+        finally:
+            await live._abandon()
+            await other.close()
+
+    count, renewed, taken = asyncio.run(asyncio.wait_for(body(), 60))
+    assert (count, renewed) == (3, True)
+    assert len(taken) == 3
+
+
+def test_a_database_of_the_first_schema_is_migrated_forward_with_its_jobs(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for statement in MIGRATIONS[0]:
+            conn.execute(cast(Any, statement))  # constant DDL, as _migrate runs it
+        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+        conn.execute(
+            "INSERT INTO jobs (delivery_id, kind, source, repo, target, number, dedupe_key, "
+            "serial_key, request, created_at, updated_at) VALUES ('d', 'command', 'github', "
+            "'o/r', 'card', 1, 'k', 's', '{}', 1, 1)"
+        )
+
+    async def body() -> list[int]:
+        store = PostgresStore(url)
+        await store.open()
+        try:
+            return [j.number for j in await store.claim(5, 1e12)]
+        finally:
+            await store.close()
+
+    assert asyncio.run(asyncio.wait_for(body(), 60)) == [1]
+    with psycopg.connect(url) as conn:
+        versions = [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+        indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes")}
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
+    assert "jobs_running_key" in indexes

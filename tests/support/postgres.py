@@ -82,8 +82,4 @@ async def abandon(store: Store) -> None:
     from app.store.postgres import PostgresStore
 
     assert isinstance(store, PostgresStore)
-    await store._stop_renewing()
-    pool = store._pool
-    assert pool is not None
-    store._pool = None
-    await pool.close()
+    await store._abandon()
