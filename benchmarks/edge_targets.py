@@ -654,7 +654,7 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     )
     replicas_command = replicas_command_rate = None
     if database is not None:
-        replicas_command, replicas_command_rate = await _measure_replicas(
+        replicas_command, replicas_command_rate = await _replicas_both_rates(
             replicas, database, made, requests, rate_n
         )
     return Result(
@@ -672,9 +672,11 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     )
 
 
-async def _measure_replicas(
+async def _replicas_both_rates(
     replicas: Sequence[Server], database: Database, made: Deliveries, requests: int, rate_n: int
 ) -> tuple[Run, Run]:
+    """The replicas' command deliveries at max rate, then at RATE (the full run's part)."""
+
     def pids(*servers: Server) -> Callable[[], list[int]]:
         return lambda: [server.process.pid for server in servers]
 
