@@ -330,6 +330,8 @@ class SqliteStore:
     async def close(self) -> None:
         if self._flusher is not None and not self._flusher.done():
             await asyncio.wait([self._flusher])  # answer every delivery already handed over
+        if self._updater is not None and not self._updater.done():
+            await asyncio.wait([self._updater])  # and write the bookkeeping already handed over
         self._close()
 
     def _close(self) -> None:

@@ -330,3 +330,25 @@ def test_the_wal_is_checkpointed_by_the_durable_commits_thread_not_the_event_loo
     autocheckpoint = run(SqliteStore(tmp_path / "s.sqlite3"), body)
     assert checkpoints == [False, False]  # every 2nd durable commit, never on the loop
     assert autocheckpoint >= 10_000  # SQLite's own only as a backstop
+
+
+def test_close_writes_the_bookkeeping_already_handed_over(tmp_path: Path) -> None:
+    """A job cancelled while its outcome waits for the shared transaction (the worker's drain
+    ran out): the outcome is still written before the store closes."""
+    path = tmp_path / "s.sqlite3"
+
+    async def body(store: SqliteStore) -> int:
+        await store.enqueue_delivery("d-1", "e", None, [job(1)])
+        (claimed,) = await store.claim(1, 2_000.0)
+        pending = asyncio.ensure_future(store.finish(claimed.id, "done", "ok"))
+        await asyncio.sleep(0)  # handed over, not yet written
+        pending.cancel()
+        return claimed.id
+
+    job_id = run(SqliteStore(path), body)
+    conn = sqlite3.connect(path)
+    try:
+        state = conn.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert state == "done"
