@@ -53,6 +53,11 @@ def inline_code(text: str) -> str:
     return f"{fence}{padded.replace(chr(10), ' ')}{fence}"
 
 
+# What a marker's run id cannot hold (each such character becomes `-`): one pass in C, where a
+# character-by-character test took a quarter of a command job's CPU in the App's worker.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
 def comment_reply_marker(number: int, comment_id: str, fallback: str) -> str:
     """The marker of the one reply the comment `comment_id` on #`number` can get.
 
@@ -61,10 +66,8 @@ def comment_reply_marker(number: int, comment_id: str, fallback: str) -> str:
     identifies the comment instead.
     """
 
-    def safe(text: str) -> str:
-        return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in text)
-
-    return make_marker("reply", number, run=safe(comment_id) or safe(fallback) or "comment")
+    run = _UNSAFE.sub("-", comment_id) or _UNSAFE.sub("-", fallback) or "comment"
+    return make_marker("reply", number, run=run)
 
 
 def could_not_run(line: str | None, reason: str) -> str:

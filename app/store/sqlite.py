@@ -24,17 +24,23 @@
   from the savepoints and from a shielded future per delivery. Measured and left out: an
   `executemany` of the batch after a SELECT for seen ids (slower than `INSERT … ON CONFLICT DO
   NOTHING` and its rowcount), a larger statement cache (the edge runs a handful), a later
-  WAL checkpoint and a larger page cache (no gain; 64 MB cost more), dropping the
+  WAL checkpoint threshold and a larger page cache (no gain; 64 MB cost more), dropping the
   `deliveries_received` index (no measurable gain even dropped outright; the status page and
   the prune read it, and a rowid table would need a (source, id) index instead), and a COMMIT
-  on the loop's thread (~7 µs less, but the loop would stop reading requests for the fsync).
+  on the loop's thread (~7 µs less, but the loop would stop reading requests for the fsync);
+  and the claim as one `UPDATE … WHERE id IN (<claim>) RETURNING …` (a job's claim, stage and
+  outcome took 88-93 µs of CPU instead of 71-72).
 - Prunes delete in chunks of `PRUNE_CHUNK` rows, each its own short transaction, so the edge
   never waits long for the write lock. Finished jobs go with their commands rows; queued and
   running jobs are never pruned.
 - The worker's bookkeeping (claim, stage, outcome) commits without waiting for the disk
   (`synchronous=NORMAL`, the connection's default): a power cut may undo it, and the job then
-  runs again (at least once). A delivery's commit is `synchronous=FULL`: a delivery answered
-  2xx is on disk first.
+  runs again (at least once). The stages and outcomes written in one turn of the event loop
+  share one transaction (the worker's jobs run side by side and reach them together: four
+  jobs, one commit instead of four); a statement that fails still fails alone.
+- WAL checkpoints run in the durable commit's thread (`CHECKPOINT_EVERY`), not inside
+  whichever statement SQLite's own threshold lands on.
+- A delivery's commit is `synchronous=FULL`: a delivery answered 2xx is on disk first.
 - Writes use `BEGIN IMMEDIATE`: the write lock is taken up front, so two processes cannot
   both read "not seen" for one delivery id and then both insert it.
 """
@@ -73,6 +79,16 @@ T = TypeVar("T")
 # jobs: 500 rows take about 5 ms for jobs and 15 ms for deliveries (their random ids touch a
 # page each); 2,000 took 20-50 ms, the order of the edge's latency target.
 PRUNE_CHUNK = 500
+
+# SQLite checkpoints its WAL from inside the COMMIT that crosses `wal_autocheckpoint` pages
+# (1,000 by default) — more often than not a worker's bookkeeping statement on the event loop's
+# thread, which then stopped serving requests for the checkpoint's fsyncs (5 ms each, about
+# every 50 command deliveries: 60 such stalls, 360 ms, in 3,000). The durable commit's thread
+# checkpoints instead, passively, every `CHECKPOINT_EVERY` commits (a few hundred pages under
+# load; the WAL file keeps its size once grown, so its size says nothing); SQLite's own stays
+# as a backstop, at a size only a worker writing with no delivery arriving can reach.
+CHECKPOINT_EVERY = 32
+AUTOCHECKPOINT_PAGES = 10_000
 
 # Each entry is one migration; its index + 1 is the `user_version` it leaves behind.
 MIGRATIONS: tuple[str, ...] = (
@@ -188,6 +204,7 @@ class SqliteStore:
         if prune_chunk < 1:
             raise ValueError("a prune needs a chunk of at least one row")
         self.path = Path(path)
+        self._commits = 0
         self._clock = clock
         self._busy_timeout_ms = busy_timeout_ms
         self._prune_chunk = prune_chunk
@@ -198,6 +215,8 @@ class SqliteStore:
         self._conn: sqlite3.Connection | None = None
         self._pending: list[_Enqueue] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._updates: list[_Update] = []
+        self._updater: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -239,7 +258,7 @@ class SqliteStore:
                     # Submitted now, not when a task would first run: another connection's
                     # BEGIN on this thread must find this COMMIT already on its way.
                     loop = asyncio.get_running_loop()
-                    commit = loop.run_in_executor(None, conn.execute, "COMMIT")
+                    commit = loop.run_in_executor(None, self._commit, conn)
                     try:
                         # Never leave the connection while the thread is using it, even if
                         # this task is cancelled meanwhile.
@@ -254,6 +273,14 @@ class SqliteStore:
                     return result
                 finally:
                     conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        """A durable COMMIT and, every `CHECKPOINT_EVERY` of them, a passive checkpoint —
+        both in the commit's worker thread, never on the event loop's."""
+        conn.execute("COMMIT")
+        self._commits += 1
+        if self._commits % CHECKPOINT_EVERY == 0:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     @staticmethod
     @contextmanager
@@ -290,6 +317,9 @@ class SqliteStore:
                     raise OperatorError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
                 # NORMAL by default (the worker's bookkeeping); a delivery's commit is FULL.
                 conn.execute("PRAGMA synchronous = NORMAL")
+                # Checkpoints run in the durable commit's thread (`_commit`); SQLite's own, at
+                # this many pages, only if no delivery commits while the worker writes.
+                conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
                 conn.execute("PRAGMA foreign_keys = ON")
                 _migrate(conn, self.path)
             except BaseException:
@@ -300,6 +330,8 @@ class SqliteStore:
     async def close(self) -> None:
         if self._flusher is not None and not self._flusher.done():
             await asyncio.wait([self._flusher])  # answer every delivery already handed over
+        if self._updater is not None and not self._updater.done():
+            await asyncio.wait([self._updater])  # and write the bookkeeping already handed over
         self._close()
 
     def _close(self) -> None:
@@ -404,16 +436,30 @@ class SqliteStore:
         )
 
     async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
-        stamp = self._clock()
+        """One job's bookkeeping, committed with every other update made in the same turn of
+        the event loop (`_apply_updates`): the worker's jobs run side by side and reach their
+        stage and their outcome together, so one transaction serves them all."""
+        loop = asyncio.get_running_loop()
+        update = _Update(
+            f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
+            (*values, self._clock(), job_id),
+            loop.create_future(),
+        )
+        self._updates.append(update)
+        updater = self._updater
+        if updater is None or updater.done() or updater.get_loop() is not loop:
+            self._updater = loop.create_task(self._apply_updates(), name="pairbot-store-updates")
+        await update.future
 
-        def update(conn: sqlite3.Connection) -> None:
-            # One statement: SQLite makes it its own transaction (autocommit).
-            conn.execute(
-                f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
-                (*values, stamp, job_id),
-            )
-
-        await self._run(update)
+    async def _apply_updates(self) -> None:
+        while self._updates:
+            batch, self._updates = self._updates, []
+            try:
+                await self._run(functools.partial(_update_all, batch=batch))
+            except Exception as err:  # BEGIN or COMMIT failed: none of the batch stuck
+                for update in batch:
+                    if not update.future.done():
+                        update.future.set_exception(err)
 
     async def recover(self) -> int:
         stamp = self._clock()
@@ -602,6 +648,37 @@ class _Enqueue:
     note: str
     installation: InstallationChange | None
     future: asyncio.Future[bool]
+
+
+@dataclass
+class _Update:
+    """One job's bookkeeping statement waiting for `_apply_updates`."""
+
+    sql: str
+    values: tuple[Any, ...]
+    future: asyncio.Future[None]
+
+
+def _update_all(conn: sqlite3.Connection, batch: Sequence[_Update]) -> None:
+    """Bookkeeping statements in one transaction (not durable: see the module docstring). A
+    statement that fails rolls the batch back, and each is then run on its own, so only that
+    one is answered with its error."""
+    try:
+        with SqliteStore._write(conn):
+            for update in batch:
+                conn.execute(update.sql, update.values)
+    except Exception:
+        if len(batch) == 1:
+            raise
+        for update in batch:  # autocommit: each its own transaction
+            try:
+                conn.execute(update.sql, update.values)
+            except Exception as err:
+                if not update.future.done():
+                    update.future.set_exception(err)
+    for update in batch:
+        if not update.future.done():
+            update.future.set_result(None)
 
 
 class _BatchFailed(Exception):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -255,3 +256,99 @@ def test_a_cancelled_enqueue_is_still_committed_with_its_batch(tmp_path: Path) -
         return gone.cancelled(), fresh, again
 
     assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == (True, True, False)
+
+
+def test_the_bookkeeping_of_jobs_running_side_by_side_shares_one_transaction(
+    tmp_path: Path,
+) -> None:
+    """The worker's jobs reach their stage and their outcome in the same turn of the loop:
+    one write transaction each time, not one per job."""
+    statements: list[str] = []
+
+    async def body(store: SqliteStore) -> list[tuple[str, str]]:
+        await asyncio.gather(
+            *(store.enqueue_delivery(f"d-{n}", "e", None, [job(n)]) for n in range(4))
+        )
+        claimed = await store.claim(4, 2_000.0)
+        store._connection().set_trace_callback(statements.append)
+        await asyncio.gather(*(store.advance(j.id, "dispatching") for j in claimed))
+        await asyncio.gather(*(store.finish(j.id, "done", "ok") for j in claimed))
+        found = [await store.job(j.id) for j in claimed]
+        return [(j.state, j.stage) for j in found if j is not None]
+
+    assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == [("done", "dispatching")] * 4
+    assert statements.count("BEGIN IMMEDIATE") == 2 and statements.count("COMMIT") == 2
+
+
+def test_in_a_shared_bookkeeping_transaction_a_failing_update_fails_alone(
+    tmp_path: Path,
+) -> None:
+    async def body(store: SqliteStore) -> list[Any]:
+        await asyncio.gather(
+            *(store.enqueue_delivery(f"d-{n}", "e", None, [job(n)]) for n in range(3))
+        )
+        one, two, three = await store.claim(3, 2_000.0)
+        results = await asyncio.gather(
+            store.finish(one.id, "done", "ok"),
+            store.finish(two.id, "bogus", "no such state"),  # type: ignore[arg-type]
+            store.finish(three.id, "failed", "its own failure"),
+            return_exceptions=True,
+        )
+        states = [(await store.job(j.id)) for j in (one, two, three)]
+        return [*results[:1], type(results[1]), *results[2:], *(s.state for s in states if s)]
+
+    assert run(SqliteStore(tmp_path / "s.sqlite3"), body) == [
+        None,
+        sqlite3.IntegrityError,
+        None,
+        "done",
+        "running",
+        "failed",
+    ]
+
+
+def test_the_wal_is_checkpointed_by_the_durable_commits_thread_not_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's own checkpoint would run inside whichever statement crosses its threshold —
+    often a worker's, on the event loop's thread, which then stops for the fsyncs."""
+    monkeypatch.setattr("app.store.sqlite.CHECKPOINT_EVERY", 2)
+    loop_thread = threading.get_ident()
+    checkpoints: list[bool] = []
+
+    def trace(statement: str) -> None:
+        if statement.startswith("PRAGMA wal_checkpoint"):
+            checkpoints.append(threading.get_ident() == loop_thread)
+
+    async def body(store: SqliteStore) -> int:
+        conn = store._connection()
+        conn.set_trace_callback(trace)
+        for n in range(4):
+            await store.enqueue_delivery(f"d-{n}", "e", None, [job(n)])
+        return int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+
+    autocheckpoint = run(SqliteStore(tmp_path / "s.sqlite3"), body)
+    assert checkpoints == [False, False]  # every 2nd durable commit, never on the loop
+    assert autocheckpoint >= 10_000  # SQLite's own only as a backstop
+
+
+def test_close_writes_the_bookkeeping_already_handed_over(tmp_path: Path) -> None:
+    """A job cancelled while its outcome waits for the shared transaction (the worker's drain
+    ran out): the outcome is still written before the store closes."""
+    path = tmp_path / "s.sqlite3"
+
+    async def body(store: SqliteStore) -> int:
+        await store.enqueue_delivery("d-1", "e", None, [job(1)])
+        (claimed,) = await store.claim(1, 2_000.0)
+        pending = asyncio.ensure_future(store.finish(claimed.id, "done", "ok"))
+        await asyncio.sleep(0)  # handed over, not yet written
+        pending.cancel()
+        return claimed.id
+
+    job_id = run(SqliteStore(path), body)
+    conn = sqlite3.connect(path)
+    try:
+        state = conn.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert state == "done"
