@@ -76,6 +76,7 @@ class Walk:
         return data
 
 
+@pytest.mark.slow_first(35)
 def test_a_newcomer_goes_from_init_to_a_merged_card(tmp_path: Path) -> None:
     walk = Walk(tmp_path)
 

@@ -14,9 +14,12 @@ finds it fresh exits cleanly as `nothing-ready`, which is counted, not failed).
 The random test drives two cards, one after the other, from an unkilled `/pair implement` to
 `ready-for-merge` through a blocking first review: apply, verify, red, fix, verify, publish.
 First one unkilled cycle in a separate repository measures each step on this machine; then
-each step of the cards is killed up to PER_STEP times, after a delay drawn by a seeded
-`random.Random` within that step's measured duration (scaled by how much slower or faster
-the machine runs since), before it may finish; idle ticks are killed to make up KILLS. The
+each step of each card is killed PER_STEP times before it may finish, after a delay drawn by a
+seeded `random.Random` within that step's measured duration (scaled by how much slower or
+faster the machine runs since). The draws are stratified: a step's CARDS x PER_STEP kills each
+land in their own slice of its duration (card 1 the first and third quarter, card 2 the second
+and fourth), so every step is killed early, late and in between on a fixed budget sized for CI
+instead of clustering by chance; idle ticks are killed to make up KILLS. The
 step to come is read from the state branch, so a kill that lands after the step was saved
 counts as that step's. After every round: no unexpected request, no comment marker twice,
 every journal line on `pair-state` complete and parsing; after every unkilled round, the card
@@ -58,8 +61,10 @@ from tests.support.git import run_git
 
 SEED = 20_261_201
 CARDS = 2  # driven one after the other, each from /pair implement to ready-for-merge
-PER_STEP = 4  # kills of each step (apply, verify, red, fix, verify, publish) before it may finish
-KILLS = 24  # at least; idle ticks are killed to make up what the steps did not take
+PER_STEP = 2  # kills of each step (apply, verify, red, fix, verify, publish) before it may finish
+STRATA = CARDS * PER_STEP  # slices of a step's duration: each kill of a step lands in its own
+CYCLE_STEPS = 6  # apply, verify, red, fix, verify, publish: the steps after the comment's propose
+KILLS = CARDS * CYCLE_STEPS * PER_STEP + 2  # at least; the last ones are idle ticks
 MAX_ROUNDS = 200  # a bound on a run that stopped making progress, never a timing assertion
 STALE_AFTER_S = "0.5"
 LOCK_HELD = "another pairbot run holds the pair-state lock"
@@ -356,9 +361,10 @@ class KillRun:
     rounds: int = 0
     load: float = 1.0  # how much slower than at calibration the machine runs now
 
-    def drive(self, card: int, cards: list[int]) -> None:
+    def drive(self, card: int, cards: list[int], position: int) -> None:
         """From an unkilled `/pair implement` to `ready-for-merge`, each step killed PER_STEP
-        times at random moments (fewer when a kill lands after the step is recorded)."""
+        times at random moments in the slices of its duration that belong to the card's
+        `position` (0-based) among the cards."""
         repo, steps, typical = self.repo, self.calibration.steps, self.calibration.seconds
         # Killing the comment's own run is a test of its own (below); this one binds the card.
         _blocking_first_review(repo, cards)
@@ -375,7 +381,12 @@ class KillRun:
             index = min(_steps_done(journal), len(steps) - 1)
             step = steps[index]
             kill = killed_here[index] < PER_STEP
-            delay = self.rng.uniform(0.0, typical[step] * self.load) if kill else None
+            delay = None
+            if kill:
+                # Card `position`'s k-th kill of a step takes slice k·CARDS + position.
+                stratum = killed_here[index] * CARDS + position
+                share = self.rng.uniform(stratum, stratum + 1) / STRATA
+                delay = share * typical[step] * self.load
             _blocking_first_review(repo, cards)
             done = _round(repo, delay)
             _check_every_round(repo, cards)
@@ -430,6 +441,7 @@ def _check_card_at_the_end(repo: ActionRepo, card: int, diagnosis: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(150)
 @needs_proc
 def test_random_kills_of_every_step_resume_and_nothing_doubles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -442,8 +454,8 @@ def test_random_kills_of_every_step_resume_and_nothing_doubles(
         cards += [
             repo.fake.seed_issue(f"Card {n}", "AC-1: it works\n") for n in range(2, CARDS + 1)
         ]
-        for number, card in enumerate(cards, start=1):
-            run.drive(card, cards[:number])
+        for position, card in enumerate(cards):
+            run.drive(card, cards[: position + 1], position)
         run.idle_kills(cards)
 
         diagnosis = f"{run.kills.total()} kills (seed {SEED}): {dict(run.kills)}; {dict(run.seen)}"
@@ -499,6 +511,7 @@ def _check_one_card_ready(repo: ActionRepo, runs: list[Invocation]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(15)
 @needs_proc
 def test_a_comment_killed_while_its_propose_runs_is_resumed_by_the_next_tick(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -542,6 +555,7 @@ def _advanced(repo: ActionRepo) -> Counter[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(40)
 @needs_proc
 @pytest.mark.parametrize(
     ("step", "cycle"),
@@ -567,6 +581,7 @@ def test_a_step_killed_right_after_its_branch_push_is_resumed(
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(10)
 @needs_proc
 def test_a_propose_killed_after_its_push_still_waits_for_approval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -589,6 +604,7 @@ def test_a_propose_killed_after_its_push_still_waits_for_approval(
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(15)
 @needs_proc
 def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -610,6 +626,7 @@ def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(25)
 @needs_proc
 def test_a_label_a_killed_run_wrote_is_corrected_by_the_next_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

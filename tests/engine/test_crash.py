@@ -4,9 +4,11 @@ A real git project and the installed console script; the scripted agent is slowe
 (`PAIR_TEST_SLOW`) so that kills land while the agent runs, while pairbot or an agent's
 `batch report` appends to the journal, while a proof-of-work runs, and between steps. The
 random delays come from a seeded `random.Random`, so a run is reproducible up to the machine's
-timing. About one round in seven lets its apply finish instead, so that the kills spread over the
-whole batch rather than all landing in the first verify (which leaves nothing on disk to resume
-from, unlike propose and apply).
+timing. They are stratified on a fixed budget sized for CI: each run of STRATA kills draws one
+delay from each slice of [0, MAX_DELAY_S), in a shuffled order, so early and late kills are
+both certain instead of left to chance. About one round in seven lets its apply finish
+instead, so that the kills spread over the whole batch rather than all landing in the first
+verify (which leaves nothing on disk to resume from, unlike propose and apply).
 
 After every kill:
 
@@ -40,7 +42,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +59,8 @@ pytestmark = [
 ]
 
 SEED = 20_261_130
-KILLS = 25
+KILLS = 16
+STRATA = 4  # every STRATA kills cover each quarter of [0, MAX_DELAY_S) once
 MAX_DELAY_S = 0.6
 # A step takes 0.6-1 s here, longer than most delays, and a verify leaves nothing on disk until
 # its outcome: without some whole steps in between, every kill would land in the first verify.
@@ -377,12 +380,23 @@ def _round(
     return _journal_bytes(project), notes
 
 
+def _stratified_delays(rng: random.Random) -> Iterator[float]:
+    """Kill delays: each block of STRATA draws one from every slice of [0, MAX_DELAY_S)."""
+    while True:
+        slices = list(range(STRATA))
+        rng.shuffle(slices)
+        for index in slices:
+            yield rng.uniform(index, index + 1) * MAX_DELAY_S / STRATA
+
+
+@pytest.mark.slow_first(60)
 def test_random_sigkills_lose_nothing_and_the_batch_still_finishes(
     make_project: Callable[..., Project], tmp_path: Path
 ) -> None:
     project = make_project(MANIFEST)
     project.script({}, default="slow")
     rng = random.Random(SEED)
+    delays = _stratified_delays(rng)
     logs = tmp_path / "logs"
     logs.mkdir()
     seen: Counter[str] = Counter()
@@ -393,7 +407,7 @@ def test_random_sigkills_lose_nothing_and_the_batch_still_finishes(
         journal = b""
         kills = rounds = 0
         while kills < KILLS:
-            delay = None if rng.random() < CLEAN_SHARE else rng.uniform(0.0, MAX_DELAY_S)
+            delay = None if rng.random() < CLEAN_SHARE else next(delays)
             previous = journal
             rounds += 1
             journal, round_notes = _round(
