@@ -155,13 +155,29 @@ def _tip(repo: ActionRepo, branch: str) -> str | None:
     )
 
 
+def _polled_tip(repo: ActionRepo, branch: str) -> str | None:
+    """`_tip` read straight from the bare repository's ref files, for cues polled every few ms.
+
+    A `git rev-parse` per poll would keep a core busy forking git beside the run it watches.
+    git 2.x keeps a branch as a loose ref file or, once packed, as a line of `packed-refs`.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        return (repo.bare / "refs" / "heads" / branch).read_text().strip() or None
+    with contextlib.suppress(FileNotFoundError):
+        for line in (repo.bare / "packed-refs").read_text().splitlines():
+            sha, _, ref = line.partition(" ")
+            if ref == f"refs/heads/{branch}":
+                return sha
+    return None
+
+
 def _lock(repo: ActionRepo, commit: str = "pair-state") -> dict[str, Any] | None:
     shown = run_git(repo.bare, "show", f"{commit}:lock.json")
     return json.loads(shown.stdout) if shown.returncode == 0 else None
 
 
-def _state_subject(repo: ActionRepo) -> str:
-    return run_git(repo.bare, "log", "-1", "--format=%s", "pair-state").stdout.strip()
+def _state_subject(repo: ActionRepo, commit: str = "pair-state") -> str:
+    return run_git(repo.bare, "log", "-1", "--format=%s", commit).stdout.strip()
 
 
 def _journal(repo: ActionRepo, card: int) -> list[dict[str, Any]]:
@@ -575,7 +591,8 @@ def test_a_step_killed_right_after_its_branch_push_is_resumed(
         event = _run_up_to(repo, step, cycle)
         branch = f"pair/card-{repo.card}"
         pushed = _tip(repo, branch)
-        _kill_when(repo, event, lambda: _tip(repo, branch) != pushed)
+        assert _polled_tip(repo, branch) == pushed
+        _kill_when(repo, event, lambda: _polled_tip(repo, branch) != pushed)
         _until_stale()
         _check_one_card_ready(repo, repo.until_quiet())
 
@@ -590,7 +607,9 @@ def test_a_propose_killed_after_its_push_still_waits_for_approval(
     with action_repo(tmp_path, cycle={"prepare": "always"}) as repo:
         branch = f"pair/card-{repo.card}"
         _kill_when(
-            repo, repo.comment_event("/pair implement"), lambda: _tip(repo, branch) is not None
+            repo,
+            repo.comment_event("/pair implement"),
+            lambda: _polled_tip(repo, branch) is not None,
         )
         _until_stale()
         runs = repo.until_quiet()
@@ -612,13 +631,23 @@ def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
     monkeypatch.setenv(ENV_STALE_AFTER_S, STALE_AFTER_S)
     with action_repo(tmp_path) as repo:
         event = _run_up_to(repo, "verify", STRAIGHT)
-        saved = _state_subject(repo)
-        # A tick's first checkpoint is the one right after its step's outcome.
-        _kill_when(
-            repo,
-            event,
-            lambda: _state_subject(repo) != saved and "(checkpoint)" in _state_subject(repo),
-        )
+        saved = _tip(repo, "pair-state")
+        assert _polled_tip(repo, "pair-state") == saved
+        subjects: dict[str, str] = {}
+
+        def checkpointed() -> bool:
+            # A tick's first checkpoint is the one right after its step's outcome. Read the
+            # subject once per new tip: git runs only when the state branch moved.
+            tip = _polled_tip(repo, "pair-state")
+            if tip == saved:
+                return False
+            if tip is None:
+                return False
+            if tip not in subjects:
+                subjects[tip] = _state_subject(repo, tip)
+            return "(checkpoint)" in subjects[tip]
+
+        _kill_when(repo, event, checkpointed)
         _until_stale()
         runs = repo.until_quiet()
         _check_one_card_ready(repo, runs)
