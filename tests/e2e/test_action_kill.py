@@ -439,6 +439,9 @@ class KillRun:
             else:
                 assert done.outputs["transition"] == "", done.outputs
                 self.seen["idle outran the kill"] += 1
+                # Rescale by this tick, as drive() does after every unkilled step: a calibration
+                # idle measured in a burst of load would otherwise aim most kills past the end.
+                self.load = done.seconds / typical
 
 
 def _check_card_at_the_end(repo: ActionRepo, card: int, diagnosis: str) -> None:
