@@ -13,16 +13,15 @@ finds it fresh exits cleanly as `nothing-ready`, which is counted, not failed).
 
 The random test drives two cards, one after the other, from an unkilled `/pair implement` to
 `ready-for-merge` through a blocking first review: apply, verify, red, fix, verify, publish.
-First one unkilled cycle in a separate repository measures each step on this machine; then
-each step of each card is killed PER_STEP times before it may finish, after a delay drawn by a
-seeded `random.Random` within that step's measured duration (scaled by how much slower or
-faster the machine runs since). The draws are stratified: a step's CARDS x PER_STEP kills each
-land in their own slice of its duration (card 1 the first and third quarter, card 2 the second
-and fourth), so every step is killed early, late and in between on a fixed budget sized for CI
-instead of clustering by chance; idle ticks are killed to make up KILLS. The
-step to come is read from the state branch, so a kill that lands after the step was saved
-counts as that step's. After every round: no unexpected request, no comment marker twice,
-every journal line on `pair-state` complete and parsing; after every unkilled round, the card
+The first card runs unkilled and measures, for each step on this machine, its duration and
+when its first checkpoint (the step's outcome saved on `pair-state`) was pushed. Then each
+step of the second card is killed twice before it may finish, on a fixed seeded budget sized
+for CI: once before its checkpoint and once after it, each after a delay drawn by a seeded
+`random.Random` within that part of the step (scaled by how much slower or faster the machine
+runs since); idle ticks are killed to make up KILLS. The step to come is read from the state
+branch, so a kill that lands after the step was saved counts as that step's. After every
+round: no unexpected request, no comment marker twice, every journal line on `pair-state`
+complete and parsing; after every unkilled round, the card
 took the step the state branch said was next (or a later one it found done unrecorded), and the
 card and its PR carry exactly one, the same, `pr-state:*` label. At the end: every card is
 `ready-for-merge`, each has one PR, each pairbot comment exists once, `pair-review` success
@@ -61,10 +60,11 @@ from tests.support.git import run_git
 
 SEED = 20_261_201
 CARDS = 2  # driven one after the other, each from /pair implement to ready-for-merge
-PER_STEP = 2  # kills of each step (apply, verify, red, fix, verify, publish) before it may finish
-STRATA = CARDS * PER_STEP  # slices of a step's duration: each kill of a step lands in its own
+# Kills of each step of the second card (apply, verify, red, fix, verify, publish) before it may
+# finish: one before its checkpoint, one after it.
+PER_STEP = 2
 CYCLE_STEPS = 6  # apply, verify, red, fix, verify, publish: the steps after the comment's propose
-KILLS = CARDS * CYCLE_STEPS * PER_STEP + 2  # at least; the last ones are idle ticks
+KILLS = CYCLE_STEPS * PER_STEP + 2  # at least; idle ticks make up what the steps did not take
 MAX_ROUNDS = 200  # a bound on a run that stopped making progress, never a timing assertion
 STALE_AFTER_S = "0.5"
 LOCK_HELD = "another pairbot run holds the pair-state lock"
@@ -237,20 +237,46 @@ def _landing(repo: ActionRepo, run_id: str, tip_before: str | None, writes: int)
     return f"elsewhere ({subject})"
 
 
-def _round(repo: ActionRepo, delay: float | None) -> Round:
-    """One scheduled tick on a fresh runner, SIGKILLed after `delay` seconds (None: never)."""
+def _checkpointed_since(repo: ActionRepo, tip: str | None, now: str | None) -> bool:
+    """Whether a checkpoint commit reached `pair-state` between tips `tip` and `now`."""
+    if now is None or now == tip:
+        return False
+    # Every commit since the last look: two pushes may land between two polls.
+    span = f"{tip}..{now}" if tip else now
+    return "(checkpoint)" in run_git(repo.bare, "log", "--format=%s", span).stdout
+
+
+def _round(repo: ActionRepo, delay: float | None, *, after_checkpoint: bool = False) -> Round:
+    """One scheduled tick on a fresh runner, SIGKILLed `delay` seconds after it started, or
+    with `after_checkpoint` after its first checkpoint reached `pair-state` (None: never)."""
     tip_before = _tip(repo, "pair-state")
     writes_before = repo.fake.mutations
     process, home = repo.popen(repo.schedule_event())
     started = time.monotonic()
     run_id = str(1000 + int(home.name.removeprefix("run-")))  # the harness's GITHUB_RUN_ID
-    try:
-        stdout, stderr = process.communicate(timeout=240 if delay is None else delay)
-    except subprocess.TimeoutExpired:
-        assert delay is not None, "an unkilled tick did not finish"
-        _kill_runner(process, home)
-        writes = repo.fake.mutations - writes_before
-        return Round(True, _landing(repo, run_id, tip_before, writes), {})
+    deadline = None if delay is None or after_checkpoint else started + delay
+    watching = delay is not None and after_checkpoint  # polls for the checkpoint until seen
+    tip = tip_before
+    while True:
+        if watching:
+            wait = 0.005
+        else:
+            wait = 240.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            stdout, stderr = process.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            assert now - started < 240, "a tick neither finished nor reached its kill"
+        if deadline is not None and now >= deadline:
+            _kill_runner(process, home)
+            writes = repo.fake.mutations - writes_before
+            return Round(True, _landing(repo, run_id, tip_before, writes), {})
+        if watching and _checkpointed_since(repo, tip, seen := _polled_tip(repo, "pair-state")):
+            assert delay is not None
+            watching, deadline = False, time.monotonic() + delay
+        elif watching:
+            tip = seen
     assert process.returncode in (0, 1), stdout + stderr
     outputs = read_outputs(home / "output")
     assert outputs, stdout + stderr
@@ -296,25 +322,51 @@ def _statuses(repo: ActionRepo, sha: str) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- the tests
 
 
-def _timed(repo: ActionRepo, event: tuple[str, dict[str, Any]]) -> tuple[dict[str, str], float]:
-    """Run the Action unkilled; its outputs and its wall time from start to exit."""
+def _watched(
+    repo: ActionRepo, event: tuple[str, dict[str, Any]]
+) -> tuple[dict[str, str], float, float | None]:
+    """Run the Action unkilled; its outputs, its wall time from start to exit, and when (from
+    its start) its first checkpoint reached `pair-state` (None: it pushed none)."""
+    tip = _polled_tip(repo, "pair-state")
     process, home = repo.popen(event)
     started = time.monotonic()
-    stdout, stderr = process.communicate(timeout=240)
+    checkpoint: float | None = None
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=0.005)
+            break
+        except subprocess.TimeoutExpired:
+            assert time.monotonic() - started < 240, "an unkilled tick did not finish"
+        if checkpoint is None:
+            if _checkpointed_since(repo, tip, now := _polled_tip(repo, "pair-state")):
+                checkpoint = time.monotonic() - started
+            tip = now
     elapsed = time.monotonic() - started
     assert process.returncode == 0, stdout + stderr
-    return read_outputs(home / "output"), elapsed
+    return read_outputs(home / "output"), elapsed, checkpoint
 
 
-@dataclass(frozen=True)
+@dataclass
 class Calibration:
     """How long each step takes unkilled on this machine now, and the cycle's steps in order."""
 
-    steps: list[str]  # propose, apply, verify, red, fix, verify, publish
-    seconds: dict[str, float]  # per kind of step (the longer of two verifies), and "idle"
+    steps: list[str] = field(default_factory=list)  # apply, verify, red, fix, verify, publish
+    # Per kind of step (the longer of two verifies), and "idle": seconds from start to exit,
+    # and from start to the first checkpoint (None: the step pushes none, e.g. publish).
+    seconds: dict[str, float] = field(default_factory=dict)
+    checkpoint: dict[str, float | None] = field(default_factory=dict)
+
+    def measured(self, step: str, seconds: float, checkpoint: float | None) -> None:
+        if seconds >= self.seconds.get(step, 0.0):
+            self.seconds[step] = seconds
+            self.checkpoint[step] = checkpoint
 
     def __str__(self) -> str:
-        return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
+        return ", ".join(
+            f"{k} {v:.2f} s"
+            + ("" if (c := self.checkpoint[k]) is None else f" (checkpoint {c:.2f} s)")
+            for k, v in self.seconds.items()
+        )
 
 
 def _blocking_first_review(repo: ActionRepo, cards: list[int]) -> None:
@@ -335,25 +387,6 @@ def _blocking_first_review(repo: ActionRepo, cards: list[int]) -> None:
     (repo.scratch / "script-state.json").unlink(missing_ok=True)
 
 
-def _calibrate(tmp: Path) -> Calibration:
-    """One unkilled cycle in a separate repository (the kill run's cards start from scratch)."""
-    steps: list[str] = []
-    seconds: dict[str, float] = {}
-    with action_repo(tmp) as repo:
-        event = repo.comment_event("/pair implement")
-        while True:
-            _blocking_first_review(repo, [repo.card])
-            outputs, took = _timed(repo, event)
-            step = outputs["transition"] or "idle"
-            seconds[step] = max(took, seconds.get(step, 0.0))
-            if step == "idle":
-                break
-            steps.append(step)
-            event = repo.schedule_event()
-    assert steps == ["propose", "apply", "verify", "red", "fix", "verify", "publish"], steps
-    return Calibration(steps, seconds)
-
-
 def _is_ready(journal: list[dict[str, Any]]) -> bool:
     labels = [r["data"]["state"] for r in journal if _event(r) == "label"]
     return bool(labels) and labels[-1] == "pr-state:ready-for-merge"
@@ -370,21 +403,42 @@ class KillRun:
     """The kill test's bookkeeping across cards."""
 
     repo: ActionRepo
-    calibration: Calibration
     rng: random.Random
+    calibration: Calibration = field(default_factory=Calibration)
     seen: Counter[str] = field(default_factory=Counter)
     kills: Counter[str] = field(default_factory=Counter)
     rounds: int = 0
     load: float = 1.0  # how much slower than at calibration the machine runs now
 
-    def drive(self, card: int, cards: list[int], position: int) -> None:
+    def calibrate(self, card: int) -> None:
+        """Drive `card` unkilled from `/pair implement` to `ready-for-merge`, then one idle
+        tick, measuring each step (the next card's kills are aimed by it)."""
+        repo, calibration = self.repo, self.calibration
+        event = repo.comment_event("/pair implement", number=card)
+        while True:
+            _blocking_first_review(repo, [card])
+            outputs, seconds, checkpoint = _watched(repo, event)
+            _check_every_round(repo, [card])
+            step = outputs["transition"] or "idle"
+            calibration.measured(step, seconds, checkpoint)
+            if step == "idle":
+                break
+            assert outputs["card"] == str(card), outputs
+            calibration.steps.append(step)
+            assert _check_labels(repo, card) == f"pr-state:{outputs['status']}"
+            event = repo.schedule_event()
+        steps = calibration.steps
+        assert steps == ["propose", "apply", "verify", "red", "fix", "verify", "publish"], steps
+
+    def drive(self, card: int, cards: list[int]) -> None:
         """From an unkilled `/pair implement` to `ready-for-merge`, each step killed PER_STEP
-        times at random moments in the slices of its duration that belong to the card's
-        `position` (0-based) among the cards."""
-        repo, steps, typical = self.repo, self.calibration.steps, self.calibration.seconds
+        times: first before its checkpoint, then after it (once a kill lands after the step
+        was recorded, the card has moved on to the next step)."""
+        repo, steps = self.repo, self.calibration.steps
+        typical, checkpoint = self.calibration.seconds, self.calibration.checkpoint
         # Killing the comment's own run is a test of its own (below); this one binds the card.
         _blocking_first_review(repo, cards)
-        outputs, seconds = _timed(repo, repo.comment_event("/pair implement", number=card))
+        outputs, seconds, _ = _watched(repo, repo.comment_event("/pair implement", number=card))
         assert (outputs["card"], outputs["transition"]) == (str(card), "propose"), outputs
         # The machine's load drifts (other test runs): scale the calibration by how the last
         # unkilled run compared with its own calibrated duration, so kills stay within steps.
@@ -396,15 +450,18 @@ class KillRun:
             # The step the state branch says comes next; it decides the kill's time scale.
             index = min(_steps_done(journal), len(steps) - 1)
             step = steps[index]
-            kill = killed_here[index] < PER_STEP
-            delay = None
-            if kill:
-                # Card `position`'s k-th kill of a step takes slice k·CARDS + position.
-                stratum = killed_here[index] * CARDS + position
-                share = self.rng.uniform(stratum, stratum + 1) / STRATA
-                delay = share * typical[step] * self.load
+            # A step that pushes no checkpoint is killed in its first half, then its second.
+            split = checkpoint[step]
+            middle = typical[step] / 2 if split is None else split
+            delay, after = None, False
+            if killed_here[index] == 0:  # before its checkpoint, timed from the start
+                delay = self.rng.uniform(0.0, middle) * self.load
+            elif killed_here[index] == 1 and split is None:
+                delay = self.rng.uniform(middle, typical[step]) * self.load
+            elif killed_here[index] == 1:  # after it: timed from the checkpoint, seen pushed
+                delay, after = self.rng.uniform(0.0, typical[step] - split) * self.load, True
             _blocking_first_review(repo, cards)
-            done = _round(repo, delay)
+            done = _round(repo, delay, after_checkpoint=after)
             _check_every_round(repo, cards)
             if done.killed:
                 killed_here[index] += 1
@@ -466,15 +523,16 @@ def test_random_kills_of_every_step_resume_and_nothing_doubles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_STALE_AFTER_S, STALE_AFTER_S)  # the harness passes its env on
-    calibration = _calibrate(tmp_path / "calibration")
-    with action_repo(tmp_path / "kills") as repo:
-        run = KillRun(repo, calibration, random.Random(SEED))
+    with action_repo(tmp_path) as repo:
+        run = KillRun(repo, random.Random(SEED))
         cards = [repo.card]
         cards += [
             repo.fake.seed_issue(f"Card {n}", "AC-1: it works\n") for n in range(2, CARDS + 1)
         ]
-        for position, card in enumerate(cards):
-            run.drive(card, cards[: position + 1], position)
+        run.calibrate(cards[0])  # the first card's cycle, unkilled, aims the kills
+        calibration = run.calibration
+        for number, card in enumerate(cards[1:], start=2):
+            run.drive(card, cards[:number])
         run.idle_kills(cards)
 
         diagnosis = f"{run.kills.total()} kills (seed {SEED}): {dict(run.kills)}; {dict(run.seen)}"
