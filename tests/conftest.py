@@ -50,7 +50,8 @@ def _start_order(item: pytest.Item) -> tuple[int, float]:
     and units of equal size keep their order), so a long test collected last starts last and
     leaves one worker running it alone while the other idles. Starting the long ones first lets
     the many short tests fill in around them. The sort is stable and the same on every worker,
-    as xdist requires.
+    as xdist requires. Moving a test away from its module's others sets a module-scoped fixture
+    up twice: mark whole modules (`pytestmark`) that have one.
     """
     marker = item.get_closest_marker(SLOW_FIRST)
     if marker is not None:
