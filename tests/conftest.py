@@ -32,6 +32,36 @@ os.environ.setdefault("PAIR_ISOLATION", "off")
 settings.register_profile("pairbot", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("pairbot")
 
+SLOW_FIRST = "slow_first"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{SLOW_FIRST}(seconds): a long test, started before the short ones; `seconds` is a rough"
+        " idle duration on two cores, to start the longest first",
+    )
+
+
+def _start_order(item: pytest.Item) -> tuple[int, float]:
+    """Longest first: `slow_first` tests by their rough seconds, then `slow` ones, then the rest.
+
+    xdist's `loadgroup` hands tests out in collection order (ungrouped tests are one unit each,
+    and units of equal size keep their order), so a long test collected last starts last and
+    leaves one worker running it alone while the other idles. Starting the long ones first lets
+    the many short tests fill in around them. The sort is stable and the same on every worker,
+    as xdist requires. Moving a test away from its module's others sets a module-scoped fixture
+    up twice: mark whole modules (`pytestmark`) that have one.
+    """
+    marker = item.get_closest_marker(SLOW_FIRST)
+    if marker is not None:
+        return (0, -float(marker.args[0]) if marker.args else 0.0)
+    return (1 if item.get_closest_marker("slow") is not None else 2, 0.0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_start_order)
+
 
 @pytest.fixture
 def make_project(tmp_path: Path) -> Callable[..., Project]:

@@ -76,6 +76,7 @@ class Walk:
         return data
 
 
+@pytest.mark.slow_first(35)
 def test_a_newcomer_goes_from_init_to_a_merged_card(tmp_path: Path) -> None:
     walk = Walk(tmp_path)
 
@@ -146,13 +147,16 @@ def test_a_newcomer_goes_from_init_to_a_merged_card(tmp_path: Path) -> None:
     # A second process while a step holds the card's lock: one line, exit 3.
     second = walk.run("card", "new", "Second widget", "--json")
     card2 = str(json.loads(second.stdout)["card"])  # cards and pulls share numbers: not 2
-    walk.script("slow")
+    # The agent holds its step until the test releases it: the lock is held exactly as long
+    # as the refusals need, never a fixed sleep.
+    walk.script("held")
+    release = walk.scratch / "release"
     log = walk.scratch / "agent-log.jsonl"
     calls = len(log.read_text().splitlines())
     holder = subprocess.Popen(
         [str(PAIRBOT), "card", card2, "implement"],
         cwd=walk.root,
-        env=agent_env(walk.env(PAIR_TEST_SLOW="30")),
+        env=agent_env(walk.env(PAIR_TEST_RELEASE=str(release))),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -162,6 +166,7 @@ def test_a_newcomer_goes_from_init_to_a_merged_card(tmp_path: Path) -> None:
         for args in (("card", card2, "implement"), ("tick", f"card-{card2}")):
             line = walk.refusal(walk.run(*args, code=3))
             assert "batch lock held by pid" in line and "try again when it finishes" in line
+        release.touch()
         out, err = holder.communicate(timeout=120)
     finally:
         if holder.poll() is None:

@@ -66,6 +66,7 @@ def _independent(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow_first(25)
 def test_cohort_json_matches_the_cards_journals(tmp_path: Path) -> None:
     project = CardProject.create(tmp_path)
     first = project.card

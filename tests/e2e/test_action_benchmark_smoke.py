@@ -12,6 +12,7 @@ from benchmarks import action_requests
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.slow_first(15)
 def test_the_benchmark_prints_its_table_for_a_tiny_configuration() -> None:
     printed: list[str] = []
     report = action_requests.main(

@@ -23,6 +23,7 @@ from tests.support.project import AGENT
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.slow_first(18)
 def test_a_card_goes_from_a_comment_to_ready_for_merge(tmp_path: Path) -> None:
     # `.pair/config.yaml` declares no `hosts:` (docs/action.md): inside Actions that is GitHub.
     with action_repo(tmp_path, declare_hosts=False) as repo:
@@ -65,6 +66,7 @@ def test_a_card_goes_from_a_comment_to_ready_for_merge(tmp_path: Path) -> None:
             assert token not in shown + run.stderr + run.summary
 
 
+@pytest.mark.slow_first(18)
 def test_until_merged_merge_never_merges_the_reviewed_head(tmp_path: Path) -> None:
     with action_repo(tmp_path) as repo:
         repo.run(repo.comment_event("/pair implement until: merged merge: never"))
@@ -109,6 +111,7 @@ def _reviewed(repo) -> list[str]:  # type: ignore[no-untyped-def]
     ]
 
 
+@pytest.mark.slow_first(25)
 def test_a_blocking_finding_is_resolved_by_red_and_fix(tmp_path: Path) -> None:
     with action_repo(tmp_path) as repo:
         _script(repo, {"verify": ["findings-blocking", "ok"]})
@@ -122,6 +125,7 @@ def test_a_blocking_finding_is_resolved_by_red_and_fix(tmp_path: Path) -> None:
         assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
 
 
+@pytest.mark.slow_first(25)
 def test_a_head_moved_before_merge_is_re_reviewed_instead(tmp_path: Path) -> None:
     with action_repo(tmp_path) as repo:
         repo.run(repo.comment_event("/pair implement until: merged merge: always"))
@@ -160,6 +164,7 @@ def test_a_head_moved_before_merge_is_re_reviewed_instead(tmp_path: Path) -> Non
         repo.assert_invariants()
 
 
+@pytest.mark.slow_first(22)
 def test_a_scope_decision_comment_is_applied_once(tmp_path: Path) -> None:
     with action_repo(tmp_path) as repo:
         _script(repo, {"verify": ["scope-proposal", "ok"]})
@@ -185,6 +190,7 @@ def test_a_scope_decision_comment_is_applied_once(tmp_path: Path) -> None:
         assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
 
 
+@pytest.mark.slow_first(10)
 def test_a_checkout_without_persisted_credentials_works_and_the_agent_sees_no_token(
     tmp_path: Path,
 ) -> None:
@@ -204,6 +210,7 @@ def test_a_checkout_without_persisted_credentials_works_and_the_agent_sees_no_to
             assert not leaked
 
 
+@pytest.mark.slow_first(25)
 def test_a_repository_with_only_the_workflow_gets_a_merged_reviewed_pull(tmp_path: Path) -> None:
     # No `.pair/` at all: the agent comes from the workflow's inputs, the hosts from the runner.
     agent = shlex.join([sys.executable, str(AGENT)])

@@ -13,13 +13,15 @@ finds it fresh exits cleanly as `nothing-ready`, which is counted, not failed).
 
 The random test drives two cards, one after the other, from an unkilled `/pair implement` to
 `ready-for-merge` through a blocking first review: apply, verify, red, fix, verify, publish.
-First one unkilled cycle in a separate repository measures each step on this machine; then
-each step of the cards is killed up to PER_STEP times, after a delay drawn by a seeded
-`random.Random` within that step's measured duration (scaled by how much slower or faster
-the machine runs since), before it may finish; idle ticks are killed to make up KILLS. The
-step to come is read from the state branch, so a kill that lands after the step was saved
-counts as that step's. After every round: no unexpected request, no comment marker twice,
-every journal line on `pair-state` complete and parsing; after every unkilled round, the card
+The first card runs unkilled and measures, for each step on this machine, its duration and
+when its first checkpoint (the step's outcome saved on `pair-state`) was pushed. Then each
+step of the second card is killed twice before it may finish, on a fixed seeded budget sized
+for CI: once before its checkpoint and once after it, each after a delay drawn by a seeded
+`random.Random` within that part of the step (scaled by how much slower or faster the machine
+runs since); idle ticks are killed to make up KILLS. The step to come is read from the state
+branch, so a kill that lands after the step was saved counts as that step's. After every
+round: no unexpected request, no comment marker twice, every journal line on `pair-state`
+complete and parsing; after every unkilled round, the card
 took the step the state branch said was next (or a later one it found done unrecorded), and the
 card and its PR carry exactly one, the same, `pr-state:*` label. At the end: every card is
 `ready-for-merge`, each has one PR, each pairbot comment exists once, `pair-review` success
@@ -58,8 +60,11 @@ from tests.support.git import run_git
 
 SEED = 20_261_201
 CARDS = 2  # driven one after the other, each from /pair implement to ready-for-merge
-PER_STEP = 4  # kills of each step (apply, verify, red, fix, verify, publish) before it may finish
-KILLS = 24  # at least; idle ticks are killed to make up what the steps did not take
+# Kills of each step of the second card (apply, verify, red, fix, verify, publish) before it may
+# finish: one before its checkpoint, one after it.
+PER_STEP = 2
+CYCLE_STEPS = 6  # apply, verify, red, fix, verify, publish: the steps after the comment's propose
+KILLS = CYCLE_STEPS * PER_STEP + 2  # at least; idle ticks make up what the steps did not take
 MAX_ROUNDS = 200  # a bound on a run that stopped making progress, never a timing assertion
 STALE_AFTER_S = "0.5"
 LOCK_HELD = "another pairbot run holds the pair-state lock"
@@ -150,13 +155,29 @@ def _tip(repo: ActionRepo, branch: str) -> str | None:
     )
 
 
+def _polled_tip(repo: ActionRepo, branch: str) -> str | None:
+    """`_tip` read straight from the bare repository's ref files, for cues polled every few ms.
+
+    A `git rev-parse` per poll would keep a core busy forking git beside the run it watches.
+    git 2.x keeps a branch as a loose ref file or, once packed, as a line of `packed-refs`.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        return (repo.bare / "refs" / "heads" / branch).read_text().strip() or None
+    with contextlib.suppress(FileNotFoundError):
+        for line in (repo.bare / "packed-refs").read_text().splitlines():
+            sha, _, ref = line.partition(" ")
+            if ref == f"refs/heads/{branch}":
+                return sha
+    return None
+
+
 def _lock(repo: ActionRepo, commit: str = "pair-state") -> dict[str, Any] | None:
     shown = run_git(repo.bare, "show", f"{commit}:lock.json")
     return json.loads(shown.stdout) if shown.returncode == 0 else None
 
 
-def _state_subject(repo: ActionRepo) -> str:
-    return run_git(repo.bare, "log", "-1", "--format=%s", "pair-state").stdout.strip()
+def _state_subject(repo: ActionRepo, commit: str = "pair-state") -> str:
+    return run_git(repo.bare, "log", "-1", "--format=%s", commit).stdout.strip()
 
 
 def _journal(repo: ActionRepo, card: int) -> list[dict[str, Any]]:
@@ -216,20 +237,46 @@ def _landing(repo: ActionRepo, run_id: str, tip_before: str | None, writes: int)
     return f"elsewhere ({subject})"
 
 
-def _round(repo: ActionRepo, delay: float | None) -> Round:
-    """One scheduled tick on a fresh runner, SIGKILLed after `delay` seconds (None: never)."""
+def _checkpointed_since(repo: ActionRepo, tip: str | None, now: str | None) -> bool:
+    """Whether a checkpoint commit reached `pair-state` between tips `tip` and `now`."""
+    if now is None or now == tip:
+        return False
+    # Every commit since the last look: two pushes may land between two polls.
+    span = f"{tip}..{now}" if tip else now
+    return "(checkpoint)" in run_git(repo.bare, "log", "--format=%s", span).stdout
+
+
+def _round(repo: ActionRepo, delay: float | None, *, after_checkpoint: bool = False) -> Round:
+    """One scheduled tick on a fresh runner, SIGKILLed `delay` seconds after it started, or
+    with `after_checkpoint` after its first checkpoint reached `pair-state` (None: never)."""
     tip_before = _tip(repo, "pair-state")
     writes_before = repo.fake.mutations
     process, home = repo.popen(repo.schedule_event())
     started = time.monotonic()
     run_id = str(1000 + int(home.name.removeprefix("run-")))  # the harness's GITHUB_RUN_ID
-    try:
-        stdout, stderr = process.communicate(timeout=240 if delay is None else delay)
-    except subprocess.TimeoutExpired:
-        assert delay is not None, "an unkilled tick did not finish"
-        _kill_runner(process, home)
-        writes = repo.fake.mutations - writes_before
-        return Round(True, _landing(repo, run_id, tip_before, writes), {})
+    deadline = None if delay is None or after_checkpoint else started + delay
+    watching = delay is not None and after_checkpoint  # polls for the checkpoint until seen
+    tip = tip_before
+    while True:
+        if watching:
+            wait = 0.005
+        else:
+            wait = 240.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            stdout, stderr = process.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            assert now - started < 240, "a tick neither finished nor reached its kill"
+        if deadline is not None and now >= deadline:
+            _kill_runner(process, home)
+            writes = repo.fake.mutations - writes_before
+            return Round(True, _landing(repo, run_id, tip_before, writes), {})
+        if watching and _checkpointed_since(repo, tip, seen := _polled_tip(repo, "pair-state")):
+            assert delay is not None
+            watching, deadline = False, time.monotonic() + delay
+        elif watching:
+            tip = seen
     assert process.returncode in (0, 1), stdout + stderr
     outputs = read_outputs(home / "output")
     assert outputs, stdout + stderr
@@ -275,25 +322,51 @@ def _statuses(repo: ActionRepo, sha: str) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- the tests
 
 
-def _timed(repo: ActionRepo, event: tuple[str, dict[str, Any]]) -> tuple[dict[str, str], float]:
-    """Run the Action unkilled; its outputs and its wall time from start to exit."""
+def _watched(
+    repo: ActionRepo, event: tuple[str, dict[str, Any]]
+) -> tuple[dict[str, str], float, float | None]:
+    """Run the Action unkilled; its outputs, its wall time from start to exit, and when (from
+    its start) its first checkpoint reached `pair-state` (None: it pushed none)."""
+    tip = _polled_tip(repo, "pair-state")
     process, home = repo.popen(event)
     started = time.monotonic()
-    stdout, stderr = process.communicate(timeout=240)
+    checkpoint: float | None = None
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=0.005)
+            break
+        except subprocess.TimeoutExpired:
+            assert time.monotonic() - started < 240, "an unkilled tick did not finish"
+        if checkpoint is None:
+            if _checkpointed_since(repo, tip, now := _polled_tip(repo, "pair-state")):
+                checkpoint = time.monotonic() - started
+            tip = now
     elapsed = time.monotonic() - started
     assert process.returncode == 0, stdout + stderr
-    return read_outputs(home / "output"), elapsed
+    return read_outputs(home / "output"), elapsed, checkpoint
 
 
-@dataclass(frozen=True)
+@dataclass
 class Calibration:
     """How long each step takes unkilled on this machine now, and the cycle's steps in order."""
 
-    steps: list[str]  # propose, apply, verify, red, fix, verify, publish
-    seconds: dict[str, float]  # per kind of step (the longer of two verifies), and "idle"
+    steps: list[str] = field(default_factory=list)  # apply, verify, red, fix, verify, publish
+    # Per kind of step (the longer of two verifies), and "idle": seconds from start to exit,
+    # and from start to the first checkpoint (None: the step pushes none, e.g. publish).
+    seconds: dict[str, float] = field(default_factory=dict)
+    checkpoint: dict[str, float | None] = field(default_factory=dict)
+
+    def measured(self, step: str, seconds: float, checkpoint: float | None) -> None:
+        if seconds >= self.seconds.get(step, 0.0):
+            self.seconds[step] = seconds
+            self.checkpoint[step] = checkpoint
 
     def __str__(self) -> str:
-        return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
+        return ", ".join(
+            f"{k} {v:.2f} s"
+            + ("" if (c := self.checkpoint[k]) is None else f" (checkpoint {c:.2f} s)")
+            for k, v in self.seconds.items()
+        )
 
 
 def _blocking_first_review(repo: ActionRepo, cards: list[int]) -> None:
@@ -314,25 +387,6 @@ def _blocking_first_review(repo: ActionRepo, cards: list[int]) -> None:
     (repo.scratch / "script-state.json").unlink(missing_ok=True)
 
 
-def _calibrate(tmp: Path) -> Calibration:
-    """One unkilled cycle in a separate repository (the kill run's cards start from scratch)."""
-    steps: list[str] = []
-    seconds: dict[str, float] = {}
-    with action_repo(tmp) as repo:
-        event = repo.comment_event("/pair implement")
-        while True:
-            _blocking_first_review(repo, [repo.card])
-            outputs, took = _timed(repo, event)
-            step = outputs["transition"] or "idle"
-            seconds[step] = max(took, seconds.get(step, 0.0))
-            if step == "idle":
-                break
-            steps.append(step)
-            event = repo.schedule_event()
-    assert steps == ["propose", "apply", "verify", "red", "fix", "verify", "publish"], steps
-    return Calibration(steps, seconds)
-
-
 def _is_ready(journal: list[dict[str, Any]]) -> bool:
     labels = [r["data"]["state"] for r in journal if _event(r) == "label"]
     return bool(labels) and labels[-1] == "pr-state:ready-for-merge"
@@ -349,20 +403,42 @@ class KillRun:
     """The kill test's bookkeeping across cards."""
 
     repo: ActionRepo
-    calibration: Calibration
     rng: random.Random
+    calibration: Calibration = field(default_factory=Calibration)
     seen: Counter[str] = field(default_factory=Counter)
     kills: Counter[str] = field(default_factory=Counter)
     rounds: int = 0
     load: float = 1.0  # how much slower than at calibration the machine runs now
 
+    def calibrate(self, card: int) -> None:
+        """Drive `card` unkilled from `/pair implement` to `ready-for-merge`, then one idle
+        tick, measuring each step (the next card's kills are aimed by it)."""
+        repo, calibration = self.repo, self.calibration
+        event = repo.comment_event("/pair implement", number=card)
+        while True:
+            _blocking_first_review(repo, [card])
+            outputs, seconds, checkpoint = _watched(repo, event)
+            _check_every_round(repo, [card])
+            step = outputs["transition"] or "idle"
+            calibration.measured(step, seconds, checkpoint)
+            if step == "idle":
+                break
+            assert outputs["card"] == str(card), outputs
+            calibration.steps.append(step)
+            assert _check_labels(repo, card) == f"pr-state:{outputs['status']}"
+            event = repo.schedule_event()
+        steps = calibration.steps
+        assert steps == ["propose", "apply", "verify", "red", "fix", "verify", "publish"], steps
+
     def drive(self, card: int, cards: list[int]) -> None:
         """From an unkilled `/pair implement` to `ready-for-merge`, each step killed PER_STEP
-        times at random moments (fewer when a kill lands after the step is recorded)."""
-        repo, steps, typical = self.repo, self.calibration.steps, self.calibration.seconds
+        times: first before its checkpoint, then after it (once a kill lands after the step
+        was recorded, the card has moved on to the next step)."""
+        repo, steps = self.repo, self.calibration.steps
+        typical, checkpoint = self.calibration.seconds, self.calibration.checkpoint
         # Killing the comment's own run is a test of its own (below); this one binds the card.
         _blocking_first_review(repo, cards)
-        outputs, seconds = _timed(repo, repo.comment_event("/pair implement", number=card))
+        outputs, seconds, _ = _watched(repo, repo.comment_event("/pair implement", number=card))
         assert (outputs["card"], outputs["transition"]) == (str(card), "propose"), outputs
         # The machine's load drifts (other test runs): scale the calibration by how the last
         # unkilled run compared with its own calibrated duration, so kills stay within steps.
@@ -374,10 +450,18 @@ class KillRun:
             # The step the state branch says comes next; it decides the kill's time scale.
             index = min(_steps_done(journal), len(steps) - 1)
             step = steps[index]
-            kill = killed_here[index] < PER_STEP
-            delay = self.rng.uniform(0.0, typical[step] * self.load) if kill else None
+            # A step that pushes no checkpoint is killed in its first half, then its second.
+            split = checkpoint[step]
+            middle = typical[step] / 2 if split is None else split
+            delay, after = None, False
+            if killed_here[index] == 0:  # before its checkpoint, timed from the start
+                delay = self.rng.uniform(0.0, middle) * self.load
+            elif killed_here[index] == 1 and split is None:
+                delay = self.rng.uniform(middle, typical[step]) * self.load
+            elif killed_here[index] == 1:  # after it: timed from the checkpoint, seen pushed
+                delay, after = self.rng.uniform(0.0, typical[step] - split) * self.load, True
             _blocking_first_review(repo, cards)
-            done = _round(repo, delay)
+            done = _round(repo, delay, after_checkpoint=after)
             _check_every_round(repo, cards)
             if done.killed:
                 killed_here[index] += 1
@@ -412,6 +496,9 @@ class KillRun:
             else:
                 assert done.outputs["transition"] == "", done.outputs
                 self.seen["idle outran the kill"] += 1
+                # Rescale by this tick, as drive() does after every unkilled step: a calibration
+                # idle measured in a burst of load would otherwise aim most kills past the end.
+                self.load = done.seconds / typical
 
 
 def _check_card_at_the_end(repo: ActionRepo, card: int, diagnosis: str) -> None:
@@ -430,19 +517,21 @@ def _check_card_at_the_end(repo: ActionRepo, card: int, diagnosis: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(150)
 @needs_proc
 def test_random_kills_of_every_step_resume_and_nothing_doubles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_STALE_AFTER_S, STALE_AFTER_S)  # the harness passes its env on
-    calibration = _calibrate(tmp_path / "calibration")
-    with action_repo(tmp_path / "kills") as repo:
-        run = KillRun(repo, calibration, random.Random(SEED))
+    with action_repo(tmp_path) as repo:
+        run = KillRun(repo, random.Random(SEED))
         cards = [repo.card]
         cards += [
             repo.fake.seed_issue(f"Card {n}", "AC-1: it works\n") for n in range(2, CARDS + 1)
         ]
-        for number, card in enumerate(cards, start=1):
+        run.calibrate(cards[0])  # the first card's cycle, unkilled, aims the kills
+        calibration = run.calibration
+        for number, card in enumerate(cards[1:], start=2):
             run.drive(card, cards[:number])
         run.idle_kills(cards)
 
@@ -499,6 +588,7 @@ def _check_one_card_ready(repo: ActionRepo, runs: list[Invocation]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(15)
 @needs_proc
 def test_a_comment_killed_while_its_propose_runs_is_resumed_by_the_next_tick(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -542,6 +632,7 @@ def _advanced(repo: ActionRepo) -> Counter[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(40)
 @needs_proc
 @pytest.mark.parametrize(
     ("step", "cycle"),
@@ -561,12 +652,14 @@ def test_a_step_killed_right_after_its_branch_push_is_resumed(
         event = _run_up_to(repo, step, cycle)
         branch = f"pair/card-{repo.card}"
         pushed = _tip(repo, branch)
-        _kill_when(repo, event, lambda: _tip(repo, branch) != pushed)
+        assert _polled_tip(repo, branch) == pushed
+        _kill_when(repo, event, lambda: _polled_tip(repo, branch) != pushed)
         _until_stale()
         _check_one_card_ready(repo, repo.until_quiet())
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(10)
 @needs_proc
 def test_a_propose_killed_after_its_push_still_waits_for_approval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -575,7 +668,9 @@ def test_a_propose_killed_after_its_push_still_waits_for_approval(
     with action_repo(tmp_path, cycle={"prepare": "always"}) as repo:
         branch = f"pair/card-{repo.card}"
         _kill_when(
-            repo, repo.comment_event("/pair implement"), lambda: _tip(repo, branch) is not None
+            repo,
+            repo.comment_event("/pair implement"),
+            lambda: _polled_tip(repo, branch) is not None,
         )
         _until_stale()
         runs = repo.until_quiet()
@@ -589,6 +684,7 @@ def test_a_propose_killed_after_its_push_still_waits_for_approval(
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(15)
 @needs_proc
 def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -596,13 +692,23 @@ def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
     monkeypatch.setenv(ENV_STALE_AFTER_S, STALE_AFTER_S)
     with action_repo(tmp_path) as repo:
         event = _run_up_to(repo, "verify", STRAIGHT)
-        saved = _state_subject(repo)
-        # A tick's first checkpoint is the one right after its step's outcome.
-        _kill_when(
-            repo,
-            event,
-            lambda: _state_subject(repo) != saved and "(checkpoint)" in _state_subject(repo),
-        )
+        saved = _tip(repo, "pair-state")
+        assert _polled_tip(repo, "pair-state") == saved
+        subjects: dict[str, str] = {}
+
+        def checkpointed() -> bool:
+            # A tick's first checkpoint is the one right after its step's outcome. Read the
+            # subject once per new tip: git runs only when the state branch moved.
+            tip = _polled_tip(repo, "pair-state")
+            if tip == saved:
+                return False
+            if tip is None:
+                return False
+            if tip not in subjects:
+                subjects[tip] = _state_subject(repo, tip)
+            return "(checkpoint)" in subjects[tip]
+
+        _kill_when(repo, event, checkpointed)
         _until_stale()
         runs = repo.until_quiet()
         _check_one_card_ready(repo, runs)
@@ -610,6 +716,7 @@ def test_a_verify_killed_after_its_checkpoint_is_not_reviewed_twice(
 
 
 @pytest.mark.slow
+@pytest.mark.slow_first(25)
 @needs_proc
 def test_a_label_a_killed_run_wrote_is_corrected_by_the_next_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

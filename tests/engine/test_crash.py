@@ -4,9 +4,13 @@ A real git project and the installed console script; the scripted agent is slowe
 (`PAIR_TEST_SLOW`) so that kills land while the agent runs, while pairbot or an agent's
 `batch report` appends to the journal, while a proof-of-work runs, and between steps. The
 random delays come from a seeded `random.Random`, so a run is reproducible up to the machine's
-timing. About one round in seven lets its apply finish instead, so that the kills spread over the
-whole batch rather than all landing in the first verify (which leaves nothing on disk to resume
-from, unlike propose and apply).
+timing. They are stratified on a fixed budget sized for CI: every other kill is timed from the
+apply's start (start-up, lock, the first journal write), the others from its first journal
+write (inside the step, where a kill timed from the start rarely reaches); each kind draws
+one delay from each slice of [0, MAX_DELAY_S) per STRATA kills, in a shuffled order, so early
+and late kills are both certain instead of left to chance. About one round in seven lets its
+apply finish instead, so that the kills spread over the whole batch rather than all landing
+in the first verify (which leaves nothing on disk to resume from, unlike propose and apply).
 
 After every kill:
 
@@ -40,7 +44,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +61,8 @@ pytestmark = [
 ]
 
 SEED = 20_261_130
-KILLS = 25
+KILLS = 16
+STRATA = 4  # every STRATA kills cover each quarter of [0, MAX_DELAY_S) once
 MAX_DELAY_S = 0.6
 # A step takes 0.6-1 s here, longer than most delays, and a verify leaves nothing on disk until
 # its outcome: without some whole steps in between, every kill would land in the first verify.
@@ -331,10 +336,28 @@ def _assert_phases_proven_in_order(entries: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------- the test
 
 
+def _wait_for_a_write(project: Project, proc: subprocess.Popen[bytes], size: int) -> None:
+    """Until the journal grows past `size` bytes or the apply exits (polled: a stat, not git)."""
+    deadline = time.monotonic() + 60
+    while proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError):
+            if _journal_path(project).stat().st_size > size:
+                return
+        assert time.monotonic() < deadline, "the apply neither wrote its journal nor exited"
+        time.sleep(0.005)
+
+
 def _round(
-    project: Project, delay: float | None, log: Path, seen: Counter[str], pairbots: set[int]
+    project: Project,
+    delay: float | None,
+    log: Path,
+    seen: Counter[str],
+    pairbots: set[int],
+    *,
+    after_write: bool = False,
 ) -> tuple[bytes, list[str]]:
-    """Start one apply, SIGKILL it after `delay` (None: let it finish), clean up, check.
+    """Start one apply, SIGKILL it `delay` seconds after its start, or with `after_write` after
+    its first journal write (None: let it finish), clean up, check.
 
     Returns the journal as it stands afterwards, and what had to be retried.
     """
@@ -344,6 +367,8 @@ def _round(
     proc = _start_apply(project, log)
     pairbots.add(proc.pid)
     try:
+        if after_write and delay is not None:
+            _wait_for_a_write(project, proc, len(before))
         proc.wait(timeout=60 if delay is None else delay)
     except subprocess.TimeoutExpired:
         assert delay is not None, f"an apply left alone did not finish: {log.read_text()}"
@@ -377,12 +402,24 @@ def _round(
     return _journal_bytes(project), notes
 
 
+def _stratified_delays(rng: random.Random) -> Iterator[float]:
+    """Kill delays: each block of STRATA draws one from every slice of [0, MAX_DELAY_S)."""
+    while True:
+        slices = list(range(STRATA))
+        rng.shuffle(slices)
+        for index in slices:
+            yield rng.uniform(index, index + 1) * MAX_DELAY_S / STRATA
+
+
+@pytest.mark.slow_first(60)
 def test_random_sigkills_lose_nothing_and_the_batch_still_finishes(
     make_project: Callable[..., Project], tmp_path: Path
 ) -> None:
     project = make_project(MANIFEST)
     project.script({}, default="slow")
     rng = random.Random(SEED)
+    # Kills timed from the apply's start, and from its first journal write: one draw each.
+    delays = {False: _stratified_delays(rng), True: _stratified_delays(rng)}
     logs = tmp_path / "logs"
     logs.mkdir()
     seen: Counter[str] = Counter()
@@ -393,11 +430,17 @@ def test_random_sigkills_lose_nothing_and_the_batch_still_finishes(
         journal = b""
         kills = rounds = 0
         while kills < KILLS:
-            delay = None if rng.random() < CLEAN_SHARE else rng.uniform(0.0, MAX_DELAY_S)
+            after_write = kills % 2 == 1
+            delay = None if rng.random() < CLEAN_SHARE else next(delays[after_write])
             previous = journal
             rounds += 1
             journal, round_notes = _round(
-                project, delay, logs / f"round-{rounds}.log", seen, pairbots
+                project,
+                delay,
+                logs / f"round-{rounds}.log",
+                seen,
+                pairbots,
+                after_write=after_write,
             )
             _assert_extends(previous, journal, f"after round {rounds}")
             notes += round_notes

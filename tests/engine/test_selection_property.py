@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -197,7 +198,11 @@ def batch_facts(draw: st.DrawFn) -> BatchFacts:
     )
 
 
-@settings(max_examples=300, deadline=None)
+# 150 examples, not more: every selection rule is also pinned one by one in test_selection.py's
+# tables (pick_next_step, status.next, done, why), so this property is the cross-check over
+# random batches, and it is one of the suite's longest tests on two cores.
+@pytest.mark.slow_first(10)
+@settings(max_examples=150, deadline=None)
 @given(batch_facts())
 def test_selection_is_total_safe_and_agrees_with_status(facts: BatchFacts) -> None:
     target = pick_next_step(facts)  # total: never raises

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import engine_scale
 
 
+@pytest.mark.slow_first(8)
 def test_benchmark_runs_at_its_smallest_size() -> None:
     printed: list[str] = []
     commands: list[engine_scale.CommandRow] = []
@@ -31,6 +34,7 @@ def test_benchmark_runs_at_its_smallest_size() -> None:
     assert "≤ 3x:" in table
 
 
+@pytest.mark.slow_first(15)
 def test_action_startup_benchmark_runs_once() -> None:
     from benchmarks import action_startup
 
