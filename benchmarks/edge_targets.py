@@ -74,12 +74,12 @@ if __package__ in (None, ""):
 
 from benchmarks.webhook_load import (
     SECRET,
-    Connection,
     Measured,
     cpu_seconds,
     fixed_rate,
     max_rate,
     server_options,
+    wait_ready,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -557,20 +557,15 @@ def _end_to_end(run: Run) -> float:
     return _ratio(run.load.requests, run.load.seconds + (run.drain_s or 0.0))
 
 
+def _check_alive(servers: Sequence[Server], workdir: Path) -> None:
+    """Fail with the tail of its log if a server exited during the measurement."""
+    for server in servers:
+        if server.process.poll() is not None:
+            log = (workdir / f"{server.name}.log").read_text()[-2000:]
+            raise RuntimeError(f"the {server.name} server died:\n{log}")
+
+
 # -- the run --------------------------------------------------------------------------------------
-
-
-async def _ready(port: int, within_s: float = 60.0) -> None:
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            connection = await Connection.open(port)
-            await connection.close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
 
 
 ROUNDS = 4  # the edge's max-rate runs, each split into this many, floor and App alternating
@@ -616,7 +611,7 @@ async def _measure_all(  # noqa: PLR0917 - one call site, every argument named t
     made = Deliveries()
     warm = min(200, requests)
     for server in (floor, app, *replicas):
-        await _ready(server.port)
+        await wait_ready(server.port)
         await max_rate([server.port], made.build(warm, command=False), CONCURRENCY)
     for server in (app, *replicas):
         await max_rate([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
@@ -749,10 +744,7 @@ def main(
                         seconds=seconds,
                     )
                 )
-                for server in (floor, app, one, two):
-                    if server.process.poll() is not None:
-                        log = (workdir / f"{server.name}.log").read_text()[-2000:]
-                        raise RuntimeError(f"the {server.name} server died:\n{log}")
+                _check_alive((floor, app, one, two), workdir)
     finally:
         database.drop()
     for line in report(result):
@@ -779,10 +771,7 @@ def _edge_only(requests: int, seconds: float, *, http: str, loop: str) -> Result
                     seconds=seconds,
                 )
             )
-            for server in (floor, app):
-                if server.process.poll() is not None:
-                    log = (workdir / f"{server.name}.log").read_text()[-2000:]
-                    raise RuntimeError(f"the {server.name} server died:\n{log}")
+            _check_alive((floor, app), workdir)
     return result
 
 
@@ -814,7 +803,7 @@ async def _measure_replicas(  # noqa: PLR0917 - one call site, every argument na
 ) -> list[ReplicasRun]:
     made = Deliveries()
     for server in (app, *replicas):
-        await _ready(server.port)
+        await wait_ready(server.port)
         await max_rate([server.port], made.build(min(200, requests), command=False), CONCURRENCY)
         await max_rate([server.port], made.build(min(50, requests), command=True), CONCURRENCY)
     drained(lambda: sqlite_open_jobs(app_store))
@@ -942,10 +931,7 @@ def main_replicas(
                         sql_dir=sql_dir,
                     )
                 )
-                for server in (app, one, two):
-                    if server.process.poll() is not None:
-                        log = (workdir / f"{server.name}.log").read_text()[-2000:]
-                        raise RuntimeError(f"the {server.name} server died:\n{log}")
+                _check_alive((app, one, two), workdir)
     finally:
         for key, value in saved.items():
             if value is None:

@@ -376,7 +376,7 @@ class Measured:
         return ordered[index]
 
 
-async def _wait_ready(port: int, within_s: float = 60.0) -> None:
+async def wait_ready(port: int, within_s: float = 60.0) -> None:
     deadline = time.monotonic() + within_s
     while True:
         try:
@@ -633,7 +633,7 @@ async def _measure(
         return built
 
     for server in servers.values():
-        await _wait_ready(server.port)
+        await wait_ready(server.port)
         await max_rate(server.port, batch(server, min(200, requests)), concurrency)  # warm-up
         _queue_drained(server.store)
     for name, server in servers.items():  # bare, floor, app: one after the other
