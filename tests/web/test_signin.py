@@ -9,6 +9,7 @@ import html
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,12 @@ def clock() -> WallClock:
     return WallClock()
 
 
-@pytest.fixture
-def server(tmp_path: Path, oauth: FakeGitHubOAuth, clock: WallClock) -> Iterator[Served]:
+@contextmanager
+def signin_server(
+    tmp_path: Path, oauth: FakeGitHubOAuth, clock: WallClock, **options: Any
+) -> Iterator[Served]:
+    """The App with GitHub sign-in against the fake OAuth, its store seeded; `options` go to
+    `create_app` (the status pages' `local` cards, say)."""
     seed(tmp_path / "pairbot.sqlite3")
     from pydantic import SecretStr
 
@@ -142,8 +147,15 @@ def server(tmp_path: Path, oauth: FakeGitHubOAuth, clock: WallClock) -> Iterator
         oauth_transport=oauth.transport,
         wallclock=clock,
         poll_s=0.05,
+        **options,
     )
     with served(app) as running:
+        yield running
+
+
+@pytest.fixture
+def server(tmp_path: Path, oauth: FakeGitHubOAuth, clock: WallClock) -> Iterator[Served]:
+    with signin_server(tmp_path, oauth, clock) as running:
         yield running
 
 

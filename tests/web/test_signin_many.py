@@ -10,28 +10,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
-from app.web.app import create_app
 from app.web.pages.read import Local, LocalCard
 from app.web.sessions import COOKIE
 from tests.support.fake_github_oauth import (
-    API,
-    CLIENT_ID,
-    CLIENT_SECRET,
-    WEB,
     FakeGitHubOAuth,
     FakeInstallation,
 )
-from tests.web.conftest import AppGitHub, Served, app_settings, github_forges, served
+from tests.web.conftest import Served
 from tests.web.test_signin import (
     PRIVATE,
     READABLE,
     Browser,
     WallClock,
-    seed,
     session_csrf,
     sign_in,
+    signin_server,
 )
 
 MANY = 5_000
@@ -71,25 +65,8 @@ def clock() -> WallClock:
 
 @pytest.fixture
 def server(tmp_path: Path, oauth: FakeGitHubOAuth, clock: WallClock) -> Iterator[Served]:
-    seed(tmp_path / "pairbot.sqlite3")
-    settings = app_settings(
-        tmp_path,
-        github_client_id=CLIENT_ID,
-        github_client_secret=SecretStr(CLIENT_SECRET),
-        github_oauth_url=WEB,
-        github_api_url=API,
-        signin_ttl_s=600.0,
-    )
     cards = (card(READABLE, 7, "Readable work"), card(PRIVATE, 3, "Secret plans"))
-    app = create_app(
-        settings,
-        github=github_forges(AppGitHub()),
-        oauth_transport=oauth.transport,
-        wallclock=clock,
-        poll_s=0.05,
-        local=lambda: Local(cards=cards),
-    )
-    with served(app) as running:
+    with signin_server(tmp_path, oauth, clock, local=lambda: Local(cards=cards)) as running:
         yield running
 
 
