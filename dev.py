@@ -5,6 +5,11 @@ Standard library only, so it runs on a fresh machine with nothing but Python 3.1
 It creates `.venv`, installs pairbot with the pinned versions in `constraints.txt`, then
 either runs pairbot's main job or every check.
 
+The venv is built from an interpreter every OS user may execute: pairbot runs its agents (and
+anything they wrote, such as the project's tests) as another user, `pairbot-agent`, who must run
+pairbot's own `pairbot batch report` from this venv. A Python under a closed HOME (pyenv in
+/root) is not one, so `install` builds from the system's `python3.X` of the same version.
+
 `start` sets up the bundled demo in ./pairbot-demo (a repository, its local forge and cards:
 `python -m app.demo`, which resumes a demo already there) and runs the App over it, `pairbot
 serve --dev` on 127.0.0.1, printing the URL of the cards overview. `test` also installs the
@@ -12,8 +17,10 @@ agent CLIs pairbot supports, at the versions pinned in tests/agents/package-lock
 gitignored tests/agents/node_modules (`npm install --no-save`, skipped when they are already
 there) for the real-CLI tests; without npm it says so in one line and those tests skip. It
 also installs Debian's Chromium (`apt-get install -y chromium`, as root or through `sudo -n`)
-for the browser tests when /usr/bin/chromium is missing; where it cannot, it says so in one
-line and those tests skip. Playwright's own browser download is never used.
+for the browser tests when /usr/bin/chromium is missing, and `acl` and `sudo` (setfacl opens a
+closed parent directory to the agent user; sudo makes the runner-like user of the end-to-end
+tests); where it cannot, it says so in one line and those tests skip. Playwright's own browser
+download is never used.
 """
 
 from __future__ import annotations
@@ -33,16 +40,49 @@ AGENTS = ROOT / "tests" / "agents"
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; the browser tests drive it with Playwright
 
 
-def _run(*argv: str | Path, env: dict[str, str] | None = None) -> None:
+def _run(*argv: str | Path) -> None:
     print("+", " ".join(str(a) for a in argv), flush=True)
-    code = subprocess.call([str(a) for a in argv], cwd=ROOT, env=env)
+    code = subprocess.call([str(a) for a in argv], cwd=ROOT)
     if code != 0:
         sys.exit(code)
 
 
+def _reachable(path: Path) -> bool:
+    """Whether every OS user may execute `path`: each directory above it searchable by others."""
+    real = path.resolve()
+    return all(p.stat().st_mode & 0o001 for p in [real, *real.parents] if p.exists())
+
+
+def base_python() -> Path:
+    """The interpreter the venv is built from: this one when every user may execute it, else the
+    system's python3.X of the same version (an agent user cannot run pyenv's under /root)."""
+    here = Path(getattr(sys, "_base_executable", sys.executable))
+    if _reachable(here):
+        return here
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for folder in ("/usr/bin", "/usr/local/bin"):
+        candidate = Path(folder) / version
+        if candidate.exists() and _reachable(candidate):
+            return candidate
+    print(
+        f"note: {here} is not executable by other OS users and no system-wide {version} was "
+        "found; isolated agents will not be able to run pairbot from this venv",
+        flush=True,
+    )
+    return here
+
+
 def install(extra: str) -> None:
-    if not (BIN / "python").exists():
-        venv.EnvBuilder(with_pip=True).create(VENV)
+    base = base_python()
+    venv_python = BIN / "python"
+    if venv_python.exists() and not _reachable(venv_python):
+        # An older venv built from a private interpreter: rebuild it from `base`.
+        shutil.rmtree(VENV)
+    if not venv_python.exists():
+        if base.resolve() == Path(sys.executable).resolve():
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        else:
+            _run(base, "-m", "venv", VENV)
     target = f".[{extra}]" if extra else "."
     _run(
         BIN / "python",
@@ -108,12 +148,8 @@ def start(args: list[str]) -> None:
     demo = ROOT / "pairbot-demo"  # gitignored; `pairbot demo` works on the same directory
     # Creates the demo (repository, local forge, cards, the maintainer's commands) or resumes
     # it: run again, it adds only what is missing.
-    # The demo's agent is the bundled script (.pair/demo_agent.py) and the demo holds no secret
-    # to keep from it, so it runs as this user: as another OS user it would also need pairbot's
-    # interpreter reachable, which a Python under a closed HOME (pyenv in /root) is not.
-    # A PAIR_ISOLATION the caller set still wins.
-    env = {**os.environ, "PAIR_ISOLATION": os.environ.get("PAIR_ISOLATION") or "off"}
-    _run(BIN / "python", "-m", "app.demo", demo, env=env)
+    # Under the product's defaults: the demo's agent is isolated like any other.
+    _run(BIN / "python", "-m", "app.demo", demo)
     argv = [str(BIN / "pairbot"), "--root", str(demo), "serve", "--dev", *args]
     print("+", " ".join(argv), flush=True)
     host = _option(args, "--host", "127.0.0.1")
@@ -123,7 +159,7 @@ def start(args: list[str]) -> None:
         "advanced by the App's worker as you watch (Ctrl-C stops the server)",
         flush=True,
     )
-    server = subprocess.Popen(argv, cwd=ROOT, env=env)
+    server = subprocess.Popen(argv, cwd=ROOT)
     while True:
         try:
             sys.exit(server.wait())
@@ -131,9 +167,15 @@ def start(args: list[str]) -> None:
             continue  # Ctrl-C reached the server too; wait for its graceful shutdown
 
 
-def install_chromium() -> None:
-    """Debian's Chromium for the browser tests (tests/web/browser), where apt-get can add it."""
-    if Path(CHROMIUM).exists():
+# What the suite installs through apt where it can: Debian's Chromium (browser tests), acl
+# (setfacl: the agent user's way through a closed HOME) and sudo (the runner-like user).
+APT_PACKAGES = {"chromium": CHROMIUM, "acl": "/usr/bin/setfacl", "sudo": "/usr/bin/sudo"}
+
+
+def install_system_packages() -> None:
+    """The APT_PACKAGES that are missing, where apt-get can add them."""
+    missing = [name for name, path in APT_PACKAGES.items() if not Path(path).exists()]
+    if not missing:
         return
     apt = shutil.which("apt-get")
     root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -145,13 +187,13 @@ def install_chromium() -> None:
         prefix = []
     if apt is None or not root:
         print(
-            f"browser tests: {CHROMIUM} is missing and apt-get cannot install it here "
-            "(needs apt-get and root or sudo -n); those tests skip",
+            f"system packages: {', '.join(missing)} missing and apt-get cannot install them "
+            "here (needs apt-get and root or sudo -n); the tests that need them skip",
             flush=True,
         )
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    argv = [*prefix, apt, "install", "-y", "-q", "chromium"]
+    argv = [*prefix, apt, "install", "-y", "-q", *missing]
     print("+", " ".join(argv), flush=True)
     if subprocess.call(argv, env=env) == 0:
         return
@@ -160,13 +202,13 @@ def install_chromium() -> None:
     if subprocess.call([*prefix, apt, "update", "-q"], env=env) != 0 or (
         subprocess.call(argv, env=env) != 0
     ):
-        print("browser tests: the Chromium install failed (see above); those tests skip")
+        print("system packages: the install failed (see above); the tests that need them skip")
 
 
 def test(args: list[str]) -> None:
     install("dev")
     install_agents()
-    install_chromium()
+    install_system_packages()
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     _run(BIN / "mypy")

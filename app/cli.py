@@ -250,11 +250,7 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
         from app.demo import run_demo  # noqa: PLC0415
 
         directory = args.dir.resolve()
-        # The bundled demo agent is a script and the demo holds no secret: it runs as this
-        # user unless PAIR_ISOLATION says otherwise (as another user it would need pairbot's
-        # interpreter reachable, which a Python under a closed HOME is not).
-        demo_env = {**env, "PAIR_ISOLATION": env.get("PAIR_ISOLATION") or "off"}
-        return run_demo(directory, _deps(demo_env, directory), max_steps=args.max_steps)
+        return run_demo(directory, _deps(env, directory), max_steps=args.max_steps)
     if args.verb in ("propose", "apply", "verify"):
         from app.engine.names import NAME_PATTERN, NAME_RULE  # noqa: PLC0415
         from app.engine.runner import run_headless  # noqa: PLC0415

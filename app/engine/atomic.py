@@ -3,6 +3,11 @@
 A write goes to a temp file in the same directory, is fsynced, then `os.replace`d over the
 target and the directory is fsynced, so after a crash the file holds either the old or the new
 document. A temp file orphaned by a crash is never read (readers open the exact path).
+
+`mkstemp` creates its file 0600 whatever the umask, so the mode is set before the rename: a
+replaced file keeps its own, a new one gets the umask's mode and is always readable by others —
+the isolated agent (another OS user) reads the manifests and configs written here, and nothing
+written through this module is a secret.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any, TypeVar
 
 from app.errors import StateCorruptError
 
-__all__ = ["read_json", "write_bytes_atomic", "write_json_atomic"]
+__all__ = ["new_file_mode", "read_json", "write_bytes_atomic", "write_json_atomic"]
 
 T = TypeVar("T")
 
@@ -54,9 +59,27 @@ def write_bytes_atomic(path: Path, payload: bytes) -> None:
 
 
 def _keep_mode(fd: int, path: Path) -> None:
-    """Give the temp file the target's permissions; mkstemp creates it 0600."""
-    with contextlib.suppress(FileNotFoundError):
-        os.fchmod(fd, stat.S_IMODE(path.stat().st_mode))
+    """Give the temp file the target's permissions, or a new file's (`new_file_mode`)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = new_file_mode()
+    os.fchmod(fd, mode)
+
+
+def new_file_mode() -> int:
+    """0666 less the process umask, plus read for group and others (see the module docstring)."""
+    return (0o666 & ~_umask()) | 0o044
+
+
+def _umask() -> int:
+    # Read, not set-and-restore: os.umask is process-wide, and another thread may create files
+    # meanwhile. Linux reports it in /proc/self/status; elsewhere assume the common 022.
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
 
 
 def read_json(path: Path, default: T) -> Any | T:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.engine.atomic import read_json, write_json_atomic
+from app.engine.atomic import read_json, write_bytes_atomic, write_json_atomic
 from app.errors import StateCorruptError
 
 _MISSING = object()
@@ -118,3 +119,32 @@ def test_existing_permissions_are_kept(tmp_path: Path) -> None:
 
 def _leftovers(path: Path) -> list[str]:
     return sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_a_new_file_is_readable_by_other_users_whatever_mkstemp_made(tmp_path: Path) -> None:
+    # The isolated agent (another OS user) must read the manifests written through here.
+    target = tmp_path / "batch.yaml"
+    old = os.umask(0o077)
+    try:
+        write_bytes_atomic(target, b"phases: []\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+
+
+def test_a_new_file_follows_the_umask_otherwise(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    old = os.umask(0o002)
+    try:
+        write_json_atomic(target, {})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o664
+
+
+def test_a_replaced_file_keeps_its_own_mode(tmp_path: Path) -> None:
+    target = tmp_path / "private.json"
+    target.write_text("{}")
+    target.chmod(0o600)
+    write_json_atomic(target, {"a": 1})
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
