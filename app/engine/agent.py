@@ -57,6 +57,9 @@ class AgentSpawnRequest:
     env: Mapping[str, str]
     timeout_ms: int
     run_as: RunAs | None = None  # None: pairbot's own OS user
+    # The prefix that starts the agent in a PID namespace of its own (switching to `run_as`
+    # inside it), given the directory where the group is recorded; None where there is none.
+    contain: Callable[[str], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,17 @@ The thin I/O around it (`probe_host`, `AgentAccount`) finds the facts, creates t
 demand (`useradd --system`, no login shell, no home of its own: every spawn gets a fresh HOME),
 and hands a step's files to the agent and back (`grant` / `reclaim`). The switch never carries
 a secret in argv: the agent's environment travels in a 0600 file the runtime hands over.
+
+No process of a step outlives it. A process group is not enough (an agent can `setsid` or
+double-fork out of it), so whatever runs code of the agent's — the agent, the project's test
+command, the proof-of-work — starts as the first process of a PID namespace of its own
+(`unshare --pid --fork --mount-proc --kill-child`, util-linux): when that process ends, the
+kernel kills every process left in the namespace, and the namespace's own /proc shows
+concurrent steps nothing of each other. `contain` builds that prefix; a small watchdog in it
+kills the namespace too when pairbot itself dies mid-step. Root (or sudo) makes the namespace
+and then becomes the agent user inside it; a plain user gets one through a user namespace where
+the kernel allows it (`HostFacts.userns`), and otherwise only the process group, said in the
+warning.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ __all__ = [
     "Refused",
     "Setting",
     "Switch",
+    "contain",
     "decide",
     "escaping_link",
     "parse_setting",
@@ -67,20 +79,55 @@ def _glob_escape(path: str) -> str:
 
 @dataclass(frozen=True)
 class HostFacts:
-    """What this machine allows: pairbot's euid, passwordless sudo, the switch tools."""
+    """What this machine allows: pairbot's euid, passwordless sudo, the switch tools, and
+    whether a PID namespace can be made (`pidns`: as root or through sudo; `userns`: as
+    pairbot's own user, through an unprivileged user namespace)."""
 
     euid: int
     sudo: bool
     setpriv: bool
     runuser: bool
+    pidns: bool = False
+    userns: bool = False
+
+
+# A PID namespace whose first process is the command: when it ends, the kernel kills the rest;
+# --kill-child also ends it if unshare itself is killed; its own /proc hides other steps.
+_PID_NAMESPACE: Final = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+# The same, for a user who is not root: a user namespace maps it to itself (no privilege gained).
+_USER_PID_NAMESPACE: Final = ("unshare", "--user", "--map-current-user", *_PID_NAMESPACE[1:])
+
+# Runs first, as the namespace's creator. When asked (`record`), it writes the process group to
+# `group` before anything starts, for the launcher to publish as `pgid` once it runs as the agent
+# (polled earlier, a group of root's processes would look dead to the agent user), and unshare's
+# pid to `leader` (the runtime waits for it to end). It starts the rest (unshare) as its child —
+# stdin kept, which an asynchronous list would lose to /dev/null — and watches: once a second,
+# if pairbot died, it SIGKILLs the whole group, the namespace's first process included
+# (unshare's --kill-child cannot be relied on: switching user clears the parent-death signal),
+# which ends the namespace. It exits with unshare's status the moment unshare ends, taking the
+# watch with it, so nothing of it outlives the step either.
+_WATCH: Final = (
+    "w=$1; r=$2; shift 2; read -r _ _ _ _ g _ </proc/$$/stat; umask 022; "
+    '[ -z "$r" ] || echo "$g" >"$r/group" || exit 95; '
+    'exec 3<&0; "$@" <&3 3<&- & u=$!; exec 3<&-; '
+    '[ -z "$r" ] || echo "$u" >"$r/leader"; '
+    '( while kill -0 "$w" 2>/dev/null && kill -0 "$u" 2>/dev/null; do sleep 1; done; '
+    'kill -0 "$u" 2>/dev/null && kill -s KILL -- "-$g" ) </dev/null >/dev/null 2>&1 & d=$!; '
+    'wait "$u"; s=$?; kill -KILL "$d" 2>/dev/null; exit "$s"'
+)
 
 
 @dataclass(frozen=True)
 class Switch:
-    """Run the agent as `user`, becoming it `via` a tool; `admin` prefixes privileged commands."""
+    """Run the agent as `user`, becoming it `via` a tool; `admin` prefixes privileged commands.
+
+    `namespace`: each step gets a PID namespace, made as root (directly or through sudo), inside
+    which root becomes the user by `inner` (setpriv, else runuser)."""
 
     user: str
     via: Literal["setpriv", "runuser", "sudo"]
+    namespace: bool = False
+    inner: Literal["setpriv", "runuser"] = "setpriv"
 
     def argv(self) -> tuple[str, ...]:
         """The prefix that runs a command as the agent user (no secret: names only)."""
@@ -102,12 +149,47 @@ class Switch:
         """The prefix for useradd/chown/rm: nothing as root, `sudo -n` otherwise."""
         return ("sudo", "-n") if self.via == "sudo" else ()
 
+    def contained(self, watch_pid: int, record: str = "") -> tuple[str, ...]:
+        """The prefix that runs a command as the agent user in a PID namespace of its own (the
+        plain switch when this machine cannot make one); see `contain`."""
+        if not self.namespace:
+            return self.argv()
+        inner = Switch(self.user, self.inner).argv()
+        return contain(self.admin(), _PID_NAMESPACE, inner, watch_pid, record)
+
+
+def contain(
+    admin: Sequence[str],
+    namespace: Sequence[str],
+    inner: Sequence[str],
+    watch_pid: int,
+    record: str = "",
+) -> tuple[str, ...]:
+    """`admin` + the watchdog + `namespace` + `inner`: a prefix for one step's command.
+
+    `watch_pid` is pairbot's pid (the watchdog ends the namespace when it dies); `record`, when
+    set, is the detached runtime's run directory, where the prefix writes `group` and `leader`
+    (see `_WATCH`). Names and numbers only: nothing secret in argv.
+    """
+    watch = ("/bin/sh", "-c", _WATCH, "pairbot-contain", str(watch_pid), record)
+    return (*admin, *watch, *namespace, "--", *inner)
+
 
 @dataclass(frozen=True)
 class NoIsolation:
-    """The agent runs as pairbot's own user; `warning` (if any) is said once per run."""
+    """The agent runs as pairbot's own user; `warning` (if any) is said once per run.
+
+    `namespace`: the kernel lets pairbot's user make a PID namespace (a user namespace maps it
+    to itself), so even so no process of a step outlives it."""
 
     warning: str | None
+    namespace: bool = False
+
+    def contained(self, watch_pid: int, record: str = "") -> tuple[str, ...]:
+        """The prefix that bounds a step's processes (empty when the kernel forbids it)."""
+        if not self.namespace:
+            return ()
+        return contain((), _USER_PID_NAMESPACE, (), watch_pid, record)
 
 
 @dataclass(frozen=True)
@@ -146,12 +228,13 @@ def parse_setting(env: Mapping[str, str]) -> tuple[Setting, str]:
     return setting, user
 
 
-def warning_line(reason: str) -> str:
+def warning_line(reason: str, namespace: bool = False) -> str:
     """The one line a run says when its agent shares pairbot's OS user."""
+    left = "" if namespace else ", and a process it detaches can outlive its step"
     return (
-        f"pairbot: warning: the agent runs as pairbot's own OS user ({reason}), so it can read "
-        "the credentials in pairbot's environment; run as root or with passwordless sudo, or "
-        "use `locus: docker` (docs/security.md)"
+        f"pairbot: warning: cannot isolate the agent: it runs as pairbot's own OS user "
+        f"({reason}), so it can read the credentials in pairbot's environment{left}; run as "
+        "root or with passwordless sudo, or use `locus: docker` (docs/security.md)"
     )
 
 
@@ -160,22 +243,23 @@ def decide(setting: Setting, locus: str, facts: HostFacts, user: str) -> Plan:
     if locus in ("docker", "remote"):
         return Contained(locus)
     if setting == "off":
-        return NoIsolation(None)
+        return NoIsolation(None, facts.userns)
+    # Inside a namespace, root becomes the user itself: setpriv, else runuser.
+    inner: Literal["setpriv", "runuser"] = "setpriv" if facts.setpriv else "runuser"
+    can_enter = facts.setpriv or facts.runuser
     if facts.euid == 0:
-        if facts.setpriv:
-            return Switch(user, "setpriv")
-        if facts.runuser:
-            return Switch(user, "runuser")
+        if can_enter:
+            return Switch(user, inner, facts.pidns, inner)
         if facts.sudo:
             return Switch(user, "sudo")
         reason = "root, but neither setpriv, runuser nor sudo is installed"
     elif facts.sudo:
-        return Switch(user, "sudo")
+        return Switch(user, "sudo", facts.pidns and can_enter, inner)
     else:
         reason = "not root and no passwordless sudo"
     if setting == "required":
         return Refused(f"PAIR_ISOLATION=required, but the agent cannot run as {user}: {reason}")
-    return NoIsolation(warning_line(reason))
+    return NoIsolation(warning_line(reason, facts.userns), facts.userns)
 
 
 # --- the thin I/O ------------------------------------------------------------------------------
@@ -193,14 +277,23 @@ def succeeds(argv: Sequence[str]) -> bool:
 
 
 def probe_host() -> HostFacts:
-    """This machine's facts; `sudo -n true` is tried only when pairbot is not root."""
+    """This machine's facts; `sudo -n true` is tried only when pairbot is not root, and a PID
+    namespace is tried for real (a container may forbid unshare even to root)."""
     euid = os.geteuid()
     sudo = euid != 0 and shutil.which("sudo") is not None and succeeds(["sudo", "-n", "true"])
+    unshare = shutil.which("unshare") is not None
+    if euid == 0:
+        pidns = unshare and succeeds([*_PID_NAMESPACE, "true"])
+    else:
+        pidns = sudo and unshare and succeeds(["sudo", "-n", *_PID_NAMESPACE, "true"])
+    userns = euid != 0 and unshare and succeeds([*_USER_PID_NAMESPACE, "true"])
     return HostFacts(
         euid=euid,
         sudo=sudo,
         setpriv=shutil.which("setpriv") is not None,
         runuser=shutil.which("runuser") is not None,
+        pidns=pidns,
+        userns=userns,
     )
 
 

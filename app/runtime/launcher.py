@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -146,6 +147,7 @@ class Launcher:
         env = agent_environment(launch.env, launch.pair_env)
         run_as: RunAs | None = None
         lent: _Lent | None = None
+        contain = _container(plan)
         if isinstance(plan, isolation.Switch):
             try:
                 lent = await asyncio.to_thread(self._lend, plan, launch)
@@ -165,6 +167,7 @@ class Launcher:
             env=env,
             timeout_ms=settings.agent_timeout_ms,
             run_as=run_as,
+            contain=contain,
         )
         try:
             result = await self._spawn(runtime, request, argv.adapter.emits_stream_json, on_line)
@@ -224,6 +227,17 @@ class Launcher:
         renderer.close()
         # The stream is where a stream-json agent reports its tokens and cost.
         return dataclasses.replace(result, usage=renderer.usage)
+
+
+def _container(plan: isolation.Plan | None) -> Callable[[str], tuple[str, ...]] | None:
+    """The PID-namespace prefix for this plan's processes (None: the locus or nothing bounds
+    them); pairbot's own pid is what its watchdog watches."""
+    if isinstance(plan, isolation.Switch | isolation.NoIsolation):
+        bound, watch = plan, os.getpid()
+        if isinstance(bound, isolation.NoIsolation) and not bound.namespace:
+            return None
+        return lambda record: bound.contained(watch, record)
+    return None
 
 
 def project_launcher(project_root: Path) -> Launcher:

@@ -64,8 +64,11 @@ class ProcessRuntime:
         """Start the agent, stream its stdout lines to `on_event`, and return how it ended."""
         try:
             # As another OS user: setpriv/runuser keep the environment given here (sudo would
-            # reset it: this minimal runtime is for root, the SWE-ReX loci handle sudo).
+            # reset it: this minimal runtime is for root, the SWE-ReX loci handle sudo). In a
+            # PID namespace where there is one: nothing the agent detaches outlives it.
             switch = request.run_as.switch if request.run_as is not None else ()
+            if request.contain is not None:
+                switch = request.contain("")
             proc = await asyncio.create_subprocess_exec(
                 *switch,
                 request.command,

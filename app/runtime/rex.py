@@ -27,7 +27,11 @@ to a `swerex-remote` server. `RexRuntime` implements the `AgentRuntime` seam
 A request with `run_as` (a local agent isolated as its own OS user, app/runtime/isolation.py)
 stages in /tmp, hands the run directory to that user before step 2, starts the launcher as it,
 and runs every later script of steps 3 and 4 as it (`as_agent`): with passwordless sudo
-instead of root, pairbot cannot open the lent files itself.
+instead of root, pairbot cannot open the lent files itself. A request with `contain` starts the
+launcher as the first process of a PID namespace of its own (isolation.contain): the prefix's
+watchdog records the group instead of the launcher (whose pid inside is 1), and when the
+launcher ends the kernel ends whatever the agent detached, so step 4 also waits, bounded, for
+the namespace to be gone before the step ends.
 
 The sentinel holds the shell's `$?`. A shell cannot tell `exit 137` from death by SIGKILL, so,
 like the shell, a status 128+N (N a signal number) is read as "killed by signal N".
@@ -198,8 +202,13 @@ def env_script(
     return "\n".join(lines) + "\n"
 
 
-def launcher_script(run_dir: str, cwd: str, argv: tuple[str, ...]) -> str:
+def launcher_script(
+    run_dir: str, cwd: str, argv: tuple[str, ...], *, record_group: bool = True
+) -> str:
     """The detached launcher: record the group id, load the env, run the agent, write `exit`.
+
+    `record_group` is off in a PID namespace, where the launcher's pid is 1: it publishes the
+    group the namespace's creator recorded instead (isolation.contain).
 
     It traps SIGTERM with a handler (not `''`, which the agent would inherit) so that a timed
     out agent's status still reaches the sentinel; SIGKILL ends it without one. `command -p`
@@ -210,10 +219,13 @@ def launcher_script(run_dir: str, cwd: str, argv: tuple[str, ...]) -> str:
     sentinel = (
         f'echo "$pairbot_status" >{run}/exit.tmp && command -p mv -f {run}/exit.tmp {run}/exit'
     )
+    record = f"echo $$ >{run}/pgid.tmp && command -p mv -f {run}/pgid.tmp {run}/pgid"
+    if not record_group:
+        record = f"command -p mv -f {run}/group {run}/pgid"
     return "\n".join(
         [
             "# pairbot agent launcher: generated for one run, removed with its run directory",
-            f"echo $$ >{run}/pgid.tmp && command -p mv -f {run}/pgid.tmp {run}/pgid",
+            record,
             "trap 'pairbot_stopping=1' TERM",
             f". {run}/env",
             f"command -p rm -f {run}/env",
@@ -251,7 +263,13 @@ def as_agent(run_as: RunAs | None, script: str) -> str:
     return f"{_become(run_as)} /bin/sh -c {shlex.quote(script)}"
 
 
-def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = None) -> str:
+def _launch_command(
+    run_dir: str,
+    *,
+    isolated_env: bool,
+    run_as: RunAs | None = None,
+    contain: tuple[str, ...] = (),
+) -> str:
     run = shlex.quote(run_dir)
     # `env -i`: a local agent gets exactly the request's environment, never pairbot's own
     # (which holds forge credentials). A server's environment is its own and stays.
@@ -268,6 +286,17 @@ def _launch_command(run_dir: str, *, isolated_env: bool, run_as: RunAs | None = 
         # The redirections are opened as the agent too: the directory is no longer pairbot's
         # (pairbot without root cannot open its files once they are lent).
         start = f"/bin/sh -c {shlex.quote('exec ' + start)}"
+    if contain:
+        # A new session first, then the namespace (whose prefix switches user, if any, inside
+        # it); the redirections are opened by the launcher's shell, as the agent.
+        inner = f"exec /bin/sh {run}/run <{run}/prompt >{run}/out.log 2>{run}/launcher.log"
+        become = ""
+        # The prefix's own stdio is /dev/null: it must not hold the session's output pipe open
+        # (this script's caller waits for it) while the agent runs.
+        start = (
+            f"{_CLEAN_ENV} setsid {shlex.join(contain)} /bin/sh -c {shlex.quote(inner)} "
+            "</dev/null >/dev/null 2>&1"
+        )
     missing = "pairbot: setsid is not installed where the agent runs (it comes with util-linux)"
     return "\n".join(
         [
@@ -310,9 +339,21 @@ def _signal_command(run_dir: str, sig: Literal["TERM", "KILL"]) -> str:
     return f'p=$(cat {run}/pgid 2>/dev/null) && [ -n "$p" ] && kill -s {sig} -- "-$p" 2>/dev/null'
 
 
+# The namespace's creator (unshare, whose pid is in `leader`) exits only once every process of
+# the namespace has: wait for it, bounded (200 x 50 ms), so nothing the agent left runs into the
+# next step. A zombie counts as gone: it has exited.
+_WAIT_NAMESPACE = (
+    "l=$(cat {run}/leader 2>/dev/null); i=0; "
+    'while [ -n "$l" ] && [ "$i" -lt 200 ] && [ -r "/proc/$l/stat" ]; do '
+    's=; read -r _ _ s _ <"/proc/$l/stat" 2>/dev/null; [ "$s" = Z ] && break; '
+    "i=$((i+1)); sleep 0.05; done"
+)
+
+
 def _finish_command(run_dir: str, *, sweep: bool, log: str = "err.log") -> str:
     run = shlex.quote(run_dir)
     lines = [_signal_command(run_dir, "KILL")] if sweep else []
+    lines.append(_WAIT_NAMESPACE.format(run=run))
     lines += [
         f"tail -c {_STDERR_CAP_BYTES} {run}/{log} 2>/dev/null | base64",
         f"cd / && rm -rf {run}",
@@ -923,10 +964,13 @@ class RexRuntime:
     ) -> None:
         timeout = self._request_timeout_s
         run_dir = launched.run_dir
+        contain = request.contain(run_dir) if request.contain is not None else ()
         files = {
             "prompt": request.instructions,
             "env": self._locus.agent_env(request.env),
-            "run": launcher_script(run_dir, cwd, (request.command, *request.args)),
+            "run": launcher_script(
+                run_dir, cwd, (request.command, *request.args), record_group=contain == ()
+            ),
         }
         for name, text in files.items():
             encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
@@ -934,7 +978,7 @@ class RexRuntime:
                 f"write the agent's {name} file", f"{run_dir}/{name}.b64", encoded, timeout
             )
         script = _launch_command(
-            run_dir, isolated_env=self._locus.isolated_env, run_as=launched.run_as
+            run_dir, isolated_env=self._locus.isolated_env, run_as=launched.run_as, contain=contain
         )
         await connection.execute("start the agent", script, timeout)
 
