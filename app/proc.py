@@ -9,7 +9,9 @@ depending on each other.
     signal_name               asyncio's negative return code → "SIGTERM"
     read_into                 drain a pipe into a buffer, keeping what arrived so far
     agent_environment         a child's environment: forge and App secrets stripped
+    command_environment       a project command's environment: every credential stripped
     credential_values         the credential values of an environment, to scrub from output
+    env_script                an environment as a POSIX sh script, handed to another OS user
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import signal
 from collections.abc import Mapping
 
@@ -99,6 +102,20 @@ def credential_values(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(sorted(found, key=len, reverse=True))
 
 
+def command_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a project command run from the agent's tree (tests, proof-of-work):
+    `base` with no credential at all — neither the forge's nor the agents' model keys."""
+    return {
+        name: value
+        for name, value in base.items()
+        if not (
+            _SECRET_NAME.search(name)
+            or _CREDENTIAL_NAME.search(name.upper())
+            or _AGENT_CREDENTIAL.match(name)
+        )
+    }
+
+
 def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment: `base` without forge/app secrets, plus pairbot's PAIR_* keys.
 
@@ -111,3 +128,28 @@ def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict
     }
     env.update(extra)
     return env
+
+
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_script(
+    env: Mapping[str, str],
+    *,
+    drop: frozenset[str] = frozenset(),
+    value_map: Mapping[str, str] | None = None,
+) -> str:
+    """A POSIX sh script exporting `env` (values shell-quoted), minus the names in `drop`.
+
+    A value equal to a key of `value_map` is replaced (the project root becomes the agent-side
+    root). Names a shell cannot export (e.g. `BASH_FUNC_f%%`) are left out.
+    """
+    lines = ["# pairbot: the agent's environment (0600, deleted by the launcher once read)"]
+    for name in sorted(env):
+        if name in drop or not _SHELL_NAME.fullmatch(name):
+            continue
+        value = env[name]
+        if value_map is not None:
+            value = value_map.get(value, value)
+        lines.append(f"export {name}={shlex.quote(value)}")
+    return "\n".join(lines) + "\n"

@@ -72,7 +72,8 @@ class BatchVet:
 
     def _tests(self) -> TestRun:
         tests = self.request.tests
-        return run_tests(self.request.root, tests.command, tests.junit, self.request.env)
+        request = self.request
+        return run_tests(request.launcher, request.root, tests.command, tests.junit, request.env)
 
     async def before(self) -> None:
         if stage_policy(self.request.transition).runs_tests:

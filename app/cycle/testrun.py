@@ -2,25 +2,27 @@
 
 The card cycle runs `tests.command` before and after every apply / red / fix so the engine —
 not the agent — knows which tests fail (`app.domain.testsets` decides what the difference
-means). The command runs through the shell in the worktree with the agent's environment
-(forge and App secrets stripped: it executes code the agent wrote), bounded by a timeout; the
-JUnit file is removed first so a stale report from an earlier run is never read, and removed
-after so it is never committed.
+means). The command executes code the agent wrote (a test, a conftest, the runner's own
+config), so it runs through the launcher's `run_command`: as the agent user, with no
+credential in its environment, in a PID namespace of its own (app/runtime/sandbox.py), bounded
+by a timeout. The JUnit file is removed first so a stale report from an earlier run is never
+read, and removed after so it is never committed. A command that wrote no report says why
+(its exit status and the last line it printed: `pytest: not found`).
 """
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from app.domain.testsets import NoTestCommand, TestRun, UnreadableJUnit, read_run
-from app.proc import agent_environment
+from app.engine.agent import AgentLauncher, CommandRun
 
 DEFAULT_TIMEOUT_S = 30 * 60.0
 
 
 def run_tests(
+    launcher: AgentLauncher,
     worktree: Path,
     command: str | None,
     junit: str | None,
@@ -34,17 +36,8 @@ def run_tests(
     report = (worktree / junit) if junit else None
     if report is not None:
         report.unlink(missing_ok=True)
-    try:
-        subprocess.run(  # noqa: S602  # the project's own configured command line, as written
-            command,
-            shell=True,
-            cwd=worktree,
-            env=agent_environment(env, {}),
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    done = launcher.run_command(CommandRun(command, worktree, env, timeout_s))
+    if done.timed_out:
         return UnreadableJUnit(
             junit or "(tests.junit unset)",
             f"the test command timed out after {timeout_s:.0f}s before finishing its report",
@@ -52,4 +45,11 @@ def run_tests(
     data = report.read_bytes() if report is not None and report.is_file() else None
     if report is not None:
         report.unlink(missing_ok=True)
-    return read_run(data, junit)
+    cause = None
+    if data is None and done.exit_code != 0:
+        said = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        status = "was stopped" if done.exit_code is None else f"exited {done.exit_code}"
+        cause = f"it {status}" + (f": {said[-1][:300]}" if said else " and printed nothing")
+        if done.exit_code in (126, 127):
+            cause += " (the test runner is not installed, or not executable, where pairbot runs)"
+    return read_run(data, junit, cause)

@@ -81,7 +81,8 @@ class Vetter:
 
     def _tests(self) -> TestRun:
         tests = self.state.project.tests
-        return run_tests(self.tree.path, tests.command, tests.junit, self.state.env.deps.env)
+        deps = self.state.env.deps
+        return run_tests(deps.launcher, self.tree.path, tests.command, tests.junit, deps.env)
 
     def measure_before(self) -> None:
         """The failing set the iteration is judged against (apply, red and fix only).

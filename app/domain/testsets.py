@@ -82,9 +82,11 @@ class NoTestCommand:
 
 @dataclass(frozen=True)
 class MissingJUnit:
-    """The test command ran but no JUnit file was found at `path` (None: `tests.junit` unset)."""
+    """The test command ran but no JUnit file was found at `path` (None: `tests.junit` unset);
+    `cause` says how the command ended when that explains it (exit status, last line)."""
 
     path: str | None
+    cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,14 +196,14 @@ def parse_junit(xml_bytes: bytes) -> JUnitResult:
     )
 
 
-def read_run(data: bytes | None, path: str | None) -> TestRun:
+def read_run(data: bytes | None, path: str | None, cause: str | None = None) -> TestRun:
     """The run a configured test command produced: the report's bytes (None: no file) at `path`.
 
     The shell reads the file; this turns a missing or unreadable one into the value that names
     it, so a malformed report is a refusal reason rather than an exception.
     """
     if data is None or path is None:
-        return MissingJUnit(path)
+        return MissingJUnit(path, cause)
     try:
         return parse_junit(data)
     except JUnitError as exc:
@@ -235,6 +237,13 @@ def _count(n: int, noun: str) -> str:
 def _run_problem(run: TestRun, when: str) -> str | None:
     """Why a run cannot be compared; None when it can."""
     if isinstance(run, MissingJUnit):
+        if run.cause is not None:
+            return (
+                f"the test command failed {when} the iteration without writing its JUnit report "
+                f"{run.path or '(tests.junit unset)'}: {run.cause}; install the project's test "
+                "dependencies where pairbot runs (a set-up step before pairbot's in the "
+                "workflow or pipeline) or fix tests.command"
+            )
         if run.path is None:
             return (
                 f"the test command ran {when} the iteration, but tests.junit is not set: "

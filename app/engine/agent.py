@@ -132,6 +132,27 @@ class AgentNotStarted:
     reason: str
 
 
+@dataclass(frozen=True)
+class CommandRun:
+    """A command of the project's own run from its tree — the test command, a proof-of-work —
+    which executes code the agent may have written, so it runs as the agent would (isolated)."""
+
+    command: str  # a shell command line, as the project wrote it
+    cwd: Path  # the tree it runs in; lent to the agent user for the run
+    env: Mapping[str, str]  # the caller's environment; every credential is stripped from it
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How a `CommandRun` ended. `exit_code` is None when it was stopped (timeout, signal)."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
 class AgentLauncher(Protocol):
     """Everything the engine needs from the runtime for one agent step."""
 
@@ -149,4 +170,8 @@ class AgentLauncher(Protocol):
         self, launch: AgentLaunch, on_line: LineSink
     ) -> AgentSpawnResult | AgentNotStarted:
         """Start the stage's agent, show its output on `on_line`, and return how it ended."""
+        ...
+
+    def run_command(self, run: CommandRun) -> CommandResult:
+        """Run a project command from its tree under the agent's isolation (blocking)."""
         ...

@@ -142,7 +142,7 @@ async def run_proof_of_work(
     )
     deps.on_line(f"proof-of-work for phase {phase.name}: {pow_.run}")
     run = await run_proof_command(
-        pow_.run, root, timeout_s=settings.agent_timeout_ms / 1000, env=deps.env or None
+        deps.launcher, pow_.run, root, timeout_s=settings.agent_timeout_ms / 1000, env=deps.env
     )
     passed, detail = evaluate_pass_condition(pow_.pass_, run.exit_code, run.stdout)
     if run.timed_out:

@@ -2,7 +2,8 @@
 
 The verdict is pure: `evaluate_pass_condition` maps a pass condition, an exit status and stdout
 to (passed, one-line detail), and `gate_passed` applies the phase's policy. `run_proof_command`
-is the thin shell that runs the configured command with bash and reports what happened.
+is the thin shell that runs the configured command with bash, isolated as the agent is, and
+reports what happened.
 
 Pass conditions (the condition is stripped; directives and prefixes match case-insensitively):
 
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from app.engine.agent import AgentLauncher, CommandResult, CommandRun
 
 ProofPolicy = Literal["hard-gate", "warn"]
 
@@ -31,9 +33,6 @@ ProofPolicy = Literal["hard-gate", "warn"]
 _EXIT_DIRECTIVE = re.compile(r"(?:exit\s+code\s+0|exit-zero|exit\s+0)(?!\w|\.\d)", re.IGNORECASE)
 _CONTAINS = "contains:"
 _REGEX = "regex:"
-
-# Grace between SIGTERM and SIGKILL when a proof command overruns (as for agents).
-PROOF_KILL_GRACE_S = 2.0
 
 
 def _exit_verdict(exit_code: int | None) -> tuple[bool, str]:
@@ -82,24 +81,20 @@ def gate_passed(passed: bool, policy: ProofPolicy) -> bool:
     return passed or policy == "warn"
 
 
-@dataclass(frozen=True)
-class ProofRun:
-    """What one proof command did. `exit_code` is None when a signal or the timeout ended it."""
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
+# What one proof command did: the launcher's result (exit_code None: a signal or the timeout).
+ProofRun = CommandResult
 
 
 async def run_proof_command(
+    launcher: AgentLauncher,
     command: str,
     cwd: Path,
     *,
     timeout_s: float,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str],
 ) -> ProofRun:
-    """Run `bash -c command` in `cwd`; on timeout stop its whole process group.
+    """Run `bash -c command` in `cwd` through the launcher's `run_command`: the proof executes
+    the tree the agent wrote, so it runs as the agent would, isolated, with no credential.
 
     A command that cannot be started (no bash, missing cwd) is a failed run with exit 127 and
     the reason in stderr, so the operator fixes it and reruns the proof like any other failure.
@@ -107,61 +102,7 @@ async def run_proof_command(
     # Imported here: the manifest imports this module for its policy, and reading a manifest
     # (`pairbot batch status`) needs no event loop.
     import asyncio  # noqa: PLC0415
+    import shlex  # noqa: PLC0415
 
-    from app.proc import (  # noqa: PLC0415
-        START_FAILURE_EXIT_CODE,
-        read_into,
-        terminate_process_group,
-    )
-
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=cwd,
-            env=None if env is None else dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        message = f"pairbot: cannot run proof command in {str(cwd)!r}: {exc.strerror or exc}"
-        return ProofRun(
-            exit_code=START_FAILURE_EXIT_CODE, stdout="", stderr=message, timed_out=False
-        )
-
-    stdout, stderr = proc.stdout, proc.stderr
-    if stdout is None or stderr is None:  # pragma: no cover - PIPE sets both
-        raise RuntimeError("asyncio returned a subprocess without the requested pipes")
-
-    out, err = bytearray(), bytearray()
-    watched = {
-        asyncio.create_task(read_into(stdout, out)),
-        asyncio.create_task(read_into(stderr, err)),
-        asyncio.create_task(proc.wait()),
-    }
-    timed_out = False
-    try:
-        _, pending = await asyncio.wait(watched, timeout=timeout_s)
-        if pending:
-            timed_out = True
-            await terminate_process_group(proc, PROOF_KILL_GRACE_S)
-            # Bounded: a process that escaped the group could hold a pipe open forever.
-            await asyncio.wait(watched, timeout=PROOF_KILL_GRACE_S)
-    finally:
-        if proc.returncode is None:
-            await terminate_process_group(proc, 0)
-        for task in watched:
-            task.cancel()
-        await asyncio.gather(*watched, return_exceptions=True)
-
-    returncode = proc.returncode
-    exit_code = None if timed_out or returncode is None or returncode < 0 else returncode
-    return ProofRun(
-        exit_code=exit_code,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
-        timed_out=timed_out,
-    )
+    run = CommandRun(shlex.join(["bash", "-c", command]), cwd, env, timeout_s)
+    return await asyncio.to_thread(launcher.run_command, run)

@@ -416,6 +416,7 @@ async def run_change_step(
                     journal=ctx.locus.journal,
                     branch=work_branch(ctx.batch),
                     env=deps.env,
+                    launcher=deps.launcher,
                 )
             )
             await vetter.before()

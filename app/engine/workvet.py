@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from app.engine.agent import AgentLauncher
 from app.engine.manifest import TestsConfig
 from app.engine.outcome import EngineStepOutcome
 from app.engine.work import Snapshot
@@ -39,6 +40,7 @@ class WorkVetRequest:
     journal: Path  # the batch's journal: how many times in a row this step was sent back
     branch: str  # the batch's work line
     env: Mapping[str, str]  # the agent's environment, which the tests run with
+    launcher: AgentLauncher  # runs the tests as the agent runs (isolated)
 
 
 @dataclass(frozen=True)

@@ -372,13 +372,19 @@ class AgentAccount:
         self._ids = (entry.pw_uid, entry.pw_gid)
         return self._ids
 
-    def make_home(self) -> Path:
-        """A fresh HOME owned by the agent user (0700), with its git trusting the worktree."""
+    def make_home(self, files: Callable[[Path], Mapping[str, str]] | None = None) -> Path:
+        """A fresh HOME owned by the agent user (0700), with its git trusting the worktree, and
+        `files(home)` written in it (0600) before it is handed over: pairbot without root
+        cannot write there afterwards."""
         uid, gid = self.ensure()
         # /tmp, not pairbot's TMPDIR: that may be a directory only pairbot's user can enter.
         home = Path(tempfile.mkdtemp(prefix="pairbot-agent-home-", dir="/tmp"))
         # The worktree's git directory is pairbot's: the agent's own git must accept it.
         (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+        for name, text in (files(home) if files is not None else {}).items():
+            descriptor = os.open(home / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(text)
         # Its own temporary directory too: pairbot's TMPDIR may be one only pairbot can write
         # (claude, for one, makes its scratch directory there and stops when it cannot).
         (home / "tmp").mkdir(mode=0o700)

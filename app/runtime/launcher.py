@@ -17,6 +17,9 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
          taken from the stream
     a UserError in steps 1 to 5 → AgentNotStarted: nothing was spawned, the step blocks and resumes
 
+`run_command` runs the project's own commands (tests, proof-of-work) under the same isolation
+(sandbox.py): they execute code the agent may have written.
+
 `delegate` writes the prompt's command block and `agent_root` says where each locus puts the
 project root; both are here because only the runtime knows agents' command files and loci.
 """
@@ -38,14 +41,17 @@ from app.engine.agent import (
     AgentSpawnRequest,
     AgentSpawnResult,
     CommandId,
+    CommandResult,
+    CommandRun,
     LineSink,
     RunAs,
 )
 from app.errors import UserError
-from app.proc import agent_environment
+from app.proc import START_FAILURE_EXIT_CODE, agent_environment
 from app.runtime import commands, isolation
 from app.runtime.adapters import resolve_argv
 from app.runtime.permissions import WarnOnce
+from app.runtime.sandbox import run_isolated
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import ResolvedSettings
 
@@ -91,12 +97,25 @@ class Launcher:
 
     def plan(self, settings: ResolvedSettings, env: Mapping[str, str]) -> isolation.Plan | None:
         """Who this step's agent runs as (None: no probe, pairbot's own user, said nowhere)."""
+        return self._decide(settings.locus, env)
+
+    def _decide(self, locus: str, env: Mapping[str, str]) -> isolation.Plan | None:
         if self._host is None:
             return None
         setting, user = isolation.parse_setting(env)
         if self._facts is None:
             self._facts = self._host()
-        return isolation.decide(setting, settings.locus, self._facts, user)
+        return isolation.decide(setting, locus, self._facts, user)
+
+    def run_command(self, run: CommandRun) -> CommandResult:
+        """Run a project command (tests, proof-of-work) from its tree as a `local` agent would
+        run: it executes code the agent may have written (app/runtime/sandbox.py)."""
+        try:
+            plan = self._decide("local", run.env) or isolation.NoIsolation(None)
+        except UserError as err:
+            return CommandResult(START_FAILURE_EXIT_CODE, "", f"pairbot: {err}\n")
+        account = self._account(plan) if isinstance(plan, isolation.Switch) else None
+        return run_isolated(plan, account, run)
 
     def _account(self, switch: isolation.Switch) -> isolation.AgentAccount:
         account = self._accounts.get(switch.user)

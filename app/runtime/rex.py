@@ -95,7 +95,7 @@ from app.engine.agent import (
     EventSink,
     RunAs,
 )
-from app.proc import START_FAILURE_EXIT_CODE
+from app.proc import START_FAILURE_EXIT_CODE, env_script
 from app.runtime.remote_url import RemoteUrlError, remote_base_url
 from app.settings import DEFAULT_DOCKER_IMAGE, Locus, RemoteSettings
 
@@ -139,7 +139,6 @@ FOREIGN_MACHINE_ENV: Final = frozenset({"PATH", "HOME", "TMPDIR", "PWD", "OLDPWD
 _READ_CAP_BYTES: Final = 1 << 20  # log bytes fetched per poll; a full read polls again at once
 _STDERR_CAP_BYTES: Final = 1 << 20  # the tail of err.log kept in the result
 _CLEANUP_TIMEOUT_S: Final = 10.0
-_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _POLL_HEADER = "pairbot-poll"
 
 
@@ -178,28 +177,6 @@ def map_project_path(path: str, project_root: str, agent_root: str) -> str | Non
     except ValueError:
         return None
     return str(PurePosixPath(agent_root) / relative)
-
-
-def env_script(
-    env: Mapping[str, str],
-    *,
-    drop: frozenset[str] = frozenset(),
-    value_map: Mapping[str, str] | None = None,
-) -> str:
-    """A POSIX sh script exporting `env` (values shell-quoted), minus the names in `drop`.
-
-    A value equal to a key of `value_map` is replaced (the project root becomes the agent-side
-    root). Names a shell cannot export (e.g. `BASH_FUNC_f%%`) are left out.
-    """
-    lines = ["# pairbot: the agent's environment (0600, deleted by the launcher once read)"]
-    for name in sorted(env):
-        if name in drop or not _SHELL_NAME.fullmatch(name):
-            continue
-        value = env[name]
-        if value_map is not None:
-            value = value_map.get(value, value)
-        lines.append(f"export {name}={shlex.quote(value)}")
-    return "\n".join(lines) + "\n"
 
 
 def launcher_script(
