@@ -389,7 +389,7 @@ class StreamJsonRenderer:
         if not isinstance(inner, dict):
             return False
         kind = inner.get("type")
-        if kind in _BLOCK_BOUNDARIES:
+        if isinstance(kind, str) and kind in _BLOCK_BOUNDARIES:  # any JSON value may arrive
             self._end_prose()
         if kind == "message_start":
             message = inner.get("message")
