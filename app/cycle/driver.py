@@ -389,7 +389,7 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
     if _interrupted(state):
         return await publish_status(state, _interrupted_result(state), PrState.INTERRUPTED, None)
     env = state.env
-    base = env.base_branch or wt.current_branch(env.root)
+    base = env.base_branch or wt.current_branch(env.root, env.deps.env)
     # Git and the test runner block; in a thread, so the App's event loop keeps answering.
     tree = await asyncio.to_thread(
         wt.prepare, env.root, key, card_branch(state.card), base, env.remote
@@ -694,7 +694,7 @@ def _write_lesson(
     state: CardState, ending: Literal["merged", "abandoned"], repo: Path, head: str
 ) -> None:
     try:
-        base = state.env.base_branch or wt.current_branch(state.env.root)
+        base = state.env.base_branch or wt.current_branch(state.env.root, state.env.deps.env)
         record_lesson(
             state.env.root,
             state.project.lessons,
@@ -730,7 +730,7 @@ async def _propose_lesson(
     if _lesson_pr_recorded(records, state.key, run):
         return
     try:
-        base = state.env.base_branch or wt.current_branch(state.env.root)
+        base = state.env.base_branch or wt.current_branch(state.env.root, state.env.deps.env)
         # The files first: preparing the lesson's branch fetches the base, which now holds
         # the card's own merged work.
         files = await asyncio.to_thread(changed_files, repo, base, head)

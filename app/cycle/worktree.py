@@ -15,7 +15,8 @@ Git runs with a fixed identity (a fresh runner has no `user.name`) and never pro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,14 +59,58 @@ def has_remote(root: Path, remote: str = "origin") -> bool:
     return remote in git(root, "remote").split()
 
 
-def current_branch(root: Path) -> str:
-    """The branch checked out in `root` (the default base for a card's PR)."""
+def ci_base_branch(env: Mapping[str, str], event: Mapping[str, object] | None) -> str | None:
+    """The base branch a CI names, if any. Pure.
+
+    Azure Pipelines' `checkout: self` leaves a detached HEAD at BUILD_SOURCEVERSION, so the
+    branch comes from its variables: a pull request's target, else BUILD_SOURCEBRANCH (a
+    scheduled or service-hook run builds the default branch). In GitHub Actions the event names
+    the repository's default branch (`issue_comment`, `schedule`, `workflow_dispatch`).
+    """
+    for name in ("SYSTEM_PULLREQUEST_TARGETBRANCH", "BUILD_SOURCEBRANCH"):
+        ref = env.get(name, "").strip()
+        if ref.startswith("refs/heads/"):
+            return ref.removeprefix("refs/heads/")
+        if ref and name == "SYSTEM_PULLREQUEST_TARGETBRANCH" and not ref.startswith("refs/"):
+            return ref
+    repository = event.get("repository") if event is not None else None
+    if isinstance(repository, dict):
+        branch = repository.get("default_branch")
+        if isinstance(branch, str) and branch.strip():
+            return branch.strip()
+    return None
+
+
+def _event(env: Mapping[str, str]) -> Mapping[str, object] | None:
+    """The GitHub Actions event payload, when this runs in a workflow (else None)."""
+    path = env.get("GITHUB_EVENT_PATH", "")
+    if not path:
+        return None
+    try:
+        loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def current_branch(root: Path, env: Mapping[str, str] | None = None) -> str:
+    """The base for a card's PR: what the CI says (`ci_base_branch`), else the branch checked
+    out in `root`, else the remote's default branch (`origin/HEAD`) — never a detached HEAD."""
+    named = ci_base_branch(env or {}, _event(env or {}))
+    if named is not None:
+        return named
     name = git(root, "rev-parse", "--abbrev-ref", "HEAD")
-    if name == "HEAD":
-        raise WorktreeError(
-            f"{root} is on a detached HEAD; set baseBranch in the batch or check out a branch"
-        )
-    return name
+    if name != "HEAD":
+        return name
+    remote_head = git(
+        root, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", check=False
+    )
+    if remote_head.startswith("origin/"):
+        return remote_head.removeprefix("origin/")
+    raise WorktreeError(
+        f"{root} is on a detached HEAD and nothing names the base branch: set baseBranch in "
+        "the batch, BUILD_SOURCEBRANCH (Azure Pipelines sets it), or check out a branch"
+    )
 
 
 def _resolve(root: Path, ref: str) -> str | None:
