@@ -83,7 +83,18 @@ class ActionRepo:
         event["comment"]["user"].update(login=login, id=user.id, type=user.type)
         event["sender"].update(login=login, id=user.id, type=user.type)
         event["repository"]["full_name"] = f"{self.fake.owner}/{self.fake.repo}"
+        event["repository"]["default_branch"] = self.default_branch()
         return "issue_comment", event
+
+    def default_branch(self) -> str:
+        """The bare repository's default branch, as GitHub names it in every event."""
+        head = subprocess.run(
+            ["git", "-C", str(self.bare), "symbolic-ref", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return head.stdout.strip()
 
     @staticmethod
     def schedule_event() -> tuple[str, dict[str, Any]]:
@@ -95,6 +106,7 @@ class ActionRepo:
         event["pull_request"]["number"] = pull
         event["pull_request"]["head"]["sha"] = head
         event["pull_request"]["head"]["ref"] = f"pair/card-{self.card}"
+        event["repository"]["default_branch"] = self.default_branch()
         return "pull_request", event
 
     # ------------------------------------------------------------ running
