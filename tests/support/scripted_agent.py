@@ -41,7 +41,8 @@ Each call consumes the next behaviour of the most specific list (counters persis
 into `<change>.txt` (or, for a finding whose reproducer says `needs <word>`, that word; an
 open finding of kind `regression` gets a check that fails until fix writes "repaired <id>");
 tests/support/checks.py runs the checks and writes JUnit XML.
-Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/.
+Its files (script, counters, call log, findings) live in $PAIR_TEST_AGENT_DIR, else .pair/; each
+line of the call log records the call's transition, argv, instructions, environment names and uid.
 `apply` also appends a line to each file named in $PAIR_TEST_TOUCH (comma-separated paths).
 """
 
@@ -232,6 +233,8 @@ def main() -> int:
                     "argv": sys.argv[1:],
                     "instructions": instructions,
                     "env": sorted(os.environ),
+                    # Who ran it: the posture tests check the agent ran as its own OS user.
+                    "uid": os.geteuid(),
                 }
             )
             + "\n"

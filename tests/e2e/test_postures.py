@@ -1,0 +1,212 @@
+"""The whole card cycle with no setting changed, in the three postures pairbot ships into.
+
+As root (a container job, a self-hosted runner), as a runner-like user with passwordless sudo
+(a GitHub-hosted runner: HOME 0750, the workspace under it) and as a plain user without sudo
+(a laptop), each flow runs pairbot as that OS user (tests/support/postures.py), with an
+environment built from nothing — no PAIR_ISOLATION, so isolation is the product's default:
+
+- the CLI: `pairbot card N implement until: merged merge: always`, then `pairbot tick card-N`
+  (one step each) through propose, apply, a review with a blocking finding, red, fix, the
+  second review and the synthesis, to the merge gate, and `pairbot card N approve` merges;
+- the App's worker: `pairbot serve --dev` over such a project, whose ticks take the card
+  from its first step to ready-for-merge;
+- the demo: `python -m app.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
+  implement`, the worker taking card #3 to ready-for-merge.
+
+The scripted agent (tests/support/scripted_agent.py, through the `command` adapter) edits and
+reports with `pairbot batch report` from inside whatever user it runs as, and records its uid.
+Where pairbot can isolate (root, runner) every agent step ran as `pairbot-agent` and no run
+warns; as the plain user every run that starts an agent warns exactly once, and the cycle
+still completes. Skips with one line unless the suite runs as root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.support.card_project import MAINTAINER, CardProject, project_config
+from tests.support.git import git, init_repo
+from tests.support.postures import (
+    AGENT_USER,
+    CANNOT_ISOLATE,
+    PLAIN,
+    REPOSITORY,
+    RUNNER,
+    VENV_BIN,
+    Name,
+    Posture,
+    ensure_users,
+    posture,
+    remove_sudoers,
+    remove_tree,
+)
+from hosts.local import LocalForge
+
+PAIRBOT = VENV_BIN / "pairbot"
+PYTHON = VENV_BIN / "python"
+STEP_TIMEOUT_S = 120.0  # one CLI run: one step (an agent and the tests), on a loaded machine
+SETTLE_S = 240.0  # the worker's ticks from a card's first step to ready-for-merge
+
+pytestmark = [
+    pytest.mark.skipif(
+        os.geteuid() != 0,
+        reason="the posture flows need root (to make the runner-like and the plain users)",
+    ),
+    # One worker: the users and their sudoers rule are this module's, made once.
+    pytest.mark.xdist_group("postures"),
+    pytest.mark.slow_first(60),
+]
+
+POSTURES: list[Any] = [
+    pytest.param("root", id="root"),
+    pytest.param(
+        "runner",
+        id="runner",
+        marks=pytest.mark.skipif(
+            shutil.which("sudo") is None or shutil.which("setfacl") is None,
+            reason="the runner posture needs sudo and setfacl (python3 dev.py test installs them)",
+        ),
+    ),
+    pytest.param("plain", id="plain"),
+]
+
+
+@pytest.fixture(scope="module")
+def users() -> Iterator[None]:
+    """The runner-like and the plain users (reused when present); the sudoers rule is removed
+    afterwards, so no user of this machine keeps root through the suite."""
+    ensure_users()
+    try:
+        yield
+    finally:
+        remove_sudoers(RUNNER)
+
+
+@pytest.fixture
+def shared(users: None) -> Iterator[Path]:
+    """A directory every user can reach (pytest's tmp is root's, 0700): root's workspace and
+    HOME, and the scripted agent's scratch directory."""
+    path = Path(tempfile.mkdtemp(prefix="pbt-postures-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        remove_tree(path)
+
+
+def _agent_dir(shared: Path) -> Path:
+    """Where the scripted agent keeps its script, counters, call log and findings: writable by
+    whichever user it runs as (pairbot-agent, or the plain user)."""
+    scratch = shared / "agent"
+    scratch.mkdir()
+    scratch.chmod(0o777)
+    return scratch
+
+
+def card_project(where: Posture, shared: Path) -> tuple[CardProject, Path]:
+    """A card project in a fresh workspace of `where`'s user (`<work>/<repo>/<repo>`, as GitHub's
+    runners lay it out) with its local forge beside it; the workspace's top."""
+    top = where.workspace("widget")
+    root = top / top.name
+    (root / ".pair").mkdir(parents=True)
+    (root / ".pair" / "config.yaml").write_text(
+        yaml.safe_dump(project_config("local", agent_timeout_ms=90_000))
+    )
+    init_repo(root, {"README.md": "# widget\n"})
+    forge = LocalForge(top / "forge")
+    git(root, "push", "-q", str(forge.repo), "main")
+    card = forge.seed_card("Add the widget", "AC-1: it works\n", author=MAINTAINER)
+    where.own(top)
+    project = CardProject(root=root, forge=forge, scratch=_agent_dir(shared), card=card)
+    # One review finds a blocking defect: the cycle goes through red and fix to a second review.
+    project.script({"verify": ["findings-blocking", "ok"]})
+    return project, top
+
+
+def _warnings(done: subprocess.CompletedProcess[str]) -> int:
+    return (done.stdout + done.stderr).count(CANNOT_ISOLATE)
+
+
+def _agent_calls(project: CardProject) -> list[dict[str, Any]]:
+    log = project.scratch / "agent-log.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _assert_agent_ran_as(where: Posture, project: CardProject) -> list[str]:
+    """Every agent call ran as pairbot-agent where pairbot isolates, else as pairbot's user;
+    the transitions, in order."""
+    calls = _agent_calls(project)
+    assert calls, "the agent never ran"
+    expected = pwd.getpwnam(AGENT_USER).pw_uid if where.isolates else where.uid
+    assert {c["uid"] for c in calls} == {expected}, [(c["transition"], c["uid"]) for c in calls]
+    return [str(c["transition"]) for c in calls]
+
+
+def _label(project: CardProject) -> str:
+    labels = project.labels(project.card)
+    return labels[0] if labels else ""
+
+
+@pytest.mark.parametrize("name", POSTURES)
+def test_the_card_cycle_through_the_cli(name: Name, shared: Path) -> None:
+    where = posture(name, shared)
+    project, top = card_project(where, shared)
+    env = {"PAIR_LOCAL_FORGE": str(project.forge.root), "PAIR_TEST_AGENT_DIR": str(project.scratch)}
+
+    def pairbot(*args: str) -> subprocess.CompletedProcess[str]:
+        done = where.run(
+            [str(PAIRBOT), "--root", str(project.root), *args],
+            cwd=project.root,
+            env=env,
+            timeout=STEP_TIMEOUT_S,
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    runs: list[subprocess.CompletedProcess[str]] = []
+    spawned: list[bool] = []  # whether each run started an agent
+
+    def step(*args: str) -> None:
+        before = len(_agent_calls(project))
+        runs.append(pairbot(*args))
+        spawned.append(len(_agent_calls(project)) > before)
+        assert runs[-1].returncode == 0, runs[-1].stdout + runs[-1].stderr
+        project.assert_invariants()
+
+    step("card", str(project.card), "implement", "until:", "merged", "merge:", "always")
+    for _ in range(20):
+        if _label(project) == "pr-state:awaiting-human":
+            break
+        step("tick", f"card-{project.card}")
+    assert _label(project) == "pr-state:awaiting-human", [r.stdout for r in runs]
+    step("card", str(project.card), "approve")
+    assert _label(project) == "pr-state:merged"
+    transitions = _assert_agent_ran_as(where, project)
+    assert transitions == ["propose", "apply", "verify", "red", "fix", "verify"], transitions
+    # The merge landed the reviewed, fixed work on the forge's main.
+    assert (
+        git(project.forge.repo, "-c", "safe.directory=*", "show", "main:card-1.txt")
+        == "implemented\nfixed"
+    )
+    warned = [_warnings(r) for r in runs]
+    if where.isolates:
+        assert warned == [0] * len(runs), [r.stderr for r in runs]
+    else:
+        # Once in each run that started an agent; a run that only publishes or merges says
+        # nothing about an agent it did not start.
+        assert warned == [int(s) for s in spawned], [r.stdout + r.stderr for r in runs]
+    remove_tree(top)
