@@ -27,10 +27,13 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +41,15 @@ import httpx
 import pytest
 import yaml
 
+from app.web.serve import DEV_SECRET
+from app.web.signature import sign
+from hosts.local import LocalForge
+from hosts.models import Target
 from tests.support.card_project import MAINTAINER, CardProject, project_config
 from tests.support.git import git, init_repo
 from tests.support.postures import (
     AGENT_USER,
     CANNOT_ISOLATE,
-    PLAIN,
     REPOSITORY,
     RUNNER,
     VENV_BIN,
@@ -54,12 +60,19 @@ from tests.support.postures import (
     remove_sudoers,
     remove_tree,
 )
-from hosts.local import LocalForge
 
 PAIRBOT = VENV_BIN / "pairbot"
 PYTHON = VENV_BIN / "python"
 STEP_TIMEOUT_S = 120.0  # one CLI run: one step (an agent and the tests), on a loaded machine
 SETTLE_S = 240.0  # the worker's ticks from a card's first step to ready-for-merge
+WEBHOOK = (
+    REPOSITORY
+    / "tests"
+    / "fixtures"
+    / "github-webhooks"
+    / "issue_comment"
+    / "created.with-installation.json"
+)
 
 pytestmark = [
     pytest.mark.skipif(
@@ -117,9 +130,10 @@ def _agent_dir(shared: Path) -> Path:
     return scratch
 
 
-def card_project(where: Posture, shared: Path) -> tuple[CardProject, Path]:
+def card_project(where: Posture, shared: Path, *, own: bool = True) -> tuple[CardProject, Path]:
     """A card project in a fresh workspace of `where`'s user (`<work>/<repo>/<repo>`, as GitHub's
-    runners lay it out) with its local forge beside it; the workspace's top."""
+    runners lay it out) with its local forge beside it; the workspace's top (`own`: handed to
+    the user already, else the caller hands it over once it has written what it needs)."""
     top = where.workspace("widget")
     root = top / top.name
     (root / ".pair").mkdir(parents=True)
@@ -130,7 +144,8 @@ def card_project(where: Posture, shared: Path) -> tuple[CardProject, Path]:
     forge = LocalForge(top / "forge")
     git(root, "push", "-q", str(forge.repo), "main")
     card = forge.seed_card("Add the widget", "AC-1: it works\n", author=MAINTAINER)
-    where.own(top)
+    if own:
+        where.own(top)
     project = CardProject(root=root, forge=forge, scratch=_agent_dir(shared), card=card)
     # One review finds a blocking defect: the cycle goes through red and fix to a second review.
     project.script({"verify": ["findings-blocking", "ok"]})
@@ -209,4 +224,104 @@ def test_the_card_cycle_through_the_cli(name: Name, shared: Path) -> None:
         # Once in each run that started an agent; a run that only publishes or merges says
         # nothing about an agent it did not start.
         assert warned == [int(s) for s in spawned], [r.stdout + r.stderr for r in runs]
+    remove_tree(top)
+
+
+# ---------------------------------------------------------------- the App's worker
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving(where: Posture, root: Path, log: Path, env: dict[str, str]) -> Iterator[str]:
+    """`pairbot serve --dev` over `root` as `where`'s user, ticking every second; its URL."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = [str(PAIRBOT), "--root", str(root), "serve", "--dev", "--port", str(port)]
+    process = where.popen(argv, cwd=root, log=log, env={**env, "PAIR_TICK_S": "1"})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(60)
+            raise AssertionError(f"the App did not stop\n{log.read_text()}") from None
+
+
+def _until(what: str, done: Callable[[], bool], log: Path, within_s: float = SETTLE_S) -> None:
+    """Poll `done` (bounded); on time out, fail with the App's log."""
+    deadline = time.monotonic() + within_s
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not within {within_s} s\n{log.read_text()}"
+        time.sleep(0.2)
+
+
+def _comment_delivery(project: CardProject, comment: str, body: str) -> dict[str, Any]:
+    """The `issue_comment.created` delivery GitHub would send for the maintainer's comment."""
+    payload: dict[str, Any] = json.loads(WEBHOOK.read_text())
+    payload["issue"]["number"] = project.card
+    payload["issue"].pop("pull_request", None)
+    payload["comment"].update(id=int(comment), body=body)
+    payload["comment"].pop("performed_via_github_app", None)
+    for who in (payload["comment"]["user"], payload["sender"]):
+        who.update(login=MAINTAINER.login, id=int(MAINTAINER.id), type="User")
+    return payload
+
+
+def _deliver(url: str, secret: str, payload: dict[str, Any]) -> httpx.Response:
+    body = json.dumps(payload).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/044aadd",
+        "X-GitHub-Event": "issue_comment",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": sign(secret.encode(), body),
+    }
+    return httpx.post(f"{url}/webhooks/github", content=body, headers=headers, timeout=30)
+
+
+@pytest.mark.parametrize("name", POSTURES)
+def test_the_card_cycle_through_the_apps_worker(name: Name, shared: Path) -> None:
+    where = posture(name, shared)
+    project, top = card_project(where, shared, own=False)
+    # The maintainer may act, and comments `/pair implement` on the card, as on GitHub.
+    project.forge.grant(MAINTAINER.login, "admin")
+    body = "/pair implement"
+    comment = project.comment_as_maintainer(Target("card", project.card), body)
+    where.own(top)
+    env = {"PAIR_LOCAL_FORGE": str(project.forge.root), "PAIR_TEST_AGENT_DIR": str(project.scratch)}
+    log = shared / "app.log"
+    with serving(where, project.root, log, env) as url:
+        secret = (project.root / DEV_SECRET).read_text().strip()
+        answer = _deliver(url, secret, _comment_delivery(project, comment, body))
+        assert answer.status_code == 202, answer.text
+        _until(
+            "ready-for-merge",
+            lambda: _label(project) == "pr-state:ready-for-merge",
+            log,
+        )
+    said = log.read_text(errors="replace")
+    assert "Traceback" not in said, said
+    project.assert_invariants()
+    transitions = _assert_agent_ran_as(where, project)
+    assert transitions == ["propose", "apply", "verify", "red", "fix", "verify"], transitions
+    # In worker mode each job and each tick is a run of its own, whose log says it once
+    # (docs/security.md: "each job says so in its log"); isolating, none does.
+    assert said.count(CANNOT_ISOLATE) == (0 if where.isolates else len(transitions)), said
     remove_tree(top)
