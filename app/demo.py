@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,10 +185,16 @@ def start_cards(directory: Path, deps: EngineDeps) -> list[str]:
 
 
 def demo_deps(directory: Path, env: Mapping[str, str]) -> EngineDeps:
-    """The engine's deps for the demo's own steps: the project's launcher, `env` for agents."""
+    """The engine's deps for the demo's own steps: the project's launcher, `env` for agents,
+    and the steps' lines on stderr as `pairbot card` prints them — among them the launcher's
+    one warning that the agent cannot be isolated, which a laptop's set-up must show."""
     from app.runtime.launcher import project_launcher  # noqa: PLC0415  # swerex loads here
 
-    return EngineDeps(launcher=project_launcher(directory), env=dict(env))
+    return EngineDeps(
+        launcher=project_launcher(directory),
+        env=dict(env),
+        on_line=lambda line: print(line, file=sys.stderr, flush=True),
+    )
 
 
 def set_up(directory: Path, env: Mapping[str, str]) -> list[str]:
@@ -226,6 +233,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main(sys.argv[1:]))
