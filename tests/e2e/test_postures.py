@@ -11,7 +11,10 @@ environment built from nothing — no PAIR_ISOLATION, so isolation is the produc
 - the App's worker: `pairbot serve --dev` over such a project, whose ticks take the card
   from its first step to ready-for-merge;
 - the demo: `python -m app.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
-  implement`, the worker taking card #3 to ready-for-merge.
+  implement`, the worker taking card #3 to ready-for-merge;
+- a card command while the demo's plain batch holds a step in the same checkout, which the
+  docs have a user do while the demo serves: as root and as the sudo runner it fails today
+  (a strict xfail naming the defect, LENT_CHECKOUT), so it flips when the lending is fixed.
 
 The scripted agent (tests/support/scripted_agent.py, through the `command` adapter) edits and
 reports with `pairbot batch report` from inside whatever user it runs as, and records its uid.
@@ -83,7 +86,7 @@ pytestmark = [
     ),
     # One worker: the users and their sudoers rule are this module's, made once.
     pytest.mark.xdist_group("postures"),
-    pytest.mark.slow_first(60),
+    pytest.mark.slow_first(20),
 ]
 
 POSTURES: list[Any] = [
@@ -121,6 +124,22 @@ def shared(users: None) -> Iterator[Path]:
         yield path
     finally:
         remove_tree(path)
+
+
+@pytest.fixture
+def posed(shared: Path) -> Iterator[Callable[[Name], Posture]]:
+    """The posture of a name; the workspaces it made are removed afterwards, pass or fail."""
+    made: list[Posture] = []
+
+    def pose(name: Name) -> Posture:
+        made.append(posture(name, shared))
+        return made[-1]
+
+    try:
+        yield pose
+    finally:
+        for where in made:
+            where.clean()
 
 
 def _agent_dir(shared: Path) -> Path:
@@ -179,9 +198,11 @@ def _label(project: CardProject) -> str:
 
 
 @pytest.mark.parametrize("name", POSTURES)
-def test_the_card_cycle_through_the_cli(name: Name, shared: Path) -> None:
-    where = posture(name, shared)
-    project, top = card_project(where, shared)
+def test_the_card_cycle_through_the_cli(
+    name: Name, shared: Path, posed: Callable[[Name], Posture]
+) -> None:
+    where = posed(name)
+    project, _ = card_project(where, shared)
     env = {"PAIR_LOCAL_FORGE": str(project.forge.root), "PAIR_TEST_AGENT_DIR": str(project.scratch)}
 
     def pairbot(*args: str) -> subprocess.CompletedProcess[str]:
@@ -226,7 +247,6 @@ def test_the_card_cycle_through_the_cli(name: Name, shared: Path) -> None:
         # Once in each run that started an agent; a run that only publishes or merges says
         # nothing about an agent it did not start.
         assert warned == [int(s) for s in spawned], [r.stdout + r.stderr for r in runs]
-    remove_tree(top)
 
 
 # ---------------------------------------------------------------- the App's worker
@@ -299,8 +319,10 @@ def _deliver(url: str, secret: str, payload: dict[str, Any]) -> httpx.Response:
 
 
 @pytest.mark.parametrize("name", POSTURES)
-def test_the_card_cycle_through_the_apps_worker(name: Name, shared: Path) -> None:
-    where = posture(name, shared)
+def test_the_card_cycle_through_the_apps_worker(
+    name: Name, shared: Path, posed: Callable[[Name], Posture]
+) -> None:
+    where = posed(name)
     project, top = card_project(where, shared, own=False)
     # The maintainer may act, and comments `/pair implement` on the card, as on GitHub.
     project.forge.grant(MAINTAINER.login, "admin")
@@ -326,7 +348,6 @@ def test_the_card_cycle_through_the_apps_worker(name: Name, shared: Path) -> Non
     # In worker mode each job and each tick is a run of its own, whose log says it once
     # (docs/security.md: "each job says so in its log"); isolating, none does.
     assert said.count(CANNOT_ISOLATE) == (0 if where.isolates else len(transitions)), said
-    remove_tree(top)
 
 
 # ---------------------------------------------------------------- the demo
@@ -393,8 +414,10 @@ def _set_up_demo(where: Posture, shared: Path, hold: str) -> tuple[Path, Path, P
 
 
 @pytest.mark.parametrize("name", POSTURES)
-def test_the_demo_then_card_3_through_the_cli_and_the_worker(name: Name, shared: Path) -> None:
-    where = posture(name, shared)
+def test_the_demo_then_card_3_through_the_cli_and_the_worker(
+    name: Name, shared: Path, posed: Callable[[Name], Posture]
+) -> None:
+    where = posed(name)
     top, root, release, set_up = _set_up_demo(where, shared, "card-3:apply")
     said = [set_up]
     log = shared / "app.log"
@@ -421,7 +444,6 @@ def test_the_demo_then_card_3_through_the_cli_and_the_worker(name: Name, shared:
         # The set-up (two cards' first steps) and the CLI run once each; the worker once a job
         # or tick that started an agent (docs/security.md), so at least once.
         assert warned[:2] == [1, 1] and warned[2] >= 1, said
-    remove_tree(top)
 
 
 LENT_CHECKOUT = (
@@ -449,11 +471,13 @@ LENT_CHECKOUT = (
         pytest.param("plain", id="plain"),
     ],
 )
-def test_a_card_command_while_a_batch_step_runs_in_the_checkout(name: Name, shared: Path) -> None:
+def test_a_card_command_while_a_batch_step_runs_in_the_checkout(
+    name: Name, shared: Path, posed: Callable[[Name], Posture]
+) -> None:
     # What docs/app.md has a user do while `python3 dev.py start` serves the demo, made
     # deterministic: the example batch's first step holds in the checkout while
     # `pairbot card 3 implement` runs on it.
-    where = posture(name, shared)
+    where = posed(name)
     top, root, release, _ = _set_up_demo(where, shared, "add-greeting:propose")
     log = shared / "batch.log"
     env = {"PAIR_DEMO_HOLD": f"add-greeting:propose:{release}"}
@@ -468,4 +492,3 @@ def test_a_card_command_while_a_batch_step_runs_in_the_checkout(name: Name, shar
         assert batch.wait(STEP_TIMEOUT_S) == 0, log.read_text()
     assert started.returncode == 0, started.stdout + started.stderr
     assert started.stdout.startswith("advanced: propose card-3"), started.stdout
-    remove_tree(top)

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
@@ -111,6 +111,7 @@ class Posture:
     home: Path
     work: Path  # the directory checkouts go under (a runner's `~/work`, a container's `/__w`)
     isolates: bool
+    made: list[Path] = field(default_factory=list, compare=False)  # workspaces, to remove
 
     @property
     def uid(self) -> int:
@@ -180,9 +181,16 @@ class Posture:
         (`<work>/<repo>/<repo>` is the checkout), owned by this user: `<work>/<repo>`."""
         top = self.work / f"{repo}-{uuid.uuid4().hex[:8]}"
         top.mkdir(parents=True)
+        self.made.append(top)
         if self.user != "root":
             self.own(self.work)
         return top
+
+    def clean(self) -> None:
+        """Remove the workspaces this posture made (whoever owns what is in them)."""
+        for top in self.made:
+            remove_tree(top)
+        self.made.clear()
 
 
 def posture(name: Name, scratch: Path) -> Posture:
