@@ -377,7 +377,8 @@ def _demo_agent_uids(root: Path, cwd: Path | None = None) -> set[int]:
             continue
         if not argv[1].endswith(b"demo_agent.py"):
             continue
-        if here != str(cwd) if cwd is not None else not here.startswith(f"{root}/"):
+        inside = here == str(cwd) if cwd is not None else here.startswith(f"{root}/")
+        if not inside:
             continue
         line = next(line for line in status.splitlines() if line.startswith("Uid:"))
         uids.update(int(uid) for uid in line.split()[1:3])
