@@ -42,6 +42,7 @@ from pydantic import SecretStr
 
 from app.engine.manifest import PAIR_DIR, list_batches, load_manifest, load_project_config
 from app.errors import UserError
+from app.runtime import isolation, reach
 from app.runtime.adapters import ADAPTERS, AGENT_BINARIES
 from app.runtime.remote_url import RemoteUrlError, remote_base_url
 from app.runtime.supported import SUPPORTED, parse_version
@@ -55,10 +56,12 @@ from app.settings import (
 
 __all__ = [
     "MIN_PYTHON",
+    "PAIRBOT_PACKAGE",
     "PROBE_TIMEOUT_S",
     "Check",
     "CheckStatus",
     "Facts",
+    "Isolation",
     "Needs",
     "Outcome",
     "Probes",
@@ -72,6 +75,7 @@ __all__ = [
     "gather",
     "http_get",
     "install_hint",
+    "isolation_summary",
     "load_profiles",
     "plan",
     "remote_target",
@@ -84,6 +88,16 @@ CheckStatus = Literal["ok", "warn", "fail"]
 MIN_PYTHON: Final = (3, 11)
 PROBE_TIMEOUT_S: Final = 5.0
 VERSION_TIMEOUT_S: Final = 10.0  # a node CLI's cold start on a busy machine
+# The directory of pairbot's own package, which `pairbot batch report` imports as the agent.
+PAIRBOT_PACKAGE: Final = str(Path(__file__).resolve().parent.parent)
+# The tools isolation uses, and the Debian package that brings each.
+ISOLATION_TOOLS: Final[Mapping[str, str]] = {
+    "setpriv": "util-linux",
+    "runuser": "util-linux",
+    "sudo": "sudo",
+    "setfacl": "acl",
+    "unshare": "util-linux",
+}
 
 INSTALL_HINTS: Final[Mapping[str, str]] = {
     "claude": "install Claude Code: npm install -g {pin}",
@@ -172,6 +186,24 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Isolation:
+    """What decides who a local agent runs as, and the ways to what it must reach.
+
+    `setting` is (PAIR_ISOLATION, PAIR_AGENT_USER) parsed, or why they were refused; `who` the
+    agent user as it exists (uid None: not created yet); `ways` the trace of every program and
+    directory path below, keyed by the path asked."""
+
+    setting: tuple[isolation.Setting, str] | str
+    host: isolation.HostFacts
+    who: reach.Who
+    executable: str  # pairbot's interpreter, as the agent's PATH names it
+    script: str  # the `pairbot` console script beside it
+    package: str  # pairbot's own package directory
+    workspace: str  # the project root
+    ways: Mapping[str, reach.Trace]
+
+
+@dataclass(frozen=True)
 class Facts:
     """What the probes found on this machine."""
 
@@ -180,13 +212,15 @@ class Facts:
     versions: Mapping[str, str | None]  # agent -> the installed binary's version, if read
     docker: Outcome
     remotes: Mapping[str, Outcome]
+    isolation: Isolation | None = None
 
 
 @dataclass(frozen=True)
 class Report:
-    """Every check, in order."""
+    """Every check, in order, and who the agent runs as (`isolation_summary`)."""
 
     checks: tuple[Check, ...]
+    isolation: Mapping[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -195,7 +229,13 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON object."""
-        return {"ok": self.exit_code == 0, "checks": [c.to_json() for c in self.checks]}
+        body: dict[str, Any] = {
+            "ok": self.exit_code == 0,
+            "checks": [c.to_json() for c in self.checks],
+        }
+        if self.isolation is not None:
+            body["isolation"] = dict(self.isolation)
+        return body
 
 
 # ---------------------------------------------------------------- pure: what is needed
@@ -436,7 +476,401 @@ def build_checks(needs: Needs, facts: Facts) -> tuple[Check, ...]:
             )
         )
     checks.extend(_remote_check(target, facts) for target in needs.remotes)
+    checks.extend(isolation_checks(needs, facts))
     return tuple(checks)
+
+
+# ---------------------------------------------------------------- pure: who the agent runs as
+
+
+def _local_plan(iso: Isolation) -> isolation.Plan | str:
+    """The runtime's own decision for a local step (project commands always run locally)."""
+    if isinstance(iso.setting, str):
+        return iso.setting
+    setting, user = iso.setting
+    return isolation.decide(setting, "local", iso.host, user)
+
+
+def _runs_as(plan: isolation.Switch, who: reach.Who) -> str:
+    made = (
+        f"uid {who.uid}"
+        if who.uid is not None
+        else "not created yet: pairbot creates it with `useradd --system` at the first step"
+    )
+    via = f"sudo -n -u {plan.user}" if plan.via == "sudo" else f"{plan.via} (pairbot is root)"
+    return f"{plan.user} ({made}) via {via}"
+
+
+def _isolation_check(plan: isolation.Plan | str, iso: Isolation) -> Check:
+    if isinstance(plan, str):
+        return Check(
+            "isolation",
+            "fail",
+            plan,
+            "fix PAIR_ISOLATION / PAIR_AGENT_USER in pairbot's environment",
+        )
+    if isinstance(plan, isolation.Switch):
+        box = (
+            ", each step in a PID namespace of its own"
+            if plan.namespace
+            else ", without a PID namespace (see isolation:namespace)"
+        )
+        return Check(
+            "isolation",
+            "ok",
+            f"local agents and project commands (tests, proof-of-work) run as "
+            f"{_runs_as(plan, iso.who)}{box}",
+        )
+    if isinstance(plan, isolation.Refused):
+        return Check(
+            "isolation",
+            "fail",
+            f"{plan.reason}: no agent or project command starts",
+            "run pairbot as root or a user with passwordless sudo, or set PAIR_ISOLATION=auto",
+        )
+    if isinstance(plan, isolation.NoIsolation):
+        if plan.warning is None:
+            return Check(
+                "isolation",
+                "warn",
+                f"PAIR_ISOLATION=off: local agents run as pairbot's own user (uid "
+                f"{iso.host.euid}) and can read the credentials in its environment",
+                "unset PAIR_ISOLATION (docs/security.md)",
+            )
+        reason = plan.warning.removeprefix("pairbot: warning: ")
+        return Check(
+            "isolation",
+            "warn",
+            reason.split("; run as ", 1)[0],
+            "run as root or with passwordless sudo, or use `locus: docker` (docs/security.md)",
+        )
+    return Check("isolation", "ok", f"the {plan.locus} locus isolates the agent")
+
+
+def _obstacle(found: reach.Blocked, who: reach.Who, asked: str) -> tuple[str, str]:
+    """(why `who` cannot run `asked`, the fix for that one obstacle)."""
+    if found.what == "missing":
+        return f"{found.path} does not exist", f"reinstall {asked}"
+    assert found.node is not None  # noqa: S101  # only a missing target has no node
+    shown = f"{found.path} ({reach.describe(found.node)})"
+    if found.what == "search":
+        return (
+            f"{shown} is closed to it",
+            f"open the way: chmod o+x {found.path} (or setfacl -m u:{who.name}:x {found.path})",
+        )
+    bits = "o+r" if found.what == "read" else "o+x"
+    return f"{shown} is not {found.what}able by it", f"chmod {bits} {found.path}"
+
+
+def _program_chain(path: str, iso: Isolation, on_path: Mapping[str, str | None]) -> list[str]:
+    """`path`, then the interpreter its `#!` names, then what `env` runs (each traced)."""
+    chain = [path]
+    way = iso.ways.get(path)
+    while way is not None and way.shebang is not None and len(chain) < 4:
+        interpreter = way.shebang[0]
+        chain.append(interpreter)
+        if Path(interpreter).name == "env":
+            name = next((word for word in way.shebang[1:] if not word.startswith("-")), None)
+            found = on_path.get(name) if name is not None else None
+            if found is not None:
+                chain.append(found)
+        way = iso.ways.get(chain[-1])
+    return chain
+
+
+def _first_obstacle(
+    paths: Sequence[str], iso: Isolation, opened: frozenset[str], need_dir: bool = False
+) -> tuple[str, reach.Blocked] | None:
+    """The first of `paths` `iso.who` cannot run (or, `need_dir`, list), and what stops it;
+    `opened` are the directories each step opens to it first (`_opened`)."""
+    for path in paths:
+        way = iso.ways.get(path)
+        if way is None:
+            continue
+        script = way.shebang is not None
+        need = reach.READ | reach.EXEC if need_dir or script else reach.EXEC
+        found = reach.blocked(iso.who, way, need, opened)
+        if found is not None:
+            return path, found
+    return None
+
+
+def _shown(path: str, iso: Isolation) -> str:
+    way = iso.ways.get(path)
+    real = way.target.path if way is not None and way.target is not None else path
+    return path if real == path else f"{path} (→ {real})"
+
+
+def _shut(iso: Isolation) -> tuple[reach.Node, ...]:
+    """The directories above the workspace that each step opens to the agent with setfacl: the
+    runtime's own rule (AgentAccount.open_way) is "no o+x", even for one the agent could pass
+    as a member of its group."""
+    way = iso.ways.get(iso.workspace)
+    return tuple(node for node in way.dirs if not node.mode & 0o001) if way is not None else ()
+
+
+def _through(paths: Sequence[str], iso: Isolation, opened: frozenset[str]) -> str:
+    """ ", through DIR (opened by each step)" when reaching `paths` relies on such a directory."""
+    used = dict.fromkeys(
+        node.path
+        for path in paths
+        if (way := iso.ways.get(path)) is not None
+        for node in way.dirs
+        if node.path in opened and not reach.allows(iso.who, node, reach.SEARCH)
+    )
+    if not used:
+        return ""
+    return f", through {', '.join(used)} (which each step opens to it with setfacl)"
+
+
+def _pairbot_check(
+    iso: Isolation, on_path: Mapping[str, str | None], opened: frozenset[str]
+) -> Check:
+    user = iso.who.name
+    script = iso.ways.get(iso.script)
+    programs = [iso.executable]
+    if script is not None and script.target is not None:
+        programs = _program_chain(iso.script, iso, on_path)
+        programs += [p for p in [iso.executable] if p not in programs]
+    stop = _first_obstacle(programs, iso, opened) or _first_obstacle(
+        [iso.package], iso, opened, need_dir=True
+    )
+    if stop is not None:
+        asked, found = stop
+        why, fix = _obstacle(found, iso.who, asked)
+        return Check(
+            "reach:pairbot",
+            "fail",
+            f"{user} cannot run {asked}: {why}, so `pairbot batch report` fails in every "
+            "isolated agent step",
+            f"install pairbot where every user can reach it (a venv under /opt or /usr/local), "
+            f"or {fix}",
+        )
+    ran = ", ".join(_shown(path, iso) for path in dict.fromkeys(programs))
+    ran += _through([*programs, iso.package], iso, opened)
+    if script is None or script.target is None:
+        return Check(
+            "reach:pairbot",
+            "warn",
+            f"{user} can run {ran}, but there is no {iso.script}: agents find `pairbot` only if "
+            "another one is on PATH",
+            "install pairbot with pip (its console script goes beside the interpreter)",
+        )
+    return Check("reach:pairbot", "ok", f"{user} can run {ran}; and read {iso.package}")
+
+
+def _program_check(
+    name: str,
+    path: str,
+    iso: Isolation,
+    on_path: Mapping[str, str | None],
+    opened: frozenset[str],
+) -> Check:
+    chain = _program_chain(path, iso, on_path)
+    stop = _first_obstacle(chain, iso, opened)
+    user = iso.who.name
+    if stop is None:
+        ran = ", ".join(_shown(step, iso) for step in chain) + _through(chain, iso, opened)
+        return Check(f"reach:{name}", "ok", f"{user} can run {ran}")
+    asked, found = stop
+    why, fix = _obstacle(found, iso.who, asked)
+    role = "" if asked == path else f" (the interpreter of {path})"
+    where = "install it where every user can reach it (/usr/local, /opt), or "
+    return Check(
+        f"reach:{name}",
+        "fail",
+        f"{user} cannot run {asked}{role}: {why}, so every isolated step with it fails",
+        f"{where if found.what == 'search' else ''}{fix}",
+    )
+
+
+def _workspace_check(iso: Isolation, setfacl: str | None) -> Check:
+    user = iso.who.name
+    way = iso.ways.get(iso.workspace)
+    if way is None or way.target is None:
+        return Check("reach:workspace", "warn", f"{iso.workspace} does not exist")
+    shut = _shut(iso)
+    if not shut:
+        return Check("reach:workspace", "ok", f"{user} can reach {iso.workspace}")
+    listed = ", ".join(f"{node.path} ({reach.describe(node)})" for node in shut)
+    if setfacl is not None:
+        return Check(
+            "reach:workspace",
+            "ok",
+            f"{listed} closed to other users; each step lets {user} through with "
+            f"`setfacl -m u:{user}:x` (search only)",
+        )
+    return Check(
+        "reach:workspace",
+        "fail",
+        f"{user} cannot reach {iso.workspace}: {listed} closed to other users and setfacl is "
+        "not installed, so every isolated step fails",
+        f"install acl (apt-get install acl), or chmod o+x {' '.join(n.path for n in shut)}",
+    )
+
+
+def _tools_check(iso: Isolation, on_path: Mapping[str, str | None]) -> Check:
+    root = iso.host.euid == 0
+    present = [tool for tool in ISOLATION_TOOLS if on_path.get(tool) is not None]
+    missing: list[str] = []
+    if root and not (on_path.get("setpriv") or on_path.get("runuser")):
+        missing.append("setpriv or runuser (util-linux)")
+    if not root and not iso.host.sudo:
+        missing.append(
+            "passwordless sudo (package sudo; `sudo -n true` must succeed)"
+            if on_path.get("sudo")
+            else "sudo (package sudo)"
+        )
+    missing += [
+        f"{tool} ({ISOLATION_TOOLS[tool]})"
+        for tool in ("setfacl", "unshare")
+        if on_path.get(tool) is None
+    ]
+    detail = f"present: {', '.join(present) or 'none'}"
+    if not missing:
+        return Check("isolation:tools", "ok", detail)
+    return Check(
+        "isolation:tools",
+        "warn",
+        f"{detail}; missing: {', '.join(missing)}",
+        "install what is missing (apt-get install util-linux acl sudo)",
+    )
+
+
+def _namespace_check(
+    plan: isolation.Plan | str, iso: Isolation, on_path: Mapping[str, str | None]
+) -> Check:
+    name = "isolation:namespace"
+    probe = "`unshare --pid --fork --mount-proc --kill-child true`"
+    where = "as root" if iso.host.euid == 0 else "under sudo -n"
+    if on_path.get("unshare") is None:
+        return Check(
+            name,
+            "warn",
+            "unshare is not installed: a process a step detaches can outlive it",
+            "install util-linux",
+        )
+    if isinstance(plan, isolation.NoIsolation):
+        if plan.namespace:
+            return Check(name, "ok", "each step runs in a PID namespace (through a user namespace)")
+        return Check(
+            name,
+            "warn",
+            "no PID namespace as pairbot's own user: a process a step detaches can outlive it",
+            "run as root or with passwordless sudo, or allow unprivileged user namespaces",
+        )
+    if isinstance(plan, isolation.Switch) and not iso.host.pidns:
+        return Check(
+            name,
+            "warn",
+            f"{probe} fails {where}: a process a step detaches can outlive it",
+            "let this machine make PID namespaces (a container needs --privileged or "
+            "CAP_SYS_ADMIN; seccomp or AppArmor may forbid unshare)",
+        )
+    if isinstance(plan, isolation.Switch) and not plan.namespace:
+        return Check(
+            name,
+            "warn",
+            f"{probe} works {where}, but neither setpriv nor runuser is there to become "
+            f"{plan.user} inside the namespace",
+            "install util-linux",
+        )
+    return Check(name, "ok", f"{probe} works {where}: no process of a step outlives it")
+
+
+def _contained_checks(needs: Needs) -> list[Check]:
+    checks = [
+        Check(
+            f"isolation:{label}",
+            "ok",
+            f"{label}: agents run in a docker container (locus docker), the container is the "
+            "boundary; project commands still run here, as `isolation` says",
+        )
+        for label in needs.docker
+    ]
+    checks += [
+        Check(
+            f"isolation:{target.who}",
+            "ok",
+            f"{target.who}: agents run on the swerex-remote server"
+            f"{f' {target.url}' if target.url else ''} (locus remote), which is the boundary; "
+            "project commands still run here, as `isolation` says",
+        )
+        for target in needs.remotes
+    ]
+    return checks
+
+
+def isolation_checks(needs: Needs, facts: Facts) -> tuple[Check, ...]:
+    """Who local agents and project commands run as, whether that user can reach pairbot, each
+    configured local agent and the workspace, and what isolation lacks on this machine."""
+    iso = facts.isolation
+    if iso is None:
+        return ()
+    plan = _local_plan(iso)
+    checks = [_isolation_check(plan, iso), *_contained_checks(needs)]
+    if isinstance(plan, isolation.Switch):
+        setfacl = facts.on_path.get("setfacl")
+        checks.append(_workspace_check(iso, setfacl))
+        # What a step opens for the workspace is open for the programs too, by the time they run.
+        opened = frozenset(n.path for n in _shut(iso)) if setfacl is not None else frozenset()
+        if needs.local_agents:
+            checks.append(_pairbot_check(iso, facts.on_path, opened))
+        for agent in needs.local_agents:
+            binary = AGENT_BINARIES.get(agent)
+            path = facts.on_path.get(binary) if binary is not None else None
+            if path is not None:
+                checks.append(_program_check(agent, path, iso, facts.on_path, opened))
+        for program in needs.commands:
+            path = facts.on_path.get(program)
+            if path is not None:
+                checks.append(_program_check("command", path, iso, facts.on_path, opened))
+    if not isinstance(plan, str):
+        checks.append(_tools_check(iso, facts.on_path))
+        checks.append(_namespace_check(plan, iso, facts.on_path))
+    return tuple(checks)
+
+
+def isolation_summary(needs: Needs, facts: Facts) -> dict[str, Any] | None:
+    """Who the agent runs as, for `--json`: the local decision and each other locus."""
+    iso = facts.isolation
+    if iso is None:
+        return None
+    plan = _local_plan(iso)
+    local: dict[str, Any]
+    if isinstance(plan, str):
+        local = {"runs_as": None, "refused": plan}
+    elif isinstance(plan, isolation.Switch):
+        local = {
+            "runs_as": plan.user,
+            "uid": iso.who.uid,
+            "exists": iso.who.uid is not None,
+            "via": plan.via,
+            "pid_namespace": plan.namespace,
+        }
+    elif isinstance(plan, isolation.NoIsolation):
+        local = {
+            "runs_as": "pairbot",
+            "uid": iso.host.euid,
+            "via": None,
+            "pid_namespace": plan.namespace,
+            "warning": plan.warning,
+        }
+    elif isinstance(plan, isolation.Refused):
+        local = {"runs_as": None, "refused": plan.reason}
+    else:  # pragma: no cover  # decide("local") never answers Contained
+        local = {"runs_as": plan.locus}
+    elsewhere = dict.fromkeys(needs.docker, "docker container")
+    elsewhere |= {
+        target.who: f"remote server {target.url or ''}".strip() for target in needs.remotes
+    }
+    return {
+        "local": local,
+        "elsewhere": elsewhere,
+        "tools": {tool: facts.on_path.get(tool) for tool in ISOLATION_TOOLS},
+        "sudo": iso.host.sudo,
+        "unshare_works": iso.host.pidns,
+    }
 
 
 # ---------------------------------------------------------------- the shell: probes
@@ -497,6 +931,13 @@ class Probes:
         sys.version_info.minor,
         sys.version_info.micro,
     )
+    # Who the agent runs as: this machine's facts, the agent user, and the way to each file.
+    host: Callable[[], isolation.HostFacts] = isolation.probe_host
+    account: Callable[[str], reach.Who] = reach.account
+    trace: Callable[[str], reach.Trace] = reach.trace
+    # Unresolved: the agent's PATH names this directory (app/engine/step.py).
+    executable: str = sys.executable
+    package: str = PAIRBOT_PACKAGE
 
 
 def _last_line(text: str) -> str:
@@ -533,9 +974,64 @@ def _probe_remote(url: str, token: SecretStr, get: HttpGet) -> Outcome:
     return Outcome(ok=False, detail=f"HTTP {status}")
 
 
-def gather(needs: Needs, probes: Probes) -> Facts:
-    """Probe everything `needs` may refer to, plus every registered agent binary and git."""
-    names = dict.fromkeys(["git", *AGENT_BINARIES.values(), *needs.commands])
+def _gather_isolation(
+    root: Path,
+    env: Mapping[str, str],
+    needs: Needs,
+    probes: Probes,
+    on_path: dict[str, str | None],
+) -> Isolation:
+    """The isolation facts: the setting, the host, the agent user, and a trace of every program
+    a local agent step starts (following `#!` interpreters and what `env` runs) and of the
+    workspace. Stat calls only: nothing is run as the agent user."""
+    setting: tuple[isolation.Setting, str] | str
+    try:
+        setting = isolation.parse_setting(env)
+    except UserError as err:
+        setting = str(err)
+    user = setting[1] if isinstance(setting, tuple) else isolation.DEFAULT_AGENT_USER
+    script = str(Path(probes.executable).parent / "pairbot")
+    programs = [probes.executable, script]
+    for agent in needs.local_agents:
+        binary = AGENT_BINARIES.get(agent)
+        path = on_path.get(binary) if binary is not None else None
+        programs += [path] if path is not None else []
+    programs += [path for name in needs.commands if (path := on_path.get(name)) is not None]
+    ways: dict[str, reach.Trace] = {}
+    while programs:
+        path = programs.pop(0)
+        if path in ways:
+            continue
+        way = ways[path] = probes.trace(path)
+        if way.shebang is None:
+            continue
+        programs.append(way.shebang[0])
+        if Path(way.shebang[0]).name == "env":
+            name = next((w for w in way.shebang[1:] if not w.startswith("-")), None)
+            if name is not None and name not in on_path:
+                on_path[name] = probes.which(name)
+            found = on_path.get(name) if name is not None else None
+            programs += [found] if found is not None else []
+    for directory in (probes.package, str(root)):
+        ways[directory] = probes.trace(directory)
+    return Isolation(
+        setting=setting,
+        host=probes.host(),
+        who=probes.account(user),
+        executable=probes.executable,
+        script=script,
+        package=probes.package,
+        workspace=str(root),
+        ways=ways,
+    )
+
+
+def gather(
+    needs: Needs, probes: Probes, root: Path | None = None, env: Mapping[str, str] | None = None
+) -> Facts:
+    """Probe everything `needs` may refer to, plus every registered agent binary and git, and,
+    given the project `root` and pairbot's `env`, who a local agent runs as."""
+    names = dict.fromkeys(["git", *AGENT_BINARIES.values(), *needs.commands, *ISOLATION_TOOLS])
     remotes = {
         target.url: _probe_remote(target.url, target.token, probes.http_get)
         for target in needs.remotes
@@ -548,12 +1044,14 @@ def gather(needs: Needs, probes: Probes) -> Facts:
         if path is not None:
             argv = [path, *SUPPORTED[agent].version_args]
             versions[agent] = probes.version(argv, VERSION_TIMEOUT_S)
+    iso = None if root is None else _gather_isolation(root, env or {}, needs, probes, on_path)
     return Facts(
         python=probes.python,
         on_path=on_path,
         versions=versions,
         docker=_probe_docker(probes.run),
         remotes=remotes,
+        isolation=iso,
     )
 
 
@@ -621,8 +1119,8 @@ def diagnose(root: Path, env: Mapping[str, str], probes: Probes | None = None) -
     """Check this machine against the settings of the project at `root`."""
     profiles, config = load_profiles(root, env)
     needs = plan(profiles)
-    facts = gather(needs, probes or Probes())
-    return Report((config, *build_checks(needs, facts)))
+    facts = gather(needs, probes or Probes(), root, env)
+    return Report((config, *build_checks(needs, facts)), isolation_summary(needs, facts))
 
 
 def render_text(report: Report) -> str:

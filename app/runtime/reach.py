@@ -139,10 +139,13 @@ def allows(who: Who, node: Node, want: int) -> bool:
     return node.mode & want == want
 
 
-def blocked(who: Who, way: Trace, need: int) -> Blocked | None:
-    """None when `who` reaches `way`'s target with `need` on it, else the first obstacle."""
+def blocked(
+    who: Who, way: Trace, need: int, opened: frozenset[str] = frozenset()
+) -> Blocked | None:
+    """None when `who` reaches `way`'s target with `need` on it, else the first obstacle.
+    `opened`: directories that will let `who` through by then (an ACL entry a step adds)."""
     for directory in way.dirs:
-        if not allows(who, directory, SEARCH):
+        if directory.path not in opened and not allows(who, directory, SEARCH):
             return Blocked(directory.path, "search", directory)
     if way.target is None:
         return Blocked(way.missing or way.path, "missing", None)
