@@ -16,6 +16,7 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
+from app.runtime import reach
 from app.runtime.adapters import AGENT_BINARIES
 from app.runtime.doctor import (
     Check,
@@ -28,13 +29,40 @@ from app.runtime.doctor import (
     render_text,
     run_command,
 )
+from app.runtime.isolation import HostFacts
 from app.runtime.supported import SUPPORTED, parse_version
 from app.settings import RemoteSettings
 from tests.support.project import Project, cli
 
 TOKEN = "s3cr3t-token-value"  # noqa: S105  # a fake, to prove it is never printed
 DOCKER_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
-EVERYTHING = {"git", "claude", "codex", "gemini", "cursor-agent", "opencode", sys.executable}
+TOOLS = {"setpriv", "runuser", "setfacl", "unshare"}
+EVERYTHING = {
+    "git",
+    "claude",
+    "codex",
+    "gemini",
+    "cursor-agent",
+    "opencode",
+    sys.executable,
+    *TOOLS,
+}
+ROOT_HOST = HostFacts(euid=0, sudo=False, setpriv=True, runuser=True, pidns=True)
+AGENT = reach.Who("pairbot-agent", 999, frozenset({995}))
+OPEN_DIR = 0o40755
+OPEN_FILE = 0o100755
+
+
+def way(path: str, shut: Mapping[str, int] | None = None, **target: Any) -> reach.Trace:
+    """The trace of `path` on a fake disk: every directory 0755 root's unless `shut` gives its
+    mode; the file 0755 root's unless `target` says otherwise (mode, uid, gid, acl, shebang)."""
+    parts = [part for part in path.split("/") if part]
+    above = ["/", *("/" + "/".join(parts[:n]) for n in range(1, len(parts)))]
+    modes = shut or {}
+    dirs = tuple(reach.Node(d, modes.get(d, OPEN_DIR), 0, 0) for d in above)
+    shebang = target.pop("shebang", None)
+    node = reach.Node(path, **{"mode": OPEN_FILE, "uid": 0, "gid": 0, **target})
+    return reach.Trace(path, dirs, node, None, shebang)
 
 
 @dataclass
@@ -50,6 +78,19 @@ class FakeMachine:
     # binary -> what its --version prints; absent: the supported version
     versions: Mapping[str, str | None] = field(default_factory=dict)
     version_calls: list[list[str]] = field(default_factory=list)
+    host: HostFacts = ROOT_HOST
+    agent: reach.Who = AGENT
+    # path -> its trace; any other path is reachable by everyone (`way`)
+    ways: Mapping[str, reach.Trace] = field(default_factory=dict)
+    executable: str = "/opt/pairbot/bin/python"
+    traced: list[str] = field(default_factory=list)
+
+    def trace(self, path: str) -> reach.Trace:
+        self.traced.append(path)
+        return self.ways.get(path) or way(path)
+
+    def account(self, name: str) -> reach.Who:
+        return self.agent if name == self.agent.name else reach.Who(name, None)
 
     def which(self, name: str) -> str | None:
         return f"/bin/{name}" if name in self.on_path else None
@@ -83,6 +124,11 @@ class FakeMachine:
             http_get=self.http_get,
             version=self.version,
             python=self.python,
+            host=lambda: self.host,
+            account=self.account,
+            trace=self.trace,
+            executable=self.executable,
+            package="/opt/pairbot/lib/app",
         )
 
 
@@ -408,7 +454,7 @@ def test_render_text_puts_a_remedy_under_each_problem(tmp_path: Path) -> None:
     lines = text.splitlines()
     docker = next(i for i, line in enumerate(lines) if line.startswith("warn  docker"))
     assert "→ start the Docker engine" in lines[docker + 1]
-    assert lines[-1] == "doctor: ready (4 ok, 5 warn, 0 fail)"
+    assert lines[-1] == "doctor: ready (8 ok, 7 warn, 0 fail)"
 
 
 # ---------------------------------------------------------------- the real probes
