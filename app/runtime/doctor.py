@@ -558,8 +558,8 @@ def _obstacle(found: reach.Blocked, who: reach.Who, asked: str) -> tuple[str, st
             f"{shown} is closed to it",
             f"open the way: chmod o+x {found.path} (or setfacl -m u:{who.name}:x {found.path})",
         )
-    bits = "o+r" if found.what == "read" else "o+x"
-    return f"{shown} is not {found.what}able by it", f"chmod {bits} {found.path}"
+    able, bits = ("readable", "o+r") if found.what == "read" else ("executable", "o+x")
+    return f"{shown} is not {able} by it", f"chmod {bits} {found.path}"
 
 
 def _program_chain(path: str, iso: Isolation, on_path: Mapping[str, str | None]) -> list[str]:

@@ -587,3 +587,416 @@ def test_agent_version_reads_a_real_programs_output(tmp_path: Path) -> None:
 )
 def test_parse_version(output: str, expected: str | None) -> None:
     assert parse_version(output) == expected
+
+
+# ---------------------------------------------------------------- who the agent runs as
+
+
+def iso_checks(report: Report) -> dict[str, Check]:
+    return {c.name: c for c in report.checks if c.name.startswith(("isolation", "reach:"))}
+
+
+@pytest.mark.parametrize(
+    ("host", "env", "status", "detail"),
+    [
+        pytest.param(
+            ROOT_HOST,
+            {},
+            "ok",
+            "run as pairbot-agent (uid 999) via setpriv (pairbot is root), each step in a PID "
+            "namespace of its own",
+            id="root-setpriv",
+        ),
+        pytest.param(
+            HostFacts(euid=0, sudo=False, setpriv=False, runuser=True, pidns=True),
+            {},
+            "ok",
+            "via runuser (pairbot is root)",
+            id="root-runuser",
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=True, setpriv=True, runuser=True, pidns=True),
+            {},
+            "ok",
+            "via sudo -n -u pairbot-agent, each step in a PID namespace",
+            id="runner-sudo",
+        ),
+        pytest.param(
+            HostFacts(euid=0, sudo=False, setpriv=True, runuser=True, pidns=False),
+            {},
+            "ok",
+            "without a PID namespace (see isolation:namespace)",
+            id="root-no-namespace",
+        ),
+        pytest.param(
+            ROOT_HOST,
+            {"PAIR_AGENT_USER": "ci-agent"},
+            "ok",
+            "ci-agent (not created yet: pairbot creates it with `useradd --system`",
+            id="user-not-created",
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=False, setpriv=True, runuser=True),
+            {},
+            "warn",
+            "it runs as pairbot's own OS user (not root and no passwordless sudo)",
+            id="plain-user",
+        ),
+        pytest.param(
+            ROOT_HOST,
+            {"PAIR_ISOLATION": "off"},
+            "warn",
+            "PAIR_ISOLATION=off: local agents run as pairbot's own user (uid 0)",
+            id="off",
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=False, setpriv=True, runuser=True),
+            {"PAIR_ISOLATION": "required"},
+            "fail",
+            "PAIR_ISOLATION=required, but the agent cannot run as pairbot-agent",
+            id="required-refused",
+        ),
+        pytest.param(
+            ROOT_HOST,
+            {"PAIR_ISOLATION": "maybe"},
+            "fail",
+            "PAIR_ISOLATION='maybe' is not a setting",
+            id="bad-setting",
+        ),
+    ],
+)
+def test_isolation_says_who_the_agent_runs_as(
+    tmp_path: Path, host: HostFacts, env: dict[str, str], status: str, detail: str
+) -> None:
+    report = run(project(tmp_path), FakeMachine(host=host), env)
+    check = by_name(report)["isolation"]
+    assert check.status == status
+    assert detail in check.detail
+    assert report.exit_code == (1 if status == "fail" else 0)
+    if status != "ok":
+        assert check.remedy
+        # Nothing runs as another user: there is nothing to reach for it.
+        assert not any(name.startswith("reach:") for name in iso_checks(report))
+
+
+HOME = "/home/runner"
+VENV_IN_ROOT = "/root/.venv/bin/python"
+
+
+@pytest.mark.parametrize(
+    ("machine", "name", "status", "says"),
+    [
+        pytest.param(
+            FakeMachine(
+                executable=VENV_IN_ROOT,
+                ways={VENV_IN_ROOT: way(VENV_IN_ROOT, {"/root": 0o40700})},
+            ),
+            "reach:pairbot",
+            "fail",
+            (
+                "pairbot-agent cannot run /root/.venv/bin/python: /root (drwx------ 0:0) is closed "
+                "to it, so `pairbot batch report` fails in every isolated agent step",
+                "install pairbot where every user can reach it (a venv under /opt or /usr/local), "
+                "or open the way: chmod o+x /root (or setfacl -m u:pairbot-agent:x /root)",
+            ),
+            id="pairbot-under-root",
+        ),
+        pytest.param(
+            FakeMachine(
+                ways={"/opt/pairbot/bin/pairbot": way("/opt/pairbot/bin/pairbot", mode=0o100700)}
+            ),
+            "reach:pairbot",
+            "fail",
+            (
+                "/opt/pairbot/bin/pairbot (-rwx------ 0:0) is not executable by it",
+                "or chmod o+x /opt/pairbot/bin/pairbot",
+            ),
+            id="console-script-private",
+        ),
+        pytest.param(
+            FakeMachine(
+                ways={
+                    "/opt/pairbot/lib/app": way("/opt/pairbot/lib/app", mode=0o40700),
+                }
+            ),
+            "reach:pairbot",
+            "fail",
+            (
+                "/opt/pairbot/lib/app (drwx------ 0:0) is not readable by it",
+                "chmod o+r /opt/pairbot/lib/app",
+            ),
+            id="package-private",
+        ),
+        pytest.param(
+            FakeMachine(
+                ways={"/opt/pairbot/bin/pairbot": reach.Trace("/opt/pairbot/bin/pairbot", (), None)}
+            ),
+            "reach:pairbot",
+            "warn",
+            ("but there is no /opt/pairbot/bin/pairbot", "install pairbot with pip"),
+            id="no-console-script",
+        ),
+        pytest.param(
+            FakeMachine(
+                ways={
+                    "/opt/pairbot/bin/pairbot": way(
+                        "/opt/pairbot/bin/pairbot", shebang=("/opt/pairbot/bin/python",)
+                    ),
+                    "/opt/pairbot/bin/python": reach.Trace(
+                        "/opt/pairbot/bin/python",
+                        way("/usr/bin/python3.11").dirs,
+                        way("/usr/bin/python3.11").target,
+                    ),
+                }
+            ),
+            "reach:pairbot",
+            "ok",
+            (
+                "pairbot-agent can run /opt/pairbot/bin/pairbot, /opt/pairbot/bin/python "
+                "(→ /usr/bin/python3.11); and read /opt/pairbot/lib/app",
+                "",
+            ),
+            id="venv-symlink-ok",
+        ),
+        pytest.param(
+            FakeMachine(
+                on_path=EVERYTHING | {"node"},
+                ways={
+                    "/bin/claude": way("/bin/claude", shebang=("/usr/bin/env", "node")),
+                    "/bin/node": way("/bin/node", mode=0o100700),
+                },
+            ),
+            "reach:claude",
+            "fail",
+            (
+                "pairbot-agent cannot run /bin/node (the interpreter of /bin/claude): /bin/node "
+                "(-rwx------ 0:0) is not executable by it, so every isolated step with it fails",
+                "chmod o+x /bin/node",
+            ),
+            id="agent-interpreter-private",
+        ),
+        pytest.param(
+            FakeMachine(
+                ways={"/bin/claude": way("/bin/claude", mode=0o100711, shebang=("/bin/sh",))}
+            ),
+            "reach:claude",
+            "fail",
+            ("/bin/claude (-rwx--x--x 0:0) is not readable by it", "chmod o+r /bin/claude"),
+            id="agent-script-unreadable",
+        ),
+        pytest.param(
+            FakeMachine(ways={"/bin/claude": way("/bin/claude", {"/bin": 0o40750})}),
+            "reach:claude",
+            "fail",
+            (
+                "/bin (drwxr-x--- 0:0) is closed to it",
+                "install it where every user can reach it (/usr/local, /opt), or open the way",
+            ),
+            id="agent-dir-closed",
+        ),
+        pytest.param(
+            FakeMachine(
+                agent=reach.Who("pairbot-agent", None),
+                ways={"/bin/claude": way("/bin/claude", mode=0o100750, gid=995)},
+            ),
+            "reach:claude",
+            "fail",
+            ("is not executable by it", "chmod o+x /bin/claude"),
+            id="user-not-created-gets-other-bits",
+        ),
+        pytest.param(
+            FakeMachine(ways={"/bin/claude": way("/bin/claude", mode=0o100750, gid=995)}),
+            "reach:claude",
+            "ok",
+            ("pairbot-agent can run /bin/claude", ""),
+            id="through-its-group",
+        ),
+    ],
+)
+def test_reach_names_what_the_agent_user_cannot_run(
+    tmp_path: Path, machine: FakeMachine, name: str, status: str, says: tuple[str, str]
+) -> None:
+    detail, remedy = says
+    report = run(project(tmp_path), machine)
+    check = by_name(report)[name]
+    assert check.status == status, check
+    assert detail in check.detail
+    assert remedy in check.remedy
+    assert report.exit_code == (1 if status == "fail" else 0)
+    verdict = render_text(report).splitlines()[-1]
+    assert verdict.startswith("doctor: not ready" if status == "fail" else "doctor: ready")
+
+
+@pytest.mark.parametrize(
+    ("tools", "status", "detail", "remedy"),
+    [
+        pytest.param(
+            TOOLS,
+            "ok",
+            "(drwxr-x--- 0:0) closed to other users; each step lets pairbot-agent through with "
+            "`setfacl -m u:pairbot-agent:x` (search only)",
+            "",
+            id="closed-setfacl",
+        ),
+        pytest.param(
+            TOOLS - {"setfacl"},
+            "fail",
+            "(drwxr-x--- 0:0) closed to other users and setfacl is not installed, so every "
+            "isolated step fails",
+            "install acl (apt-get install acl), or chmod o+x ",
+            id="closed-no-setfacl",
+        ),
+    ],
+)
+def test_a_closed_workspace_parent_needs_setfacl(
+    tmp_path: Path, tools: set[str], status: str, detail: str, remedy: str
+) -> None:
+    root = project(tmp_path)
+    closed = str(root.parent)
+    machine = FakeMachine(
+        on_path=(EVERYTHING - TOOLS) | tools,
+        ways={str(root): way(str(root), {closed: 0o40750}, mode=0o40755)},
+    )
+    report = run(root, machine)
+    check = by_name(report)["reach:workspace"]
+    assert check.status == status
+    assert f"{closed} {detail}" in check.detail
+    assert f"{remedy}{closed}" in check.remedy if remedy else not check.remedy
+    assert report.exit_code == (1 if status == "fail" else 0)
+
+
+def test_what_a_step_opens_for_the_workspace_is_open_for_pairbot_too(tmp_path: Path) -> None:
+    # A runner: HOME 0750 holds both the checkout and pairbot's venv.
+    root = project(tmp_path / "home" / "work")
+    home = str(tmp_path / "home")
+    python = f"{home}/venv/bin/python"
+    ways = {
+        str(root): way(str(root), {home: 0o40750}, mode=0o40755),
+        python: way(python, {home: 0o40750}),
+        f"{home}/venv/bin/pairbot": way(f"{home}/venv/bin/pairbot", {home: 0o40750}),
+    }
+    opened = run(root, FakeMachine(executable=python, ways=ways))
+    check = by_name(opened)["reach:pairbot"]
+    assert check.status == "ok"
+    assert f"through {home} (which each step opens to it with setfacl)" in check.detail
+    shut = run(root, FakeMachine(executable=python, ways=ways, on_path=EVERYTHING - {"setfacl"}))
+    assert by_name(shut)["reach:pairbot"].status == "fail"
+    assert by_name(shut)["reach:workspace"].status == "fail"
+
+
+@pytest.mark.parametrize(
+    ("host", "tools", "status", "detail"),
+    [
+        pytest.param(
+            ROOT_HOST,
+            TOOLS,
+            "ok",
+            "`unshare --pid --fork --mount-proc --kill-child true` works as root",
+            id="root",
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=True, setpriv=True, runuser=True, pidns=True),
+            TOOLS | {"sudo"},
+            "ok",
+            "works under sudo -n",
+            id="sudo",
+        ),
+        pytest.param(
+            HostFacts(euid=0, sudo=False, setpriv=True, runuser=True, pidns=False),
+            TOOLS,
+            "warn",
+            "`unshare --pid --fork --mount-proc --kill-child true` fails as root: a process a "
+            "step detaches can outlive it",
+            id="forbidden",
+        ),
+        pytest.param(
+            ROOT_HOST, TOOLS - {"unshare"}, "warn", "unshare is not installed", id="absent"
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=False, setpriv=True, runuser=True, userns=True),
+            TOOLS,
+            "ok",
+            "through a user namespace",
+            id="user-namespace",
+        ),
+    ],
+)
+def test_namespace_is_reported_as_a_fact(
+    tmp_path: Path, host: HostFacts, tools: set[str], status: str, detail: str
+) -> None:
+    machine = FakeMachine(host=host, on_path=(EVERYTHING - TOOLS) | tools)
+    report = run(project(tmp_path), machine)
+    check = by_name(report)["isolation:namespace"]
+    assert (check.status, detail in check.detail) == (status, True), check
+    assert report.to_json()["isolation"]["unshare_works"] is host.pidns
+
+
+@pytest.mark.parametrize(
+    ("host", "tools", "missing"),
+    [
+        pytest.param(ROOT_HOST, TOOLS, None, id="root-complete"),
+        pytest.param(
+            ROOT_HOST, {"unshare"}, "setpriv or runuser (util-linux), setfacl (acl)", id="root-bare"
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=False, setpriv=True, runuser=True),
+            TOOLS,
+            "sudo (package sudo)",
+            id="user-no-sudo",
+        ),
+        pytest.param(
+            HostFacts(euid=1001, sudo=False, setpriv=True, runuser=True),
+            TOOLS | {"sudo"},
+            "passwordless sudo (package sudo; `sudo -n true` must succeed)",
+            id="user-sudo-asks-password",
+        ),
+    ],
+)
+def test_tools_name_what_is_missing(
+    tmp_path: Path, host: HostFacts, tools: set[str], missing: str | None
+) -> None:
+    machine = FakeMachine(host=host, on_path=(EVERYTHING - TOOLS) | tools)
+    check = by_name(run(project(tmp_path), machine))["isolation:tools"]
+    if missing is None:
+        assert check.status == "ok"
+    else:
+        assert check.status == "warn"
+        assert check.detail.endswith(f"missing: {missing}")
+        assert "apt-get install" in check.remedy
+
+
+def test_docker_and_remote_loci_name_their_boundary(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:8000/is_alive"
+    root = project(
+        tmp_path,
+        {"locus": "docker"},
+        far={"locus": "remote", "remote": {"host": "127.0.0.1", "port": 8000, "authToken": TOKEN}},
+    )
+    report = run(root, FakeMachine(http={url: 200}))
+    checks = by_name(report)
+    assert "agents run in a docker container" in checks["isolation:project settings"].detail
+    assert f"swerex-remote server {url}" in checks["isolation:batch far"].detail
+    # No agent runs locally: pairbot's own reach is not needed, the workspace's still is
+    # (project commands run here).
+    assert "reach:pairbot" not in checks
+    assert checks["reach:workspace"].status == "ok"
+    summary = report.to_json()["isolation"]
+    assert summary["elsewhere"] == {
+        "project settings": "docker container",
+        "batch far": f"remote server {url}",
+    }
+    assert TOKEN not in json.dumps(report.to_json())
+
+
+def test_json_says_who_and_how(tmp_path: Path) -> None:
+    report = run(project(tmp_path), FakeMachine())
+    summary = report.to_json()["isolation"]
+    assert summary["local"] == {
+        "runs_as": "pairbot-agent",
+        "uid": 999,
+        "exists": True,
+        "via": "setpriv",
+        "pid_namespace": True,
+    }
+    assert summary["tools"]["setfacl"] == "/bin/setfacl"
+    assert summary["tools"]["sudo"] is None
