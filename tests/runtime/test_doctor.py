@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -29,7 +31,7 @@ from app.runtime.doctor import (
     render_text,
     run_command,
 )
-from app.runtime.isolation import HostFacts
+from app.runtime.isolation import DEFAULT_AGENT_USER, AgentAccount, HostFacts, Switch
 from app.runtime.supported import SUPPORTED, parse_version
 from app.settings import RemoteSettings
 from tests.support.project import Project, cli
@@ -1000,3 +1002,74 @@ def test_json_says_who_and_how(tmp_path: Path) -> None:
     }
     assert summary["tools"]["setfacl"] == "/bin/setfacl"
     assert summary["tools"]["sudo"] is None
+
+
+# ---------------------------------------------------------------- as root, on this machine
+
+
+as_root = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setfacl") is None or shutil.which("setpriv") is None,
+    reason="needs root, setfacl and setpriv (the agent user is real here)",
+)
+
+
+def agent_runs(program: str) -> bool:
+    """Whether the kernel lets a process of the agent user run `program`, as the agent runs
+    `pairbot batch report`: the truth doctor must predict. Through a shell, because setpriv
+    starts the program it is handed even through a directory closed to the user (seen with
+    util-linux 2.38); what the agent starts itself gets no such pass."""
+    done = subprocess.run(
+        [
+            *Switch(DEFAULT_AGENT_USER, "setpriv").argv(),
+            "/bin/sh",
+            "-c",
+            'exec "$0" -c pass',
+            program,
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+@as_root
+def test_as_root_doctor_predicts_what_the_agent_user_can_run(tmp_path: Path) -> None:
+    AgentAccount(Switch(DEFAULT_AGENT_USER, "setpriv")).ensure()
+    root = project(tmp_path / "work")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    python = private / "python"
+    python.symlink_to(os.path.realpath(sys.executable))
+
+    report = diagnose(root, {}, Probes(executable=str(python)))
+    check = by_name(report)["reach:pairbot"]
+    assert check.status == "fail"
+    assert f"{private} (drwx------ 0:0) is closed to it" in check.detail
+    assert report.exit_code == 1
+    assert not agent_runs(str(python))
+    # The workspace sits under pytest's 0700 directories: each step opens them with setfacl.
+    assert by_name(report)["reach:workspace"].status == "ok"
+
+    subprocess.run(["setfacl", "-m", f"u:{DEFAULT_AGENT_USER}:x", str(private)], check=True)
+    opened = by_name(diagnose(root, {}, Probes(executable=str(python))))["reach:pairbot"]
+    # Reachable now; it warns only that no `pairbot` script sits beside this bare interpreter.
+    assert opened.status == "warn", opened
+    assert opened.detail.startswith(f"{DEFAULT_AGENT_USER} can run {python} (→ ")
+    assert agent_runs(str(python))
+
+
+@as_root
+@pytest.mark.skipif(
+    not Path("/work/main/.venv/bin/python").exists(), reason="this machine's shared venv"
+)
+def test_as_root_the_shared_venv_interpreter_is_reported_executable(tmp_path: Path) -> None:
+    AgentAccount(Switch(DEFAULT_AGENT_USER, "setpriv")).ensure()
+    venv = "/work/main/.venv/bin/python"
+    report = diagnose(project(tmp_path), {}, Probes(executable=venv))
+    check = by_name(report)["reach:pairbot"]
+    assert check.status == "ok", check
+    assert f"{venv} (→ {os.path.realpath(venv)})" in check.detail
+    assert agent_runs(venv)
+    # /root is 0700: what lives there is reported out of the agent's reach.
+    assert reach.blocked(reach.account(DEFAULT_AGENT_USER), reach.trace("/root"), reach.SEARCH)
