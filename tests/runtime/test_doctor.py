@@ -1035,7 +1035,8 @@ def agent_runs(program: str) -> bool:
 
 @as_root
 def test_as_root_doctor_predicts_what_the_agent_user_can_run(tmp_path: Path) -> None:
-    AgentAccount(Switch(DEFAULT_AGENT_USER, "setpriv")).ensure()
+    account = AgentAccount(Switch(DEFAULT_AGENT_USER, "setpriv"))
+    account.ensure()
     root = project(tmp_path / "work")
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
@@ -1056,6 +1057,10 @@ def test_as_root_doctor_predicts_what_the_agent_user_can_run(tmp_path: Path) -> 
     # Reachable now; it warns only that no `pairbot` script sits beside this bare interpreter.
     assert opened.status == "warn", opened
     assert opened.detail.startswith(f"{DEFAULT_AGENT_USER} can run {python} (→ ")
+    # pytest's 0700 directories above both are what a step opens for the workspace: open them
+    # as a step does, then the kernel agrees.
+    assert "which each step opens to it with setfacl" in opened.detail
+    account.open_way([root])
     assert agent_runs(str(python))
 
 
