@@ -21,6 +21,14 @@ The settings checked are the standalone ones (env > project config > defaults) p
 manifest that changes them, resolved with the same cascade the engine uses. The agent binaries
 come from the one registry in `app.runtime.adapters`, so doctor and the spawn cannot drift.
 
+Who the agent runs as is the runtime's own decision (`isolation.decide` on `probe_host()` and
+PAIR_ISOLATION / PAIR_AGENT_USER). When that is another OS user, `isolation_checks` asks
+`app.runtime.reach` whether the user can run pairbot's interpreter and console script (which
+`pairbot batch report` needs in every agent step), each configured local agent CLI (with its
+`#!` interpreter) and reach the workspace, counting the directories a step opens with setfacl
+(`AgentAccount.open_way`). A step that would fail every time fails its check, so doctor never
+says ready then; the tools isolation uses and whether a PID namespace works are said as facts.
+
 The remote token is sent as `X-API-Key` and never printed; the probe follows no redirect, so the
 header cannot be forwarded to another host.
 """
