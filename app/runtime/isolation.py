@@ -45,7 +45,9 @@ from typing import Final, Literal
 from app.errors import UserError
 
 __all__ = [
+    "CLEAN_PATH",
     "DEFAULT_AGENT_USER",
+    "HOME_VARS",
     "AgentAccount",
     "Contained",
     "GitEntry",
@@ -61,9 +63,17 @@ __all__ = [
     "parse_setting",
     "probe_host",
     "succeeds",
+    "user_exists",
 ]
 
 DEFAULT_AGENT_USER: Final = "pairbot-agent"
+# The PATH a process switched to the agent user starts with, before its own environment is read:
+# it inherits nothing of pairbot's.
+CLEAN_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Locations of pairbot's own user that an agent with a HOME of its own must not inherit.
+HOME_VARS: Final = frozenset(
+    {"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"}
+)
 Setting = Literal["auto", "off", "required"]
 _SETTINGS: Final[tuple[Setting, ...]] = ("auto", "off", "required")
 _USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,30}")
@@ -364,7 +374,7 @@ class AgentAccount:
                     f"create the agent user {name}",
                 )
             except UserError:
-                if not _user_exists(name):  # else another pairbot created it meanwhile
+                if not user_exists(name):  # else another pairbot created it meanwhile
                     raise
             entry = pwd.getpwnam(name)
         if entry.pw_uid == 0:
@@ -454,7 +464,8 @@ class AgentAccount:
         return _restore_git_entry(entry) or escaping_link(root)
 
 
-def _user_exists(name: str) -> bool:
+def user_exists(name: str) -> bool:
+    """Whether the OS user `name` exists."""
     try:
         pwd.getpwnam(name)
     except KeyError:

@@ -64,11 +64,6 @@ DOCKER_WORKDIR = "/workspace"
 RuntimeFor = Callable[[ResolvedSettings], AgentRuntime]
 HostProbe = Callable[[], isolation.HostFacts]
 
-# Locations of pairbot's own user that an agent with a HOME of its own must not inherit.
-_HOME_VARS = frozenset(
-    {"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"}
-)
-
 
 @dataclasses.dataclass(frozen=True)
 class _Lent:
@@ -174,7 +169,7 @@ class Launcher:
                 return AgentNotStarted(str(err))
             uid, gid = lent.account.ensure()
             run_as = RunAs(switch=plan.argv(), admin=plan.admin(), owner=f"{uid}:{gid}")
-            env = {k: v for k, v in env.items() if k not in _HOME_VARS}
+            env = {k: v for k, v in env.items() if k not in isolation.HOME_VARS}
             scratch = str(lent.home / "tmp")
             env.update(HOME=str(lent.home), USER=plan.user, LOGNAME=plan.user)
             env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)

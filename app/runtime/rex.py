@@ -96,6 +96,7 @@ from app.engine.agent import (
     RunAs,
 )
 from app.proc import START_FAILURE_EXIT_CODE, env_script
+from app.runtime.isolation import CLEAN_PATH
 from app.runtime.remote_url import RemoteUrlError, remote_base_url
 from app.settings import DEFAULT_DOCKER_IMAGE, Locus, RemoteSettings
 
@@ -225,7 +226,7 @@ def launcher_script(
 # What a command switched to the agent's OS user starts with: an empty environment. The swerex
 # session's shell holds pairbot's own environment (its credentials), and the agent can read
 # `/proc/<pid>/environ` of every process of its user — pairbot's polls and signals included.
-_CLEAN_ENV = "env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_CLEAN_ENV = f"env -i PATH={CLEAN_PATH}"
 
 
 def _become(run_as: RunAs) -> str:

@@ -35,16 +35,12 @@ from app.runtime import isolation
 
 __all__ = ["run_isolated"]
 
-_CLEAN_PATH: Final = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # $1 is the environment file (read, then removed), $2 the project's command line. Not `exec`:
 # the first process of a PID namespace ignores signals it has no handler for, and the project's
 # command should not be that process (a test that signals itself must still see it arrive).
 _ENTER: Final = '. "$1" && command -p rm -f "$1" && /bin/sh -c "$2"; exit $?'
 _RUN: Final = '/bin/sh -c "$1"; exit $?'
 _ENV_FILE: Final = "command.env"
-_HOME_VARS: Final = frozenset(
-    {"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"}
-)
 _KILL_GRACE_S: Final = 10.0
 
 
@@ -74,7 +70,7 @@ def _as_agent(
         return CommandResult(START_FAILURE_EXIT_CODE, "", f"pairbot: {err}\n")
     home: Path | None = None
     try:
-        for name in _HOME_VARS:
+        for name in isolation.HOME_VARS:
             env.pop(name, None)
 
         def files(made: Path) -> dict[str, str]:
@@ -88,7 +84,7 @@ def _as_agent(
         argv = [
             "env",
             "-i",
-            _CLEAN_PATH,
+            f"PATH={isolation.CLEAN_PATH}",
             *switch.contained(os.getpid()),
             "/bin/sh",
             "-c",

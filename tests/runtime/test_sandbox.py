@@ -11,6 +11,7 @@ isolate (not root and no passwordless sudo).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -37,7 +38,7 @@ pytestmark = [
 ]
 
 HOSTILE_RUNNER = """
-import os, pathlib, sys
+import json, os, pathlib, sys
 needles = sys.argv[1:]
 found = []
 for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -54,7 +55,7 @@ for config in pathlib.Path.cwd().glob("**/config"):
             found.append(str(config))
     except OSError:
         pass
-print("uid", os.geteuid(), "found", found)
+print(json.dumps({"uid": os.geteuid(), "found": found}))
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -107,12 +108,10 @@ def test_a_rewritten_test_runner_finds_no_credential_and_leaves_nothing(
     command = f"{sys.executable} run_tests.py {token} {key}"
     done = launcher.run_command(CommandRun(command, tree, env, timeout_s=120))
     assert done.exit_code == 0, done.stderr
-    words = done.stdout.split()
-    agent_uid = int(words[words.index("uid") + 1])
-    assert agent_uid != os.geteuid()  # the agent user, not pairbot's
+    report = json.loads(done.stdout)
+    assert report["uid"] != os.geteuid()  # the agent user, not pairbot's
     # Its own argv names the needles (that is how the test hands them over): leave those out.
-    found = done.stdout.partition("found ")[2]
-    leaks = [where for where in eval(found) if "cmdline" not in where]  # noqa: S307  # our list
+    leaks = [where for where in report["found"] if "cmdline" not in where]
     assert leaks == [], done.stdout
     deadline = time.monotonic() + 10  # the namespace is gone when run_command returns
     while _left_behind(token) and time.monotonic() < deadline:

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from app.runtime import isolation
+
 REPOSITORY: Final = Path(__file__).resolve().parents[2]
 VENV_BIN: Final = Path(sys.executable).parent
 # What a runner or a container job has on PATH (sbin included: useradd, runuser live there on
@@ -48,20 +50,12 @@ SUDOERS: Final = Path("/etc/sudoers.d")
 Name = Literal["root", "runner", "plain"]
 
 
-def _user_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        return False
-    return True
-
-
 def ensure_user(name: str, *, sudoer: bool) -> Path:
     """The user `name` with HOME /home/<name> (0750) and bash, made by useradd unless present;
     with `sudoer`, a `NOPASSWD: ALL` rule of its own in /etc/sudoers.d (as GitHub's `runner`
     has), without, no rule at all. Its HOME."""
     home = Path("/home") / name
-    if not _user_exists(name):
+    if not isolation.user_exists(name):
         subprocess.run(
             ["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash", name],
             check=True,
