@@ -14,8 +14,9 @@ can. So a `local` agent runs as `pairbot-agent` (or PAIR_AGENT_USER) when pairbo
 
 The thin I/O around it (`probe_host`, `AgentAccount`) finds the facts, creates the user on
 demand (`useradd --system`, no login shell, no home of its own: every spawn gets a fresh HOME),
-and hands a step's files to the agent and back (`grant` / `reclaim`). The switch never carries
-a secret in argv: the agent's environment travels in a 0600 file the runtime hands over.
+and opens the way to a step's files (lending.py lends them and takes them back). The switch
+never carries a secret in argv: the agent's environment travels in a 0600 file the runtime
+hands over.
 
 No process of a step outlives it. A process group is not enough (an agent can `setsid` or
 double-fork out of it), so whatever runs code of the agent's — the agent, the project's test
@@ -50,7 +51,6 @@ __all__ = [
     "HOME_VARS",
     "AgentAccount",
     "Contained",
-    "GitEntry",
     "HostFacts",
     "NoIsolation",
     "Plan",
@@ -59,9 +59,9 @@ __all__ = [
     "Switch",
     "contain",
     "decide",
-    "escaping_link",
     "parse_setting",
     "probe_host",
+    "run_tool",
     "succeeds",
     "user_exists",
 ]
@@ -78,13 +78,6 @@ Setting = Literal["auto", "off", "required"]
 _SETTINGS: Final[tuple[Setting, ...]] = ("auto", "off", "required")
 _USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,30}")
 _COMMAND_TIMEOUT_S: Final = 120.0
-# Never lent to the agent: the repository's git directory (or a worktree's gitfile) and
-# pairbot's own private directory.
-KEPT_FROM_AGENT: Final = (".git", ".pair/app")
-
-
-def _glob_escape(path: str) -> str:
-    return re.sub(r"([*?\[\]\\])", r"\\\1", path)
 
 
 @dataclass(frozen=True)
@@ -307,16 +300,8 @@ def probe_host() -> HostFacts:
     )
 
 
-@dataclass(frozen=True)
-class GitEntry:
-    """What `<root>/.git` was before the agent ran: a gitfile's text, or a directory's inode."""
-
-    path: Path
-    text: str | None  # a linked worktree's `gitdir: …` file
-    inode: tuple[int, int] | None  # (st_dev, st_ino) of a repository's .git directory
-
-
-def _run(argv: Sequence[str], what: str) -> None:
+def run_tool(argv: Sequence[str], what: str) -> None:
+    """Run one of isolation's tools (chown, setfacl, useradd…); a failure is one UserError line."""
     try:
         done = subprocess.run(
             list(argv),
@@ -356,7 +341,7 @@ class AgentAccount:
             entry = pwd.getpwnam(name)
         except KeyError:
             try:
-                _run(
+                run_tool(
                     [
                         *self.switch.admin(),
                         "useradd",
@@ -403,36 +388,19 @@ class AgentAccount:
 
     def remove_home(self, home: Path) -> None:
         """Remove a HOME made by `make_home` (whatever the agent left in it)."""
-        _run([*self.switch.admin(), "rm", "-rf", "--", str(home)], f"remove {home}")
+        run_tool([*self.switch.admin(), "rm", "-rf", "--", str(home)], f"remove {home}")
 
     def chown(self, paths: Sequence[Path], uid: int, gid: int) -> None:
         """`chown -hR`: symbolic links themselves, never what they point at."""
         if paths:
-            _run(
+            run_tool(
                 [*self.switch.admin(), "chown", "-hR", f"{uid}:{gid}", "--", *map(str, paths)],
                 f"hand {paths[0]} to uid {uid}",
             )
 
-    def grant(self, root: Path, writable: Sequence[Path]) -> GitEntry:
-        """Lend the agent its working tree and `writable`; `.git` and pairbot's private
-        `.pair/app` (the App's --dev webhook secret) stay pairbot's."""
-        uid, gid = self.ensure()
-        if not root.is_dir():
-            raise UserError(f"agent isolation: cannot lend {root} to the agent: not a directory")
-        self.open_way([root, *writable])
-        entry = _git_entry(root / ".git")
-        kept = [str(root / name) for name in KEPT_FROM_AGENT]
-        # find, not chown -R: a pruned path and everything under it is left out. -path takes a
-        # pattern, so the names are escaped.
-        prune: list[str] = ["("]
-        for index, path in enumerate(kept):
-            prune += [*(["-o"] if index else []), "-path", _glob_escape(path)]
-        prune += [")", "-prune", "-o"]
-        owner = f"{uid}:{gid}"
-        lend = [*self.switch.admin(), "find", str(root), *prune]
-        _run([*lend, "-exec", "chown", "-h", owner, "{}", "+"], f"hand {root} to uid {uid}")
-        self.chown([p for p in writable if p.exists()], uid, gid)
-        return entry
+    def setfacl(self) -> str | None:
+        """Where setfacl is (package acl), None when it is not installed."""
+        return self._setfacl()
 
     def open_way(self, paths: Sequence[Path]) -> None:
         """Let the agent user pass through every directory above `paths` that other users
@@ -445,7 +413,7 @@ class AgentAccount:
                     closed.append(parent)
         if not closed:
             return
-        tool = self._setfacl()
+        tool = self.setfacl()
         if tool is None:
             raise UserError(
                 f"agent isolation: {self.switch.user} cannot reach {paths[0]}: {closed[0]} is "
@@ -453,15 +421,10 @@ class AgentAccount:
                 f"or open the directory (chmod o+x {closed[0]}), or set PAIR_ISOLATION=off"
             )
         user = self.switch.user
-        _run(
+        run_tool(
             [*self.switch.admin(), tool, "-m", f"u:{user}:x", "--", *map(str, closed)],
             f"let {user} through {closed[0]}",
         )
-
-    def reclaim(self, root: Path, writable: Sequence[Path], entry: GitEntry) -> str | None:
-        """Take everything back; None, or why pairbot must not run git in `root` any more."""
-        self.chown([root, *(p for p in writable if p.exists())], os.geteuid(), os.getegid())
-        return _restore_git_entry(entry) or escaping_link(root)
 
 
 def user_exists(name: str) -> bool:
@@ -471,64 +434,3 @@ def user_exists(name: str) -> bool:
     except KeyError:
         return False
     return True
-
-
-def _git_entry(git: Path) -> GitEntry:
-    try:
-        stat = git.lstat()
-    except FileNotFoundError:
-        return GitEntry(git, None, None)
-    if git.is_symlink() or not (git.is_file() or git.is_dir()):
-        return GitEntry(git, None, None)
-    if git.is_file():
-        return GitEntry(git, git.read_text(), None)
-    return GitEntry(git, None, (stat.st_dev, stat.st_ino))
-
-
-def escaping_link(root: Path) -> str | None:
-    """A symbolic link under `root` (outside .git) that leads out of it, if any.
-
-    pairbot reads and publishes files of the worktree with its own rights once the agent is
-    done; a link to /proc/self/environ or to a key file would make it read them for the agent.
-    """
-    top = root.resolve()
-    for here, dirs, files in os.walk(root):
-        if Path(here) == root and ".git" in dirs:
-            dirs.remove(".git")
-        for name in [*dirs, *files]:
-            path = Path(here) / name
-            if not path.is_symlink():
-                continue
-            target = path.resolve()
-            if target != top and top not in target.parents:
-                return (
-                    f"the agent left a symbolic link {path} pointing outside its worktree "
-                    f"({path.readlink()}); remove it and retry"
-                )
-    return None
-
-
-def _restore_git_entry(entry: GitEntry) -> str | None:
-    """The agent owned the directory holding `.git`: a gitfile it rewrote is put back (it could
-    point pairbot's git at a repository with hooks of the agent's); a replaced .git directory
-    cannot be, so the step fails."""
-    git = entry.path
-    if entry.text is not None:
-        if git.is_symlink() or not git.is_file() or git.read_text() != entry.text:
-            if git.is_dir() and not git.is_symlink():
-                shutil.rmtree(git)
-            elif git.exists() or git.is_symlink():
-                git.unlink()
-            git.write_text(entry.text)
-        return None
-    if entry.inode is not None:
-        try:
-            stat = git.lstat()
-        except FileNotFoundError:
-            stat = None
-        if stat is None or git.is_symlink() or (stat.st_dev, stat.st_ino) != entry.inode:
-            return (
-                f"the agent replaced {git}; pairbot will not run git in a repository the agent "
-                "controls. Restore the checkout and retry."
-            )
-    return None

@@ -48,7 +48,7 @@ from app.engine.agent import (
 )
 from app.errors import UserError
 from app.proc import START_FAILURE_EXIT_CODE, agent_environment
-from app.runtime import commands, isolation
+from app.runtime import commands, isolation, lending
 from app.runtime.adapters import resolve_argv
 from app.runtime.permissions import WarnOnce
 from app.runtime.sandbox import run_isolated
@@ -63,17 +63,6 @@ DOCKER_WORKDIR = "/workspace"
 
 RuntimeFor = Callable[[ResolvedSettings], AgentRuntime]
 HostProbe = Callable[[], isolation.HostFacts]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Lent:
-    """What a step lent its isolated agent, to take back afterwards."""
-
-    account: isolation.AgentAccount
-    home: Path
-    root: Path
-    writable: tuple[Path, ...]
-    entry: isolation.GitEntry
 
 
 class Launcher:
@@ -160,18 +149,18 @@ class Launcher:
             on_line(plan.warning)
         env = agent_environment(launch.env, launch.pair_env)
         run_as: RunAs | None = None
-        lent: _Lent | None = None
+        lent: lending.Lending | None = None
         contain = _container(plan)
         if isinstance(plan, isolation.Switch):
             try:
-                lent = await asyncio.to_thread(self._lend, plan, launch)
+                lent, home = await asyncio.to_thread(self._lend, plan, launch)
             except UserError as err:
                 return AgentNotStarted(str(err))
-            uid, gid = lent.account.ensure()
+            uid, gid = self._account(plan).ensure()
             run_as = RunAs(switch=plan.argv(), admin=plan.admin(), owner=f"{uid}:{gid}")
             env = {k: v for k, v in env.items() if k not in isolation.HOME_VARS}
-            scratch = str(lent.home / "tmp")
-            env.update(HOME=str(lent.home), USER=plan.user, LOGNAME=plan.user)
+            scratch = str(home / "tmp")
+            env.update(HOME=str(home), USER=plan.user, LOGNAME=plan.user)
             env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
         request = AgentSpawnRequest(
             command=argv.command,
@@ -186,40 +175,23 @@ class Launcher:
         try:
             result = await self._spawn(runtime, request, argv.adapter.emits_stream_json, on_line)
         finally:
-            problem = None if lent is None else await asyncio.to_thread(self._take_back, lent)
+            problem = None if lent is None else await asyncio.to_thread(_take_back, lent)
         if problem is not None:
             on_line(f"error: pairbot: {problem}")
             stderr = f"{result.stderr.rstrip()}\npairbot: {problem}\n".lstrip()
             return dataclasses.replace(result, exit_code=1, signal=None, stderr=stderr)
         return result
 
-    def _lend(self, switch: isolation.Switch, launch: AgentLaunch) -> _Lent:
+    def _lend(self, switch: isolation.Switch, launch: AgentLaunch) -> tuple[lending.Lending, Path]:
         account = self._account(switch)
         account.ensure()
         home = account.make_home()
-        writable = tuple(launch.writable)
         try:
-            entry = account.grant(launch.root, writable)
+            return lending.lend(account, launch.root, tuple(launch.writable), home), home
         except BaseException:
-            # Undo what was lent; the failure that stopped the lending is the one to report.
-            unknown = isolation.GitEntry(launch.root / ".git", None, None)
-            with contextlib.suppress(UserError):
-                account.reclaim(launch.root, writable, unknown)
             with contextlib.suppress(UserError):
                 account.remove_home(home)
             raise
-        return _Lent(account, home, launch.root, writable, entry)
-
-    @staticmethod
-    def _take_back(lent: _Lent) -> str | None:
-        try:
-            return lent.account.reclaim(lent.root, lent.writable, lent.entry)
-        except UserError as err:
-            return str(err)
-        finally:
-            # A leftover temporary HOME holds nothing of pairbot's.
-            with contextlib.suppress(UserError):
-                lent.account.remove_home(lent.home)
 
     @staticmethod
     async def _spawn(
@@ -241,6 +213,13 @@ class Launcher:
         renderer.close()
         # The stream is where a stream-json agent reports its tokens and cost.
         return dataclasses.replace(result, usage=renderer.usage)
+
+
+def _take_back(lent: lending.Lending) -> str | None:
+    try:
+        return lending.take_back(lent)
+    except UserError as err:
+        return str(err)
 
 
 def _container(plan: isolation.Plan | None) -> Callable[[str], tuple[str, ...]] | None:

@@ -31,7 +31,7 @@ from typing import Final
 from app.engine.agent import CommandResult, CommandRun
 from app.errors import UserError
 from app.proc import START_FAILURE_EXIT_CODE, command_environment, env_script
-from app.runtime import isolation
+from app.runtime import isolation, lending
 
 __all__ = ["run_isolated"]
 
@@ -63,57 +63,46 @@ def _as_agent(
     run: CommandRun,
     env: dict[str, str],
 ) -> CommandResult:
-    try:
-        account.ensure()
-        entry = account.grant(run.cwd, ())
-    except UserError as err:
-        return CommandResult(START_FAILURE_EXIT_CODE, "", f"pairbot: {err}\n")
+    for name in isolation.HOME_VARS:
+        env.pop(name, None)
+
+    def files(made: Path) -> dict[str, str]:
+        scratch = str(made / "tmp")
+        env.update(HOME=str(made), USER=switch.user, LOGNAME=switch.user)
+        env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
+        return {_ENV_FILE: env_script(env)}
+
     home: Path | None = None
     try:
-        for name in isolation.HOME_VARS:
-            env.pop(name, None)
-
-        def files(made: Path) -> dict[str, str]:
-            scratch = str(made / "tmp")
-            env.update(HOME=str(made), USER=switch.user, LOGNAME=switch.user)
-            env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
-            return {_ENV_FILE: env_script(env)}
-
         home = account.make_home(files)
-        envfile = home / _ENV_FILE
-        argv = [
-            "env",
-            "-i",
-            f"PATH={isolation.CLEAN_PATH}",
-            *switch.contained(os.getpid()),
-            "/bin/sh",
-            "-c",
-            _ENTER,
-            "pairbot-command",
-            str(envfile),
-            run.command,
-        ]
-        result = _execute(argv, run, {}, switch.admin())
+        lent = lending.lend(account, run.cwd, (), home)
     except UserError as err:
-        result = CommandResult(START_FAILURE_EXIT_CODE, "", f"pairbot: {err}\n")
-    finally:
-        problem = _take_back(account, run.cwd, entry, home)
-    if problem is None:
-        return result
-    return CommandResult(1, result.stdout, f"{result.stderr}pairbot: {problem}\n", False)
-
-
-def _take_back(
-    account: isolation.AgentAccount, root: Path, entry: isolation.GitEntry, home: Path | None
-) -> str | None:
-    try:
-        return account.reclaim(root, (), entry)
-    except UserError as err:
-        return str(err)
-    finally:
         if home is not None:
             with contextlib.suppress(UserError):
                 account.remove_home(home)
+        return CommandResult(START_FAILURE_EXIT_CODE, "", f"pairbot: {err}\n")
+    argv = [
+        "env",
+        "-i",
+        f"PATH={isolation.CLEAN_PATH}",
+        *switch.contained(os.getpid()),
+        "/bin/sh",
+        "-c",
+        _ENTER,
+        "pairbot-command",
+        str(home / _ENV_FILE),
+        run.command,
+    ]
+    try:
+        result = _execute(argv, run, {}, switch.admin())
+    finally:
+        try:
+            problem = lending.take_back(lent)  # the HOME goes with it
+        except UserError as err:
+            problem = str(err)
+    if problem is None:
+        return result
+    return CommandResult(1, result.stdout, f"{result.stderr}pairbot: {problem}\n", False)
 
 
 def _execute(

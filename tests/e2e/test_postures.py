@@ -13,8 +13,9 @@ environment built from nothing — no PAIR_ISOLATION, so isolation is the produc
 - the demo: `python -m app.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
   implement`, the worker taking card #3 to ready-for-merge;
 - a card command while the demo's plain batch holds a step in the same checkout, which the
-  docs have a user do while the demo serves: as root and as the sudo runner it fails today
-  (a strict xfail naming the defect, LENT_CHECKOUT), so it flips when the lending is fixed.
+  docs have a user do while the demo serves: the checkout's top directory, its local forge
+  and other cards' run-state stay pairbot's while the step's agent works there
+  (app/runtime/lending.py).
 
 The scripted agent (tests/support/scripted_agent.py, through the `command` adapter) edits and
 reports with `pairbot batch report` from inside whatever user it runs as, and records its uid.
@@ -447,28 +448,11 @@ def test_the_demo_then_card_3_through_the_cli_and_the_worker(
         assert warned[:2] == [1, 1] and warned[2] >= 1, said
 
 
-LENT_CHECKOUT = (
-    "app/runtime/isolation.py AgentAccount.grant lends the whole checkout of a plain batch's "
-    "step to the agent user (KEPT_FROM_AGENT keeps only .git and .pair/app): meanwhile the "
-    "checkout's top directory, its local forge .pair/forge and every card's run-state under "
-    ".pair/batches are pairbot-agent's, so a concurrent pairbot on the same checkout fails "
-    "(root: git's 'dubious ownership' on the checkout; the sudo runner: EACCES on "
-    ".pair/forge/forge.lock)"
-)
-
-
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param("root", id="root", marks=pytest.mark.xfail(strict=True, reason=LENT_CHECKOUT)),
-        pytest.param(
-            "runner",
-            id="runner",
-            marks=[
-                POSTURES[1].marks[0],
-                pytest.mark.xfail(strict=True, reason=LENT_CHECKOUT),
-            ],
-        ),
+        pytest.param("root", id="root"),
+        pytest.param("runner", id="runner", marks=POSTURES[1].marks[0]),
         pytest.param("plain", id="plain"),
     ],
 )

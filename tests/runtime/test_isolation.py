@@ -16,7 +16,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pytest
 
 from app.engine.agent import AgentLaunch, AgentNotStarted, AgentSpawnResult
 from app.errors import UserError
-from app.runtime import isolation
+from app.runtime import isolation, lending
 from app.runtime.isolation import (
     Contained,
     HostFacts,
@@ -223,17 +222,6 @@ needs_isolation = pytest.mark.skipif(
 
 
 @pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory another OS user can reach (pytest's own tmp is private to this user)."""
-    path = Path(tempfile.mkdtemp(prefix="pairbot-iso-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
 def ancestor_secret() -> Iterator[str]:
     """A process of the test's own user holding a fake token in its environment, as the
     runner's step shell holds INPUT_GITHUB_TOKEN."""
@@ -356,12 +344,18 @@ def test_a_rewritten_gitfile_is_put_back(shared_dir: Path) -> None:
 
 
 @needs_isolation
-def test_a_replaced_git_directory_fails_the_step(shared_dir: Path) -> None:
+def test_the_git_directory_cannot_be_replaced(shared_dir: Path) -> None:
     root = shared_dir / "repo"
     subprocess.run(["git", "init", "-q", str(root)], check=True)
+    inode = (root / ".git").stat().st_ino
     result = _hostile(shared_dir, "mv .git old-git && mkdir .git", root)
     assert result.exit_code == 1
-    assert "the agent replaced" in result.stderr and ".git" in result.stderr
+    if shutil.which("setfacl") is not None:
+        # The top directory stays pairbot's and sticky: the rename itself is refused.
+        assert "Operation not permitted" in result.stderr or "denied" in result.stderr
+        assert (root / ".git").stat().st_ino == inode and not (root / "old-git").exists()
+    else:  # handed over whole: the step fails after the fact
+        assert "the agent replaced" in result.stderr and ".git" in result.stderr
 
 
 @needs_isolation
@@ -405,7 +399,7 @@ def test_a_failing_isolation_command_is_one_line() -> None:
     with pytest.raises(UserError, match=r"^agent isolation: could not hand .* \(`chown` exit 1\)"):
         account.chown([Path("/nonexistent/pairbot")], uid, gid)
     with pytest.raises(UserError, match="could not"):
-        isolation._run(["/nonexistent/tool"], "run a tool")
+        isolation.run_tool(["/nonexistent/tool"], "run a tool")
 
 
 @needs_isolation
@@ -449,33 +443,6 @@ def test_pairbots_private_directory_is_never_lent(shared_dir: Path) -> None:
     assert (root / "src" / "file").read_text() == "changed\n"  # the rest was lent
 
 
-def test_a_gitfile_replaced_by_a_directory_or_a_link_is_put_back(tmp_path: Path) -> None:
-    git = tmp_path / ".git"
-    git.write_text("gitdir: /somewhere/.git/worktrees/card-1\n")
-    entry = isolation._git_entry(git)
-    git.unlink()
-    git.mkdir()
-    (git / "config").write_text("[core]\n\tfsmonitor = evil\n")
-    assert isolation._restore_git_entry(entry) is None
-    assert git.read_text() == "gitdir: /somewhere/.git/worktrees/card-1\n"
-    git.unlink()
-    git.symlink_to(tmp_path / "elsewhere")
-    assert isolation._restore_git_entry(entry) is None
-    assert not git.is_symlink() and git.read_text().startswith("gitdir: /somewhere")
-
-
-def test_a_removed_git_directory_or_an_odd_git_entry(tmp_path: Path) -> None:
-    git = tmp_path / ".git"
-    git.mkdir()
-    entry = isolation._git_entry(git)
-    git.rmdir()
-    assert "the agent replaced" in str(isolation._restore_git_entry(entry))
-    git.symlink_to(tmp_path)
-    assert isolation._git_entry(git) == isolation.GitEntry(git, None, None)
-    absent = isolation._git_entry(tmp_path / "none" / ".git")
-    assert isolation._restore_git_entry(absent) is None
-
-
 @needs_isolation
 def test_a_user_that_cannot_be_made_or_is_root_is_refused() -> None:
     with pytest.raises(UserError, match="has uid 0"):
@@ -499,7 +466,7 @@ def test_without_setfacl_a_closed_parent_is_one_clear_line(shared_dir: Path) -> 
     switch = Switch(isolation.DEFAULT_AGENT_USER, "setpriv")
     account = isolation.AgentAccount(switch, setfacl=lambda: None)
     with pytest.raises(UserError, match=r"cannot reach .*home is closed to other users"):
-        account.grant(root, ())
+        lending.lend(account, root, ())
     assert root.stat().st_uid == os.geteuid()  # nothing was lent
 
 
