@@ -65,7 +65,10 @@ def ci_base_branch(env: Mapping[str, str], event: Mapping[str, object] | None) -
     Azure Pipelines' `checkout: self` leaves a detached HEAD at BUILD_SOURCEVERSION, so the
     branch comes from its variables: a pull request's target, else BUILD_SOURCEBRANCH (a
     scheduled or service-hook run builds the default branch). In GitHub Actions the event names
-    the repository's default branch (`issue_comment`, `schedule`, `workflow_dispatch`).
+    the repository's default branch (`issue_comment`, `workflow_dispatch`). A `schedule`
+    payload may hold nothing but the cron line, and a scheduled run always runs on the default
+    branch, GITHUB_REF naming it ("Events that trigger workflows", `schedule`:
+    https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows#schedule).
     """
     for name in ("SYSTEM_PULLREQUEST_TARGETBRANCH", "BUILD_SOURCEBRANCH"):
         ref = env.get(name, "").strip()
@@ -78,6 +81,9 @@ def ci_base_branch(env: Mapping[str, str], event: Mapping[str, object] | None) -
         branch = repository.get("default_branch")
         if isinstance(branch, str) and branch.strip():
             return branch.strip()
+    ref = env.get("GITHUB_REF", "").strip()
+    if env.get("GITHUB_EVENT_NAME") == "schedule" and ref.startswith("refs/heads/"):
+        return ref.removeprefix("refs/heads/")
     return None
 
 
