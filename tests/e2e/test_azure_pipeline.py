@@ -5,9 +5,16 @@ predefined variables (`TF_BUILD`, `SYSTEM_COLLECTIONURI`, `SYSTEM_TEAMPROJECT`,
 `BUILD_REPOSITORY_NAME`, `BUILD_REASON`, `BUILD_SOURCESDIRECTORY`, `BUILD_BUILDID`,
 `AGENT_TEMPDIRECTORY`) and the job's token mapped in as `SYSTEM_ACCESSTOKEN`, against the
 loopback fake Azure DevOps (`tests.support.fake_azure`: REST for the SDK, and git smart HTTP
-into a real bare repository). Every run is a fresh clone with no persisted credential
-(`persistCredentials: false`), as on a hosted agent: what carries the card from one run to the
-next is the `pair-state` branch the entry pushes with the job's token.
+into a real bare repository). Every run starts from a fresh checkout made as `checkout: self`
+makes it on a hosted agent (tests/support/checkouts.py): a DETACHED HEAD at BUILD_SOURCEVERSION,
+no local branch, shallow with fetchDepth 1 (a new pipeline's default; not even
+`origin/main` then), no persisted credential unless `persistCredentials: true`, and
+BUILD_SOURCEBRANCH naming the branch built. What carries the card from one run to the next is
+the `pair-state` branch the entry pushes with the job's token.
+
+The whole cycle runs on fetchDepth 1 without persisted credentials; each other checkout
+(fetchDepth 0, `persistCredentials: true`) takes the cycle's first step, the one that finds
+the base branch and branches the card from it.
 
 The card: a `/pair implement` work-item comment (the `workitem.commented` notification a
 `resources: webhooks` run hands the entry), then scheduled runs until the card is ready for
@@ -27,8 +34,9 @@ from typing import Any
 import pytest
 
 from hosts.models import Author, Target
-from tests.cycle.azure_harness import TOKEN, AzureCardProject, _auth_header, _remote
+from tests.cycle.azure_harness import TOKEN, AzureCardProject, _remote
 from tests.support.card_project import card_journal, cycle_events
+from tests.support.checkouts import azure_checkout_self, is_detached
 from tests.support.fake_azure import PROJECT, READ, REPO, FakeAzureDevOps, running
 from tests.support.git import git
 from tests.support.project import agent_env
@@ -44,20 +52,38 @@ def fake(tmp_path: Path) -> Iterator[FakeAzureDevOps]:
 
 
 class Pipeline:
-    """Runs of one pipeline: each on a fresh clone, as a hosted agent starts."""
+    """Runs of one pipeline: each on a fresh `checkout: self`, as a hosted agent starts."""
 
-    def __init__(self, tmp: Path, fake: FakeAzureDevOps, project: AzureCardProject) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        fake: FakeAzureDevOps,
+        project: AzureCardProject,
+        *,
+        fetch_depth: int = 1,
+        persist_credentials: bool = False,
+    ) -> None:
         self.tmp, self.fake, self.project = tmp, fake, project
+        self.fetch_depth, self.persist_credentials = fetch_depth, persist_credentials
         self.runs = 0
         self.logs: list[str] = []
 
     def run(self, reason: str, payload: dict[str, Any] | None = None) -> tuple[int, str]:
         self.runs += 1
-        checkout = self.tmp / f"s{self.runs}"
-        header = _auth_header(self.fake.token)
-        # The job's checkout step, persistCredentials: false (nothing left in .git/config).
-        remote = _remote(self.fake)
-        git(self.tmp, "-c", f"http.extraheader={header}", "clone", "-q", remote, str(checkout))
+        # The job's `checkout: self` of the branch it builds (a schedule's or a service hook's
+        # run builds the default branch), at the commit the run was queued for. The fake takes
+        # Basic only; Azure Repos' own header is `bearer <System.AccessToken>`.
+        made = azure_checkout_self(
+            _remote(self.fake),
+            self.tmp / f"s{self.runs}",
+            branch="main",
+            authorization="Basic " + base64.b64encode(f":{self.fake.token}".encode()).decode(),
+            fetch_depth=self.fetch_depth,
+            persist_credentials=self.persist_credentials,
+            source_version=git(self.fake.repo, "rev-parse", "main"),
+        )
+        checkout = made.path
+        assert is_detached(checkout), "checkout: self leaves a detached HEAD"
         temp = self.tmp / f"t{self.runs}"
         temp.mkdir()
         env = agent_env(
@@ -67,7 +93,7 @@ class Pipeline:
                 "SYSTEM_TEAMPROJECT": PROJECT,
                 "BUILD_REPOSITORY_NAME": REPO,
                 "BUILD_REASON": reason,
-                "BUILD_SOURCESDIRECTORY": str(checkout),
+                **made.env,  # BUILD_SOURCEVERSION, BUILD_SOURCEBRANCH, BUILD_SOURCESDIRECTORY…
                 "BUILD_BUILDID": str(100 + self.runs),
                 "AGENT_TEMPDIRECTORY": str(temp),
                 "SYSTEM_ACCESSTOKEN": TOKEN,
@@ -92,6 +118,7 @@ class Pipeline:
         self.logs.append(log)
         assert "Traceback" not in log, log
         assert "extraheader" not in git(checkout, "config", "--local", "--list"), "persisted"
+        assert is_detached(checkout), "pairbot moved the pipeline's checkout"
         return done.returncode, done.stdout
 
     @staticmethod
@@ -226,6 +253,36 @@ def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(
     for log in pipeline.logs:
         assert log.count(TOKEN) == log.count(MASK) == 1, log
         assert basic not in log
+
+
+@pytest.mark.parametrize(
+    ("fetch_depth", "persist"),
+    [
+        pytest.param(0, False, id="fetchDepth-0"),
+        pytest.param(0, True, id="fetchDepth-0-persistCredentials"),
+        pytest.param(1, True, id="fetchDepth-1-persistCredentials"),
+    ],
+)
+def test_each_checkout_takes_the_first_step_from_build_sourcebranch(
+    tmp_path: Path, fake: FakeAzureDevOps, fetch_depth: int, persist: bool
+) -> None:
+    """The other checkouts (fetchDepth 1 without credentials runs the whole cycle above): a
+    command's first step finds its base in BUILD_SOURCEBRANCH and branches the card from it,
+    and a persisted header is gone before the agent runs."""
+    (tmp_path / "setup").mkdir()
+    project = AzureCardProject.create(tmp_path / "setup", fake)
+    pipeline = Pipeline(
+        tmp_path, fake, project, fetch_depth=fetch_depth, persist_credentials=persist
+    )
+    body = "<div>/pair implement</div>"
+    fake.comment_as(fake.human.author, Target("card", project.card), body)
+    code, out = pipeline.run("ResourceTrigger", workitem_commented(fake, project.card, body, "n-1"))
+    assert (code, pipeline.status(out)) == (0, "in-progress"), out
+    card = f"pair/card-{project.card}"
+    main = git(fake.repo, "rev-parse", "main")
+    assert git(fake.repo, "rev-parse", f"{card}^") == main  # the plan's commit, on main's tip
+    shallow = (tmp_path / "s1" / ".git" / "shallow").exists()
+    assert shallow is (fetch_depth == 1)
 
 
 def test_a_forged_notification_or_a_readers_comment_runs_nothing(
