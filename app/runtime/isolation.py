@@ -107,16 +107,19 @@ _USER_PID_NAMESPACE: Final = ("unshare", "--user", "--map-current-user", *_PID_N
 # stdin kept, which an asynchronous list would lose to /dev/null — and watches: once a second,
 # if pairbot died, it SIGKILLs the whole group, the namespace's first process included
 # (unshare's --kill-child cannot be relied on: switching user clears the parent-death signal),
-# which ends the namespace. It exits with unshare's status the moment unshare ends, taking the
-# watch with it, so nothing of it outlives the step either.
+# which ends the namespace. It exits with unshare's status the moment unshare ends, stopping the
+# watch (TERM, which its trap passes on to the pending `sleep`), so nothing of it outlives the
+# step either; the watch waits in `/`, never in the project.
 _WATCH: Final = (
     "w=$1; r=$2; shift 2; read -r _ _ _ _ g _ </proc/$$/stat; umask 022; "
     '[ -z "$r" ] || echo "$g" >"$r/group" || exit 95; '
     'exec 3<&0; "$@" <&3 3<&- & u=$!; exec 3<&-; '
     '[ -z "$r" ] || echo "$u" >"$r/leader"; '
-    '( while kill -0 "$w" 2>/dev/null && kill -0 "$u" 2>/dev/null; do sleep 1; done; '
+    "( cd / || exit; trap 'kill \"$z\" 2>/dev/null; exit 0' TERM; "
+    'while kill -0 "$w" 2>/dev/null && kill -0 "$u" 2>/dev/null; do '
+    'sleep 1 & z=$!; wait "$z"; done; '
     'kill -0 "$u" 2>/dev/null && kill -s KILL -- "-$g" ) </dev/null >/dev/null 2>&1 & d=$!; '
-    'wait "$u"; s=$?; kill -KILL "$d" 2>/dev/null; exit "$s"'
+    'wait "$u"; s=$?; kill -TERM "$d" 2>/dev/null; exit "$s"'
 )
 
 

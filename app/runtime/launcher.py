@@ -238,6 +238,10 @@ def project_launcher(project_root: Path) -> Launcher:
     `project_root` (select.py; swerex loads on the first spawn, not here)."""
     from app.runtime.select import select_runtime  # noqa: PLC0415  # keep --help light
 
+    # Before any git of this run touches a worktree: what a killed pairbot lent is pairbot's
+    # again (git refuses a worktree another user owns). A tree it found unsafe fails its step
+    # at the next lending of that tree; here there is no step to fail.
+    lending.sweep()
     return Launcher(
         lambda settings: select_runtime(settings, project_root), host=isolation.probe_host
     )
