@@ -8,7 +8,6 @@ tests/support/project.py: a conftest is pytest's to load, not a module to import
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,11 +19,6 @@ from hypothesis import HealthCheck, settings
 
 from tests.support.git import init_repo
 from tests.support.project import AGENT, ONE_PHASE, Project
-
-# The suite's agents run as root's own user: this interpreter lives under /root, which another
-# OS user cannot reach. tests/runtime/test_isolation.py and tests/e2e/test_isolation_*.py turn
-# isolation back on for what they prove; every subprocess the suite starts inherits this.
-os.environ.setdefault("PAIR_ISOLATION", "off")
 
 # Hypothesis' deadline and its "too slow" health check are wall-clock assertions: the suite runs
 # with -n auto on two cores beside npm-installed CLIs and browsers, where a slow example is load,

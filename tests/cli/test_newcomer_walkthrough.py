@@ -26,7 +26,7 @@ import pytest
 from app.engine.manifest import load_project_config
 from tests.support.card_project import CHECKS
 from tests.support.git import git, init_repo
-from tests.support.project import AGENT, PAIRBOT, agent_env, cli
+from tests.support.project import AGENT, PAIRBOT, agent_dir, agent_env, cli
 
 pytestmark = pytest.mark.slow
 
@@ -47,8 +47,8 @@ class Walk:
     def __init__(self, tmp: Path) -> None:
         self.root = tmp / "widget"
         init_repo(self.root, {"README.md": "# widget\n"})
-        self.scratch = tmp / "agent"  # the scripted agent's own files, outside the repository
-        self.scratch.mkdir()
+        # The scripted agent's own files, outside the repository.
+        self.scratch = agent_dir(tmp / "agent")
         self.seen: list[str] = []
 
     def env(self, **extra: str) -> dict[str, str]:

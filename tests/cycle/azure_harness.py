@@ -43,7 +43,7 @@ from hosts.azure_devops import AzureDevOpsHost, split_tags
 from tests.support.card_project import CardDriver, card_journal, cycle_events, project_config
 from tests.support.fake_azure import ORG, PROJECT, REPO, FakeAzureDevOps
 from tests.support.git import git
-from tests.support.project import agent_env
+from tests.support.project import agent_dir, agent_env
 
 TOKEN = "azdopat" + "3" * 45  # shaped like a PAT; never a real one
 QUIET = ("nothing-ready", "blocked", "awaiting-approval")
@@ -87,8 +87,7 @@ class AzureCardProject(CardDriver):
         git(root, "commit", "-qm", "pairbot config")
         git(root, "push", "-q", "origin", "main")
         card = fake.seed_card("Add the widget", body, labels, author=fake.human)
-        scratch = tmp / "agent"
-        scratch.mkdir()
+        scratch = agent_dir(tmp / "agent")
         return cls(root=root, fake=fake, scratch=scratch, cache=tmp / "sdk-cache", card=card)
 
     def script(self, steps: dict[str, list[str]], default: str = "ok") -> None:

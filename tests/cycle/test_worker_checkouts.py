@@ -29,7 +29,7 @@ from app.web.worker import cycle_executor
 from hosts.local import LocalForge
 from tests.support.card_project import MAINTAINER, project_config
 from tests.support.git import git
-from tests.support.project import agent_env
+from tests.support.project import agent_dir, agent_env
 
 
 def make_checkout(root: Path, origin: str, title: str) -> int:
@@ -75,8 +75,7 @@ def test_each_repository_runs_on_its_own_checkout_and_an_unknown_one_on_none(
     card_a = make_checkout(root, "https://github.com/octocat/Hello-World.git", "Hello card")
     widgets = tmp_path / "checkouts" / "octo-org" / "widgets"
     card_b = make_checkout(widgets, "git@github.com:octo-org/widgets.git", "Widgets card")
-    scratch = tmp_path / "agent"
-    scratch.mkdir()
+    scratch = agent_dir(tmp_path / "agent")
     built: list[Path] = []
 
     def deps_for(path: Path) -> Any:

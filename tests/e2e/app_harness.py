@@ -43,7 +43,7 @@ from tests.support.card_project import card_journal, cycle_events
 from tests.support.fake_github import FakeGitHub, rsa_key
 from tests.support.git import git
 from tests.support.github_server import WallClock, serve_fake_github
-from tests.support.project import PAIRBOT
+from tests.support.project import PAIRBOT, agent_dir
 
 FIXTURE = (
     Path(__file__).resolve().parents[1]
@@ -186,8 +186,6 @@ def app_env(
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
         "PAIR_EXECUTION": "worker",
-        # The agent runs as this user unless a test turns isolation on (tests/conftest.py).
-        "PAIR_ISOLATION": os.environ.get("PAIR_ISOLATION", "off"),
         "PAIR_WEBHOOK_SECRET": SECRET,
         "PAIR_APP_ID": str(fake.app_id),
         "PAIR_PRIVATE_KEY": rsa_key()[0],
@@ -216,8 +214,7 @@ def app_world(
     fake = FakeGitHub(clock=WallClock()) if pat is None else FakeGitHub(clock=WallClock(), pat=pat)
     fake.user(MAINTAINER)
     card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
-    scratch = tmp / "agent"
-    scratch.mkdir()
+    scratch = agent_dir(tmp / "agent")
     store = tmp / "app" / "pairbot.sqlite3"
     log = tmp / "app.log"
     with serve_fake_github(fake, bare_repo=bare) as base_url:

@@ -36,7 +36,7 @@ from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
 from hosts.models import Author, Target
 from tests.support.git import git, init_repo
-from tests.support.project import AGENT, agent_env
+from tests.support.project import AGENT, agent_dir, agent_env
 
 CHECKS = Path(__file__).resolve().parent / "checks.py"
 MAINTAINER = Author(login="octocat", id="583231")
@@ -142,9 +142,7 @@ class CardProject(CardDriver):
         forge = LocalForge(tmp / "forge")
         git(root, "push", "-q", str(forge.repo), "main")
         card = forge.seed_card("Add the widget", body, labels=labels, author=MAINTAINER)
-        scratch = tmp / "agent"
-        scratch.mkdir()
-        return cls(root=root, forge=forge, scratch=scratch, card=card)
+        return cls(root=root, forge=forge, scratch=agent_dir(tmp / "agent"), card=card)
 
     def script(self, steps: dict[str, list[str]], default: str = "ok") -> None:
         (self.scratch / "script.json").write_text(json.dumps({"default": default, "steps": steps}))

@@ -66,15 +66,21 @@ class Project:
         return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def agent_dir(path: Path) -> Path:
+    """Make `path`, the scripted agent's own directory outside the repository, writable by the
+    agent user: under the product's defaults the agent runs as `pairbot-agent` as soon as the
+    suite runs as root, and pairbot lends it only the worktree and its journal."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o777)
+    return path
+
+
 def agent_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment for pairbot and its agent (no secrets of the test runner)."""
     env = {
         "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": os.environ.get("HOME", "/tmp"),
         "LANG": "C.UTF-8",
-        # The agent runs as this user: the interpreter may sit where no other user reaches
-        # (tests/conftest.py; the isolation tests turn it on).
-        "PAIR_ISOLATION": os.environ.get("PAIR_ISOLATION", "off"),
         # Coverage measures the console script's subprocesses through these.
         **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
     }
