@@ -212,15 +212,23 @@ def _hand_over(account: AgentAccount, lending: Lending, owner: str, setfacl: str
             [*admin, setfacl, "-m", f"u:{lending.user}:rwx", "--", *map(str, held)],
             f"let {lending.user} write in {held[0]}",
         )
-    # find, not chown -R: a pruned path and everything under it is left out, a held directory
-    # itself is skipped. -path takes a pattern, so the names are escaped.
-    kept = [str(root / name) for name in KEPT_FROM_AGENT]
-    argv = [*admin, "find", str(root), *_any_path(kept), "-prune", "-o"]
-    if held:
-        argv += [*_any_path([str(p) for p in held]), "-o"]
-    argv += ["-exec", "chown", "-h", owner, "{}", "+"]
-    run_tool(argv, f"hand {root} to {lending.user}")
+    run_tool(_chown_tree(lending, owner, lend=True), f"hand {root} to {lending.user}")
     account.chown([p for p in lending.writable if p.exists()], *map(int, owner.split(":")))
+
+
+def _chown_tree(lending: Lending, owner: str, *, lend: bool) -> list[str]:
+    """`find` handing the lent tree to `owner`: a kept path and everything under it is left
+    out (a card's worktree under `.git`, another card's journal lent to its own step meanwhile),
+    and so is each held directory itself when lending. Taking back without held directories
+    (no setfacl), the agent owned `.pair` and could have put anything under it: all of it but
+    `.git` comes back. -path takes a pattern, so the names are escaped."""
+    root = lending.root
+    kept = list(KEPT_FROM_AGENT) if lend or lending.held else [".git"]
+    argv = [*lending.admin, "find", str(root), *_any_path([str(root / k) for k in kept])]
+    argv += ["-prune", "-o"]
+    if lend and lending.held:
+        argv += [*_any_path([str(p) for p, _ in lending.held]), "-o"]
+    return [*argv, "-exec", "chown", "-h", owner, "{}", "+"]
 
 
 def _any_path(paths: Sequence[str]) -> list[str]:
@@ -232,8 +240,16 @@ def _any_path(paths: Sequence[str]) -> list[str]:
 
 def _reclaim(lending: Lending) -> str | None:
     admin, mine = lending.admin, f"{os.geteuid()}:{os.getegid()}"
-    present = [p for p in (lending.root, *lending.writable) if p.exists() or p.is_symlink()]
+    # A worktree's gitfile the agent may have replaced (by a directory) comes back whole; a
+    # repository's .git directory was never the agent's.
+    gitfile = [lending.git.path] if lending.git.text is not None else []
+    present = [p for p in (*lending.writable, *gitfile) if p.exists() or p.is_symlink()]
     try:
+        if lending.root.is_dir():
+            run_tool(
+                _chown_tree(lending, mine, lend=False),
+                f"take {lending.root} back from {lending.user}",
+            )
         if present:
             run_tool(
                 [*admin, "chown", "-hR", mine, "--", *map(str, present)],

@@ -172,6 +172,31 @@ def test_without_setfacl_the_whole_tree_is_handed_over_and_back(shared_dir: Path
     assert all(p.lstat().st_uid == os.geteuid() for p in [root, *root.rglob("*")])
 
 
+@needs_isolation
+def test_a_plain_batch_step_ending_leaves_a_concurrent_card_step_its_files(
+    shared_dir: Path,
+) -> None:
+    # The App's worker runs the demo's plain batch in the checkout and a card's step in its
+    # worktree (under .git) at the same time: the first to end takes back only its own.
+    root = _checkout(shared_dir)
+    worktree = root / ".git/pair-worktrees/card-3"
+    (worktree / "src").mkdir(parents=True)
+    card_journal = root / ".pair/batches/card-3/journal.jsonl"
+    card_journal.write_text("")
+    switch = isolation.decide("auto", "local", isolation.probe_host(), "pairbot-agent")
+    assert isinstance(switch, isolation.Switch)
+    account = isolation.AgentAccount(switch)
+    agent = account.ensure()[0]
+    card = lending.lend(account, worktree, (card_journal,))
+    try:
+        plain = lending.lend(account, root, (root / ".pair/batches/hello/journal.jsonl",))
+        assert lending.take_back(plain) is None
+        assert (worktree / "src").stat().st_uid == agent and card_journal.stat().st_uid == agent
+    finally:
+        assert lending.take_back(card) is None
+    assert all(p.lstat().st_uid == os.geteuid() for p in [root, *root.rglob("*")])
+
+
 # A pairbot that lends a tree and is killed before it can take it back.
 _KILLED = """
 import os, signal, sys
