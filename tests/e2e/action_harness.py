@@ -1,9 +1,13 @@
 """Run the Action entry (`python -m action`) as a subprocess against a fake GitHub on loopback.
 
-Every invocation is a fresh runner: a new checkout of the bare repository (as actions/checkout
-leaves it), a real event file built from `tests/fixtures/github-webhooks/`, its own
-GITHUB_OUTPUT and GITHUB_STEP_SUMMARY. Run-state survives only on the `pair-state` branch of
-the bare repository, and card branches only as pushed — exactly what a real runner keeps.
+Every invocation is a fresh runner: a new checkout of the served repository made the way
+actions/checkout makes it (tests/support/checkouts.py: init, the token persisted, a depth-1
+fetch of GITHUB_SHA into `origin/<default branch>`, `checkout -B`; v4 by default, v6 and
+`persist-credentials: false` on request), a real event file built from
+`tests/fixtures/github-webhooks/`, GITHUB_REF and GITHUB_SHA as the runner sets them for
+`issue_comment` and `schedule`, its own RUNNER_TEMP, GITHUB_OUTPUT and GITHUB_STEP_SUMMARY.
+Run-state survives only on the `pair-state` branch of the bare repository, and card branches
+only as pushed — exactly what a real runner keeps.
 The scripted agent runs through the real runtime with the `command` adapter.
 """
 
@@ -24,16 +28,16 @@ from typing import Any
 import yaml
 
 from tests.support.card_project import project_config
+from tests.support.checkouts import Checkout, actions_checkout
 from tests.support.fake_github import FakeGitHub
 from tests.support.git import git, git_env, init_bare, init_repo, run_git
 from tests.support.github_server import (
     WallClock,
     accept_actions_token,
-    checkout,
     github_env,
     serve_fake_github,
 )
-from tests.support.project import PAIRBOT
+from tests.support.project import PAIRBOT, agent_dir
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +70,7 @@ class ActionRepo:
     card: int
     scratch: Path
     runs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    checkouts: list[Checkout] = field(default_factory=list)  # each run's, in order
 
     # ------------------------------------------------------------ events
 
@@ -116,14 +121,28 @@ class ActionRepo:
         event: tuple[str, dict[str, Any]],
         *,
         persist_credentials: bool = True,
+        checkout_version: int = 4,
         extra_env: Mapping[str, str] | None = None,
     ) -> tuple[subprocess.Popen[str], Path]:
         run = next(self.runs)
         home = self.tmp / f"run-{run}"
         home.mkdir()
-        workspace = checkout(self.fake, self.base_url, home / "ws")
-        if not persist_credentials:  # actions/checkout with `persist-credentials: false`
-            git(workspace, "config", "--local", "--remove-section", f"http.{self.server}/")
+        runner_temp = Path((extra_env or {}).get("RUNNER_TEMP") or home / "runner-temp")
+        branch = self.default_branch()
+        # The job's `actions/checkout` step (no `ref:`): GITHUB_SHA, the default branch's tip
+        # when the event was queued, fetched alone into origin/<branch> and checked out.
+        made = actions_checkout(
+            self.server,
+            f"{self.server}/{self.fake.owner}/{self.fake.repo}",  # the URL form it uses
+            home / "ws",
+            branch=branch,
+            token=self.fake.pat,
+            runner_temp=runner_temp,
+            version=checkout_version,
+            persist_credentials=persist_credentials,
+            sha=run_git(self.bare, "rev-parse", branch).stdout.strip(),
+        )
+        self.checkouts.append(made)
         name, payload = event
         (home / "event.json").write_text(json.dumps(payload))
         env = {
@@ -131,12 +150,12 @@ class ActionRepo:
             # pairbot gives its own commits.
             **git_env(identity=None),
             **github_env(self.fake, self.base_url),
+            **made.env,  # GITHUB_REF, GITHUB_SHA, GITHUB_WORKSPACE, RUNNER_TEMP
             "PATH": f"{PAIRBOT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "HOME": str(home),
             "GITHUB_ACTIONS": "true",  # every runner job has it; the binding follows it
             "GITHUB_EVENT_NAME": name,
             "GITHUB_EVENT_PATH": str(home / "event.json"),
-            "GITHUB_WORKSPACE": str(workspace),
             "GITHUB_RUN_ID": str(1000 + run),
             "GITHUB_OUTPUT": str(home / "output"),
             "GITHUB_STEP_SUMMARY": str(home / "summary.md"),
@@ -167,10 +186,14 @@ class ActionRepo:
         timeout: float = 240,
         *,
         persist_credentials: bool = True,
+        checkout_version: int = 4,
         extra_env: Mapping[str, str] | None = None,
     ) -> Invocation:
         process, home = self.popen(
-            event, persist_credentials=persist_credentials, extra_env=extra_env
+            event,
+            persist_credentials=persist_credentials,
+            checkout_version=checkout_version,
+            extra_env=extra_env,
         )
         stdout, stderr = process.communicate(timeout=timeout)
         return Invocation(
@@ -287,8 +310,7 @@ def action_repo(
     accept_actions_token(fake)
     fake.user(MAINTAINER)
     card = fake.seed_issue("Add the widget", "AC-1: it works\n", author=MAINTAINER)
-    scratch = tmp / "agent"
-    scratch.mkdir()
+    scratch = agent_dir(tmp / "agent")
     with serve_fake_github(fake, bare_repo=bare) as base_url:
         yield ActionRepo(
             tmp=tmp, fake=fake, bare=bare, base_url=base_url, card=card, scratch=scratch

@@ -18,6 +18,7 @@ import pytest
 
 from hosts.markers import make_marker
 from tests.e2e.action_harness import action_repo
+from tests.support.git import git
 from tests.support.project import AGENT
 
 pytestmark = pytest.mark.slow
@@ -191,14 +192,32 @@ def test_a_scope_decision_comment_is_applied_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow_first(10)
-def test_a_checkout_without_persisted_credentials_works_and_the_agent_sees_no_token(
-    tmp_path: Path,
+@pytest.mark.parametrize("persist", [True, False], ids=["persist", "no-persist"])
+@pytest.mark.parametrize("version", [4, 6], ids=["checkout-v4", "checkout-v6"])
+def test_each_actions_checkout_takes_a_comment_and_a_tick_and_the_agent_sees_no_token(
+    tmp_path: Path, version: int, persist: bool
 ) -> None:
+    """actions/checkout v4 (the token as an extraheader in .git/config) and v6 (a credentials
+    file under RUNNER_TEMP, included by `includeIf.gitdir`), with `persist-credentials` true
+    and false: a comment's first step, then a scheduled tick's (GITHUB_REF names the default
+    branch; the schedule payload names nothing), each on a fresh shallow checkout."""
     with action_repo(tmp_path) as repo:
-        first = repo.run(repo.comment_event("/pair implement"), persist_credentials=False)
-        assert first.code == 0, first.stderr + first.stdout
-        second = repo.run(repo.schedule_event(), persist_credentials=False)
+        options = {"persist_credentials": persist, "checkout_version": version}
+        first = repo.run(repo.comment_event("/pair implement"), **options)
+        assert first.outputs["transition"] == "propose", first.stderr + first.stdout
+        second = repo.run(repo.schedule_event(), **options)
         assert second.outputs["transition"] == "apply", second.stdout + second.stderr
+        card = f"pair/card-{repo.card}"
+        assert git(repo.bare, "merge-base", "--is-ancestor", "main", card) == ""  # from main
+        for made in repo.checkouts:
+            # The branch actions/checkout left, shallow, stays checked out: pairbot never
+            # moves it. No credential is left for an agent, included files counted.
+            assert git(made.path, "symbolic-ref", "HEAD") == "refs/heads/main"
+            assert (made.path / ".git" / "shallow").exists()
+            shown = git(made.path, "config", "--list", "--show-origin")
+            assert "extraheader" not in shown.lower(), shown
+            if made.credentials_file is not None:  # v6, persisted: only the runner reads it
+                assert made.credentials_file.stat().st_mode & 0o077 == 0
         calls = (repo.scratch / "agent-log.jsonl").read_text().splitlines()
         for call in map(json.loads, calls):
             leaked = [
