@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.domain.base_branch import ci_base_branch
 from app.domain.guarded import ChangedPath, parse_name_status
 from app.errors import OperatorError
 from hosts.git import GitError, run_git
@@ -57,34 +58,6 @@ def git(
 def has_remote(root: Path, remote: str = "origin") -> bool:
     """Whether the repository has `remote`."""
     return remote in git(root, "remote").split()
-
-
-def ci_base_branch(env: Mapping[str, str], event: Mapping[str, object] | None) -> str | None:
-    """The base branch a CI names, if any. Pure.
-
-    Azure Pipelines' `checkout: self` leaves a detached HEAD at BUILD_SOURCEVERSION, so the
-    branch comes from its variables: a pull request's target, else BUILD_SOURCEBRANCH (a
-    scheduled or service-hook run builds the default branch). In GitHub Actions the event names
-    the repository's default branch (`issue_comment`, `workflow_dispatch`). A `schedule`
-    payload may hold nothing but the cron line, and a scheduled run always runs on the default
-    branch, GITHUB_REF naming it ("Events that trigger workflows", `schedule`:
-    https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows#schedule).
-    """
-    for name in ("SYSTEM_PULLREQUEST_TARGETBRANCH", "BUILD_SOURCEBRANCH"):
-        ref = env.get(name, "").strip()
-        if ref.startswith("refs/heads/"):
-            return ref.removeprefix("refs/heads/")
-        if ref and name == "SYSTEM_PULLREQUEST_TARGETBRANCH" and not ref.startswith("refs/"):
-            return ref
-    repository = event.get("repository") if event is not None else None
-    if isinstance(repository, dict):
-        branch = repository.get("default_branch")
-        if isinstance(branch, str) and branch.strip():
-            return branch.strip()
-    ref = env.get("GITHUB_REF", "").strip()
-    if env.get("GITHUB_EVENT_NAME") == "schedule" and ref.startswith("refs/heads/"):
-        return ref.removeprefix("refs/heads/")
-    return None
 
 
 def _event(env: Mapping[str, str]) -> Mapping[str, object] | None:

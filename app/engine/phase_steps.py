@@ -9,8 +9,10 @@ group through the code host, mechanically, keyed `pr:<batch>[:<group>]`.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
+from app.domain.base_branch import ci_base_branch
 from app.engine import jsonl, lock
 from app.engine.boundary import PrGroupBoundary, select_stacked_bases
 from app.engine.instructions import build_decomposition_instructions
@@ -176,8 +178,12 @@ async def run_proof_of_work(
     )
 
 
-def default_base_branch(root: Path) -> str:
-    """The repository's default branch: origin's HEAD, else the current branch, else main."""
+def default_base_branch(root: Path, env: Mapping[str, str]) -> str:
+    """The repository's default branch: what the CI names (a detached Azure checkout's HEAD
+    says nothing), else origin's HEAD, else the current branch, else main."""
+    named = ci_base_branch(env, None)
+    if named is not None:
+        return named
     for argv in (
         ["git", "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"],
         ["git", "symbolic-ref", "--quiet", "--short", "HEAD"],
@@ -210,7 +216,7 @@ async def run_pr_step(
     PR already open for the head branch instead of opening a second.
     """
     locus = RunLocus.for_batch(root, batch)
-    base = manifest.base_branch or default_base_branch(root)
+    base = manifest.base_branch or default_base_branch(root, deps.env)
     whole = target.boundary is None
     stacked = select_stacked_bases(
         manifest_boundaries(batch, manifest),

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.cycle import worktree as wt
-from app.cycle.worktree import WorktreeError, ci_base_branch, current_branch
+from app.cycle.worktree import WorktreeError, current_branch
+from app.domain.base_branch import ci_base_branch
 from tests.support.checkouts import actions_checkout, azure_checkout_self, is_detached
 
 
@@ -110,6 +111,17 @@ def test_azure_detached_head_takes_build_sourcebranch(
     assert ("refs/remotes/origin/trunk" in refs) is (depth == 0)
     assert not [ref for ref in refs if ref.startswith("refs/heads/")]
     assert current_branch(checkout, {"BUILD_SOURCEBRANCH": "refs/heads/trunk"}) == "trunk"
+
+
+def test_a_plain_batchs_pr_base_on_a_detached_checkout_is_what_azure_names(
+    remote: tuple[Path, str], tmp_path: Path
+) -> None:
+    from app.engine.phase_steps import default_base_branch
+
+    checkout = _azure(remote, tmp_path / "s", 1)
+    # HEAD is detached and there is no origin/HEAD: only the pipeline's variables know.
+    assert default_base_branch(checkout, {"BUILD_SOURCEBRANCH": "refs/heads/trunk"}) == "trunk"
+    assert default_base_branch(checkout, {}) == "main"  # the documented last resort
 
 
 def test_a_card_worktree_starts_from_the_base_on_a_shallow_detached_checkout(
