@@ -37,6 +37,7 @@ from tests.support.github_server import (
     github_env,
     serve_fake_github,
 )
+from tests.support.postures import Posture
 from tests.support.project import PAIRBOT, agent_dir
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github-webhooks"
@@ -71,6 +72,8 @@ class ActionRepo:
     scratch: Path
     runs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     checkouts: list[Checkout] = field(default_factory=list)  # each run's, in order
+    # Who the runner runs the job as (tests/support/postures.py); None: this test's own user.
+    as_user: Posture | None = None
 
     # ------------------------------------------------------------ events
 
@@ -166,8 +169,18 @@ class ActionRepo:
             **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
             **(extra_env or {}),
         }
+        argv = [sys.executable, "-m", "action"]
+        if self.as_user is not None:
+            # The runner's user owns its workspace and HOME, as a runner's checkout leaves them;
+            # the run's environment is built from nothing but the runner's (no coverage hooks,
+            # which would have another user write this checkout's .coverage files).
+            self.as_user.own(home)
+            argv = self.as_user.argv(argv)
+            env = self.as_user.env(
+                {k: v for k, v in env.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
+            )
         process = subprocess.Popen(
-            [sys.executable, "-m", "action"],
+            argv,
             cwd=REPO_ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -302,8 +315,10 @@ def action_repo(
     cycle: Mapping[str, Any] | None = None,
     declare_hosts: bool = True,
     config: bool = True,
+    as_user: Posture | None = None,
 ) -> Iterator[ActionRepo]:
-    """A served fake GitHub with one card, a bare repository holding the project on `main`."""
+    """A served fake GitHub with one card, a bare repository holding the project on `main`;
+    `as_user`: every run is that posture's user's (`tmp` must be reachable by it)."""
     files = project_files(cycle, declare_hosts=declare_hosts, config=config)
     bare = seed_bare(tmp, files)
     fake = FakeGitHub(clock=WallClock())
@@ -313,5 +328,11 @@ def action_repo(
     scratch = agent_dir(tmp / "agent")
     with serve_fake_github(fake, bare_repo=bare) as base_url:
         yield ActionRepo(
-            tmp=tmp, fake=fake, bare=bare, base_url=base_url, card=card, scratch=scratch
+            tmp=tmp,
+            fake=fake,
+            bare=bare,
+            base_url=base_url,
+            card=card,
+            scratch=scratch,
+            as_user=as_user,
         )

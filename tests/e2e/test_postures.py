@@ -10,6 +10,9 @@ environment built from nothing — no PAIR_ISOLATION, so isolation is the produc
   second review and the synthesis, to the merge gate, and `pairbot card N approve` merges;
 - the App's worker: `pairbot serve --dev` over such a project, whose ticks take the card
   from its first step to ready-for-merge;
+- the Action: `python -m action` on a fresh actions/checkout workspace of the posture's user
+  against the fake GitHub on loopback, from `/pair implement` through scheduled runs to a
+  reviewed, ready-for-merge PR (tests/e2e/action_harness.py);
 - the demo: `python -m app.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
   implement`, the worker taking card #3 to ready-for-merge;
 - a card command while the demo's plain batch holds a step in the same checkout, which the
@@ -51,6 +54,7 @@ from app.web.serve import DEV_SECRET
 from app.web.signature import sign
 from hosts.local import LocalForge
 from hosts.models import Target
+from tests.e2e.action_harness import action_repo
 from tests.support.card_project import MAINTAINER, CardProject, project_config
 from tests.support.git import git, init_repo
 from tests.support.postures import (
@@ -477,3 +481,27 @@ def test_a_card_command_while_a_batch_step_runs_in_the_checkout(
         assert batch.wait(STEP_TIMEOUT_S) == 0, log.read_text()
     assert started.returncode == 0, started.stdout + started.stderr
     assert started.stdout.startswith("advanced: propose card-3"), started.stdout
+
+
+@pytest.mark.parametrize("name", POSTURES)
+def test_the_action_takes_a_comment_to_a_reviewed_pull_request(
+    name: Name, posed: Callable[[Name], Posture]
+) -> None:
+    # Each run is a fresh runner job of the posture's user: its own actions/checkout workspace
+    # (under the runner's 0750 HOME), the event, the job's environment and nothing else.
+    where = posed(name)
+    with action_repo(where.workspace("action"), as_user=where) as repo:
+        first = repo.run(repo.comment_event("/pair implement"))
+        assert first.code == 0, first.stderr + first.stdout
+        assert first.outputs["transition"] == "propose"
+        runs = [first, *repo.until_quiet()]
+        steps = [r.outputs["transition"] for r in runs if r.outputs.get("transition")]
+        assert steps == ["propose", "apply", "verify", "publish"], [r.outputs for r in runs]
+        assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
+        log = repo.scratch / "agent-log.jsonl"
+        uids = {json.loads(line)["uid"] for line in log.read_text().splitlines()}
+        assert uids == {pwd.getpwnam(AGENT_USER).pw_uid if where.isolates else where.uid}
+        warned = [(r.stdout + r.stderr).count(CANNOT_ISOLATE) for r in runs]
+        # Where it cannot isolate, each run that started an agent says so once (publish does not).
+        wanted = [0] * len(runs) if where.isolates else [1, 1, 1, 0, 0]
+        assert warned == wanted, [r.stdout + r.stderr for r in runs]
