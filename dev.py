@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -212,6 +213,12 @@ def test(args: list[str]) -> None:
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     _run(BIN / "mypy")
+    # Coverage follows pairbot into its subprocesses, and with it into the agents it runs as
+    # another OS user (pairbot-agent): their data goes to a fresh directory every user may
+    # write, not into this checkout, where they could not.
+    data = Path(tempfile.mkdtemp(prefix="pairbot-coverage-"))
+    data.chmod(0o777)
+    os.environ["COVERAGE_FILE"] = str(data / ".coverage")
     # Every core (2 here: ~12 min instead of ~24); tests sharing a scarce resource name an
     # xdist_group so they land on one worker. `-n 0` in args runs serially.
     _run(BIN / "pytest", "-n", "auto", "--dist", "loadgroup", "--cov", "--cov-report=term", *args)
