@@ -14,8 +14,9 @@ to a `swerex-remote` server. `RexRuntime` implements the `AgentRuntime` seam
    working directory, runs the agent with its stderr in `err.log` (apart from the launcher's
    own, so the result's stderr is the agent's), and writes its exit status to the `exit`
    sentinel (atomically, by rename).
-3. Every `poll_interval_s` one `execute` reports whether the group is alive and the sentinel,
-   then the log bytes after the byte cursor (`tail -c +<cursor+1> | head -c <cap> | base64`).
+3. Every `poll_interval_s` (sooner at first: 50, 100, 200 ms…) one `execute` reports whether
+   the group is alive and the sentinel, then the log bytes after the byte cursor
+   (`tail -c +<cursor+1> | head -c <cap> | base64`).
    The cursor advances by the bytes decoded; an incremental UTF-8 decoder and a line assembler
    turn them into `stdout` events for complete lines only, in order, each exactly once. The
    sentinel is read before the log, so a short read after it means the log is drained; the
@@ -121,6 +122,7 @@ __all__ = [
 ]
 
 DEFAULT_POLL_INTERVAL_S: Final = 0.3
+_FIRST_POLL_S: Final = 0.025  # the first wait; each next one doubles, up to the interval
 DEFAULT_KILL_GRACE_S: Final = 2.0
 DEFAULT_REQUEST_TIMEOUT_S: Final = 30.0
 DEFAULT_IS_ALIVE_TIMEOUT_S: Final = 30.0
@@ -976,6 +978,7 @@ class RexRuntime:
         sent: Literal["SIGTERM", "SIGKILL"] | None = None
         sent_at = 0.0
         poll = _Poll("starting", None, b"")
+        polls = 0
         while True:
             try:
                 poll = await self._poll(connection, launched, cursor)
@@ -1018,7 +1021,11 @@ class RexRuntime:
             elif sent == "SIGKILL" and now >= sent_at + self._kill_grace_s:
                 break  # the group is dead but unreaped (zombies); nothing more will come
             wake = deadline if sent is None else sent_at + self._kill_grace_s
-            await asyncio.sleep(max(0.0, min(self._poll_interval_s, wake - now)))
+            # Quick polls first, doubling up to the interval: a short step (a report, a check)
+            # ends in tens of milliseconds, not a whole interval; a long one polls as before.
+            polls += 1
+            interval = min(self._poll_interval_s, _FIRST_POLL_S * 2**polls)
+            await asyncio.sleep(max(0.0, min(interval, wake - now)))
 
         for line in assembler.finish():
             events.line(line)
