@@ -24,22 +24,17 @@ merge. Secrets appear in the log only in the masking command.
 from __future__ import annotations
 
 import base64
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hosts.models import Author, Target
-from tests.cycle.azure_harness import TOKEN, AzureCardProject, _remote
+from tests.cycle.azure_harness import TOKEN, AzureCardProject
+from tests.e2e.azure_pipeline_harness import Pipeline, workitem_commented
 from tests.support.card_project import card_journal, cycle_events
-from tests.support.checkouts import azure_checkout_self, is_detached
 from tests.support.fake_azure import PROJECT, READ, REPO, FakeAzureDevOps, running
 from tests.support.git import git
-from tests.support.project import agent_env
 
 MASK = f"##vso[task.setvariable variable=pairbot.secret;issecret=true]{TOKEN}"
 
@@ -49,109 +44,6 @@ def fake(tmp_path: Path) -> Iterator[FakeAzureDevOps]:
     with running(TOKEN, tmp_path / "fake") as server:
         yield server
     assert server.unexpected == [], "the entry sent requests the fake does not know"
-
-
-class Pipeline:
-    """Runs of one pipeline: each on a fresh `checkout: self`, as a hosted agent starts."""
-
-    def __init__(
-        self,
-        tmp: Path,
-        fake: FakeAzureDevOps,
-        project: AzureCardProject,
-        *,
-        fetch_depth: int = 1,
-        persist_credentials: bool = False,
-    ) -> None:
-        self.tmp, self.fake, self.project = tmp, fake, project
-        self.fetch_depth, self.persist_credentials = fetch_depth, persist_credentials
-        self.runs = 0
-        self.logs: list[str] = []
-
-    def run(self, reason: str, payload: dict[str, Any] | None = None) -> tuple[int, str]:
-        self.runs += 1
-        # The job's `checkout: self` of the branch it builds (a schedule's or a service hook's
-        # run builds the default branch), at the commit the run was queued for. The fake takes
-        # Basic only; Azure Repos' own header is `bearer <System.AccessToken>`.
-        made = azure_checkout_self(
-            _remote(self.fake),
-            self.tmp / f"s{self.runs}",
-            branch="main",
-            authorization="Basic " + base64.b64encode(f":{self.fake.token}".encode()).decode(),
-            fetch_depth=self.fetch_depth,
-            persist_credentials=self.persist_credentials,
-            source_version=git(self.fake.repo, "rev-parse", "main"),
-        )
-        checkout = made.path
-        assert is_detached(checkout), "checkout: self leaves a detached HEAD"
-        temp = self.tmp / f"t{self.runs}"
-        temp.mkdir()
-        env = agent_env(
-            {
-                "TF_BUILD": "True",
-                "SYSTEM_COLLECTIONURI": f"{self.fake.base_url}/",
-                "SYSTEM_TEAMPROJECT": PROJECT,
-                "BUILD_REPOSITORY_NAME": REPO,
-                "BUILD_REASON": reason,
-                **made.env,  # BUILD_SOURCEVERSION, BUILD_SOURCEBRANCH, BUILD_SOURCESDIRECTORY…
-                "BUILD_BUILDID": str(100 + self.runs),
-                "AGENT_TEMPDIRECTORY": str(temp),
-                "SYSTEM_ACCESSTOKEN": TOKEN,
-                "AZURE_DEVOPS_CACHE_DIR": str(self.project.cache),
-                "PAIR_TEST_AGENT_DIR": str(self.project.scratch),
-            }
-        )
-        if payload is not None:
-            path = temp / "webhook.json"
-            path.write_text(json.dumps(payload))
-            env["PAIR_WEBHOOK_PAYLOAD_PATH"] = str(path)
-        done = subprocess.run(
-            [sys.executable, "-m", "action.azure"],
-            cwd=checkout,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        log = done.stdout + done.stderr
-        self.logs.append(log)
-        assert "Traceback" not in log, log
-        assert "extraheader" not in git(checkout, "config", "--local", "--list"), "persisted"
-        assert is_detached(checkout), "pairbot moved the pipeline's checkout"
-        return done.returncode, done.stdout
-
-    @staticmethod
-    def status(stdout: str) -> str:
-        last = [line for line in stdout.splitlines() if line.startswith("pairbot: ")][-1]
-        return last.split()[1]
-
-
-def workitem_commented(
-    fake: FakeAzureDevOps, card: int, html: str, notification: str
-) -> dict[str, Any]:
-    """The `workitem.commented` notification of a comment the maintainer just posted."""
-    who = fake.human
-    return {
-        "id": notification,
-        "eventType": "workitem.commented",
-        "publisherId": "tfs",
-        "resource": {
-            "id": card,
-            "rev": 3,
-            "fields": {
-                "System.TeamProject": PROJECT,
-                "System.WorkItemType": "User Story",
-                "System.ChangedBy": {
-                    "displayName": who.display_name,
-                    "uniqueName": who.author.login,
-                    "id": who.author.id,
-                },
-                "System.History": html,
-            },
-            "url": f"{fake.base_url}/_apis/wit/workItems/{card}",
-        },
-    }
 
 
 def test_a_work_item_comment_then_scheduled_runs_then_an_approval_merge_the_pr(

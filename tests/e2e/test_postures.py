@@ -13,6 +13,9 @@ environment built from nothing — no PAIR_ISOLATION, so isolation is the produc
 - the Action: `python -m action` on a fresh actions/checkout workspace of the posture's user
   against the fake GitHub on loopback, from `/pair implement` through scheduled runs to a
   reviewed, ready-for-merge PR (tests/e2e/action_harness.py);
+- the Azure pipeline entry: `python -m action.azure` on a `checkout: self` (detached HEAD) of
+  the posture's user, a work-item comment's run and a scheduled run
+  (tests/e2e/test_azure_pipeline.py's Pipeline);
 - the demo: `python -m app.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
   implement`, the worker taking card #3 to ready-for-merge;
 - a card command while the demo's plain batch holds a step in the same checkout, which the
@@ -54,8 +57,11 @@ from app.web.serve import DEV_SECRET
 from app.web.signature import sign
 from hosts.local import LocalForge
 from hosts.models import Target
+from tests.cycle.azure_harness import TOKEN, AzureCardProject
 from tests.e2e.action_harness import action_repo
+from tests.e2e.azure_pipeline_harness import Pipeline, workitem_commented
 from tests.support.card_project import MAINTAINER, CardProject, project_config
+from tests.support.fake_azure import running
 from tests.support.git import git, init_repo
 from tests.support.postures import (
     AGENT_USER,
@@ -496,7 +502,9 @@ def test_the_action_takes_a_comment_to_a_reviewed_pull_request(
         assert first.outputs["transition"] == "propose"
         runs = [first, *repo.until_quiet()]
         steps = [r.outputs["transition"] for r in runs if r.outputs.get("transition")]
-        assert steps == ["propose", "apply", "verify", "publish"], [r.outputs for r in runs]
+        assert steps == ["propose", "apply", "verify", "publish"], [
+            (r.outputs, r.stdout[-3000:], r.stderr[-3000:]) for r in runs
+        ]
         assert repo.state_labels(repo.card) == ["pr-state:ready-for-merge"]
         log = repo.scratch / "agent-log.jsonl"
         uids = {json.loads(line)["uid"] for line in log.read_text().splitlines()}
@@ -505,3 +513,33 @@ def test_the_action_takes_a_comment_to_a_reviewed_pull_request(
         # Where it cannot isolate, each run that started an agent says so once (publish does not).
         wanted = [0] * len(runs) if where.isolates else [1, 1, 1, 0, 0]
         assert warned == wanted, [r.stdout + r.stderr for r in runs]
+
+
+@pytest.mark.parametrize("name", POSTURES)
+def test_the_azure_pipeline_entry_takes_a_work_item_comment_and_a_schedule(
+    name: Name, posed: Callable[[Name], Posture], tmp_path: Path
+) -> None:
+    # A hosted agent's job runs as a user with passwordless sudo, a self-hosted one as root or
+    # a plain user: each run's `checkout: self` (a detached HEAD) is that user's.
+    where = posed(name)
+    top = where.workspace("azure")
+    with running(TOKEN, tmp_path / "fake") as fake:
+        (top / "setup").mkdir()
+        project = AzureCardProject.create(top / "setup", fake)
+        where.own(top / "setup")
+        pipeline = Pipeline(top, fake, project, as_user=where)
+        body = "<div>/pair implement</div>"
+        fake.comment_as(fake.human.author, Target("card", project.card), body)
+        notified = workitem_commented(fake, project.card, body, "n-1")
+        code, out = pipeline.run("ResourceTrigger", notified)
+        assert (code, pipeline.status(out)) == (0, "in-progress"), pipeline.logs[-1]
+        code, out = pipeline.run("Schedule")
+        assert code == 0, pipeline.logs[-1]
+    log = project.scratch / "agent-log.jsonl"
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["transition"] for c in calls] == ["propose", "apply"]
+    assert {c["uid"] for c in calls} == {
+        pwd.getpwnam(AGENT_USER).pw_uid if where.isolates else where.uid
+    }
+    warned = [text.count(CANNOT_ISOLATE) for text in pipeline.logs]
+    assert warned == ([0, 0] if where.isolates else [1, 1]), pipeline.logs
