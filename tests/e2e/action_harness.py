@@ -172,8 +172,8 @@ class ActionRepo:
         argv = [sys.executable, "-m", "action"]
         if self.as_user is not None:
             # The runner's user owns its workspace and HOME, as a runner's checkout leaves them;
-            # the run's environment is built from nothing but the runner's (no coverage hooks,
-            # which would have another user write this checkout's .coverage files).
+            # the run's environment is built from nothing but the job's
+            # (tests/support/postures.py: no coverage hook).
             self.as_user.own(home)
             argv = self.as_user.argv(argv)
             env = self.as_user.env(
