@@ -8,8 +8,10 @@ tests/support/project.py: a conftest is pytest's to load, not a module to import
 
 from __future__ import annotations
 
+import shutil
 import sys
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +91,15 @@ def make_project(tmp_path: Path) -> Callable[..., Project]:
         return project
 
     return make
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory another OS user (the agent's, a posture's) can reach: pytest's own tmp is
+    private to the user running the suite."""
+    path = Path(tempfile.mkdtemp(prefix="pairbot-shared-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -175,10 +175,7 @@ class ActionRepo:
             # the run's environment is built from nothing but the job's
             # (tests/support/postures.py: no coverage hook).
             self.as_user.own(home)
-            argv = self.as_user.argv(argv)
-            env = self.as_user.env(
-                {k: v for k, v in env.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
-            )
+            argv, env = self.as_user.job(argv, env)
         process = subprocess.Popen(
             argv,
             cwd=REPO_ROOT,

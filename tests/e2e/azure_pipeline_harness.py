@@ -88,10 +88,7 @@ class Pipeline:
             # checkout leaves them; the environment is built from nothing but the job's
             # (tests/support/postures.py: no coverage hook).
             self.as_user.own(checkout, temp)
-            argv = self.as_user.argv(argv)
-            env = self.as_user.env(
-                {k: v for k, v in env.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
-            )
+            argv, env = self.as_user.job(argv, env)
         done = subprocess.run(
             argv,
             cwd=checkout,

@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +28,6 @@ from tests.support.isolation import PROBE, SYSTEM_PYTHON, needs_isolation, secre
 pytestmark = [pytest.mark.slow, needs_isolation]
 
 
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A directory another OS user can reach (pytest's own tmp is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="pairbot-iso-worker-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def _report(out: Path, world: AppWorld, within_s: float = 240.0) -> dict[str, Any]:
     deadline = time.monotonic() + within_s
     while not (reports := sorted(out.glob("probe-*.json"))):
@@ -50,23 +36,23 @@ def _report(out: Path, world: AppWorld, within_s: float = 240.0) -> dict[str, An
     return dict(json.loads(reports[0].read_text()))
 
 
-def _probe_worker(shared_tmp: Path, isolation: str) -> tuple[dict[str, Any], dict[str, str]]:
+def _probe_worker(shared_dir: Path, isolation: str) -> tuple[dict[str, Any], dict[str, str]]:
     """Run the card's first step in the worker with the probe as its agent: its report, and the
     secrets it must not find."""
     config = project_config("github", agent_timeout_ms=120_000)
     config["batch"]["agentCommand"] = [SYSTEM_PYTHON, str(PROBE)]
     files = {".pair/config.yaml": yaml.safe_dump(config), "README.md": "# Hello\n"}
-    out = shared_tmp / "probe-out"
+    out = shared_dir / "probe-out"
     out.mkdir()
     out.chmod(0o1777)
     extra = {
         "PAIR_ISOLATION": isolation,
         "PAIR_PROBE_OUT": str(out),
-        "PAIR_PROBE_SCAN": str(shared_tmp),  # the App's HOME, its checkout, its store
+        "PAIR_PROBE_SCAN": str(shared_dir),  # the App's HOME, its checkout, its store
     }
     # A token of this test's own: the fake's fixed one shows up in other runs' git argv.
     pat = "ghp_" + secrets.token_hex(18)
-    with app_world(shared_tmp, files=files, extra_env=extra, pat=pat) as world:
+    with app_world(shared_dir, files=files, extra_env=extra, pat=pat) as world:
         _, _, answer = world.comment("/pair implement")
         assert answer.status_code == 202, answer.text
         report = _report(out, world)
@@ -84,16 +70,16 @@ def _probe_worker(shared_tmp: Path, isolation: str) -> tuple[dict[str, Any], dic
     return report, needles
 
 
-def test_an_isolated_agent_in_the_worker_finds_no_credential(shared_tmp: Path) -> None:
-    report, needles = _probe_worker(shared_tmp, "auto")
+def test_an_isolated_agent_in_the_worker_finds_no_credential(shared_dir: Path) -> None:
+    report, needles = _probe_worker(shared_dir, "auto")
     assert report["uid"] != os.geteuid(), "the probe ran as the App's own user"
     found = secrets_found(report["found"], needles)
     assert found == {}, found
     assert any(path.startswith("/proc/") for path in report["found"])
 
 
-def test_with_isolation_off_the_probe_finds_the_apps_secrets(shared_tmp: Path) -> None:
-    report, needles = _probe_worker(shared_tmp, "off")
+def test_with_isolation_off_the_probe_finds_the_apps_secrets(shared_dir: Path) -> None:
+    report, needles = _probe_worker(shared_dir, "off")
     assert report["uid"] == os.geteuid()
     found = secrets_found(report["found"], needles)
     assert "webhook secret" in found and "private key" in found, found

@@ -133,6 +133,12 @@ class Posture:
         switch = ["setpriv", f"--reuid={self.user}", f"--regid={self.user}", "--init-groups"]
         return [*switch, "--", *argv]
 
+    def job(self, argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        """A CI job's command and environment, as this user runs it: `env` less the suite's
+        coverage hooks, on top of this posture's own (see the module docstring)."""
+        kept = {k: v for k, v in env.items() if not _coverage(k)}
+        return self.argv(argv), self.env(kept)
+
     def run(
         self,
         argv: Sequence[str],
