@@ -41,7 +41,8 @@ PYTEST = f"pytest -q --junitxml={JUNIT}"
 # pairbot's own state under .pair/: the run-state of every batch, card batches (kept with the
 # run-state, never on the default branch), finished cards' lessons (kept with the run-state
 # too; `lessons.where: default-branch` force-adds each one on its own reviewed PR, and a
-# tracked file is read whatever this says), the local forge, the App's store, test reports.
+# tracked file is read whatever this says), the local forge, the App's store, the cards'
+# worktrees, test reports.
 IGNORED = """\
 # pairbot's own state: written by runs, never committed
 batches/card-*/
@@ -50,6 +51,7 @@ changes/*/.run/
 lessons/
 forge/
 app/
+worktrees/
 junit.xml
 """
 

@@ -6,9 +6,12 @@ Actions runner that is the only copy), else the local branch, else the base bran
 means reset hard and cleaned before the agent starts, so what one step left behind uncommitted
 never leaks into the next, and a step that was refused can be undone by resetting to its start.
 
-The worktree lives under the repository's common git directory (`.git/pair-worktrees/<card>`),
-so it never shows up as untracked files in the user's checkout; git's own `worktree add`
-registers it, and a stale registration left by a killed process is pruned before reuse.
+The worktree lives in the checkout's `.pair/worktrees/<card>`, beside the card's run-state: not
+inside `.git`, where agents' edit tools refuse to write (claude's `acceptEdits` refuses every
+path under `.git/`), and kept out of the checkout's `git status` by an entry in the repository's
+own `info/exclude` (no tracked file changes). git's own `worktree add` registers it, a stale
+registration left by a killed process is pruned before reuse, and a worktree an older pairbot
+made under `.git/pair-worktrees/` is moved here (`git worktree move`).
 
 Git runs with a fixed identity (a fresh runner has no `user.name`) and never prompts.
 """
@@ -150,12 +153,28 @@ def _fetch(root: Path, remote: str, branch: str, private: str) -> str | None:
     return _resolve(root, private) if fetched.ok else None
 
 
+WORKTREES = ".pair/worktrees"  # relative to the checkout; app/runtime/lending.py keeps it
+_EXCLUDE = f"/{WORKTREES}/"
+
+
 def worktree_path(root: Path, card_key: str) -> Path:
-    """`<git common dir>/pair-worktrees/<card>`: inside .git, never an untracked file."""
+    """`<checkout>/.pair/worktrees/<card>`."""
+    return root / WORKTREES / card_key
+
+
+def _common_dir(root: Path) -> Path:
     common = Path(git(root, "rev-parse", "--git-common-dir"))
-    if not common.is_absolute():
-        common = (root / common).resolve()
-    return common / "pair-worktrees" / card_key
+    return common if common.is_absolute() else (root / common).resolve()
+
+
+def _exclude(common: Path) -> None:
+    """The worktrees are no untracked files of the checkout: an `info/exclude` line, once."""
+    exclude = common / "info" / "exclude"
+    text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    if _EXCLUDE not in text.splitlines():
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        separator = "" if not text or text.endswith("\n") else "\n"
+        exclude.write_text(f"{text}{separator}{_EXCLUDE}\n", encoding="utf-8")
 
 
 def prepare(root: Path, card_key: str, branch: str, base: str, remote: str = "origin") -> Worktree:
@@ -163,10 +182,16 @@ def prepare(root: Path, card_key: str, branch: str, base: str, remote: str = "or
     tip = branch_tip(root, branch, base, remote)
     path = worktree_path(root, card_key)
     if not (path / ".git").exists():
+        common = _common_dir(root)
+        _exclude(common)
         # A killed run may leave a registration without its directory: prune it first.
         git(root, "worktree", "prune")
         path.parent.mkdir(parents=True, exist_ok=True)
-        git(root, "worktree", "add", "--force", "--detach", str(path), tip)
+        older = common / "pair-worktrees" / card_key  # where pairbot put them before
+        if (older / ".git").exists():
+            git(root, "worktree", "move", str(older), str(path))
+        else:
+            git(root, "worktree", "add", "--force", "--detach", str(path), tip)
     git(path, "checkout", "--quiet", "--force", "-B", branch, tip)
     git(path, "reset", "--quiet", "--hard", tip)
     git(path, "clean", "--quiet", "-ffdx")

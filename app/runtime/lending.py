@@ -41,8 +41,15 @@ from app.runtime.isolation import AgentAccount, run_tool
 __all__ = ["KEPT_FROM_AGENT", "GitEntry", "Lending", "escaping_link", "lend", "sweep", "take_back"]
 
 # Never lent: the repository's git directory (or a worktree's gitfile), pairbot's private
-# directory (the App's --dev webhook secret), the local forge and the run-state of every batch.
-KEPT_FROM_AGENT: Final = (".git", ".pair/app", ".pair/forge", ".pair/batches")
+# directory (the App's --dev webhook secret), the local forge, the run-state of every batch and
+# the cards' worktrees (app/cycle/worktree.py).
+KEPT_FROM_AGENT: Final = (
+    ".git",
+    ".pair/app",
+    ".pair/forge",
+    ".pair/batches",
+    ".pair/worktrees",  # every card's worktree, lent to its own step only
+)
 # Directories holding a kept entry: the agent may write in them, never own them.
 _HELD: Final = ("", ".pair")
 _LEDGER_PREFIX: Final = "pairbot-lendings-"
@@ -341,9 +348,9 @@ def escaping_link(root: Path) -> str | None:
     done; a link to /proc/self/environ or to a key file would make it read them for the agent.
     """
     top = root.resolve()
+    kept = {root / name for name in KEPT_FROM_AGENT}  # never the agent's: no link of its
     for here, dirs, files in os.walk(root):
-        if Path(here) == root and ".git" in dirs:
-            dirs.remove(".git")
+        dirs[:] = [name for name in dirs if Path(here) / name not in kept]
         for name in [*dirs, *files]:
             path = Path(here) / name
             if not path.is_symlink():

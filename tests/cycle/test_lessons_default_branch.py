@@ -116,7 +116,7 @@ def test_a_lesson_pr_that_cannot_be_opened_is_journaled_and_retried_by_a_later_s
     project.command("implement")
     assert drive(project) == "ready-for-merge"
     # A file where the lesson's worktree goes: its branch cannot be made.
-    blocker = project.root / ".git" / "pair-worktrees" / f"lesson-card-{project.card}"
+    blocker = project.root / ".pair" / "worktrees" / f"lesson-card-{project.card}"
     blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text("in the way\n")
     project.command("abandon")

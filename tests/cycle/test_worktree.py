@@ -72,3 +72,31 @@ def test_a_base_that_exists_nowhere_is_an_error_naming_it(tmp_path: Path) -> Non
     commit(tmp_path, "only")
     with pytest.raises(WorktreeError, match="'trunk'"):
         branch_tip(tmp_path, "pair/card-4", "trunk")
+
+
+def test_a_worktree_lives_outside_git_and_out_of_the_checkouts_status(
+    remote_and_clone: tuple[Path, Path, Path],
+) -> None:
+    # Agents' edit tools refuse paths under .git/ (claude's acceptEdits): the worktree is in
+    # .pair/worktrees, and the checkout, with no .gitignore of pairbot's, still shows nothing.
+    _, worker, _ = remote_and_clone
+    made = prepare(worker, "card-1", "pair/card-1", "main")
+    assert made.path == worker / ".pair" / "worktrees" / "card-1"
+    assert ".git" not in made.path.relative_to(worker).parts
+    assert git(worker, "status", "--porcelain", "--untracked-files=all") == ""
+    again = prepare(worker, "card-1", "pair/card-1", "main")  # reused; one exclude line
+    assert again.path == made.path
+    exclude = (worker / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count("/.pair/worktrees/") == 1
+
+
+def test_a_worktree_an_older_pairbot_made_inside_git_is_moved(
+    remote_and_clone: tuple[Path, Path, Path],
+) -> None:
+    _, worker, _ = remote_and_clone
+    older = worker / ".git" / "pair-worktrees" / "card-1"
+    git(worker, "worktree", "add", "-q", "--detach", str(older), "main")
+    git(older, "checkout", "-q", "-b", "pair/card-1")  # the branch is checked out there
+    made = prepare(worker, "card-1", "pair/card-1", "main")
+    assert made.path == worker / ".pair" / "worktrees" / "card-1" and not older.exists()
+    assert git(made.path, "rev-parse", "--abbrev-ref", "HEAD") == "pair/card-1"

@@ -179,7 +179,7 @@ def test_a_plain_batch_step_ending_leaves_a_concurrent_card_step_its_files(
     # The App's worker runs the demo's plain batch in the checkout and a card's step in its
     # worktree (under .git) at the same time: the first to end takes back only its own.
     root = _checkout(shared_dir)
-    worktree = root / ".git/pair-worktrees/card-3"
+    worktree = root / ".pair/worktrees/card-3"
     (worktree / "src").mkdir(parents=True)
     card_journal = root / ".pair/batches/card-3/journal.jsonl"
     card_journal.write_text("")
