@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from app.cycle import worktree as wt
 from app.engine.agent import AgentLaunch, AgentSpawnResult, AgentUsage
 from app.runtime.adapters import resolve_argv
 from app.runtime.launcher import project_launcher
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import AgentSpecModel, BatchSettings, resolve_settings
 from tests.agents.anthropic_server import USAGE_IN, USAGE_OUT, ScriptedModel
-from tests.agents.real_cli import Expectation, installed, prepare, run_cli
+from tests.agents.real_cli import NOBODY, Expectation, installed, prepare, run_cli
+from tests.support.git import git
 from tests.support.loopback import serve
 
 # The run is over once claude prints its closing `result` event.
@@ -73,6 +76,48 @@ def test_claude_writes_a_file_for_the_scripted_model() -> None:
         {tool["name"] for tool in request["body"].get("tools", [])} for request in model.requests
     ]
     assert any("Write" in offered for offered in tools_offered)
+
+
+def _own(tree: Path, uid: int) -> None:
+    gid = uid if uid == NOBODY else -1  # nobody's group is 65534 too; -1 leaves it
+    for path in (tree, *tree.rglob("*")):
+        os.chown(path, uid, gid, follow_symlinks=False)
+
+
+def test_claude_edits_in_a_cards_worktree_in_its_default_posture() -> None:
+    # claude's acceptEdits refuses every path under .git/: a card's worktree must live where
+    # its Write is accepted (app/cycle/worktree.py puts it in .pair/worktrees/).
+    binary = installed("claude")
+    if binary is None:
+        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm)")
+    with tempfile.TemporaryDirectory(prefix="pairbot-model-") as tmp:
+        env, repo = prepare(Path(tmp), "claude", 9)
+        _own(repo, os.geteuid())  # pairbot's, as it makes the card's worktree
+        git(repo, "checkout", "-q", "-b", "main")
+        git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+        worktree = wt.prepare(repo, "card-1", "pair/card-1", "main").path
+        _own(repo, NOBODY if os.geteuid() == 0 else os.geteuid())  # the CLI's, as prepare() left
+
+        target = worktree / "hello.txt"
+        model = ScriptedModel("Write", {"file_path": str(target), "content": "hello\n"})
+        settings = resolve_settings(
+            env={}, manifest=None, project=BatchSettings(agent=AgentSpecModel(name="claude"))
+        )
+        argv = resolve_argv(settings.agent_for("apply"), settings, repo_root=str(worktree))
+        with serve(model.answer, name="anthropic") as origin:
+            env |= {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
+            run = run_cli(
+                "claude",
+                [str(binary), *argv.args],
+                cwd=worktree,
+                env=env,
+                prompt="Write hello.txt.\n",
+                timeout=150,
+                expect=RESULT,
+            )
+        written = target.read_text() if target.exists() else None
+    assert run.reached, run.output[-3000:]
+    assert written == "hello\n", run.output[-3000:]
 
 
 def test_the_launcher_runs_real_claude_and_takes_usage_from_its_stream() -> None:
