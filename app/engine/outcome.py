@@ -16,8 +16,9 @@ Pure. The branch order is the contract:
 The model-failure hint is added only when the stage's agent named an explicit model, the agent
 wrote zero journal entries, and it exited with a real non-zero code (not a signal): the
 signature of an agent CLI rejecting its argv. It never interprets stderr. A failure's message
-(and so its blocker, park reason and journal entry) ends with the last lines of stderr; `detail`
-holds the hint above the same tail for JSON consumers.
+(and so its blocker, park reason and journal entry) says the vendor's reason on its first line,
+when the CLI reported one in its JSON stream (`SessionEvidence.reason`), and ends with the last
+lines of stderr; `detail` holds the reason and the hint above the same tail for JSON consumers.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class SessionEvidence:
     exit_code: int | None
     signal: str | None
     stderr: str = ""
+    # The vendor's own one-line error from the agent's JSON stream (agent_failures.vendor_reason)
+    reason: str | None = None
     before: ChangeDisk | None = None
     after: ChangeDisk | None = None
     gate: Gate = "voluntary"
@@ -161,12 +164,15 @@ def map_session_to_outcome(ev: SessionEvidence) -> EngineStepOutcome:
         message = (
             f"{_title(ev.transition)} agent failed ({exit_words}) without reporting completion"
         )
+        if ev.reason:
+            # The vendor's reason is on the first line: a card or a log shows that line.
+            message = f"{message}: {ev.reason}"
         if hint:
             message = f"{hint} {message}"
         if tail:
             # The public result carries only message/blocker: the tail must travel in them.
             message = f"{message}; stderr (last lines):\n{tail}"
-        detail = "\n".join(part for part in (hint, tail) if part) or None
+        detail = "\n".join(part for part in (ev.reason, hint, tail) if part) or None
         return EngineStepOutcome(state="failed", message=message, blocker=message, detail=detail)
     if completion is not None:
         # 3a. corroborate the claim against the disk

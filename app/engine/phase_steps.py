@@ -97,6 +97,7 @@ async def run_decomposition_step(
             exit_code=spawned.exit_code,
             signal=spawned.signal,
             stderr=spawned.stderr,
+            reason=spawned.reason,
             gate=manifest.gate,
             model=model_context("decompose", spawned.settings or settings)
             if spawned.spawned

@@ -465,6 +465,7 @@ async def run_change_step(
             exit_code=spawned.exit_code,
             signal=spawned.signal,
             stderr=spawned.stderr,
+            reason=spawned.reason,
             before=before,
             after=after,
             gate=ctx.gate,

@@ -12,8 +12,11 @@ shows.
 Failover: when the stage's agent names a fallback (`agent: [claude, codex]`) and the run failed
 on a recognised quota, auth or crash signature (`app.domain.agent_failures`, the one table),
 `spawn_agent` ends the failed attempt with a `failed` outcome, journals a `failover` entry
-(`data`: the failed agent, the signature, the agent used next) and runs the same step once more,
-in a new session, with the fallback agent. A failure on the step's merits is never retried.
+(`data`: the failed agent, the signature, the agent used next, the vendor's reason) and runs the
+same step once more, in a new session, with the fallback agent. A failure on the step's merits
+is never retried. A failed run's reason is the error its CLI reported in its JSON stdout
+(`agent_failures.vendor_reason`, credentials redacted): it travels on `Session.reason` into the
+outcome's message, so the blocker and the journal say why, not just "exit 1".
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from app.domain.agent_failures import (
     FailureKind,
     classify_failure,
     failover_line,
+    one_line,
+    vendor_reason,
 )
 from app.domain.verdict import Verdict
 from app.engine import lock
@@ -293,6 +298,8 @@ class Session:
     spawned: bool = True  # False when no agent could start (then no model hint applies)
     usage: AgentUsage = field(default_factory=AgentUsage)
     settings: ResolvedSettings | None = None  # what ran it, when a fallback agent took over
+    # A failed run's error in its vendor's words, from its JSON stdout (secrets redacted).
+    reason: str | None = None
 
 
 def with_agent(
@@ -304,11 +311,13 @@ def with_agent(
     return dataclasses.replace(settings, agents=MappingProxyType(agents))
 
 
-def _failover_kind(choice: AgentChoice, result: AgentSpawnResult) -> FailureKind | None:
+def _failover_kind(
+    choice: AgentChoice, result: AgentSpawnResult, reason: str | None
+) -> FailureKind | None:
     if choice.fallback is None:
         return None
     output = f"{result.stdout}\n{result.stderr}"
-    return classify_failure(choice.name, result.exit_code, result.signal, output)
+    return classify_failure(choice.name, result.exit_code, result.signal, output, reason)
 
 
 async def spawn_agent(
@@ -343,12 +352,15 @@ async def spawn_agent(
     choice = settings.agent_for(stage)
     if spawned.result is None or choice.fallback is None:
         return spawned.session
-    kind = _failover_kind(choice, spawned.result)
-    if kind is None:
-        return spawned.session
-    fallback = choice.fallback
-    line = failover_line(choice.name, kind, fallback.name, stage)
     first = spawned.session
+    kind = _failover_kind(choice, spawned.result, first.reason)
+    if kind is None:
+        return first
+    fallback = choice.fallback
+    said = first.reason or one_line(
+        _last_line(spawned.result.stderr or spawned.result.stdout), credential_values(deps.env)
+    )
+    line = failover_line(choice.name, kind, fallback.name, stage)
     # The failed attempt ends like any step ("failed", with what it spent), so the metrics
     # and the budget count it; no park: the step goes on at once with the fallback agent.
     journal_event(
@@ -359,7 +371,7 @@ async def spawn_agent(
         transition=stage,
         session=first.session,
         state="failed",
-        message=f"{line}: {_last_line(spawned.result.stderr or spawned.result.stdout)}",
+        message=f"{line}: {said}",
         usage=usage_record(first.usage),
     )
     journal_event(
@@ -375,9 +387,10 @@ async def spawn_agent(
             "next": fallback.name,
             "exitCode": first.exit_code,
             "signal": first.signal,
+            "reason": first.reason,
         },
     )
-    deps.on_line(f"pairbot: {line}")
+    deps.on_line(f"pairbot: {line}: {said}")
     next_settings = with_agent(settings, stage, dataclasses.replace(fallback, fallback=None))
     retry = await _spawn_once(
         root=root,
@@ -464,6 +477,8 @@ async def _spawn_once(
             Session(session, started, START_FAILURE_EXIT_CODE, stderr=result.reason, spawned=False),
             None,
         )
+    failed = result.signal is not None or result.exit_code != 0
+    reason = vendor_reason(result.stdout, credential_values(deps.env)) if failed else None
     # Only this session's reports count: a straggler from an earlier, killed session carries
     # its own PAIR_SESSION and must not complete this step.
     entries = tuple(
@@ -480,6 +495,7 @@ async def _spawn_once(
             result.stderr,
             entries,
             usage=result.usage,
+            reason=reason,
         ),
         result,
     )
