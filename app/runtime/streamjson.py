@@ -85,7 +85,9 @@ opencode text part is written once per part id.
 `text` is the prose, exactly as written: each prose block ends with a newline (one is added
 when the block did not end with one). `usage` sums every claude or gemini `result`, opencode
 `step_finish` and codex `turn.completed` event; a figure never reported stays `None`
-(unknown), never zero: codex and gemini report no cost, so theirs stays unknown. Input tokens
+(unknown), never zero: codex and gemini report no cost, so theirs stays unknown, and an
+opencode step that spent tokens at a cost of exactly 0 ran a model opencode has no price for
+(see `opencode_step_usage`), so its cost is unknown too. Input tokens
 exclude cache reads and writes: claude and opencode report them apart, codex's
 `input_tokens` and gemini's `input_tokens` include the cached part, which is subtracted
 (gemini's `input` is that figure already). opencode's reasoning tokens count as output
@@ -194,19 +196,40 @@ def claude_result_usage(event: Mapping[str, object]) -> AgentUsage:
     )
 
 
+def _tokens_spent(tokens: Mapping[str, object]) -> bool:
+    """Whether an opencode step's token counts (input, output, reasoning, cache) add up to >0."""
+    raw_cache = tokens.get("cache")
+    cache = raw_cache if isinstance(raw_cache, dict) else {}
+    counts = [tokens.get(k) for k in ("input", "output", "reasoning")]
+    counts += [cache.get("read"), cache.get("write")]
+    return any((count(n) or 0) > 0 for n in counts)
+
+
 def opencode_step_usage(part: Mapping[str, object]) -> tuple[AgentUsage, int | None]:
-    """Figures from an opencode step-finish part, and its reasoning tokens (part of output)."""
+    """Figures from an opencode step-finish part, and its reasoning tokens (part of output).
+
+    A cost of 0 for a step that spent tokens is unknown, not free. opencode 1.18.33 prices a
+    step itself, from the model's configured `cost` (its binary: the provider loader turns a
+    missing `cost.input`/`output`/`cache_read`/`cache_write` into 0, and the session's usage
+    is tokens x those prices / 1e6), and its step-finish part has no field saying the model
+    had no price. So a provider without pricing (an OpenAI-compatible gateway, a local model)
+    reports exactly 0 for any number of tokens; a priced model cannot, as its tokens cost
+    something. A 0 for a step that spent no token is exact whatever the prices, and stays.
+    """
     raw = part.get("tokens")
     tokens = raw if isinstance(raw, dict) else {}
     output = count(tokens.get("output"))
     reasoning = count(tokens.get("reasoning"))
     if output is not None and reasoning is not None:
         output += reasoning
+    cost = dollars(part.get("cost"))
+    if cost == 0 and _tokens_spent(tokens):
+        cost = None
     return (
         AgentUsage(
             input_tokens=count(tokens.get("input")),
             output_tokens=output,
-            cost_usd=dollars(part.get("cost")),
+            cost_usd=cost,
         ),
         reasoning,
     )

@@ -340,7 +340,8 @@ CLAUDE_USAGE = {
                     reason="tool-calls", cost=0, tokens={"input": 5, "output": 2, "reasoning": 0}
                 )
             ],
-            ["✓ step finished (tool-calls) · in 5 · out 2 · $0.0000"],
+            # opencode prices a step itself and writes 0 for a model with no price: unknown.
+            ["✓ step finished (tool-calls) · in 5 · out 2 · $?"],
             id="oc-step-finish-tool-calls",
         ),
         pytest.param(
@@ -706,6 +707,36 @@ def test_usage_sums_across_opencode_steps_with_reasoning_as_output() -> None:
     assert usage.input_tokens == 4500
     assert usage.output_tokens == 650
     assert usage.cost_usd == pytest.approx(0.0088)
+
+
+@pytest.mark.parametrize(
+    ("cost", "tokens", "expected"),
+    [
+        # opencode 1.18.33 prices a step from the model's configured cost, each missing price
+        # read as 0: a model without pricing reports 0 however many tokens it spent.
+        pytest.param(0, OC_TOKENS, None, id="zero-cost-for-tokens-is-unknown"),
+        pytest.param(0, {"input": 0, "output": 0, "cache": {"read": 9}}, None, id="cache-only"),
+        pytest.param(0, {"input": 0, "output": 0, "reasoning": 0}, 0.0, id="nothing-spent-is-0"),
+        pytest.param(0, {}, 0.0, id="no-token-figures"),
+        pytest.param(0.0031, OC_TOKENS, 0.0031, id="a-real-cost-stays"),
+        pytest.param(1e-9, {"input": 1}, 1e-9, id="a-tiny-real-cost-stays"),
+    ],
+)
+def test_opencode_cost_zero_for_spent_tokens_is_unknown(
+    cost: float, tokens: dict[str, object], expected: float | None
+) -> None:
+    _, renderer = render(step_finish(reason="stop", cost=cost, tokens=tokens))
+
+    assert renderer.usage.cost_usd == expected
+
+
+def test_an_unpriced_opencode_step_makes_the_runs_cost_unknown_only_if_no_other_is_known() -> None:
+    _, renderer = render(
+        step_finish(reason="tool-calls", cost=0, tokens={"input": 10, "output": 2}),
+        step_finish(reason="stop", cost=0, tokens={"input": 12, "output": 3}),
+    )
+
+    assert renderer.usage == AgentUsage(input_tokens=22, output_tokens=5, cost_usd=None)
 
 
 def test_a_figure_missing_from_some_steps_sums_the_known_ones() -> None:
