@@ -14,7 +14,9 @@
                  author and role (the card's author, a maintainer with write access, a
                  commenter without it), inside a fence longer than any backtick or tilde run
                  it holds, so no text can close its fence and add an instruction line
-    reporting    how to report, so any agent can
+    reporting    how to report, so any agent can: pairbot named as the agent reaches it
+                 (`InstructionContext.pairbot`, an absolute path for a local agent, shell-quoted)
+                 whatever its shell does to PATH; the command block points here
 
 The command block comes from the injected launcher (`AgentLauncher.delegate`, passed in as a
 `Delegate`): the form each agent reads a command in, and the command text itself, belong to
@@ -24,6 +26,7 @@ the runtime, which has the one definition of each command.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +73,8 @@ class InstructionContext:
     panel: Sequence[str] = ()  # verify on a panel: every reviewer's slug, in order
     severity_floor: str = "major"  # `review.severityFloor` (verify)
     review_notes: Sequence[str] = ()  # the card's required findings, for the verifier
+    # How the agent runs pairbot (`EngineDeps.pairbot`): the report commands name it.
+    pairbot: str = "pairbot"
 
 
 def review_rules(floor: str) -> str:
@@ -133,16 +138,19 @@ def _phase_block(phase: Phase | None) -> list[str]:
     return lines
 
 
-def _report_block(key: str) -> str:
+def _report_block(key: str, pairbot: str) -> str:
+    # The path exactly as a shell reads it: quoted when it holds a space or a quote.
+    run = f"{shlex.quote(pairbot)} batch report"
     return "\n".join(
         [
-            "How to report (the step is judged on what you report, checked against the disk):",
-            '  pairbot batch report --complete "<one-line summary>"      when you are done',
-            '  pairbot batch report --blocker "<what stops you>"         if you cannot go on',
-            '  pairbot batch report --needs-input "<your question>"      if a human must decide',
-            '  pairbot batch report --progress "<note>"                  optional, any time',
+            "How to report (the step is judged on what you report, checked against the disk), "
+            "running pairbot exactly as written here:",
+            f'  {run} --complete "<one-line summary>"      when you are done',
+            f'  {run} --blocker "<what stops you>"         if you cannot go on',
+            f'  {run} --needs-input "<your question>"      if a human must decide',
+            f'  {run} --progress "<note>"                  optional, any time',
             f"Your batch, change ({key}) and transition are in PAIR_BATCH, PAIR_CHANGE and "
-            "PAIR_TRANSITION.",
+            "PAIR_TRANSITION; the same pairbot is in PAIRBOT.",
         ]
     )
 
@@ -229,7 +237,7 @@ def build_instructions(ctx: InstructionContext, delegate: Delegate) -> str:
     sections = [
         "\n".join(context),
         delegate(ctx.agent, ctx.transition, ctx.key, _arguments(ctx)),
-        _report_block(ctx.key),
+        _report_block(ctx.key, ctx.pairbot),
     ]
     return "\n\n".join(sections) + "\n"
 
@@ -242,8 +250,10 @@ def build_decomposition_instructions(
     *,
     delegate: Delegate,
     agent: str = "command",
+    pairbot: str = "pairbot",
 ) -> str:
-    """The prompt for authoring an empty phase's changes from what earlier phases shipped."""
+    """The prompt for authoring an empty phase's changes from what earlier phases shipped;
+    `pairbot` is how the agent runs pairbot (`EngineDeps.pairbot`)."""
     done = [f"- {name}: {', '.join(changes)}" for name, changes in shipped] or ["(none)"]
     context = [
         f"You are pairbot's decompose agent for phase `{phase.name}` of batch `{batch}`.",
@@ -254,6 +264,6 @@ def build_decomposition_instructions(
     sections = [
         "\n".join(context),
         delegate(agent, "decompose-phase", f"{phase.name} {manifest_path}", []),
-        _report_block(phase.name),
+        _report_block(phase.name, pairbot),
     ]
     return "\n\n".join(sections) + "\n"

@@ -70,6 +70,7 @@ async def run_decomposition_step(
             str(manifest_path(root, batch).relative_to(root)),
             delegate=deps.launcher.delegate,
             agent=agent,
+            pairbot=deps.pairbot(settings),
         )
 
     spawned = await spawn_agent(

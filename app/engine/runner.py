@@ -395,6 +395,7 @@ async def run_change_step(
                 panel=tuple(slug for slug, _ in ctx.panel),
                 severity_floor=ctx.severity_floor,
                 review_notes=ctx.review_notes,
+                pairbot=deps.pairbot(ctx.settings),
             ),
             deps.launcher.delegate,
         )

@@ -147,6 +147,17 @@ class EngineDeps:
     work_vet: WorkVetFactory | None = None
     pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
 
+    def pairbot(self, settings: ResolvedSettings) -> str:
+        """How the step's agent runs pairbot (its PAIRBOT, the prompt's report commands)."""
+        return agent_pairbot(self.pairbot_bin_dir, settings.locus)
+
+
+def agent_pairbot(bin_dir: str, locus: str) -> str:
+    """pairbot for an agent in `locus`: a local agent gets this installation's console script
+    by absolute path, which no login shell's PATH reset can hide (Debian's /etc/profile sets a
+    PATH of its own); a container or a server runs the `pairbot` on its own PATH."""
+    return str(Path(bin_dir) / "pairbot") if locus == "local" else "pairbot"
+
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -440,6 +451,7 @@ async def _spawn_once(
         "PAIR_TRANSITION": stage,
         "PAIR_ROOT": deps.launcher.agent_root(root, settings),
         "PAIR_SESSION": session,
+        "PAIRBOT": deps.pairbot(settings),
         "PATH": os.pathsep.join(
             [deps.pairbot_bin_dir, *([deps.env["PATH"]] if deps.env.get("PATH") else [])]
         ),

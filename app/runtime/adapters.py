@@ -14,7 +14,13 @@ names a model (all five agents spell it `--model`), then the permission flags fr
 Base args, each from the pinned CLI's own `--help`:
 
     claude    -p --output-format stream-json --verbose --include-partial-messages
-    codex     exec --json -            (`-`: read the prompt from stdin)
+    codex     exec --json -c allow_login_shell=false -
+              (`-`: read the prompt from stdin; `allow_login_shell=false`: its shell tool runs
+              `bash -c`, not `bash -lc`, whose /etc/profile would reset PATH on Debian. The key
+              is codex's own config (`allow_login_shell`, applied by `get_command` in
+              codex-rs/core/src/tools/handlers/unified_exec.rs of openai/codex; with it off,
+              a tool call that omits `login` gets a plain shell and one that asks for a login
+              shell is refused)
     gemini    --output-format stream-json --skip-trust --prompt ""
               (`--prompt` takes a value, appended to stdin; `--skip-trust` because gemini
               otherwise forces its approval mode back to `default` in a folder it was never
@@ -64,7 +70,9 @@ ADAPTERS: Mapping[str, Adapter] = {
         ("-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"),
         emits_stream_json=True,
     ),
-    "codex": Adapter("codex", ("exec", "--json", "-"), emits_stream_json=True),
+    "codex": Adapter(
+        "codex", ("exec", "--json", "-c", "allow_login_shell=false", "-"), emits_stream_json=True
+    ),
     "gemini": Adapter(
         "gemini",
         ("--output-format", "stream-json", "--skip-trust", "--prompt", ""),

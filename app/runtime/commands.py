@@ -8,6 +8,10 @@ definition inline, followed by its arguments, for every agent. An invocation suc
 claude does not expand a command in the middle of a prompt, `codex exec` never reads custom
 prompts, gemini expands only a leading `/pair-x` in a trusted folder, and opencode only through
 `run --command`. Inline text is the one form every CLI reads.
+Inside the prompt the definition does not name `pairbot` itself: it points at the prompt's
+"How to report" block (app/engine/instructions.py), which names pairbot exactly as the agent
+reaches it (an absolute path for a local agent), so that a login shell resetting PATH cannot
+leave the agent with `pairbot: command not found`.
 
 The same definition is still rendered into each agent's own command format and path
 (`/pair:apply` for claude, `/pair-apply` for the others; a codex skill), so a person can invoke
@@ -51,6 +55,14 @@ _REPORT = (
     'Report exactly once when you stop, with `pairbot batch report --complete "<summary>"` '
     '(or `--blocker "<why>"`, or `--needs-input "<question>"`); PAIR_BATCH, PAIR_CHANGE and '
     "PAIR_TRANSITION are already set in your environment."
+)
+# The same sentence in a prompt, whose "How to report" block names pairbot as the agent reaches
+# it: a bare `pairbot` here would invite the command a login shell cannot find.
+_REPORT_IN_PROMPT = (
+    "Report exactly once when you stop, with one of the `batch report` commands under "
+    '"How to report" below, pairbot named exactly as written there (`--complete`, or '
+    "`--blocker`, or `--needs-input`); PAIR_BATCH, PAIR_CHANGE and PAIR_TRANSITION are already "
+    "set in your environment."
 )
 
 DEFINITIONS: Mapping[CommandId, CommandDefinition] = {
@@ -187,10 +199,13 @@ def delegate(agent: str, command_id: CommandId, target: str, arguments: Sequence
     """The prompt's command block: the command's definition inline, then its arguments.
 
     The same for every agent (see the module docstring for why no invocation token is used);
-    `agent` stays in the signature because the engine's seam passes it.
+    `agent` stays in the signature because the engine's seam passes it. The report sentence
+    points at the prompt's "How to report" block, which names pairbot by the path the agent
+    can run.
     """
     del agent
     body = DEFINITIONS[command_id].body.replace("$ARGUMENTS", "the arguments below")
+    body = body.replace(_REPORT, _REPORT_IN_PROMPT)
     return "\n".join([f"Your task ({command_id}):", body, "", "Arguments:", target, *arguments])
 
 

@@ -10,8 +10,9 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
       3. render-or-verify the stage's command file where the agent runs (commands.py)
       4. pick the runtime for the locus (`runtime_for`, by default select.py's)
       5. decide who the agent runs as (isolation.py): a local agent runs as its own OS user,
-         lent its working tree and journal for the step and given a fresh HOME; where that is
-         impossible the run says so once
+         lent its working tree and journal for the step and given a fresh HOME, whose
+         `.profile` puts pairbot's bin directory back on a PATH a login shell reset
+         (`login_profile`); where that is impossible the run says so once
       6. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
       7. take the files back, and render stream-json output for people (streamjson.py), usage
          taken from the stream
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -55,7 +57,7 @@ from app.runtime.sandbox import run_isolated
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import ResolvedSettings
 
-__all__ = ["DOCKER_WORKDIR", "Launcher", "RuntimeFor", "project_launcher"]
+__all__ = ["DOCKER_WORKDIR", "Launcher", "RuntimeFor", "login_profile", "project_launcher"]
 
 # Where the docker locus bind-mounts the project root; the same value as rex.DOCKER_WORKDIR,
 # repeated because importing rex loads swerex (tests/runtime/test_launcher.py ties the two).
@@ -185,7 +187,8 @@ class Launcher:
     def _lend(self, switch: isolation.Switch, launch: AgentLaunch) -> tuple[lending.Lending, Path]:
         account = self._account(switch)
         account.ensure()
-        home = account.make_home()
+        profile = login_profile(launch.pair_env.get("PAIRBOT", ""))
+        home = account.make_home(lambda _home: {".profile": profile} if profile else {})
         try:
             return lending.lend(account, launch.root, tuple(launch.writable), home), home
         except BaseException:
@@ -213,6 +216,24 @@ class Launcher:
         renderer.close()
         # The stream is where a stream-json agent reports its tokens and cost.
         return dataclasses.replace(result, usage=renderer.usage)
+
+
+def login_profile(pairbot: str) -> str | None:
+    """The isolated agent's `~/.profile`: a login shell (codex runs `bash -lc` unless told
+    not to) reads /etc/profile, which on Debian sets a PATH of its own, then this file, which
+    puts the directory of `pairbot` (the agent's PAIRBOT) back in front. bash reads it when
+    there is no `~/.bash_profile`, and the fresh HOME has none. None when PAIRBOT is not an
+    absolute path: nothing to put back."""
+    path = Path(pairbot)
+    if not pairbot or not path.is_absolute():
+        return None
+    where = shlex.quote(str(path.parent))
+    return (
+        "# Written by pairbot for one step: a login shell's /etc/profile may reset PATH;\n"
+        "# pairbot's bin directory goes back in front, so `pairbot batch report` is found.\n"
+        f'PATH={where}:"$PATH"\n'
+        "export PATH\n"
+    )
 
 
 def _take_back(lent: lending.Lending) -> str | None:

@@ -54,7 +54,7 @@ def settings(
         ),
         pytest.param(
             "codex",
-            ["codex", "exec", "--json", "-", "--model", "m1",
+            ["codex", "exec", "--json", "-c", "allow_login_shell=false", "-", "--model", "m1",
              "--dangerously-bypass-approvals-and-sandbox", "-c", "x=1"],
             id="codex",
         ),
