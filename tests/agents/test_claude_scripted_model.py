@@ -25,7 +25,7 @@ from app.runtime.launcher import project_launcher
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import AgentSpecModel, BatchSettings, resolve_settings
 from tests.agents.anthropic_server import USAGE_IN, USAGE_OUT, ScriptedModel
-from tests.agents.real_cli import NOBODY, Expectation, installed, prepare, run_cli
+from tests.agents.real_cli import NOBODY, Expectation, Run, installed, prepare, run_cli
 from tests.support.git import git
 from tests.support.loopback import serve
 
@@ -33,29 +33,44 @@ from tests.support.loopback import serve
 RESULT = Expectation(re.compile(r'^\{.*"type":"result"', re.MULTILINE), re.compile(r"(?!)"))
 
 
-def test_claude_writes_a_file_for_the_scripted_model() -> None:
+def _claude_writes(
+    env: dict[str, str], cwd: Path, target: Path, text: str
+) -> tuple[Run, ScriptedModel]:
+    """Real claude in its default posture, working in `cwd`, asked by the scripted model for
+    one `Write` of `text` to `target`."""
     binary = installed("claude")
-    if binary is None:
-        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm)")
+    assert binary is not None
+    model = ScriptedModel("Write", {"file_path": str(target), "content": text})
+    settings = resolve_settings(
+        env={}, manifest=None, project=BatchSettings(agent=AgentSpecModel(name="claude"))
+    )
+    argv = resolve_argv(settings.agent_for("apply"), settings, repo_root=str(cwd))
+    with serve(model.answer, name="anthropic") as origin:
+        env = env | {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
+        run = run_cli(
+            "claude",
+            [str(binary), *argv.args],
+            cwd=cwd,
+            env=env,
+            prompt=f"Write {target.name}.\n",
+            timeout=150,
+            expect=RESULT,
+        )
+    return run, model
+
+
+needs_claude = pytest.mark.skipif(
+    installed("claude") is None,
+    reason="claude CLI not installed (python3 dev.py test installs it with npm)",
+)
+
+
+@needs_claude
+def test_claude_writes_a_file_for_the_scripted_model() -> None:
     with tempfile.TemporaryDirectory(prefix="pairbot-model-") as tmp:
         env, repo = prepare(Path(tmp), "claude", 9)
         target = repo / "hello.txt"
-        model = ScriptedModel("Write", {"file_path": str(target), "content": "hello, pairbot\n"})
-        settings = resolve_settings(
-            env={}, manifest=None, project=BatchSettings(agent=AgentSpecModel(name="claude"))
-        )
-        argv = resolve_argv(settings.agent_for("apply"), settings, repo_root=str(repo))
-        with serve(model.answer, name="anthropic") as origin:
-            env |= {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
-            run = run_cli(
-                "claude",
-                [str(binary), *argv.args],
-                cwd=repo,
-                env=env,
-                prompt="Write hello.txt.\n",
-                timeout=150,
-                expect=RESULT,
-            )
+        run, model = _claude_writes(env, repo, target, "hello, pairbot\n")
         written = target.read_text() if target.exists() else None
     assert run.reached, run.output[-3000:]
     assert written == "hello, pairbot\n"
@@ -84,12 +99,10 @@ def _own(tree: Path, uid: int) -> None:
         os.chown(path, uid, gid, follow_symlinks=False)
 
 
+@needs_claude
 def test_claude_edits_in_a_cards_worktree_in_its_default_posture() -> None:
     # claude's acceptEdits refuses every path under .git/: a card's worktree must live where
     # its Write is accepted (app/cycle/worktree.py puts it in .pair/worktrees/).
-    binary = installed("claude")
-    if binary is None:
-        pytest.skip("claude CLI not installed (python3 dev.py test installs it with npm)")
     with tempfile.TemporaryDirectory(prefix="pairbot-model-") as tmp:
         env, repo = prepare(Path(tmp), "claude", 9)
         _own(repo, os.geteuid())  # pairbot's, as it makes the card's worktree
@@ -97,24 +110,8 @@ def test_claude_edits_in_a_cards_worktree_in_its_default_posture() -> None:
         git(repo, "commit", "-q", "--allow-empty", "-m", "first")
         worktree = wt.prepare(repo, "card-1", "pair/card-1", "main").path
         _own(repo, NOBODY if os.geteuid() == 0 else os.geteuid())  # the CLI's, as prepare() left
-
         target = worktree / "hello.txt"
-        model = ScriptedModel("Write", {"file_path": str(target), "content": "hello\n"})
-        settings = resolve_settings(
-            env={}, manifest=None, project=BatchSettings(agent=AgentSpecModel(name="claude"))
-        )
-        argv = resolve_argv(settings.agent_for("apply"), settings, repo_root=str(worktree))
-        with serve(model.answer, name="anthropic") as origin:
-            env |= {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "sk-ant-loopback"}
-            run = run_cli(
-                "claude",
-                [str(binary), *argv.args],
-                cwd=worktree,
-                env=env,
-                prompt="Write hello.txt.\n",
-                timeout=150,
-                expect=RESULT,
-            )
+        run, _ = _claude_writes(env, worktree, target, "hello\n")
         written = target.read_text() if target.exists() else None
     assert run.reached, run.output[-3000:]
     assert written == "hello\n", run.output[-3000:]
