@@ -189,7 +189,7 @@ def sweep() -> list[str]:
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             path.unlink(missing_ok=True)
             continue
-        if _process_start(lending.pid) == lending.started:
+        if _alive(lending):
             continue  # still running: its own step takes back what it lent
         claimed = path.with_suffix(f".sweeping-{os.getpid()}")
         try:
@@ -312,6 +312,19 @@ def _record(lending: Lending) -> Path | None:
     temporary.write_text(lending.to_json())
     temporary.replace(path)
     return path
+
+
+def _alive(lending: Lending) -> bool:
+    """Whether the pairbot that lent is still running (the same process, not a reused pid)."""
+    if lending.started:
+        return _process_start(lending.pid) == lending.started
+    try:  # no start time was readable: the pid alone, erring on the side of alive
+        os.kill(lending.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _process_start(pid: int) -> str | None:

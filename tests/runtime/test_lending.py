@@ -10,6 +10,7 @@ A pairbot SIGKILLed mid-step leaves a record; the next one takes the files back.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -73,6 +74,27 @@ def test_a_ledger_record_reads_back_as_it_was_written(tmp_path: Path) -> None:
         key="k",
     )
     assert lending.Lending.from_json(record.to_json()) == record
+
+
+def test_a_lending_is_alive_while_the_process_that_lent_runs() -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    base = lending.Lending(
+        user="pairbot-agent",
+        admin=(),
+        root=Path("/nonexistent"),
+        writable=(),
+        git=lending.GitEntry(Path("/nonexistent/.git"), None, None),
+        held=(),
+        home=None,
+        pid=os.getpid(),
+        started=lending._process_start(os.getpid()) or "",
+        key="k",
+    )
+    assert lending._alive(base)
+    assert not lending._alive(dataclasses.replace(base, started="1"))  # a reused pid
+    assert lending._alive(dataclasses.replace(base, started=""))  # no start time: the pid
+    assert not lending._alive(dataclasses.replace(base, pid=gone.pid, started=""))
 
 
 def _checkout(shared: Path) -> Path:
