@@ -198,7 +198,7 @@ def sweep() -> list[str]:
             continue
         try:
             problem = _reclaim(lending)
-        except UserError as err:
+        except (UserError, OSError) as err:  # a sweep never stops the run that found it
             problem = str(err)
         finally:
             claimed.unlink(missing_ok=True)
@@ -213,7 +213,13 @@ def _hand_over(account: AgentAccount, lending: Lending, owner: str, setfacl: str
     for path in held:
         # Sticky: the agent may add and change its own entries here, never rename or remove
         # the kept ones (rename needs only write access to the directory).
-        path.chmod(stat.S_IMODE(path.stat().st_mode) | stat.S_ISVTX)
+        try:
+            path.chmod(stat.S_IMODE(path.stat().st_mode) | stat.S_ISVTX)
+        except OSError as exc:  # a directory pairbot's user does not own
+            raise UserError(
+                f"agent isolation: cannot lend {path} to {lending.user}: {exc.strerror or exc}; "
+                "pairbot's user must own the checkout"
+            ) from None
     if held and setfacl is not None:
         run_tool(
             [*admin, setfacl, "-m", f"u:{lending.user}:rwx", "--", *map(str, held)],
@@ -270,7 +276,8 @@ def _reclaim(lending: Lending) -> str | None:
                 f"take {held[0][0]} back from {lending.user}",
             )
         for path, mode in held:
-            path.chmod(mode)
+            if stat.S_IMODE(path.stat().st_mode) != mode:  # a failed lending may not have
+                path.chmod(mode)
     finally:
         if lending.home is not None:
             with contextlib.suppress(UserError):

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.agent import AgentLaunch, AgentSpawnResult
+from app.errors import UserError
 from app.runtime import isolation, lending
 from app.runtime.launcher import Launcher
 from app.settings import AgentSpecModel, BatchSettings, resolve_settings
@@ -219,10 +220,33 @@ def test_a_plain_batch_step_ending_leaves_a_concurrent_card_step_its_files(
     assert all(p.lstat().st_uid == os.geteuid() for p in [root, *root.rglob("*")])
 
 
+@needs_isolation
+@needs_setfacl
+def test_a_checkout_pairbot_may_not_change_is_one_clear_line_and_nothing_is_lent(
+    shared_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout another user owns: pairbot's chmod is refused (as root it never is, so the
+    # refusal is the kernel's answer, EPERM, given here).
+    root = _checkout(shared_dir)
+    switch = isolation.decide("auto", "local", isolation.probe_host(), "pairbot-agent")
+    assert isinstance(switch, isolation.Switch)
+
+    def refused(self: Path, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted", str(self))
+
+    monkeypatch.setattr(Path, "chmod", refused)
+    with pytest.raises(UserError, match=r"cannot lend .*Operation not permitted.*must own"):
+        lending.lend(isolation.AgentAccount(switch), root, ())
+    monkeypatch.undo()
+    assert all(p.lstat().st_uid == os.geteuid() for p in [root, *root.rglob("*")])
+    assert lending.sweep() == []  # and no record is left behind
+
+
 # A pairbot that lends a tree and is killed before it can take it back.
 _KILLED = """
 import os, signal, sys
 from pathlib import Path
+from app.errors import UserError
 from app.runtime import isolation, lending
 root = Path(sys.argv[1])
 switch = isolation.decide("auto", "local", isolation.probe_host(), "pairbot-agent")

@@ -72,7 +72,9 @@ def ensure_user(name: str, *, sudoer: bool) -> Path:
     if sudoer:
         text = f"{name} ALL=(ALL) NOPASSWD: ALL\n"
         if not rule.exists() or rule.read_text() != text:
-            staged = SUDOERS / f".{name}.new"  # sudo ignores names with a dot: never half a rule
+            # sudo ignores names with a dot: never half a rule; one staged file per process,
+            # so two workers setting the rule up at once cannot take each other's.
+            staged = SUDOERS / f".{name}.{os.getpid()}.new"
             staged.write_text(text)
             staged.chmod(0o440)
             staged.replace(rule)
