@@ -100,20 +100,23 @@ class AgentArgv:
 
 
 def resolve_argv(
-    choice: AgentChoice, settings: ResolvedSettings, repo_root: str = "."
+    choice: AgentChoice, settings: ResolvedSettings, repo_root: str = ".", pairbot: str = "pairbot"
 ) -> AgentArgv:
     """Build the argv for `choice`; UnknownAgentError names the adapters that exist.
 
     `repo_root` is the checkout the agent works in, as the agent sees it (claude's sandboxed
     posture passes it to `--add-dir`). The default `.` is the agent's working directory, which
-    the engine sets to the repo root; callers should pass the root explicitly.
+    the engine sets to the repo root; callers should pass the root explicitly. `pairbot` is
+    how the agent runs pairbot (its PAIRBOT): claude's bounded postures allow its report.
     """
     adapter = ADAPTERS.get(choice.name)
     if adapter is None:
         raise UnknownAgentError(
             f"unknown agent {choice.name!r}; available agents: {', '.join(sorted(ADAPTERS))}"
         )
-    permission_flags = resolve_permission_flags(adapter.name, settings.permissions, repo_root)
+    permission_flags = resolve_permission_flags(
+        adapter.name, settings.permissions, repo_root, pairbot
+    )
     if adapter.name == "command":
         if not settings.agent_command:
             raise UnknownAgentError(

@@ -380,6 +380,7 @@ class AgentAccount:
         # The worktree's git directory is pairbot's: the agent's own git must accept it.
         (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
         for name, text in (files(home) if files is not None else {}).items():
+            (home / name).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             descriptor = os.open(home / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
                 handle.write(text)

@@ -13,8 +13,10 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
          lent its working tree and journal for the step and given a fresh HOME, whose
          `.profile` puts pairbot's bin directory back on a PATH a login shell reset
          (`login_profile`); where that is impossible the run says so once
-      6. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
-      7. take the files back, and render stream-json output for people (streamjson.py), usage
+      6. write the agent's own rules for a bounded posture (rules/: gemini's policy, codex's
+         execpolicy, opencode's permissions) beside it, and point it at them
+      7. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
+      8. take the files back, and render stream-json output for people (streamjson.py), usage
          taken from the stream
     a UserError in steps 1 to 5 → AgentNotStarted: nothing was spawned, the step blocks and resumes
 
@@ -32,6 +34,8 @@ import contextlib
 import dataclasses
 import os
 import shlex
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -53,6 +57,7 @@ from app.proc import START_FAILURE_EXIT_CODE, agent_environment
 from app.runtime import commands, isolation, lending
 from app.runtime.adapters import resolve_argv
 from app.runtime.permissions import WarnOnce
+from app.runtime.rules import AgentRules, RuleContext, agent_rules
 from app.runtime.sandbox import run_isolated
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import ResolvedSettings
@@ -62,6 +67,9 @@ __all__ = ["DOCKER_WORKDIR", "Launcher", "RuntimeFor", "login_profile", "project
 # Where the docker locus bind-mounts the project root; the same value as rex.DOCKER_WORKDIR,
 # repeated because importing rex loads swerex (tests/runtime/test_launcher.py ties the two).
 DOCKER_WORKDIR = "/workspace"
+
+# The isolated agent's rules files (app/runtime/rules), in its fresh HOME.
+RULES_DIR = ".pairbot-rules"
 
 RuntimeFor = Callable[[ResolvedSettings], AgentRuntime]
 HostProbe = Callable[[], isolation.HostFacts]
@@ -131,7 +139,12 @@ class Launcher:
         settings = launch.settings
         try:
             choice = settings.agent_for(launch.stage)
-            argv = resolve_argv(choice, settings, repo_root=self.agent_root(launch.root, settings))
+            argv = resolve_argv(
+                choice,
+                settings,
+                repo_root=self.agent_root(launch.root, settings),
+                pairbot=launch.pair_env.get("PAIRBOT", "pairbot"),
+            )
             warning = self._warn_once(choice.name, settings.permissions.posture)
             if warning:
                 on_line(warning)
@@ -150,12 +163,22 @@ class Launcher:
             self._isolation_warned = True  # once per run: the surfaces keep one launcher a run
             on_line(plan.warning)
         env = agent_environment(launch.env, launch.pair_env)
+        context = RuleContext(
+            policy=settings.permissions,
+            pairbot=launch.pair_env.get("PAIRBOT", "pairbot"),
+            root=self.agent_root(launch.root, settings),
+            writable=tuple(map(str, launch.writable)),
+            env=env,
+        )
         run_as: RunAs | None = None
         lent: lending.Lending | None = None
+        scratch_rules: Path | None = None
         contain = _container(plan)
         if isinstance(plan, isolation.Switch):
             try:
-                lent, home = await asyncio.to_thread(self._lend, plan, launch)
+                lent, home, rules = await asyncio.to_thread(
+                    self._lend, plan, launch, choice.name, context
+                )
             except UserError as err:
                 return AgentNotStarted(str(err))
             uid, gid = self._account(plan).ensure()
@@ -164,9 +187,14 @@ class Launcher:
             scratch = str(home / "tmp")
             env.update(HOME=str(home), USER=plan.user, LOGNAME=plan.user)
             env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
+        elif settings.locus == "local":
+            scratch_rules, rules = _rules_in_scratch(choice.name, context)
+        else:  # the agent's disk is not this one: only rules that need no file
+            rules = agent_rules(choice.name, context)
+        env.update(rules.env)
         request = AgentSpawnRequest(
             command=argv.command,
-            args=argv.args,
+            args=(*argv.args, *rules.args),
             instructions=launch.instructions,
             cwd=str(launch.root),
             env=env,
@@ -178,19 +206,33 @@ class Launcher:
             result = await self._spawn(runtime, request, argv.adapter.emits_stream_json, on_line)
         finally:
             problem = None if lent is None else await asyncio.to_thread(_take_back, lent)
+            if scratch_rules is not None:
+                shutil.rmtree(scratch_rules, ignore_errors=True)
         if problem is not None:
             on_line(f"error: pairbot: {problem}")
             stderr = f"{result.stderr.rstrip()}\npairbot: {problem}\n".lstrip()
             return dataclasses.replace(result, exit_code=1, signal=None, stderr=stderr)
         return result
 
-    def _lend(self, switch: isolation.Switch, launch: AgentLaunch) -> tuple[lending.Lending, Path]:
+    def _lend(
+        self, switch: isolation.Switch, launch: AgentLaunch, agent: str, context: RuleContext
+    ) -> tuple[lending.Lending, Path, AgentRules]:
         account = self._account(switch)
         account.ensure()
         profile = login_profile(launch.pair_env.get("PAIRBOT", ""))
-        home = account.make_home(lambda _home: {".profile": profile} if profile else {})
+        made: list[AgentRules] = []
+
+        def files(home: Path) -> dict[str, str]:
+            # The rules live in the fresh HOME, written before it is handed over.
+            where = home / RULES_DIR
+            rules = agent_rules(agent, dataclasses.replace(context, rules_dir=str(where)))
+            made.append(rules)
+            written = {f"{RULES_DIR}/{name}": text for name, text in rules.files.items()}
+            return {".profile": profile, **written} if profile else written
+
+        home = account.make_home(files)
         try:
-            return lending.lend(account, launch.root, tuple(launch.writable), home), home
+            return lending.lend(account, launch.root, tuple(launch.writable), home), home, made[0]
         except BaseException:
             with contextlib.suppress(UserError):
                 account.remove_home(home)
@@ -234,6 +276,21 @@ def login_profile(pairbot: str) -> str | None:
         f'PATH={where}:"$PATH"\n'
         "export PATH\n"
     )
+
+
+def _rules_in_scratch(agent: str, context: RuleContext) -> tuple[Path | None, AgentRules]:
+    """The rules of an agent running as pairbot's own user, their files in a temporary directory
+    of that user (removed after the step; None when no file was needed)."""
+    where = Path(tempfile.mkdtemp(prefix="pairbot-rules-"))
+    rules = agent_rules(agent, dataclasses.replace(context, rules_dir=str(where)))
+    if not rules.files:
+        where.rmdir()
+        return None, rules
+    for name, text in rules.files.items():
+        path = where / name
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text(text, encoding="utf-8")
+    return where, rules
 
 
 def _take_back(lent: lending.Lending) -> str | None:

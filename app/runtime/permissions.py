@@ -61,6 +61,7 @@ posture flags but still its `raw` entry.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Final
 
@@ -72,6 +73,7 @@ __all__ = [
     "WarnOnce",
     "effective_deny",
     "permission_warning",
+    "report_rule",
     "resolve_permission_flags",
 ]
 
@@ -124,14 +126,22 @@ def effective_deny(policy: ResolvedPermissions) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*policy.deny, *BASELINE_DENY)))
 
 
-def _claude(policy: ResolvedPermissions, repo_root: str) -> tuple[str, ...]:
+def report_rule(pairbot: str) -> str:
+    """claude's rule allowing exactly pairbot's report command, pairbot spelled as the prompt
+    spells it (app/engine/instructions.py quotes it the same way)."""
+    return f"Bash({shlex.quote(pairbot)} batch report:*)"
+
+
+def _claude(policy: ResolvedPermissions, repo_root: str, pairbot: str) -> tuple[str, ...]:
     deny = effective_deny(policy)
     if policy.posture == "full-autonomy":
         return ("--permission-mode", "bypassPermissions")
     if policy.posture == "repo-sandboxed-permissive":
         # acceptEdits covers file edits only; without an allowed Bash a headless shell call is
-        # denied, hence the default.
+        # denied, hence the default. An operator's own list still lets the agent report.
         allow = policy.allow or ("Bash",)
+        if "Bash" not in allow:
+            allow = (*allow, report_rule(pairbot))
         return (
             "--permission-mode",
             "acceptEdits",
@@ -144,20 +154,30 @@ def _claude(policy: ResolvedPermissions, repo_root: str) -> tuple[str, ...]:
             "--disallowedTools",
             *deny,
         )
+    # Curated: the operator's list, plus what every step needs — edits in the working tree and
+    # the report command — so a step can be done at all. Nothing else runs unprompted.
     flags: list[str] = ["--permission-mode", "manual", "--permission-prompts", "none"]
-    if policy.allow:
-        flags += ["--allowedTools", *policy.allow]
+    flags += ["--allowedTools", *policy.allow, *_curated_rules(repo_root, pairbot)]
     if deny:
         flags += ["--disallowedTools", *deny]
     return tuple(flags)
 
 
+def _curated_rules(repo_root: str, pairbot: str) -> tuple[str, ...]:
+    # `Edit(//abs/**)`: claude's edit rules take gitignore patterns, `//` marking an absolute
+    # path; the Edit rule covers Write and MultiEdit too.
+    tree = "//" + repo_root.lstrip("/").rstrip("/")
+    return (f"Edit({tree}/**)", report_rule(pairbot))
+
+
 def resolve_permission_flags(
-    agent: str, policy: ResolvedPermissions, repo_root: str
+    agent: str, policy: ResolvedPermissions, repo_root: str, pairbot: str = "pairbot"
 ) -> tuple[str, ...]:
-    """The argv fragment for `agent` under `policy`: posture flags, then the agent's `raw` entry."""
+    """The argv fragment for `agent` under `policy`: posture flags, then the agent's `raw` entry.
+    `pairbot` is how the agent runs pairbot (its PAIRBOT), the one command a bounded posture
+    always allows."""
     if agent == "claude":
-        posture_flags = _claude(policy, repo_root)
+        posture_flags = _claude(policy, repo_root, pairbot)
     else:
         posture_flags = _FIXED.get(agent, {}).get(policy.posture, ())
     return (*posture_flags, *policy.raw.get(agent, ()))

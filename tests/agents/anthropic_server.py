@@ -8,7 +8,8 @@ It speaks enough of https://docs.anthropic.com/en/api/messages and its streaming
 (https://docs.anthropic.com/en/api/messages-streaming) for one agent turn with one tool call:
 
     a request offering the scripted tool, with no tool_result yet  -> that tool_use
-    a request carrying the tool_result                              -> the final text, end_turn
+    ... with N tool_results, N < 1 + len(then)                     -> the call `then[N-1]`
+    a request carrying every tool_result                            -> the final text, end_turn
     any other request (a title, a summary, a quota probe)           -> a short text, end_turn
 
 Each answer is streamed as server-sent events when the request asks for `stream: true`
@@ -22,7 +23,7 @@ requests, and the figures each answer reported, are recorded for assertions.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ class ScriptedModel:
     tool_name: str
     tool_input: Mapping[str, Any]
     final_text: str = "Done: the file is written."
+    # Tool calls after the first, each (name, input built from the request), one per answer.
+    then: Sequence[tuple[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]]] = ()
     requests: list[dict[str, Any]] = field(default_factory=list)
     # (input tokens, output tokens) of each message answered, in order, with its request.
     reported: list[tuple[dict[str, Any], int, int]] = field(default_factory=list)
@@ -59,21 +62,23 @@ class ScriptedModel:
         """The content blocks to answer `body` with, and the stop reason."""
         tools = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
         messages = body.get("messages") or []
-        answered = any(
+        results = sum(
             isinstance(block, dict) and block.get("type") == "tool_result"
             for message in messages
             if isinstance(message, dict) and isinstance(message.get("content"), list)
             for block in message["content"]
         )
-        if self.tool_name in tools and not answered:
-            block = {
+        calls = [(self.tool_name, lambda _body: self.tool_input), *self.then]
+        if self.tool_name in tools and results < len(calls):
+            name, make_input = calls[results]
+            block: dict[str, Any] = {
                 "type": "tool_use",
                 "id": self._next_id("toolu"),
-                "name": self.tool_name,
-                "input": dict(self.tool_input),
+                "name": name,
+                "input": dict(make_input(body)),
             }
             return [block], "tool_use"
-        text = self.final_text if answered else "pairbot"
+        text = self.final_text if results else "pairbot"
         return [{"type": "text", "text": text}], "end_turn"
 
     def usage_for(self, body: Mapping[str, Any]) -> tuple[int, int]:

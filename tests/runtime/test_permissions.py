@@ -26,6 +26,11 @@ from app.settings import (
 )
 
 ROOT = "/work/repo"
+# What every bounded claude posture lets a step do besides the operator's list: pairbot's report
+# command (pairbot named as the agent runs it; the default is the bare name) and, curated,
+# edits in the working tree.
+REPORT = "Bash(pairbot batch report:*)"
+EDITS = "Edit(//work/repo/**)"
 
 # Spelled out, not imported, so a typo in the module cannot hide behind the test.
 BASELINE = (
@@ -73,7 +78,7 @@ SEED_TABLE = [
         "claude",
         "curated-allowlist",
         ("--permission-mode", "manual", "--permission-prompts", "none",
-         "--disallowedTools", *BASELINE),
+         "--allowedTools", EDITS, REPORT, "--disallowedTools", *BASELINE),
         id="claude-curated",
     ),
     pytest.param(
@@ -139,7 +144,7 @@ UNION = ("WebFetch", "Bash(sudo *)", *(p for p in BASELINE if p != "Bash(sudo *)
             "repo-sandboxed-permissive",
             (
                 "--permission-mode", "acceptEdits", "--permission-prompts", "none",
-                "--add-dir", ROOT, "--allowedTools", *ALLOW,
+                "--add-dir", ROOT, "--allowedTools", *ALLOW, REPORT,
                 "--disallowedTools", *UNION,
             ),
             id="sandboxed-allow-replaces-bash",
@@ -148,7 +153,7 @@ UNION = ("WebFetch", "Bash(sudo *)", *(p for p in BASELINE if p != "Bash(sudo *)
             "curated-allowlist",
             (
                 "--permission-mode", "manual", "--permission-prompts", "none",
-                "--allowedTools", *ALLOW,
+                "--allowedTools", *ALLOW, EDITS, REPORT,
                 "--disallowedTools", *UNION,
             ),
             id="curated",
@@ -197,6 +202,9 @@ def test_deny_merged_across_scopes_keeps_every_scope_and_the_baseline() -> None:
         "manual",
         "--permission-prompts",
         "none",
+        "--allowedTools",
+        EDITS,
+        REPORT,
         "--disallowedTools",
         "Bash(git push *)",
         "WebFetch",
@@ -331,7 +339,20 @@ def test_the_docs_table_matches_the_code(agent: str) -> None:
             assert cell.startswith("none")
         elif agent == "claude":
             # claude's cells carry placeholders; the fixed flags lead them.
-            fixed = " ".join(flags[: flags.index("--add-dir")] if "--add-dir" in flags else flags)
-            assert cell.strip("`").startswith(fixed.split(" --disallowedTools")[0])
+            ends = [flags.index(f) for f in ("--add-dir", "--allowedTools") if f in flags]
+            fixed = " ".join(flags[: min(ends)] if ends else flags)
+            assert cell.strip("`").startswith(fixed)
         else:
             assert cell == f"`{' '.join(flags)}`"
+
+
+def test_the_report_rule_names_pairbot_as_the_prompt_quotes_it() -> None:
+    # A path with a space is quoted in the prompt's report lines; the rule must match them.
+    curated = policy("curated-allowlist")
+    flags = resolve_permission_flags("claude", curated, ROOT, "/opt/my env/pairbot")
+    assert "Bash('/opt/my env/pairbot' batch report:*)" in flags
+
+
+def test_an_operator_list_with_bash_gets_no_second_report_rule() -> None:
+    flags = resolve_permission_flags("claude", policy("repo-sandboxed-permissive", ("Bash",)), ROOT)
+    assert not [f for f in flags if "batch report" in f]

@@ -1,0 +1,169 @@
+"""One real agent step, isolated as the product ships, for the matrix of agents, postures and steps.
+
+    outcome = run_step(base, "claude", "curated-allowlist", "card", model)
+
+`run_step` builds the project a step of that kind runs in, points the real CLI (from
+tests/agents/node_modules) at a scripted model server, and runs exactly one step through the
+production path: `project_launcher` (the local locus through swerex; isolation left at its
+default, so as root the agent runs as `pairbot-agent`, lent its tree and journal).
+
+    batch   a plain batch's first step (`pairbot batch apply`): the agent works in the checkout
+    card    a card's first step, taken by `/pair implement` itself: the agent works in the
+            card's worktree `.pair/worktrees/card-1`, its journal in the checkout
+
+Either way the step is a propose: the model writes `.pair/changes/<change>/plan.md` with its
+edit tool and reports with its shell tool (tests/agents/script.py). `model(step)` is a context
+manager serving the vendor's scripted API for `step` and yielding the environment that points
+the CLI at it (base URL, key, config).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from app.cycle.driver import CycleEnv, handle_request
+from app.domain.commands import Command, parse_commands
+from app.domain.dispatch import PairRequest
+from app.engine.runner import apply_batch
+from app.engine.step import EngineDeps
+from app.hosting import BoundHosts
+from app.runtime.launcher import project_launcher
+from app.settings import Posture
+from hosts.local import LocalForge
+from tests.agents.real_cli import NODE_BIN
+from tests.support.card_project import MAINTAINER, card_journal, project_config
+from tests.support.git import git, init_repo
+from tests.support.project import ONE_PHASE, agent_env
+
+POSTURES: tuple[Posture, ...] = ("repo-sandboxed-permissive", "curated-allowlist", "full-autonomy")
+Kind = Literal["batch", "card"]
+KINDS: tuple[Kind, ...] = ("batch", "card")
+STEP_TIMEOUT_S = 240.0  # one real CLI step, two tool calls, on a loaded 2-core machine
+
+PLAN = """# Plan
+
+## Acceptance criteria
+AC-1: the widget says hello
+
+## Tasks
+- [ ] test: the widget says hello
+- [ ] make the widget say hello
+"""
+
+
+@dataclass(frozen=True)
+class Step:
+    """The step a scripted model is asked to do: write `target` (absolute) with `content`."""
+
+    kind: Kind
+    workdir: Path  # where the agent works: the checkout, or the card's worktree
+    target: Path
+    content: str = PLAN
+
+
+@dataclass
+class Outcome:
+    """What one step left: its state, pairbot's lines, the file, the journal."""
+
+    state: str
+    lines: list[str]
+    written: str | None
+    journal: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def reports(self) -> list[dict[str, Any]]:
+        """The agent's own `batch report` entries."""
+        return [e for e in self.journal if e.get("kind") == "completion"]
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The usage journaled for the agent's run (the last entry that has one)."""
+        with_usage = [e["usage"] for e in self.journal if e.get("usage")]
+        return with_usage[-1] if with_usage else None
+
+    def explain(self) -> str:
+        """For a failed assertion: the step's state, its last lines and journal."""
+        tail = "\n".join(self.lines[-40:])
+        return f"state {self.state}\n--- lines\n{tail}\n--- journal\n{self.journal}"
+
+
+ModelServer = Callable[[Step], AbstractContextManager[Mapping[str, str]]]
+
+
+def _config(agent: str, posture: Posture) -> dict[str, Any]:
+    return {"agent": agent, "agentTimeoutMs": 200_000, "permissions": {"posture": posture}}
+
+
+def _env(model_env: Mapping[str, str]) -> dict[str, str]:
+    path = f"{NODE_BIN}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"
+    return agent_env({"PATH": path, **model_env})
+
+
+def _batch_project(base: Path, agent: str, posture: Posture) -> Path:
+    root = base / "repo"
+    (root / ".pair" / "batches" / "demo").mkdir(parents=True)
+    config = {"batch": _config(agent, posture)}
+    (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
+    (root / ".pair" / "batches" / "demo" / "batch.yaml").write_text(yaml.safe_dump(ONE_PHASE))
+    init_repo(root)
+    return root
+
+
+def _card_project(base: Path, agent: str, posture: Posture) -> tuple[Path, LocalForge, int]:
+    root = base / "repo"
+    (root / ".pair").mkdir(parents=True)
+    config = project_config("local")
+    config["batch"] = _config(agent, posture)
+    (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
+    init_repo(root, {"README.md": "# project\n"})
+    forge = LocalForge(base / "forge")
+    git(root, "push", "-q", str(forge.repo), "main")
+    card = forge.seed_card("Add the widget", "AC-1: it says hello\n", author=MAINTAINER)
+    return root, forge, card
+
+
+def run_step(base: Path, agent: str, posture: Posture, kind: Kind, model: ModelServer) -> Outcome:
+    """One step of `kind` by the real `agent` under `posture`, against `model`."""
+    lines: list[str] = []
+    if kind == "batch":
+        root = _batch_project(base, agent, posture)
+        step = Step(kind, root, root / ".pair" / "changes" / "alpha" / "plan.md")
+        with model(step) as model_env:
+            deps = EngineDeps(project_launcher(root), env=_env(model_env), on_line=lines.append)
+            result = asyncio.run(asyncio.wait_for(apply_batch(root, "demo", deps), STEP_TIMEOUT_S))
+        journal = _journal(root / ".pair" / "batches" / "demo" / "run" / "journal.jsonl")
+        return Outcome(result.state, lines, _text(step.target), journal)
+    root, forge, card = _card_project(base, agent, posture)
+    worktree = root / ".pair" / "worktrees" / f"card-{card}"
+    step = Step(kind, worktree, worktree / ".pair" / "changes" / f"card-{card}" / "plan.md")
+    with model(step) as model_env:
+        deps = EngineDeps(project_launcher(root), env=_env(model_env), on_line=lines.append)
+        host = forge.host()
+        hosts = BoundHosts(pm=host, code=host)
+        env = CycleEnv(root=root, hosts=hosts, deps=deps, remote=str(forge.repo))
+        [implement] = parse_commands("/pair implement")
+        assert isinstance(implement, Command), implement
+        # The command takes the card's first step itself, as a comment's delivery does.
+        request = PairRequest.from_command(card, implement, comment=None)
+        done = asyncio.run(asyncio.wait_for(handle_request(env, request), STEP_TIMEOUT_S))
+    return Outcome(done.result.state, lines, _text(step.target), card_journal(root, card))
+
+
+def _text(path: Path) -> str | None:
+    return path.read_text() if path.is_file() else None
+
+
+def _journal(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
