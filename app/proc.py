@@ -85,6 +85,15 @@ _AGENT_CREDENTIAL = re.compile(
 )
 
 
+# claude on Amazon Bedrock reaches its model with the AWS credentials in the environment
+# (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_BEARER_TOKEN_BEDROCK): they are the agent's
+# own only when the operator chose Bedrock (CLAUDE_CODE_USE_BEDROCK), and pass only then.
+
+
+def _on(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 # Names whose values are credentials to keep out of anything pairbot shows (an agent's output
 # on the status pages): the forge's, and the agents' own model keys passed through above.
 _CREDENTIAL_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PRIVATE_KEY|API_KEY|(?:^|_)KEY$|(?:^|_)PAT$")
@@ -121,10 +130,13 @@ def agent_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict
 
     The cycle's test runs use it too (with no extra keys): they execute code the agent wrote.
     """
+    bedrock = _on(base.get("CLAUDE_CODE_USE_BEDROCK"))
     env = {
         name: value
         for name, value in base.items()
-        if _AGENT_CREDENTIAL.match(name) or not _SECRET_NAME.search(name)
+        if _AGENT_CREDENTIAL.match(name)
+        or not _SECRET_NAME.search(name)
+        or (bedrock and name.startswith("AWS_"))
     }
     env.update(extra)
     return env
