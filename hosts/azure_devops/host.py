@@ -74,25 +74,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from hosts.adapter import HostAdapter, Labels
 from hosts.azure_devops import convert
 from hosts.azure_devops.connection import SdkConnection
 from hosts.azure_devops.push import local_head, push
 from hosts.azure_devops.sdk import Clients, Sdk, models
-from hosts.cardhash import card_hash
-from hosts.decisions import scope_decision_in
 from hosts.errors import (
     Conflict,
     HostUnavailable,
     NotFound,
     Unsupported,
 )
-from hosts.labels import PrState, plan_state_labels
-from hosts.markers import plan_upsert, same_text
+from hosts.labels import LabelPlan
 from hosts.models import (
     REVIEW_CONTEXT,
     Author,
@@ -106,8 +104,6 @@ from hosts.models import (
     ReviewState,
     ReviewStatus,
     Target,
-    Upserted,
-    UpsertResult,
 )
 from hosts.secrets import Secret
 
@@ -132,7 +128,7 @@ class _Repo:
     default_branch: str = ""
 
 
-class AzureDevOpsHost:
+class AzureDevOpsHost(HostAdapter):
     """`Host` over one Azure DevOps project: its Boards for cards, one repository for code."""
 
     name = "azure-devops"
@@ -154,6 +150,7 @@ class AzureDevOpsHost:
         merge_polls: int = 10,
         push_timeout_s: float = 300.0,
     ) -> None:
+        super().__init__()
         if not token:
             raise ValueError("an Azure DevOps personal access token is required")
         if not organization_url or not project or not repository:
@@ -254,10 +251,6 @@ class AzureDevOpsHost:
 
     async def get_card(self, number: int) -> Card:
         return await self._card_from(await self._work_item(number))
-
-    async def card_hash(self, number: int) -> str:
-        card = await self.get_card(number)
-        return card_hash(card.title, card.body)
 
     @staticmethod
     def _patch(op: str, path: str, value: object) -> Sdk:
@@ -373,7 +366,7 @@ class AzureDevOpsHost:
             return await self._card_comments(target.number)
         return await self._pr_comments(target.number, first_only=False)
 
-    async def _create_comment(self, target: Target, body: str) -> str:
+    async def _post_comment(self, target: Target, body: str) -> str:
         if target.kind == "card":
             _, wit = models()
             created = await self._call(
@@ -426,6 +419,12 @@ class AzureDevOpsHost:
             write=True,
         )
 
+    async def _fetch_comment(self, target: Target, comment_id: str) -> Comment | None:
+        try:
+            return await self._read_comment(target, comment_id)
+        except NotFound:
+            return None
+
     async def _read_comment(self, target: Target, comment_id: str) -> Comment:
         if target.kind == "card":
             raw = await self._call(
@@ -443,42 +442,18 @@ class AzureDevOpsHost:
         web_url = (await self._repository()).web_url
         return self._pr_comment(target.number, thread, raw, web_url)
 
-    async def _upsert_candidates(self, target: Target) -> list[Comment]:
+    async def _marker_candidates(self, target: Target) -> list[Comment]:
+        """A card's comments; on a pull, only each thread's first comment (pairbot's marker
+        opens a thread of its own; a reply quoting it is someone else's)."""
         if target.kind == "card":
             return await self._card_comments(target.number)
         return await self._pr_comments(target.number, first_only=True)
 
-    async def upsert_comment(self, target: Target, marker: str, body: str) -> UpsertResult:
-        me = await self.identity()
-        comments = await self._upsert_candidates(target)
-        plan = plan_upsert(comments, marker, body, me)
-        if plan.action is Upserted.UNCHANGED:
-            keeper = next(c for c in comments if c.id == plan.comment_id)
-            return UpsertResult(Upserted.UNCHANGED, keeper, plan.duplicates)
-        action = plan.action
-        if plan.action is Upserted.CREATED:
-            try:
-                comment_id = await self._create_comment(target, plan.body)
-            except HostUnavailable:
-                # The server may have stored it before failing: look again, never post twice.
-                comments = await self._upsert_candidates(target)
-                plan = plan_upsert(comments, marker, body, me)
-                if plan.action is Upserted.CREATED:
-                    raise
-                log.info("a comment that failed to post was stored after all; reconciled")
-                if plan.action is Upserted.UPDATED:
-                    await self._edit_comment(target, cast(str, plan.comment_id), plan.body)
-                comment_id = cast(str, plan.comment_id)
-        else:
-            comment_id = cast(str, plan.comment_id)
-            await self._edit_comment(target, comment_id, plan.body)
-        back = await self._read_comment(target, comment_id)
-        if not same_text(back.body, plan.body):
-            raise HostUnavailable(
-                f"Azure DevOps: comment {comment_id} on {target.kind} #{target.number} "
-                "did not read back as written"
-            )
-        return UpsertResult(action, back, plan.duplicates)
+    async def _settle(self, op: str, find: Callable[[], Awaitable[T | None]]) -> T | None:
+        return await self._sdk.calls.settle(op, find)
+
+    async def _pause(self, seconds: float) -> None:
+        await self._sleep(seconds)
 
     async def react(self, target: Target, comment_id: str | None, reaction: Reaction) -> None:
         if comment_id is None:
@@ -770,24 +745,27 @@ class AzureDevOpsHost:
 
     # -- labels ---------------------------------------------------------------------------------
 
-    async def set_state_label(self, target: Target, state: PrState) -> bool:
+    async def _read_labels(self, target: Target) -> Labels:
         if target.kind == "card":
-            return await self._set_card_state_label(target.number, state)
+            item = await self._work_item(target.number)
+            tags = convert.split_tags((item.fields or {}).get("System.Tags"))
+            return Labels(tags, version=item.rev)
         labels = await self._call(
             f"labels of PR #{target.number}",
             lambda c: c.git.get_pull_request_labels(
                 self.repository, target.number, project=self.project
             ),
         )
-        current = [str(lb.name) for lb in labels or [] if lb.active is not False]
-        plan = plan_state_labels(current, state)
-        if plan.noop:
-            return False
+        return Labels(tuple(str(lb.name) for lb in labels or [] if lb.active is not False))
+
+    async def _write_labels(self, target: Target, current: Labels, plan: LabelPlan) -> None:
+        if target.kind == "card":
+            await self._write_card_tags(target.number, current, plan)
+            return
         for name in plan.remove:
             await self._pull_label(target.number, name, add=False)
         for name in plan.add:
             await self._pull_label(target.number, name, add=True)
-        return True
 
     async def _pull_label(self, pull: int, name: str, *, add: bool) -> None:
         if add:
@@ -811,17 +789,14 @@ class AzureDevOpsHost:
             write=True,
         )
 
-    async def _set_card_state_label(self, number: int, state: PrState) -> bool:
-        item = await self._work_item(number)
-        current = convert.split_tags((item.fields or {}).get("System.Tags"))
-        plan = plan_state_labels(current, state)
-        if plan.noop:
-            return False
-        tags = [t for t in current if t not in plan.remove] + list(plan.add)
+    async def _write_card_tags(self, number: int, current: Labels, plan: LabelPlan) -> None:
+        """The whole tag list in one PATCH, conditional on the revision it was read at (a
+        tag changed meanwhile is a Conflict, and the base reads again)."""
+        tags = [t for t in current.names if t not in plan.remove] + list(plan.add)
         # `add` on System.Tags merges; `replace` sets the whole list (and needs one to exist).
-        op = "replace" if current else "add"
+        op = "replace" if current.names else "add"
         ops = [
-            self._patch("test", "/rev", item.rev),
+            self._patch("test", "/rev", current.version),
             self._patch(op, "/fields/System.Tags", "; ".join(tags)),
         ]
         await self._call(
@@ -829,15 +804,6 @@ class AzureDevOpsHost:
             lambda c: c.wit.update_work_item(ops, number, project=self.project),
             write=True,
         )
-        return True
-
-    # -- scope ----------------------------------------------------------------------------------
-
-    async def read_scope_decision(
-        self, pull: int, comment_ref: str | None = None
-    ) -> Comment | None:
-        comments = await self.list_comments(Target("pull", pull))
-        return scope_decision_in(comments, comment_ref, identity=await self.identity())
 
     # -- merge and close ------------------------------------------------------------------------
 

@@ -7,11 +7,13 @@
 
 Cards are issues, targets (card or pull) are issue numbers, comments are issue comments, the
 review status is the commit status `pair-review` on the exact head SHA, state labels are issue
-labels, merges are pinned with `sha=`.
+labels, merges are pinned with `sha=`. Comment upserts and state labels are the shared
+algorithms of `hosts.adapter.HostAdapter`; this class gives them single requests.
 
 How calls behave: every request goes through `hosts.calls.Calls` (reads retried a bounded number
 of times, mutations one at a time, spaced `write_spacing_s` apart and never retried; a create
-that may have been stored is reconciled by reading: the marker, the head branch, the title) and
+that may have been stored is reconciled by reading: the head branch, the title, and for a
+comment its marker, by the shared upsert) and
 through the edge transport of `hosts.github.transport` (no request inside a known rate-limit
 window; conditional reads, so an idempotent publication costs 304s and no writes). githubkit
 itself is configured in `hosts.github.client`, its errors translated in
@@ -28,16 +30,15 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
 from githubkit import GitHub
 
+from hosts.adapter import HostAdapter, Labels
 from hosts.base import Reaction
 from hosts.calls import Calls, RateWindow
-from hosts.cardhash import card_hash as compute_card_hash
-from hosts.decisions import scope_decision_in
 from hosts.errors import (
     Conflict,
     Forbidden,
@@ -58,8 +59,8 @@ from hosts.github.client import BearerStrategy, make_client
 from hosts.github.credentials import GitHubCredentials, GitHubOptions
 from hosts.github.translate import BadCredentials, Translator
 from hosts.github.transport import EdgeTransport
-from hosts.labels import LabelPlan, PrState, plan_state_labels
-from hosts.markers import owned_comments, plan_upsert, same_text
+from hosts.labels import LabelPlan
+from hosts.markers import same_text
 from hosts.models import (
     REVIEW_CONTEXT,
     Author,
@@ -73,12 +74,12 @@ from hosts.models import (
     ReviewState,
     ReviewStatus,
     Target,
-    Upserted,
-    UpsertResult,
 )
 from hosts.secrets import Secrets
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 GITHUB_API = "https://api.github.com"
 # The REST version GitHub Enterprise Server understands; github.com takes githubkit's newer one.
@@ -87,9 +88,6 @@ GHES_API_VERSION = "2022-11-28"
 ACTIONS_BOT = Author(login="github-actions[bot]", id="41898282", is_bot=True)
 STATUS_DESCRIPTION_MAX = 140  # GitHub truncates nothing: it refuses longer descriptions
 PAGE = 100
-# How many times a state-label change is read back and finished after a 5xx or a timeout.
-LABEL_ROUNDS = 3
-LABEL_BACKOFF_S = 1.0
 _PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write", "triage", "read", "none"})
 _COMMENT_REF = re.compile(r"(?:#issuecomment-|/issues/comments/)(\d+)$|^(\d+)$")
 _READY_FOR_REVIEW = (
@@ -118,7 +116,7 @@ def _server_url(base_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-class GitHubHost:
+class GitHubHost(HostAdapter):
     """`Host` on GitHub or GitHub Enterprise Server, through githubkit.
 
     `credentials` says who it acts as (`GitHubCredentials.app/.token/.actions`); `base_url` is
@@ -145,6 +143,7 @@ class GitHubHost:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        super().__init__()
         owner, _, name = repo.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"repo must be 'owner/name', not {repo!r}")
@@ -177,7 +176,7 @@ class GitHubHost:
             recover=self._recover,
         )
         self._timeout_s = opts.timeout_s
-        self._publish_lock = asyncio.Lock()
+        self._status_lock = asyncio.Lock()  # one pair-review write at a time
         self._sleep = sleep
         self._identity_lock = asyncio.Lock()
         self._me: Author | None = ACTIONS_BOT if credentials.kind == "actions" else None
@@ -315,10 +314,6 @@ class GitHubHost:
     async def get_card(self, number: int) -> Card:
         return payloads.card(await self._issue(number))
 
-    async def card_hash(self, number: int) -> str:
-        card = await self.get_card(number)
-        return compute_card_hash(card.title, card.body)
-
     async def create_card(self, title: str, body: str, labels: tuple[str, ...] = ()) -> Card:
         op = "create a card"
         try:
@@ -428,55 +423,16 @@ class GitHubHost:
             self._owner, self._name, number, per_page=PAGE, page=page
         )
 
-    async def upsert_comment(self, target: Target, marker: str, body: str) -> UpsertResult:
-        me = await self.identity()
-        async with self._publish_lock:  # one publication at a time: no create/create race
-            comments = await self.list_comments(target)
-            plan = plan_upsert(comments, marker, body, me)
-            if plan.action is Upserted.UNCHANGED:
-                keeper = next(c for c in comments if c.id == plan.comment_id)
-                return UpsertResult(Upserted.UNCHANGED, keeper, plan.duplicates)
-            if plan.action is Upserted.CREATED:
-                written = await self._create_comment(target, marker, plan.body, me)
-                confirmed = await self._read_back(target, written, plan.body)
-                return UpsertResult(Upserted.CREATED, confirmed, plan.duplicates)
-            keeper_id = plan.comment_id or ""
-            try:
-                await self._update_comment(keeper_id, plan.body)
-            except HostUnavailable as error:
-                # The edit may have landed before the failure: it counts if it reads back.
-                try:
-                    confirmed = await self._read_back(target, keeper_id, plan.body)
-                except Conflict:
-                    raise error from None
-                return UpsertResult(Upserted.UPDATED, confirmed, plan.duplicates)
-            confirmed = await self._read_back(target, keeper_id, plan.body)
-            return UpsertResult(Upserted.UPDATED, confirmed, plan.duplicates)
-
-    async def _create_comment(self, target: Target, marker: str, text: str, me: Author) -> str:
-        op = f"comment on #{target.number}"
-        try:
-            response = await self._write(
-                op,
-                lambda: self._gh.rest.issues.async_create_comment(
-                    self._owner, self._name, target.number, body=text
-                ),
-            )
-        except HostUnavailable:
-            # GitHub may have stored it before failing (or after the client gave up waiting):
-            # look until that is settled, never post blindly again.
-            async def stored() -> Comment | None:
-                found = owned_comments(await self.list_comments(target), marker, me)
-                return found[0] if found else None
-
-            again = await self._calls.settle(op, stored)
-            if again is None:
-                raise
-            log.warning("%s: GitHub failed after storing comment %s; keeping it", op, again.id)
-            return again.id
+    async def _post_comment(self, target: Target, text: str) -> str:
+        response = await self._write(
+            f"comment on #{target.number}",
+            lambda: self._gh.rest.issues.async_create_comment(
+                self._owner, self._name, target.number, body=text
+            ),
+        )
         return str(payloads.obj(response).get("id", ""))
 
-    async def _update_comment(self, comment_id: str, text: str) -> None:
+    async def _edit_comment(self, target: Target, comment_id: str, text: str) -> None:
         number = self._comment_number(comment_id)
         await self._write(
             f"edit comment {comment_id}",
@@ -485,19 +441,14 @@ class GitHubHost:
             ),
         )
 
-    async def _read_back(self, target: Target, comment_id: str, wanted: str) -> Comment:
-        """Confirm through the same list the next upsert reads (which also warms its ETag)."""
-        comments = await self.list_comments(target)
-        stored = next((c for c in comments if c.id == comment_id), None)
-        if stored is None:
-            raise self._fail(
-                HostUnavailable, f"comment {comment_id} on #{target.number} is not visible yet"
-            )
-        if not same_text(stored.body, wanted):
-            raise self._fail(
-                Conflict, f"comment {comment_id} on #{target.number} reads back different text"
-            )
-        return stored
+    # The read-back (`_fetch_comment`) is the base's: the same list the next upsert reads,
+    # which also warms its ETag.
+
+    async def _settle(self, op: str, find: Callable[[], Awaitable[T | None]]) -> T | None:
+        return await self._calls.settle(op, find)
+
+    async def _pause(self, seconds: float) -> None:
+        await self._sleep(seconds)
 
     @staticmethod
     def _comment_number(comment_id: str) -> int:
@@ -527,9 +478,7 @@ class GitHubHost:
     ) -> Comment | None:
         if comment_ref is None:
             # Discovery is the rule every adapter shares (pairbot's own packet is skipped).
-            me = await self.identity()
-            comments = await self.list_comments(Target("pull", pull))
-            return scope_decision_in(comments, None, identity=me)
+            return await super().read_scope_decision(pull)
         match = _COMMENT_REF.search(comment_ref.strip())
         if match is None:
             raise NotFound(f"{comment_ref!r} does not name a GitHub comment")
@@ -642,7 +591,7 @@ class GitHubHost:
     ) -> ReviewStatus:
         description = description[:STATUS_DESCRIPTION_MAX]
         wanted = ReviewStatus(head_sha=head_sha, state=state, description=description)
-        async with self._publish_lock:
+        async with self._status_lock:
             if await self.get_review_status(pull, head_sha) == wanted:
                 return wanted
             await self._write(
@@ -742,38 +691,11 @@ class GitHubHost:
 
     # -- state labels ----------------------------------------------------------------------
 
-    async def set_state_label(self, target: Target, state: PrState) -> bool:
-        """Converge #`number` on `state` as its one `pr-state:*` label; True when it wrote.
+    async def _read_labels(self, target: Target) -> Labels:
+        return Labels(payloads.labels(await self._issue(target.number)))
 
-        Read, then remove every other state label before adding this one (`LabelPlan`: a
-        failure part-way leaves at most one, never two), then read again. Both writes are
-        idempotent (adding a present label, removing an absent one change nothing), so a write
-        whose outcome is unknown (a 5xx, a timeout) is settled by reading and finishing, for
-        `LABEL_ROUNDS` rounds with a backoff; what still differs after that is the error.
-        """
+    async def _write_labels(self, target: Target, current: Labels, plan: LabelPlan) -> None:
         number = target.number
-        wrote = False
-        failure: HostError | None = None
-        async with self._publish_lock:
-            for attempt in range(LABEL_ROUNDS + 1):
-                plan = plan_state_labels(payloads.labels(await self._issue(number)), state)
-                if plan.noop:
-                    return wrote
-                if attempt == LABEL_ROUNDS:
-                    break
-                if failure is not None:
-                    await self._sleep(LABEL_BACKOFF_S * 2 ** (attempt - 1))
-                wrote = True
-                try:
-                    await self._apply_labels(number, plan)
-                except HostUnavailable as error:
-                    log.warning("#%s: %s; reading the labels again to finish", number, error)
-                    failure = error
-        if failure is not None:
-            raise failure
-        raise self._fail(Conflict, f"#{number} reads back labels that still need {plan}")
-
-    async def _apply_labels(self, number: int, plan: LabelPlan) -> None:
         for label in plan.remove:  # first: never two state labels at once
             with contextlib.suppress(NotFound):  # removed meanwhile: the goal holds
                 await self._write(f"unlabel #{number}", self._remove_label(number, label))

@@ -6,16 +6,16 @@ of local I/O. Merging happens in the bare repository without a checkout (see `ho
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from hosts.adapter import HostAdapter, Labels
 from hosts.base import Reaction
-from hosts.cardhash import card_hash
-from hosts.decisions import scope_decision_in
 from hosts.errors import Conflict, HostUnavailable, NotFound
-from hosts.labels import PrState, plan_state_labels
+from hosts.labels import LabelPlan
 from hosts.local.store import (
     _MERGE_METHODS,
     _PERMISSIONS,
@@ -35,7 +35,6 @@ from hosts.local.store import (
     _ReactionRec,
     _StatusRec,
 )
-from hosts.markers import plan_upsert
 from hosts.models import (
     Author,
     Card,
@@ -50,20 +49,19 @@ from hosts.models import (
     ReviewState,
     ReviewStatus,
     Target,
-    Upserted,
-    UpsertResult,
 )
 
 if TYPE_CHECKING:
     from hosts.base import Host
 
 
-class LocalHost:
+class LocalHost(HostAdapter):
     """`Host` over a local forge directory (created on first use)."""
 
     name = "local"
 
     def __init__(self, root: Path, *, identity: Author | None = None) -> None:
+        super().__init__()
         self.root = Path(root)
         self._identity = identity or DEFAULT_IDENTITY
         self._store = Store(self.root)
@@ -85,10 +83,6 @@ class LocalHost:
 
     async def get_card(self, number: int) -> Card:
         return _card(self._store.card(number))
-
-    async def card_hash(self, number: int) -> str:
-        rec = self._store.card(number)
-        return card_hash(rec["title"], rec["body"])
 
     async def create_card(self, title: str, body: str, labels: tuple[str, ...] = ()) -> Card:
         with self._store.locked():
@@ -127,28 +121,23 @@ class LocalHost:
         self._store.target(target)
         return [_comment(rec) for rec in self._store.comments(target.number)]
 
-    async def upsert_comment(self, target: Target, marker: str, body: str) -> UpsertResult:
-        store = self._store
-        with store.locked():
-            store.target(target)
-            comments = [_comment(rec) for rec in store.comments(target.number)]
-            plan = plan_upsert(comments, marker, body, self._identity)
-            if plan.action is Upserted.UNCHANGED:
-                keeper = next(c for c in comments if c.id == plan.comment_id)
-                return UpsertResult(Upserted.UNCHANGED, keeper, plan.duplicates)
-            if plan.action is Upserted.CREATED:
-                comment_id = store.add_comment(target.number, self._identity, plan.body)["id"]
-            else:
-                comment_id = cast(str, plan.comment_id)
-                store.edit_comment(target.number, comment_id, plan.body)
+    async def _post_comment(self, target: Target, text: str) -> str:
+        with self._store.locked():
+            self._store.target(target)
+            comment_id = self._store.add_comment(target.number, self._identity, text)["id"]
             self._wrote()
-            # Read back, as every adapter does: the write counts only once it is there.
-            back = next(
-                (_comment(r) for r in store.comments(target.number) if r["id"] == comment_id), None
-            )
-        if back is None or back.body != plan.body:
-            raise HostUnavailable(f"comment {comment_id} on #{target.number} did not read back")
-        return UpsertResult(plan.action, back, plan.duplicates)
+        return comment_id
+
+    async def _edit_comment(self, target: Target, comment_id: str, text: str) -> None:
+        with self._store.locked():
+            self._store.target(target)
+            self._store.edit_comment(target.number, comment_id, text)
+            self._wrote()
+
+    def _exclusive(self, target: Target) -> contextlib.AbstractAsyncContextManager[None]:
+        """The target's publication lock: other processes on this forge wait for it."""
+        self._store.target(target)  # an unknown target is NotFound, and gets no lock file
+        return self._store.publishing(target.number)
 
     async def react(self, target: Target, comment_id: str | None, reaction: Reaction) -> None:
         if reaction not in _REACTIONS:
@@ -317,27 +306,19 @@ class LocalHost:
 
     # -- labels ---------------------------------------------------------------------------------
 
-    async def set_state_label(self, target: Target, state: PrState) -> bool:
+    async def _read_labels(self, target: Target) -> Labels:
+        return Labels(tuple(self._store.target(target)["labels"]))
+
+    async def _write_labels(self, target: Target, current: Labels, plan: LabelPlan) -> None:
         store = self._store
         with store.locked():
             rec = store.target(target)
-            plan = plan_state_labels(rec["labels"], state)
-            if plan.noop:
-                return False
             kept = [lb for lb in rec["labels"] if lb not in plan.remove]
-            rec["labels"] = [*kept, *plan.add]
-            store.save_target(target, rec)
-            self._wrote()
-        return True
-
-    # -- scope ----------------------------------------------------------------------------------
-
-    async def read_scope_decision(
-        self, pull: int, comment_ref: str | None = None
-    ) -> Comment | None:
-        self._store.pull(pull)
-        comments = [_comment(rec) for rec in self._store.comments(pull)]
-        return scope_decision_in(comments, comment_ref, identity=self._identity)
+            labels = [*kept, *(lb for lb in plan.add if lb not in kept)]
+            if labels != rec["labels"]:
+                rec["labels"] = labels
+                store.save_target(target, rec)
+                self._wrote()
 
     # -- merge and close ------------------------------------------------------------------------
 

@@ -8,12 +8,13 @@ are the documents' shapes; the `_…` helpers turn them into models. Both are pa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast, get_args
@@ -35,6 +36,8 @@ DEFAULT_IDENTITY = Author(login="pairbot", id="local:pairbot", is_bot=True)
 DEFAULT_HUMAN = Author(login="maintainer", id="local:maintainer")
 DEFAULT_BRANCH = "main"
 GIT_TIMEOUT_S = 60.0
+# How often a publication waiting for another process's lock tries again (it holds for ms).
+LOCK_POLL_S = 0.005
 
 _PERMISSIONS: frozenset[str] = frozenset(get_args(Permission))
 _REVIEW_STATES: frozenset[str] = frozenset(get_args(ReviewState))
@@ -157,6 +160,34 @@ class Store:
         fd = os.open(self.root / "forge.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    @contextlib.asynccontextmanager
+    async def publishing(self, number: int) -> AsyncIterator[None]:
+        """Hold `locks/<number>.lock`: one publication (a comment upsert, a label change) on
+        card or pull `number` at a time, across processes.
+
+        A publication is several locked steps (read, write, read back), so `locked()` cannot
+        span it. This lock is taken without blocking and polled with an async sleep: a
+        blocking `flock` would stall the event loop, and with it another instance in the same
+        process that holds the lock. Lock files are never removed (removing one while another
+        process waits on it would let a third take a fresh one): one per card or pull.
+        """
+        path = self.root / "locks" / f"{number}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(LOCK_POLL_S)
             try:
                 yield
             finally:
