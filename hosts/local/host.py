@@ -60,11 +60,14 @@ class LocalHost(HostAdapter):
 
     name = "local"
 
-    def __init__(self, root: Path, *, identity: Author | None = None) -> None:
+    def __init__(
+        self, root: Path, *, identity: Author | None = None, store: Store | None = None
+    ) -> None:
+        """`store` is a seam: tests pass a `Store` whose disk fails or garbles a write."""
         super().__init__()
         self.root = Path(root)
         self._identity = identity or DEFAULT_IDENTITY
-        self._store = Store(self.root)
+        self._store = store or Store(self.root)
         self._store.ensure()
         self.write_count = 0  # mutations this instance made (tests: "unchanged means no write")
 

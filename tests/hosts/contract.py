@@ -32,16 +32,22 @@ import pytest
 
 from hosts.base import Host, Reaction
 from hosts.cardhash import card_hash
-from hosts.errors import Conflict, NotFound, Unsupported
+from hosts.errors import Conflict, HostUnavailable, NotFound, Unsupported
 from hosts.labels import PREFIX, PrState
 from hosts.markers import MAX_BODY, is_own, make_marker, render
 from hosts.models import REVIEW_CONTEXT, WRITE_PERMISSIONS, Comment, Permission, Target, Upserted
 from tests.hosts.harness import HostHarness
 
 __all__ = [
+    "test_a_create_that_failed_before_landing_raises_and_posts_nothing",
+    "test_a_create_that_landed_before_failing_is_adopted_not_posted_again",
+    "test_an_edit_that_failed_raises_and_leaves_the_comment",
+    "test_an_edit_that_landed_before_failing_counts",
     "test_card_crud_and_close",
     "test_card_hash_ignores_labels_comments_and_whitespace",
     "test_comments_oldest_first_with_authors",
+    "test_concurrent_state_labels_leave_exactly_one",
+    "test_concurrent_upserts_of_one_marker_leave_one_comment",
     "test_duplicates_collapse_to_the_oldest",
     "test_each_run_keeps_its_own_comment",
     "test_forged_marker_is_never_edited",
@@ -300,6 +306,106 @@ async def test_long_body_is_truncated_with_a_notice(harness: ContractHarness) ->
     assert "truncated by pairbot" in created.comment.body
     again = await harness.host.upsert_comment(target, marker, "x" * (MAX_BODY + 5_000))
     assert again.outcome is Upserted.UNCHANGED
+
+
+# -- the shared upsert's failure paths: on a card and on a pull (another listing on Azure DevOps) --
+
+
+async def both_targets(harness: ContractHarness) -> list[Target]:
+    card = await harness.seed_card("Failures", "body")
+    return [Target("card", card), Target("pull", await harness.seed_pull(f"pair/fail-{card}"))]
+
+
+async def own_comments(harness: ContractHarness, target: Target, marker: str) -> list[Comment]:
+    return own_with(await harness.restart().list_comments(target), marker, harness)
+
+
+@contract
+async def test_a_create_that_landed_before_failing_is_adopted_not_posted_again(
+    harness: ContractHarness,
+) -> None:
+    for target in await both_targets(harness):
+        marker = make_marker("synthesis", target.number, run="r1")
+        harness.fail_comment_write(target, "create", landed=True)
+        result = await harness.host.upsert_comment(target, marker, "published once")
+        assert result.outcome is Upserted.CREATED
+        assert "published once" in result.comment.body
+        mine = await own_comments(harness, target, marker)
+        assert [c.id for c in mine] == [result.comment.id], "adopted, never posted twice"
+        again = await harness.host.upsert_comment(target, marker, "published once")
+        assert (again.outcome, again.comment.id) == (Upserted.UNCHANGED, result.comment.id)
+
+
+@contract
+async def test_a_create_that_failed_before_landing_raises_and_posts_nothing(
+    harness: ContractHarness,
+) -> None:
+    for target in await both_targets(harness):
+        marker = make_marker("synthesis", target.number, run="r1")
+        harness.fail_comment_write(target, "create", landed=False)
+        with pytest.raises(HostUnavailable):
+            await harness.host.upsert_comment(target, marker, "text")
+        assert await own_comments(harness, target, marker) == []
+        created = await harness.host.upsert_comment(target, marker, "text")
+        assert created.outcome is Upserted.CREATED
+        assert [c.id for c in await own_comments(harness, target, marker)] == [created.comment.id]
+
+
+@contract
+async def test_an_edit_that_landed_before_failing_counts(harness: ContractHarness) -> None:
+    for target in await both_targets(harness):
+        marker = make_marker("synthesis", target.number, run="r1")
+        created = await harness.host.upsert_comment(target, marker, "v1")
+        harness.fail_comment_write(target, "edit", landed=True)
+        updated = await harness.host.upsert_comment(target, marker, "v2")
+        assert (updated.outcome, updated.comment.id) == (Upserted.UPDATED, created.comment.id)
+        assert updated.comment.body == render(marker, "v2")
+        mine = await own_comments(harness, target, marker)
+        assert [(c.id, c.body) for c in mine] == [(created.comment.id, render(marker, "v2"))]
+
+
+@contract
+async def test_an_edit_that_failed_raises_and_leaves_the_comment(harness: ContractHarness) -> None:
+    for target in await both_targets(harness):
+        marker = make_marker("synthesis", target.number, run="r1")
+        created = await harness.host.upsert_comment(target, marker, "v1")
+        harness.fail_comment_write(target, "edit", landed=False)
+        with pytest.raises(HostUnavailable):
+            await harness.host.upsert_comment(target, marker, "v2")
+        mine = await own_comments(harness, target, marker)
+        assert [(c.id, c.body) for c in mine] == [(created.comment.id, render(marker, "v1"))]
+        updated = await harness.host.upsert_comment(target, marker, "v2")
+        assert (updated.outcome, updated.comment.id) == (Upserted.UPDATED, created.comment.id)
+
+
+@contract
+async def test_concurrent_upserts_of_one_marker_leave_one_comment(
+    harness: ContractHarness,
+) -> None:
+    for target in await both_targets(harness):
+        marker = make_marker("review", target.number, run="r1")
+        texts = ["first", "second", "third"]
+        results = await asyncio.gather(
+            *(harness.host.upsert_comment(target, marker, text) for text in texts)
+        )
+        assert sorted(r.outcome.value for r in results).count(Upserted.CREATED.value) == 1
+        assert len({r.comment.id for r in results}) == 1
+        mine = await own_comments(harness, target, marker)
+        assert [c.id for c in mine] == [results[0].comment.id], "one marker, one comment"
+        assert mine[0].body in {render(marker, text) for text in texts}
+
+
+@contract
+async def test_concurrent_state_labels_leave_exactly_one(harness: ContractHarness) -> None:
+    card = await harness.seed_card("Racing labels", "body", labels=("bug",))
+    target = Target("card", card)
+    states = [PrState.IN_PROGRESS, PrState.AWAITING_VERIFY, PrState.BLOCKED]
+    await asyncio.gather(*(harness.host.set_state_label(target, s) for s in states))
+    labels = (await harness.host.get_card(card)).labels
+    assert "bug" in labels
+    state_labels = [lb for lb in labels if lb.startswith(PREFIX)]
+    assert len(state_labels) == 1, "never two state labels, whatever the race"
+    assert state_labels[0] in {s.value for s in states}
 
 
 @contract

@@ -3,8 +3,9 @@
 Each adapter's test module provides an async-context `harness` (a pytest fixture yielding a
 `HostHarness`): the adapter under test, pairbot's identity on it, and the moves of the outside
 world that the adapter itself never makes — a human writing a comment, a human pushing to a
-PR's branch. For `local` those act on the forge directory directly; for `github` and
-`azure-devops` they act on the stateful fake served at the HTTP edge.
+PR's branch, a server failing a write. For `local` those act on the forge directory directly
+(a write fails in the harness's `Store`); for `github` and `azure-devops` they act on the
+stateful fake served at the HTTP edge.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hosts.base import Host
 from hosts.models import Author, Target
 
 ReportedState = Literal["success", "failure", "pending"]
+CommentWrite = Literal["create", "edit"]
 
 
 class HostHarness(Protocol):
@@ -51,6 +53,11 @@ class HostHarness(Protocol):
         self, pull: int, sha: str, name: str, state: ReportedState, summary: str = ""
     ) -> None:
         """CI (someone other than pairbot) reports check `name` on commit `sha` of `pull`."""
+        ...
+
+    def fail_comment_write(self, target: Target, write: CommentWrite, *, landed: bool) -> None:
+        """The next comment `write` on `target` fails as a server error does: after the host
+        stored it when `landed` (a 5xx after the fact, a timeout), before it otherwise."""
         ...
 
     def writes(self) -> int:

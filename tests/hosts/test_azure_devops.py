@@ -44,6 +44,7 @@ from hosts.markers import make_marker
 from hosts.models import Author, MergeResult, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for azure-devops
 from tests.hosts.contract import ContractHarness
+from tests.hosts.harness import CommentWrite
 from tests.support.fake_azure import (
     ADMIN,
     CONTRIBUTE,
@@ -121,9 +122,24 @@ def host(fake: FakeAzureDevOps, cache_dir: Path, clock: Clock) -> AzureDevOpsHos
     return make_host(fake, cache_dir, clock)
 
 
+class FailingAzureHarness(AzureHarness):
+    """`AzureHarness` whose fake can fail the next comment write, as the contract asks."""
+
+    def fail_comment_write(self, target: Target, write: CommentWrite, *, landed: bool) -> None:
+        # A card comment is a work-item comment; a pull's is the first comment of a thread.
+        where = rf"/workItems/{target.number}/comments"
+        if target.kind == "pull":
+            where = rf"/pullRequests/{target.number}/threads"
+        method, pattern = ("POST", where + "$") if write == "create" else ("PATCH", where + r"/")
+        if landed:
+            self.fake.fail_after_store(method, pattern, 500)
+        else:
+            self.fake.fail_next(method, pattern, 503)
+
+
 @pytest.fixture
 def harness(fake: FakeAzureDevOps, cache_dir: Path, clock: Clock) -> ContractHarness:
-    return AzureHarness(fake, lambda: make_host(fake, cache_dir, clock))
+    return FailingAzureHarness(fake, lambda: make_host(fake, cache_dir, clock))
 
 
 def run(coro: Any) -> Any:

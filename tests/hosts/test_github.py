@@ -42,7 +42,7 @@ from hosts.markers import make_marker, render
 from hosts.models import Author, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `github`
 from tests.hosts.contract import ContractHarness
-from tests.hosts.harness import ReportedState
+from tests.hosts.harness import CommentWrite, ReportedState
 from tests.support.fake_github import FakeClock, FakeGitHub, rsa_key
 from tests.support.git import git
 
@@ -115,6 +115,15 @@ class GitHubHarness:
         self, pull: int, sha: str, name: str, state: ReportedState, summary: str = ""
     ) -> None:
         self.fake.add_check_run(sha, name, None if state == "pending" else state, title=summary)
+
+    def fail_comment_write(self, target: Target, write: CommentWrite, *, landed: bool) -> None:
+        # Comments on pulls are issue comments: one path for both kinds of target.
+        path = (
+            rf"/issues/{target.number}/comments$" if write == "create" else r"/issues/comments/\d+$"
+        )
+        self.fake.fail(
+            "POST" if write == "create" else "PATCH", path, "5xx-after" if landed else "5xx"
+        )
 
     def writes(self) -> int:
         return self.fake.mutations

@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,18 +26,50 @@ from hosts.local import (
     LocalForge,
     LocalHost,
 )
-from hosts.local.store import Store
+from hosts.local.store import Store, _CommentRec
 from hosts.markers import make_marker
 from hosts.models import Author, Comment, Target, Upserted
 from tests.hosts.contract import *  # noqa: F403 - collects the contract's tests for `local`
 from tests.hosts.contract import ContractHarness
-from tests.hosts.harness import ReportedState
+from tests.hosts.harness import CommentWrite, ReportedState
 from tests.support.git import git
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRBOT = Author(login="pairbot", id="local:pairbot", is_bot=True)
 HUMAN = Author(login="maintainer", id="local:maintainer")
 OTHER_BOT = Author(login="dependabot", id="local:dependabot", is_bot=True)
+
+
+class FailingStore(Store):
+    """The forge's disk, with the next comment write failing as a server error does."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.faults: list[tuple[int, CommentWrite, bool]] = []  # (number, write, landed)
+
+    def _fail(self, number: int, write: CommentWrite, effect: Callable[[], object]) -> None:
+        fault = next((f for f in self.faults if f[:2] == (number, write)), None)
+        if fault is None:
+            effect()
+            return
+        self.faults.remove(fault)
+        if fault[2]:
+            effect()
+        raise HostUnavailable(f"local forge: the {write} of a comment on #{number} failed")
+
+    def add_comment(self, number: int, author: Author, body: str) -> _CommentRec:
+        added: list[_CommentRec] = []
+        self._fail(
+            number,
+            "create",
+            lambda: added.append(super(FailingStore, self).add_comment(number, author, body)),
+        )
+        return added[0]
+
+    def edit_comment(self, number: int, comment_id: str, body: str) -> None:
+        self._fail(
+            number, "edit", lambda: super(FailingStore, self).edit_comment(number, comment_id, body)
+        )
 
 
 @dataclass
@@ -78,6 +110,10 @@ class LocalHarness:
     ) -> None:
         self.forge.set_check(sha, name, state, summary=summary)
 
+    def fail_comment_write(self, target: Target, write: CommentWrite, *, landed: bool) -> None:
+        assert isinstance(self.host._store, FailingStore)
+        self.host._store.faults.append((target.number, write, landed))
+
     def writes(self) -> int:
         return sum(h.write_count for h in [self.host, *self.instances])
 
@@ -86,7 +122,8 @@ class LocalHarness:
 def harness(tmp_path: Path) -> Iterator[ContractHarness]:
     forge = LocalForge(tmp_path / "forge")
     forge.grant(HUMAN.login, "write")
-    yield LocalHarness(forge=forge, host=forge.host(PAIRBOT))
+    host = LocalHost(forge.root, identity=PAIRBOT, store=FailingStore(forge.root))
+    yield LocalHarness(forge=forge, host=host)
 
 
 @pytest.fixture
@@ -391,8 +428,7 @@ def test_upsert_read_back_mismatch_is_host_unavailable(forge: LocalForge) -> Non
                 data = [dict(c, body="garbled") for c in data]
             super().write(rel, data)
 
-    host = forge.host(PAIRBOT)
-    host._store = LossyStore(forge.root)
+    host = LocalHost(forge.root, identity=PAIRBOT, store=LossyStore(forge.root))
     card = forge.seed_card("c", "b")
     with pytest.raises(HostUnavailable, match="read back"):
         asyncio.run(host.upsert_comment(Target("card", card), make_marker("x", card), "body"))
