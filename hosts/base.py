@@ -5,15 +5,19 @@ policy (which comment, which label, when to merge) is decided by the pure module
 one and in `app/domain/`. A host that cannot do something raises `Unsupported(capability)`,
 never a silent no-op; every failure is one of `hosts.errors`.
 
-    cards        get_card, card_hash, create_card, update_card, close(Target card)
-    comments     list_comments, upsert_comment (marker-keyed, idempotent), react
+    cards        get_card, card_hash*, create_card, update_card, close(Target card)
+    comments     list_comments, upsert_comment* (marker-keyed, idempotent), react
     people       permission(user) — write, maintain or admin may act
     code         push_branch, open_pull (returns the existing PR for the same head),
                  get_pull, merge (pinned to the reviewed head: a moved head is Conflict)
     review       set_review_status / get_review_status (`pair-review`, on one exact head)
     evidence     head_checks (everyone else's checks and statuses on one exact head)
-    state        set_state_label (exactly one `pr-state:*`)
-    scope        read_scope_decision (the maintainer's comment; validated in app/domain)
+    state        set_state_label* (exactly one `pr-state:*`)
+    scope        read_scope_decision* (the maintainer's comment; validated in app/domain)
+
+* is written once for every adapter, in `hosts.adapter.HostAdapter` (the base class of every
+adapter), over a few primitives each adapter provides: comment upsert with its locking and
+reconciliation, state-label exclusivity, marker lookup, the card hash, scope-decision discovery.
 """
 
 from __future__ import annotations

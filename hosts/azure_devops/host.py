@@ -2,7 +2,9 @@
 
 `AzureDevOpsHost` implements `hosts.base.Host` with the azure-devops SDK (7.1, msrest over
 requests). It only translates; every decision (which comment, which label, when to merge) is
-made by the pure modules beside it. What each operation maps to:
+made by the pure modules beside it, and the upsert, the state labels and the scope-decision
+discovery are the shared algorithms of `hosts.adapter.HostAdapter`, fed by this class's
+primitives. What each operation maps to:
 
     identity            Location ConnectionData: the PAT's authenticated user
     get_card …          work item: System.Title, System.Description, System.Tags ("a; b"),
@@ -14,7 +16,8 @@ made by the pure modules beside it. What each operation maps to:
                         PR thread, system comments left out
     upsert_comment      card: a work-item comment; pull: a PR thread whose FIRST comment carries
                         the marker (created `closed`, so a "resolve all comments" branch policy
-                        never blocks a merge on pairbot's own notes); read back after each write
+                        never blocks a merge on pairbot's own notes); read back by a GET of the
+                        one comment
     react               work-item comments: +1/-1/confused as like/dislike/confused reactions;
                         PR comments: +1 as a like. Anything else is Unsupported("react"): there
                         are no eyes/rocket reactions, and none on a work item or PR itself
@@ -33,7 +36,8 @@ made by the pure modules beside it. What each operation maps to:
     head_checks         the other services' PR statuses on the head's iterations (newest per
                         genre/name, `pair-review` left out) and, while it is the PR's head,
                         its build policy evaluations (required = the policy is blocking)
-    set_state_label     card: System.Tags (replace, guarded by `test /rev`); pull: PR labels
+    set_state_label     card: System.Tags (replace, guarded by `test /rev`: a tag changed
+                        meanwhile is a Conflict, and the shared loop reads again); pull: PR labels
     read_scope_decision the pull's comments, chosen by `hosts.decisions.scope_decision_in`
                         (pairbot's own packet is never the maintainer's answer)
     merge               PATCH status=completed with lastMergeSourceCommit = the reviewed head (the
@@ -52,7 +56,8 @@ Transport rules (`hosts.azure_devops.connection`, for every requests session the
   resource-area discovery client included, reached through the credentials' `signed_session` —
   caps the timeout and never retries; the call discipline is `hosts.calls` (reads retried a
   bounded number of times with the injected sleep, writes one at a time and never retried; a
-  comment create that failed after the server stored it is reconciled by marker);
+  comment create that failed after the server stored it is reconciled by marker, settled with
+  `Calls.settle`);
 - `Retry-After` is honoured on every response, a 200 included (Azure DevOps delays before it
   blocks: https://learn.microsoft.com/azure/devops/integrate/concepts/rate-limits): a response
   hook records the window and the next HTTP request (even within the same SDK call) first

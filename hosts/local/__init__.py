@@ -20,10 +20,13 @@ with no account) and the fast target of end-to-end tests. Its layout:
       statuses/<n>.json     {"<head sha>": {state, description, context}} for pull <n>
       reactions/<n>.json    reactions on card or pull <n> and on its comments
       collaborators.json    {"<login>": "<permission>"}; a login not listed has "none"
+      locks/<n>.lock        flock'ed for a whole publication (an upsert, a label change) on <n>
 
 Every document is written whole to a temp file in its directory and `os.replace`d, so a reader
 never sees half a file; every read-modify-write holds an exclusive `fcntl.flock` on `forge.lock`,
-so two processes (two pairbot ticks, a test and pairbot) never lose each other's update. That lock
+so two processes (two pairbot ticks, a test and pairbot) never lose each other's update; a
+publication (several such steps: read, write, read back) also holds its target's lock file, so
+two processes never post one marker twice. That lock
 waits rather than skips (CONVENTIONS 3 is about the engine's step lock): it stands in for the
 server a real forge serialises requests on, and holds for milliseconds.
 
