@@ -28,7 +28,6 @@ locus names are spelled here; tests hold them equal to the engine's).
 from __future__ import annotations
 
 import json
-import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -37,9 +36,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from action.lockknobs import DEFAULT_STALE_AFTER_S
+from action.lockknobs import ENV_LOCK_WAIT_S, ENV_STALE_AFTER_S
+from action.run.settings import CiSettings, get, read_lock_knobs, read_trigger
 from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
-from app.domain.commands import DEFAULT_TRIGGER, UNTIL_VALUES, parse_commands
+from app.domain.commands import UNTIL_VALUES
 from app.engine.names import NAME_PATTERN
 from app.errors import UserError
 
@@ -95,13 +95,6 @@ ENV_INSTALLATION_ID: Final = "PAIR_GITHUB_INSTALLATION_ID"
 ENV_APP_SLUG: Final = "PAIR_APP_SLUG"
 ENV_TOKEN_IS_ACTIONS: Final = "PAIR_GITHUB_TOKEN_IS_ACTIONS"  # noqa: S105 - a variable name
 
-# Operator knobs for the `pair-state` lock (docs/action.md, "The state branch"): how long a
-# command waits for a running step, and after how long a dead run's lock is reclaimed.
-ENV_LOCK_WAIT_S: Final = "PAIR_STATE_LOCK_WAIT_S"
-ENV_STALE_AFTER_S: Final = "PAIR_STATE_STALE_AFTER_S"
-DEFAULT_LOCK_WAIT_S: Final = 15 * 60.0
-MAX_LOCK_WAIT_S: Final = 6 * 3600.0  # a job's own limit is 6 hours
-
 _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*)/[A-Za-z0-9._-]+")
 _DIGITS = re.compile(r"[0-9]+")
 _SLUG = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?")
@@ -143,9 +136,13 @@ class Secret:
         return hash(self._value)
 
 
-@dataclass(frozen=True)
-class ActionContext:
-    """The run (standard Actions variables) and the Action's inputs, validated."""
+@dataclass(frozen=True, kw_only=True)
+class ActionContext(CiSettings):
+    """The run (standard Actions variables) and the Action's inputs, validated.
+
+    `CiSettings` holds what the Azure Pipelines entry reads too: the checkout
+    (GITHUB_WORKSPACE), the `trigger` input, the `pair-state` lock's knobs (docs/action.md,
+    "The state branch") and debug logging (RUNNER_DEBUG=1, "Re-run with debug logging")."""
 
     # -- the run ---------------------------------------------------------------------------
     event_name: str
@@ -154,7 +151,6 @@ class ActionContext:
     api_url: str
     server_url: str
     run_id: str
-    workspace: Path
     output_path: Path | None  # GITHUB_OUTPUT; None outside Actions (outputs are not written)
     summary_path: Path | None  # GITHUB_STEP_SUMMARY; likewise
     actor_id: int | None  # GITHUB_ACTOR_ID: who triggered the run (numeric, stable)
@@ -173,13 +169,8 @@ class ActionContext:
     batch: str | None
     until: Until | None
     merge: GateCondition | None
-    trigger: str
     allowlist: frozenset[int]
     agent_keys: Mapping[str, Secret]  # environment variable name -> key, only those given
-
-    # -- the pair-state lock ---------------------------------------------------------------
-    lock_wait_s: float  # how long a command (never a tick) waits for a running step
-    stale_after_s: float  # after how long a lock left by a dead run is reclaimed
 
     # Azure DevOps identity ids: none in a GitHub workflow (its allowlist is numeric).
     identity_allowlist: frozenset[str] = frozenset()
@@ -199,7 +190,7 @@ class ActionContext:
         if not _REPOSITORY.fullmatch(repository):
             raise UserError(f"GITHUB_REPOSITORY={repository!r} is not 'owner/name'")
         workspace = Path(_required(env, "GITHUB_WORKSPACE"))
-        actor = _get(env, "GITHUB_ACTOR_ID")
+        actor = get(env, "GITHUB_ACTOR_ID")
         if actor is not None and not _DIGITS.fullmatch(actor):
             raise UserError(f"GITHUB_ACTOR_ID={actor!r} is not a numeric user id")
 
@@ -218,10 +209,10 @@ class ActionContext:
             )
         if private_key is not None:
             private_key = _pem(private_key)
-        installation = _get(env, ENV_INSTALLATION_ID)
+        installation = get(env, ENV_INSTALLATION_ID)
         if installation is not None and not _DIGITS.fullmatch(installation):
             raise UserError(f"{ENV_INSTALLATION_ID}={installation!r} is not a numeric id")
-        slug = _get(env, ENV_APP_SLUG)
+        slug = get(env, ENV_APP_SLUG)
         if slug is not None and not _SLUG.fullmatch(slug):
             raise UserError(
                 f"{ENV_APP_SLUG}={slug!r} is not a GitHub App slug "
@@ -229,20 +220,21 @@ class ActionContext:
             )
 
         agent, agent_command = _agent(env)
+        lock_wait_s, stale_after_s = read_lock_knobs(env)
         token = _input(env, "github-token")
         return cls(
             event_name=event_name,
             event_path=event_path,
             repository=repository,
-            api_url=(_get(env, "GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
-            server_url=(_get(env, "GITHUB_SERVER_URL") or "https://github.com").rstrip("/"),
-            run_id=_get(env, "GITHUB_RUN_ID") or "",
+            api_url=(get(env, "GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
+            server_url=(get(env, "GITHUB_SERVER_URL") or "https://github.com").rstrip("/"),
+            run_id=get(env, "GITHUB_RUN_ID") or "",
             workspace=workspace,
             output_path=_path(env, "GITHUB_OUTPUT"),
             summary_path=_path(env, "GITHUB_STEP_SUMMARY"),
             actor_id=int(actor) if actor is not None else None,
             github_token=Secret(token) if token is not None else None,
-            token_is_actions=_get(env, ENV_TOKEN_IS_ACTIONS) == "true",
+            token_is_actions=get(env, ENV_TOKEN_IS_ACTIONS) == "true",
             agent=agent,
             agent_command=agent_command,
             locus=_locus(env),
@@ -253,7 +245,7 @@ class ActionContext:
             batch=_batch(env),
             until=_until(env),
             merge=_merge(env),
-            trigger=_trigger(env),
+            trigger=read_trigger(_input(env, "trigger"), "input trigger"),
             allowlist=_allowlist(env),
             agent_keys=MappingProxyType(
                 {
@@ -262,8 +254,9 @@ class ActionContext:
                     if (value := _input(env, name)) is not None
                 }
             ),
-            lock_wait_s=_lock_wait_s(env),
-            stale_after_s=_stale_after_s(env),
+            lock_wait_s=lock_wait_s,
+            stale_after_s=stale_after_s,
+            debug=get(env, "RUNNER_DEBUG") == "1",
             host_env=MappingProxyType(dict(env)),
         )
 
@@ -362,14 +355,8 @@ class ActionContext:
 # -- reading one variable ------------------------------------------------------------------
 
 
-def _get(env: Mapping[str, str], name: str) -> str | None:
-    # An empty (or blank) variable is how the runner spells an input nobody set.
-    value = env.get(name, "").strip()
-    return value or None
-
-
 def _required(env: Mapping[str, str], name: str) -> str:
-    value = _get(env, name)
+    value = get(env, name)
     if value is None:
         raise UserError(
             f"{name} is not set: `python -m action` runs as a step of a GitHub Actions job, "
@@ -379,14 +366,14 @@ def _required(env: Mapping[str, str], name: str) -> str:
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:
-    value = _get(env, name)
+    value = get(env, name)
     return Path(value) if value is not None else None
 
 
 def _input(env: Mapping[str, str], name: str) -> str | None:
     """`INPUT_<NAME>` with hyphens as underscores, else the runner's hyphenated spelling."""
     upper = name.upper()
-    return _get(env, "INPUT_" + upper.replace("-", "_")) or _get(env, "INPUT_" + upper)
+    return get(env, "INPUT_" + upper.replace("-", "_")) or get(env, "INPUT_" + upper)
 
 
 def _agent(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...] | None]:
@@ -465,19 +452,6 @@ def _merge(env: Mapping[str, str]) -> GateCondition | None:
         ) from None
 
 
-def _trigger(env: Mapping[str, str]) -> str:
-    value = _input(env, "trigger") or DEFAULT_TRIGGER
-    try:
-        # The grammar itself is the judge of a trigger word, so the App and the Action agree.
-        parse_commands("", trigger=value)
-    except ValueError:
-        raise UserError(
-            f"input trigger={value!r} is not a command word; allowed: letters, digits, '.', "
-            "'_' and '-' (e.g. pair, for `/pair …`)"
-        ) from None
-    return value
-
-
 def _allowlist(env: Mapping[str, str]) -> frozenset[int]:
     value = _input(env, "allowlist")
     if value is None:
@@ -494,42 +468,6 @@ def _allowlist(env: Mapping[str, str]) -> frozenset[int]:
             )
         ids.add(int(item))
     return frozenset(ids)
-
-
-def _seconds(env: Mapping[str, str], name: str) -> float | None:
-    value = _get(env, name)
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    return seconds if math.isfinite(seconds) else math.nan
-
-
-def _lock_wait_s(env: Mapping[str, str]) -> float:
-    seconds = _seconds(env, ENV_LOCK_WAIT_S)
-    if seconds is None:
-        return DEFAULT_LOCK_WAIT_S
-    if not 0 <= seconds <= MAX_LOCK_WAIT_S:
-        raise UserError(
-            f"{ENV_LOCK_WAIT_S}={_get(env, ENV_LOCK_WAIT_S)!r} is not allowed; allowed: a "
-            f"number of seconds from 0 to {MAX_LOCK_WAIT_S:.0f} (default {DEFAULT_LOCK_WAIT_S:.0f})"
-        )
-    return seconds
-
-
-def _stale_after_s(env: Mapping[str, str]) -> float:
-    seconds = _seconds(env, ENV_STALE_AFTER_S)
-    if seconds is None:
-        return DEFAULT_STALE_AFTER_S
-    if not seconds > 0:
-        raise UserError(
-            f"{ENV_STALE_AFTER_S}={_get(env, ENV_STALE_AFTER_S)!r} is not allowed; allowed: a "
-            f"number of seconds above 0 (default {DEFAULT_STALE_AFTER_S:.0f}); a value below "
-            "the longest step lets two runs overlap"
-        )
-    return seconds
 
 
 def _pem(value: str) -> str:

@@ -15,8 +15,9 @@ commands, scope decisions, moved heads, `pair` dispatches). This module only tra
   dispatch this is deliberate — the App accepted a maintainer's command and acknowledged it, so
   dropping it silently would lose the command while the comment says it runs;
 - a `workflow_dispatch` batch that is not a batch name is a `UserError` naming the remedy;
-- `ignored_reason` says which intents this run does nothing for (`Ignore`, and the App's
-  installation bookkeeping), before any lock is taken.
+- `ignored_reason` (the run driver's, `action.run.outcome`, for both entries) says which
+  intents this run does nothing for (`Ignore`, and the App's installation bookkeeping), before
+  any lock is taken.
 
 A `Comment` intent's author is not yet authorized: `action.comments` looks up the permission
 (one API call) and answers with `app.domain.replies.answer_comment`, as the App does.
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from action.run.outcome import ignored_reason
 from app.domain.dispatch import PayloadError
 from app.domain.intake import (
     ACTIONS_BOT_ID,
@@ -114,12 +116,3 @@ def classify(event_name: str, payload: Mapping[str, Any], policy: Policy | None 
             "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit"
         )
     return intent
-
-
-def ignored_reason(intent: Intent) -> str | None:
-    """Why this run does nothing for `intent` (before any lock), or None: it acts on it."""
-    if isinstance(intent, Ignore | Malformed):
-        return intent.reason
-    if isinstance(intent, Installation):
-        return f"{intent.event}.{intent.action} is the App's bookkeeping, not the Action's"
-    return None

@@ -18,19 +18,22 @@ so a title or message can neither end its line early nor start a second command.
 the heredoc form `name<<DELIMITER` with a fresh random delimiter that is checked not to occur in
 the name or the value (what `@actions/core` does), so a value cannot close its own block and
 forge a second output.
+
+`WorkflowCommands` is this module as the run driver's `LogCommands` (`action.run.platform`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Final, TextIO
 
 __all__ = [
     "SUMMARY_LIMIT",
     "AgentLog",
+    "WorkflowCommands",
     "agent_log",
     "append_summary",
     "escape_data",
@@ -232,3 +235,27 @@ def agent_log(title: str, stream: TextIO) -> Iterator[AgentLog]:
             yield log
         finally:
             log.close_line()
+
+
+class WorkflowCommands:
+    """The step's log on `stream`, as the run driver speaks to it (`LogCommands`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def say(self, line: str) -> None:
+        """One plain line."""
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def mask(self, value: str) -> None:
+        """`::add-mask::` for the value and each of its lines (`mask`)."""
+        mask(value, self._stream)
+
+    def error(self, line: str) -> None:
+        """`::error::line`: the run's one-line failure, on the run's page and in its log."""
+        issue_command("error", line, self._stream)
+
+    def agent_log(self, title: str) -> AbstractContextManager[AgentLog]:
+        """The agent's group, with workflow commands stopped inside (`agent_log`)."""
+        return agent_log(title, self._stream)

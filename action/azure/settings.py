@@ -28,12 +28,12 @@ pairbot's own, set in the YAML (docs/azure-pipelines.md):
 
 Every secret is a `SecretStr`, and `secrets()` lists them for masking before anything else is
 printed: the job's token and any agent API key in the environment. Every bad value is a
-`UserError` naming the variable and what is allowed.
+`UserError` naming the variable and what is allowed. What the GitHub Action reads the same way
+(the trigger word, the lock's knobs, debug logging) is `action.run.settings`'.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +42,8 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from action.statebranch import DEFAULT_STALE_AFTER_S
+from action.run.settings import CiSettings, get, read_lock_knobs, read_trigger
 from app.domain.azure_hooks import parse_identity_allowlist
-from app.domain.commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import UserError
 from app.hosting import HostSettings
 
@@ -55,10 +54,6 @@ Reason = Literal["tick", "webhook", "other"]
 AGENT_KEYS: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 ENV_PAYLOAD: Final = "PAIR_WEBHOOK_PAYLOAD_PATH"
 ENV_ALLOWLIST: Final = "PAIR_ALLOWLIST"
-ENV_LOCK_WAIT_S: Final = "PAIR_STATE_LOCK_WAIT_S"
-ENV_STALE_AFTER_S: Final = "PAIR_STATE_STALE_AFTER_S"
-DEFAULT_LOCK_WAIT_S: Final = 15 * 60.0
-MAX_LOCK_WAIT_S: Final = 6 * 3600.0
 _REASONS: Final[Mapping[str, Reason]] = {
     "schedule": "tick",
     "manual": "tick",
@@ -66,9 +61,10 @@ _REASONS: Final[Mapping[str, Reason]] = {
 }
 
 
-@dataclass(frozen=True)
-class PipelineSettings:
-    """Everything one run of the entry reads from its environment."""
+@dataclass(frozen=True, kw_only=True)
+class PipelineSettings(CiSettings):
+    """Everything one run of the entry reads from its environment (`CiSettings`: the checkout,
+    BUILD_SOURCESDIRECTORY; PAIR_TRIGGER; the lock's knobs; System.Debug)."""
 
     collection_uri: str
     project: str
@@ -76,14 +72,9 @@ class PipelineSettings:
     build_reason: str
     reason: Reason
     token: SecretStr = field(repr=False)
-    sources: Path
     build_id: str = ""
     payload_path: Path | None = None
     summary_dir: Path | None = None
-    trigger: str = DEFAULT_TRIGGER
-    lock_wait_s: float = DEFAULT_LOCK_WAIT_S
-    stale_after_s: float = DEFAULT_STALE_AFTER_S
-    debug: bool = False
     agent_keys: tuple[SecretStr, ...] = field(default=(), repr=False)
     allowlist: frozenset[str] = frozenset()
     hosts: HostSettings = field(default_factory=HostSettings, repr=False)
@@ -107,14 +98,15 @@ class PipelineSettings:
             )
         build_reason = _required(env, "BUILD_REASON")
         reason = _REASONS.get(build_reason.lower(), "other")
-        payload = _get(env, ENV_PAYLOAD)
+        payload = get(env, ENV_PAYLOAD)
         if reason == "webhook" and payload is None:
             raise UserError(
                 f"BUILD_REASON={build_reason} but {ENV_PAYLOAD} is not set; allowed: the path "
                 "of the file the pipeline wrote the webhook resource's payload to "
                 "(docs/azure-pipelines.md)"
             )
-        temp = _get(env, "AGENT_TEMPDIRECTORY")
+        temp = get(env, "AGENT_TEMPDIRECTORY")
+        lock_wait_s, stale_after_s = read_lock_knobs(env)
         return cls(
             collection_uri=collection.rstrip("/"),
             project=_required(env, "SYSTEM_TEAMPROJECT"),
@@ -122,15 +114,15 @@ class PipelineSettings:
             build_reason=build_reason,
             reason=reason,
             token=SecretStr(token),
-            sources=Path(_required(env, "BUILD_SOURCESDIRECTORY")),
-            build_id=_get(env, "BUILD_BUILDID") or "",
+            workspace=Path(_required(env, "BUILD_SOURCESDIRECTORY")),
+            build_id=get(env, "BUILD_BUILDID") or "",
             payload_path=Path(payload) if payload is not None else None,
             summary_dir=Path(temp) if temp is not None else None,
-            trigger=_trigger(env),
-            lock_wait_s=_seconds(env, ENV_LOCK_WAIT_S, DEFAULT_LOCK_WAIT_S, MAX_LOCK_WAIT_S),
-            stale_after_s=_seconds(env, ENV_STALE_AFTER_S, DEFAULT_STALE_AFTER_S, math.inf),
-            debug=(_get(env, "SYSTEM_DEBUG") or "").lower() == "true",
-            agent_keys=tuple(SecretStr(v) for name in AGENT_KEYS if (v := _get(env, name))),
+            trigger=read_trigger(get(env, "PAIR_TRIGGER"), "PAIR_TRIGGER"),
+            lock_wait_s=lock_wait_s,
+            stale_after_s=stale_after_s,
+            debug=(get(env, "SYSTEM_DEBUG") or "").lower() == "true",
+            agent_keys=tuple(SecretStr(v) for name in AGENT_KEYS if (v := get(env, name))),
             allowlist=_allowlist(env),
             hosts=HostSettings.from_env(env),
         )
@@ -144,7 +136,13 @@ class PipelineSettings:
 
     @property
     def run_id(self) -> str:
+        """This run's id (BUILD_BUILDID), or `local` outside a pipeline."""
         return self.build_id or "local"
+
+    @property
+    def sources(self) -> Path:
+        """The checkout, as Azure Pipelines names it (BUILD_SOURCESDIRECTORY)."""
+        return self.workspace
 
     def host_settings(self) -> HostSettings:
         """The hosts' settings: the environment's, with this pipeline's organization,
@@ -163,13 +161,8 @@ class PipelineSettings:
         return tuple(s.get_secret_value() for s in (self.token, *self.agent_keys))
 
 
-def _get(env: Mapping[str, str], name: str) -> str | None:
-    value = env.get(name, "").strip()
-    return value or None
-
-
 def _required(env: Mapping[str, str], name: str) -> str:
-    value = _get(env, name)
+    value = get(env, name)
     if value is None:
         raise UserError(
             f"{name} is not set: `python -m action.azure` runs as a step of an Azure Pipelines "
@@ -178,39 +171,8 @@ def _required(env: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _trigger(env: Mapping[str, str]) -> str:
-    value = _get(env, "PAIR_TRIGGER") or DEFAULT_TRIGGER
-    try:
-        parse_commands("", trigger=value)  # the grammar judges a trigger word
-    except ValueError:
-        raise UserError(
-            f"PAIR_TRIGGER={value!r} is not a command word; allowed: letters, digits, '.', '_' "
-            "and '-' (e.g. pair, for `/pair …`)"
-        ) from None
-    return value
-
-
 def _allowlist(env: Mapping[str, str]) -> frozenset[str]:
     try:
-        return parse_identity_allowlist(_get(env, ENV_ALLOWLIST) or "", ENV_ALLOWLIST)
+        return parse_identity_allowlist(get(env, ENV_ALLOWLIST) or "", ENV_ALLOWLIST)
     except ValueError as err:
         raise UserError(str(err)) from None
-
-
-def _seconds(env: Mapping[str, str], name: str, default: float, most: float) -> float:
-    raw = _get(env, name)
-    if raw is None:
-        return default
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and 0 < seconds <= most) and not (
-        seconds == 0 and name == ENV_LOCK_WAIT_S
-    ):
-        upper = "" if math.isinf(most) else f" up to {most:.0f}"
-        raise UserError(
-            f"{name}={raw!r} is not allowed; allowed: a number of seconds{upper} "
-            f"(default {default:.0f})"
-        )
-    return seconds

@@ -18,18 +18,21 @@ Unlike GitHub's runner, the agent has no `stop-commands`: it looks for `##vso[` 
 line. So everything an agent prints goes through `AgentLog`, which breaks every `##vso[` and
 every line-leading `##[` (case-insensitively) before the line reaches the log: nothing an agent
 prints can set a variable, register or end a group, upload a file or fail the run.
+
+`LoggingCommands` is this module as the run driver's `LogCommands` (`action.run.platform`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TextIO
 
 __all__ = [
     "AgentLog",
+    "LoggingCommands",
     "agent_log",
     "escape_data",
     "escape_property",
@@ -125,3 +128,31 @@ def agent_log(title: str, stream: TextIO) -> Iterator[AgentLog]:
     """A collapsible group holding the agent's output, unable to issue commands."""
     with group(title, stream):
         yield AgentLog(stream)
+
+
+class LoggingCommands:
+    """The step's log on `stream`, as the run driver speaks to it (`LogCommands`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def say(self, line: str) -> None:
+        """One plain line."""
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def mask(self, value: str) -> None:
+        """The value (and each of its lines) as a secret variable (`mask`)."""
+        mask(value, self._stream)
+
+    def error(self, line: str) -> None:
+        """`##vso[task.logissue type=error]`: the run's one-line failure (`log_error`)."""
+        log_error(line, self._stream)
+
+    def agent_log(self, title: str) -> AbstractContextManager[AgentLog]:
+        """The agent's group, every line neutralized (`agent_log`)."""
+        return agent_log(title, self._stream)
+
+    def upload_summary(self, path: Path) -> None:
+        """Attach the Markdown file at `path` to the run's summary tab (`upload_summary`)."""
+        upload_summary(path, self._stream)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from action.azure import deliveries
+from action import deliveries
 from action.azure.__main__ import main
 from action.azure.hook import MAX_PAYLOAD_BYTES, read_notification
 from action.event import MalformedEventError

@@ -86,6 +86,21 @@ RULES = (
     Rule("the CLI does not import the Action", "app.cli", ("action",)),
     Rule("the Action does not import the App's web edge", "action", ("app.web", "app.cli")),
     Rule(
+        "the CI run driver knows neither CI: no workflow or logging commands, no Actions "
+        "context, event or pipeline settings, no host adapter (each platform brings its own)",
+        "action.run",
+        (
+            "action.workflow",
+            "action.context",
+            "action.event",
+            "action.early",
+            "action.github_actions",
+            "action.azure",
+            "hosts.github",
+            "hosts.azure_devops",
+        ),
+    ),
+    Rule(
         "the Azure Pipelines entry speaks Azure DevOps only: no GitHub adapter, workflow "
         "commands or Actions context",
         "action.azure",
@@ -192,6 +207,12 @@ def test_the_contract_sees_every_product_package() -> None:
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.step", True, id="runtime-past-seam"),
         pytest.param(
             RULES[-1], "action.azure.x", "action.workflow", True, id="pipeline-to-workflow"
+        ),
+        pytest.param(
+            RULES[-2], "action.run.driver", "action.azure.vso", True, id="driver-to-a-platform"
+        ),
+        pytest.param(
+            RULES[-2], "action.run.act", "action.comments", False, id="driver-to-comments"
         ),
         pytest.param(
             RULES[-1], "action.azure.x", "action.statebranch", False, id="pipeline-state-branch"

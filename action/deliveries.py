@@ -1,8 +1,9 @@
-"""The notifications a pipeline already handled, so a re-delivered one does nothing twice.
+"""The notifications a CI run already handled, so a re-delivered one does nothing twice.
 
 Azure DevOps retries a service-hook delivery it saw fail, and a person can re-run a pipeline
-run; either hands the entry a notification it may already have acted on. Each handled
-notification's `id` is kept in `.pair/deliveries.json`, which travels on the state branch
+run; either hands the Azure Pipelines entry a notification it may already have acted on (the
+run driver checks `CiPlatform.delivery` here, `action.run.act`). Each handled notification's
+`id` is kept in `.pair/deliveries.json`, which travels on the state branch
 (`action.statebranch.DELIVERIES_FILE`) like the rest of the run-state, so every fresh agent
 sees what the last one handled. The newest `KEEP` ids are kept; a file that is not what this
 module writes counts as "nothing seen" (one log line), never as a failed run.

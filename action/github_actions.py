@@ -1,0 +1,116 @@
+"""GitHub Actions as the run driver's platform (`action.run.platform.CiPlatform`).
+
+    settings        ActionContext.from_env: the Actions variables and the Action's inputs
+    work            the event: `action.event.classify` over the shared intake; a comment's
+                    author's permission and its 👀 before the lock (`action.early`); a
+                    `pair` dispatch the App did not send is delivered as this run
+    engine_env      the job's environment with the agent and locus inputs, the agents' API
+                    keys and `agent-command`
+    git_credentials the token as an extraheader for `origin`, in this process's environment
+    publish         the outputs (status, card, transition, pr) and the step summary
+    acknowledgement 👀 on the comment: sent early when it could be, else owed in the run-state
+                    (`action.acks`); the event comes from the runner, so nothing is read back
+
+The workflow commands themselves are `action.workflow.WorkflowCommands`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from action.context import ActionContext
+from action.early import Receipt, acknowledge
+from action.event import Comment, Intent, Run, classify, policy_of
+from action.run.outcome import Outcome
+from action.run.platform import CommentHandling, LogCommands
+from action.workflow import append_summary, set_outputs
+
+if TYPE_CHECKING:
+    from app.cycle.card_cycle import CardCycle
+
+__all__ = ["GitHubActions"]
+
+
+class GitHubActions:
+    """One `python -m action` run."""
+
+    pull_ref = "#"
+    delivery = None  # GitHub does not redeliver a run: a re-run is the cycle's repeat check
+
+    def __init__(self, ctx: ActionContext, log: LogCommands) -> None:
+        self._ctx = ctx
+        self._log = log
+        self._receipt = Receipt()  # not asked early: the usual way
+
+    @classmethod
+    def start(cls, env: dict[str, str], log: LogCommands) -> GitHubActions:
+        """The run of this environment; `UserError` naming a bad variable or input."""
+        return cls(ActionContext.from_env(env), log)
+
+    @property
+    def settings(self) -> ActionContext:
+        return self._ctx
+
+    @property
+    def log(self) -> LogCommands:
+        return self._log
+
+    @property
+    def run_id(self) -> str:
+        return self._ctx.run_id or "local"
+
+    @property
+    def lock_owner(self) -> str:
+        return f"actions:{self.run_id}"
+
+    def work(self) -> Intent:
+        ctx = self._ctx
+        intent = classify(ctx.event_name, ctx.read_event(), policy_of(ctx))
+        if isinstance(intent, Run) and not intent.request.delivery:
+            # A dispatch not sent by the App: this run is its delivery, so a re-run of it is
+            # recognised as a repeat.
+            delivery = f"actions-run-{ctx.run_id or uuid.uuid4().hex}"
+            return replace(intent, request=replace(intent.request, delivery=delivery))
+        if isinstance(intent, Comment) and ctx.event_name == "issue_comment":
+            # The first API requests, before the lock, the pull and the engine's imports.
+            self._receipt = acknowledge(ctx, intent, self._log.say)
+        return intent
+
+    def engine_env(self, env: dict[str, str]) -> dict[str, str]:
+        ctx = self._ctx
+        agent_env = {**env, **ctx.settings_env(), **ctx.agent_env()}
+        if ctx.agent_command:
+            agent_env["PAIR_AGENT_COMMAND"] = shlex.join(ctx.agent_command)
+        return agent_env
+
+    def git_credentials(self, origin: str, base: Mapping[str, str]) -> dict[str, str]:
+        if self._ctx.github_token is None:
+            return {}
+        # hosts.github loads once the run holds work for git, never on the start path.
+        from hosts.github.push import push_env  # noqa: PLC0415
+
+        return push_env(base, origin, self._ctx.github_token.get_secret_value())
+
+    def publish(self, outcome: Outcome, summary: str) -> None:
+        ctx = self._ctx
+        set_outputs(
+            ctx.output_path,
+            {
+                "status": outcome.status,
+                "card": str(outcome.card or ""),
+                "transition": outcome.transition,
+                "pr": str(outcome.pr or ""),
+            },
+        )
+        append_summary(ctx.summary_path, summary)
+
+    async def read_back(self, cycle: CardCycle, intent: Comment) -> Comment:
+        return intent  # the runner's event payload is GitHub's own, not a claim
+
+    def comment_handling(self) -> CommentHandling:
+        early = self._receipt
+        return CommentHandling(self._ctx, acknowledge=early.owed, permission=early.permission)

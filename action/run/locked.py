@@ -1,0 +1,119 @@
+"""The step under the `pair-state` lock, for both CI entries.
+
+    prepare the checkout        `.pair/` for the run-state; persisted credentials removed
+                                before any agent can read `.git/config`; pairbot's own git
+                                authenticated through this process's environment
+    an idle tick                of every batch: judged from the state branch without the lock,
+                                and answered without building a host or loading the manifest
+    take the lock               `action.statebranch.run_locked`: the pull, the checkpoints, the
+                                push (even of a failed step) and the release are its
+    act                         `action.run.act`, in the agent's log group
+
+A tick that finds the lock taken skips: the next tick comes. A command must not be lost
+(GitHub keeps one pending run per concurrency group and cancels the rest; Azure DevOps hands a
+notification once), so it waits for the running step, up to `lock_wait_s`, and says so when it
+did not run.
+
+An idle tick and a held lock never load the card cycle: `action.run.act` (the engine, the
+hosts, the manifest's models) loads once the run has a step to take — this module's one seam.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from action.acks import read_pending
+from action.credentials import drop_persisted_credentials
+from action.run.outcome import Outcome, lock_held
+from action.run.platform import CiPlatform
+from action.statebranch import StateBranch, run_locked
+from app.cycle.schedule import IDLE_MESSAGE, tick_candidates
+from app.domain.intake import Intent, Tick
+from hosts.git import run_git
+
+__all__ = ["run_step"]
+
+
+def run_step(platform: CiPlatform, intent: Intent, env: dict[str, str]) -> Outcome:
+    """Take the lock, act on `intent`, push and release; the run's outcome."""
+    return asyncio.run(_locked(platform, intent, env))
+
+
+async def _locked(platform: CiPlatform, intent: Intent, env: dict[str, str]) -> Outcome:
+    settings = platform.settings
+    root = settings.workspace
+    # A repository that only adds the workflow (docs/action.md, docs/azure-pipelines.md) has no
+    # `.pair/`: every default applies, and the run-state still needs its directory.
+    (root / ".pair").mkdir(exist_ok=True)
+    drop_persisted_credentials(root)  # before any agent can read .git/config
+    _authenticate_git(platform, root)
+    branch = StateBranch(
+        root,
+        # The real clock, not the engine's `utc_now`: its module loads the step machinery.
+        clock=lambda: datetime.now(UTC),
+        host_id=platform.lock_owner,
+        stale_after_s=settings.stale_after_s,
+    )
+    every_batch = isinstance(intent, Tick) and intent.batch is None
+    if every_batch and _idle_unlocked(branch, root):
+        return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
+
+    async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
+        if every_batch and _idle(root):
+            return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
+        from action.run.act import act_on  # noqa: PLC0415  # the seam: the card cycle loads here
+
+        with platform.log.agent_log("pairbot: agent output") as log:
+            return await act_on(platform, intent, env, log, save)
+
+    wait = 0.0 if isinstance(intent, Tick) else settings.lock_wait_s
+    run_id = f"{platform.run_id}-{uuid.uuid4().hex[:8]}"
+    outcome = await run_locked(branch, root, run_id, act, lambda o: o.status, wait_s=wait)
+    return lock_held(intent, wait) if outcome is None else outcome
+
+
+def _authenticate_git(platform: CiPlatform, root: Path) -> None:
+    """pairbot's own git (the state branch, card-branch fetches) authenticates with the job's
+    token through environment configuration, so a checkout needs no persisted credential
+    (`persist-credentials: false`, `persistCredentials: false`) that an agent could read.
+
+    Set in this process's environment only: the agent's environment is built from the
+    snapshot taken before, and `agent_environment` strips `GIT_CONFIG_*` besides.
+    """
+    url = run_git(["remote", "get-url", "origin"], cwd=root, check=False).stdout.strip()
+    if url.startswith(("http://", "https://")):
+        os.environ.update(platform.git_credentials(url, os.environ))
+
+
+def _idle_unlocked(branch: StateBranch, root: Path) -> bool:
+    """Whether a scheduled tick of every batch has nothing to do, judged without the lock.
+
+    An idle tick writes nothing, so it needs no lock: the state branch is read (one fetch,
+    no push) into a scratch directory, never into the checkout — a file another run deletes
+    before this one takes the lock must not come back with its push. Idle means: no batch on
+    the checkout's branch or the state branch that a tick would look at, no acknowledgement
+    owed, and no lock on the branch (a lock, even a dead run's, takes the locked path, which
+    reclaims a stale one). Anything else takes the locked path, which judges again.
+    """
+    if tick_candidates(root):  # a batch committed on the checkout's branch
+        return False
+    with tempfile.TemporaryDirectory(prefix="pairbot-peek-") as scratch:
+        state = Path(scratch)
+        peek = branch.pull(state)
+        return not (peek.locked or read_pending(state) or tick_candidates(state))
+
+
+def _idle(root: Path) -> bool:
+    """Whether the pulled run-state leaves a tick of every batch nothing to do.
+
+    The candidates are the card cycle's own (`app.cycle.schedule.tick_candidates`, which the
+    full tick walks too); with none, and no acknowledgement owed from an earlier run, the tick
+    would build its hosts, say the binding and answer nothing-ready without an API call.
+    """
+    return not (read_pending(root) or tick_candidates(root))
