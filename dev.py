@@ -11,7 +11,7 @@ pairbot's own `pairbot batch report` from this venv. A Python under a closed HOM
 /root) is not one, so `install` builds from the system's `python3.X` of the same version.
 
 `start` sets up the bundled demo in ./pairbot-demo (a repository, its local forge and cards:
-`python -m app.demo`, which resumes a demo already there) and runs the App over it, `pairbot
+`python -m app.cli.demo`, which resumes a demo already there) and runs the App over it, `pairbot
 serve --dev` on 127.0.0.1, printing the URL of the cards overview. `test` also installs the
 agent CLIs pairbot supports, at the versions pinned in tests/agents/package-lock.json, into the
 gitignored tests/agents/node_modules (`npm install --no-save`, skipped when they are already
@@ -150,7 +150,7 @@ def start(args: list[str]) -> None:
     # Creates the demo (repository, local forge, cards, the maintainer's commands) or resumes
     # it: run again, it adds only what is missing.
     # Under the product's defaults: the demo's agent is isolated like any other.
-    _run(BIN / "python", "-m", "app.demo", demo)
+    _run(BIN / "python", "-m", "app.cli.demo", demo)
     argv = [str(BIN / "pairbot"), "--root", str(demo), "serve", "--dev", *args]
     print("+", " ".join(argv), flush=True)
     host = _option(args, "--host", "127.0.0.1")

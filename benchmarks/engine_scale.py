@@ -485,7 +485,7 @@ def median_processes(
 
 # What `batch status` imports on its light path (tests/cli/test_cli_imports.py holds everything
 # else away from it): the imports probe loads just these and exits.
-STATUS_MODULES = ("app.cli", "app.engine.render", "app.engine.status")
+STATUS_MODULES = ("app.cli", "app.cli.status")
 
 
 def measure_command(entries: int, repeats: int, workdir: Path) -> CommandRow:

@@ -2,7 +2,7 @@
 
 `Launcher` implements `AgentLauncher` (app/engine/agent.py). It is the only door from the engine
 into this package; the surfaces build one (`project_launcher`) and inject it in
-`EngineDeps.launcher`: app/cli.py, whose deps the App's worker uses too, and action/__main__.py.
+`EngineDeps.launcher`: app/cli/deps.py, whose deps the App's worker uses too, and the Action.
 
     launch(AgentLaunch, on_line)
       1. resolve the stage's argv (adapters.py, with permissions.py's flags)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import wants_debug
+from app.cli.entry import wants_debug
 from app.cycle.batch import write_manifest
 from tests.support.card_project import CardProject
 from tests.support.project import cli

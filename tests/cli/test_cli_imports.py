@@ -10,6 +10,7 @@ thing `batch status` changes in its process, the cyclic collector, is handed bac
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import run
+from app.cli.entry import VERBS, command_of, parser
 from app.errors import UnknownBatchError
 from benchmarks.engine_scale import BATCH, Shape, build_project
 from tests.support.fake_github import FakeGitHub
@@ -80,6 +82,57 @@ def test_batch_status_loads_no_models_hosts_runtime_or_web(tmp_path: Path) -> No
     assert under(modules, "app.engine.runner", "app.engine.step", "app.engine.lock") == []
     # (Not `traceback`: coverage's subprocess hook loads it when the suite runs with --cov.)
     assert under(modules, "app.cycle", "app.runtime", "hosts", "asyncio") == []
+
+
+def test_help_loads_no_verb_module(tmp_path: Path) -> None:
+    code, out, modules = pairbot(["--help"], tmp_path, tmp_path)
+    assert code == 0, out
+    assert "batch" in out
+    assert under(modules, "app.cli") == ["app.cli", "app.cli.entry"]
+    assert under(modules, *MODELS, *HOST_SDKS, *RUNTIME, *WEB, "yaml") == []
+
+
+def test_an_agent_report_loads_no_step_machinery_runtime_or_host(tmp_path: Path) -> None:
+    # `pairbot batch report` runs in every agent step: it writes one journal line, no more.
+    project = tmp_path / "project"
+    build_project(project, Shape(10, 100))
+    argv = ["batch", "report", BATCH, "--change", "c0000", "--progress", "working on it"]
+    code, out, modules = pairbot(argv, project, tmp_path)
+    assert code == 0, out
+    assert out.startswith("recorded progress for c0000 (journal entry ")
+    assert "app.cycle.humans" in modules  # it did write the journal
+    assert under(modules, *HOST_SDKS, *RUNTIME, *WEB) == []
+    assert under(modules, "app.engine.runner", "app.engine.step", "app.runtime") == []
+    assert under(modules, "app.cycle.card_cycle", "hosts.github", "hosts.azure_devops") == []
+
+
+# One command line per command the parser knows: `VERBS` names a module for exactly these.
+COMMANDS = [
+    ["init"],
+    ["validate"],
+    ["doctor"],
+    ["serve"],
+    ["demo"],
+    *([verb, "c1"] for verb in ("propose", "apply", "verify")),
+    ["card", "1", "implement"],
+    ["card", "new", "a title"],
+    ["tick"],
+    ["report", "cohort"],
+    ["batch", "status", "b"],
+    ["batch", "status", "card-1"],
+    ["batch", "apply", "b"],
+    ["batch", "report", "--progress", "x"],
+    *(["batch", verb, "b", "--change", "c1"] for verb in ("approve", "answer", "feedback")),
+    ["batch", "retry", "b", "--change", "c1"],
+    ["batch", "rerun-proof", "b", "--phase", "p"],
+]
+
+
+def test_every_command_runs_in_a_verb_module_of_the_cli() -> None:
+    assert {command_of(parser().parse_args(argv)) for argv in COMMANDS} == set(VERBS)
+    for module in set(VERBS.values()):
+        assert module.startswith("app.cli."), module
+        assert callable(importlib.import_module(module).run), module
 
 
 def test_batch_status_loads_the_models_for_a_file_the_light_path_defers(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from app.cli import run
+from app.cli.init import IGNORED, Inferred, render_config
 from app.engine.manifest import load_project_config
 from app.errors import ConfigError, UserError
-from app.project_init import IGNORED, Inferred, render_config
 from tests.support.git import git, init_repo
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from app.cli.init import IGNORED
 from app.cycle import worktree as wt
 from app.cycle.batch_work import GitWorkTree
-from app.project_init import IGNORED
 from hosts.git import run_git
 
 

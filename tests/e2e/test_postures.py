@@ -16,7 +16,7 @@ environment built from nothing — no PAIR_ISOLATION, so isolation is the produc
 - the Azure pipeline entry: `python -m action.azure` on a `checkout: self` (detached HEAD) of
   the posture's user, a work-item comment's run and a scheduled run
   (tests/e2e/test_azure_pipeline.py's Pipeline);
-- the demo: `python -m app.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
+- the demo: `python -m app.cli.demo DIR`, `pairbot serve --dev` over it, `pairbot card 3
   implement`, the worker taking card #3 to ready-for-merge;
 - a card command while the demo's plain batch holds a step in the same checkout, which the
   docs have a user do while the demo serves: the checkout's top directory, its local forge
@@ -51,7 +51,7 @@ import httpx
 import pytest
 import yaml
 
-from app.demo import BATCH
+from app.cli.demo import BATCH
 from app.engine.runner import batch_status
 from app.web.serve import DEV_SECRET
 from app.web.signature import sign
@@ -409,7 +409,7 @@ def _held(root: Path, log: Path, cwd: Path | None = None) -> set[int]:
 
 
 def _set_up_demo(where: Posture, shared: Path, hold: str) -> tuple[Path, Path, Path, str]:
-    """`python -m app.demo DIR` as `where`'s user, as `python3 dev.py start` runs it, with the
+    """`python -m app.cli.demo DIR` as `where`'s user, as `python3 dev.py start` runs it, with the
     demo agent holding the step `hold` (`<change>:<transition>`) until the release file
     exists; the workspace's top, the demo's root, the release file and what the set-up said."""
     top = where.workspace("pairbot-demo")
@@ -418,7 +418,7 @@ def _set_up_demo(where: Posture, shared: Path, hold: str) -> tuple[Path, Path, P
     release.mkdir()
     release.chmod(0o777)
     env = {"PAIR_DEMO_HOLD": f"{hold}:{release / 'go'}"}
-    made = where.run([str(PYTHON), "-m", "app.demo", str(root)], cwd=top, env=env)
+    made = where.run([str(PYTHON), "-m", "app.cli.demo", str(root)], cwd=top, env=env)
     said = made.stdout + made.stderr
     assert made.returncode == 0, said
     assert "card #1: /pair implement → propose advanced" in made.stdout, said

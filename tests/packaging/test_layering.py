@@ -31,17 +31,50 @@ HOSTS_PURE = (
     "hosts.decisions",
     "hosts.identities",
 )
-SURFACES = ("app.web", "app.cli", "app.demo", "action")
+SURFACES = ("app.web", "app.cli", "action")
+# The kernel every layer shares, in app/'s root: the settings cascade, the error tree, and the
+# one line every surface ends an expected failure with.
+KERNEL = ("app.settings", "app.errors", "app.failures")
 
 
 @dataclass(frozen=True)
 class Rule:
-    """Modules under `importer` may not import `forbidden`, except what `allowed` names."""
+    """Modules under `importer` may not import `forbidden`, except what `allowed` names; the
+    importers under `exempt` are outside the rule."""
 
     name: str
     importer: str
     forbidden: tuple[str, ...]
     allowed: tuple[str, ...] = ()
+    exempt: tuple[str, ...] = ()
+
+
+CYCLE_WITHOUT_RUNTIME = Rule(
+    "the card cycle reaches agents only through the engine: it never imports the runtime",
+    "app.cycle",
+    ("app.runtime",),
+)
+NOTHING_IMPORTS_THE_CLI = Rule(
+    "the CLI is a surface: nothing else in app/ imports it",
+    "app",
+    ("app.cli",),
+    exempt=("app.cli",),
+)
+WEB_ONLY_FOR_SERVE = Rule(
+    "only `pairbot serve` loads the App's web edge (every other verb starts without it)",
+    "app.cli",
+    ("app.web",),
+    exempt=("app.cli.serve",),
+)
+KERNEL_RULES = tuple(
+    Rule(
+        f"the kernel ({kernel}) sits under every package of app/ and imports none of them",
+        kernel,
+        ("app", "action"),
+        allowed=KERNEL,
+    )
+    for kernel in KERNEL
+)
 
 
 RULES = (
@@ -62,15 +95,15 @@ RULES = (
         "the runtime sits under the engine's agent seam; it knows no cycle, host or surface",
         "app.runtime",
         ("app.cycle", "app.hosting", "app.store", "app.engine", "hosts", *SURFACES),
-        # The seam's types, and the project files `pairbot doctor` reads to know which agents
-        # and loci the project uses.
-        allowed=("app.engine.agent", "app.engine.manifest"),
+        # The seam's types only (`pairbot doctor`, which reads the project files, is app.cli's).
+        allowed=("app.engine.agent",),
     ),
     Rule(
         "the card cycle is driven by the surfaces, never the other way round",
         "app.cycle",
         ("app.store", *SURFACES),
     ),
+    CYCLE_WITHOUT_RUNTIME,
     Rule(
         "the store is a leaf: deliveries and jobs, no policy",
         "app.store",
@@ -84,6 +117,9 @@ RULES = (
     ),
     Rule("the App does not import the Action", "app.web", ("action", "app.cli")),
     Rule("the CLI does not import the Action", "app.cli", ("action",)),
+    NOTHING_IMPORTS_THE_CLI,
+    WEB_ONLY_FOR_SERVE,
+    *KERNEL_RULES,
     Rule("the Action does not import the App's web edge", "action", ("app.web", "app.cli")),
     Rule(
         "the CI run driver knows neither CI: no workflow or logging commands, no Actions "
@@ -144,7 +180,7 @@ def _imports(path: Path, source: str | None = None) -> list[tuple[int, str]]:
 def _violations(rule: Rule, imports: dict[str, list[tuple[int, str]]]) -> list[str]:
     out: list[str] = []
     for module, found in imports.items():
-        if not _under(module, rule.importer):
+        if not _under(module, rule.importer) or any(_under(module, e) for e in rule.exempt):
             continue
         for line, target in found:
             if not any(_under(target, f) for f in rule.forbidden):
@@ -184,8 +220,11 @@ def test_the_contract_sees_every_product_package() -> None:
         "app.runtime",
         "app.web",
         "app.store",
+        "app.cli",
     ):
         assert expected in packages
+    for kernel in KERNEL:  # the kernel stays a module in app/'s root
+        assert kernel in IMPORTS, kernel
     assert "action.azure.__main__" in IMPORTS  # the Azure Pipelines entry is under contract
 
 
@@ -205,6 +244,21 @@ def test_the_contract_sees_every_product_package() -> None:
         ),
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.agent", False, id="runtime-to-seam"),
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.step", True, id="runtime-past-seam"),
+        pytest.param(
+            CYCLE_WITHOUT_RUNTIME, "app.cycle.x", "app.runtime.launcher", True, id="cycle-runtime"
+        ),
+        pytest.param(
+            CYCLE_WITHOUT_RUNTIME, "app.cycle.x", "app.engine.agent", False, id="cycle-seam"
+        ),
+        pytest.param(NOTHING_IMPORTS_THE_CLI, "app.engine.x", "app.cli", True, id="engine-to-cli"),
+        pytest.param(NOTHING_IMPORTS_THE_CLI, "app.hosting", "app.cli.deps", True, id="root-cli"),
+        pytest.param(
+            NOTHING_IMPORTS_THE_CLI, "app.cli.card", "app.cli.deps", False, id="cli-internal"
+        ),
+        pytest.param(WEB_ONLY_FOR_SERVE, "app.cli.status", "app.web.serve", True, id="cli-to-web"),
+        pytest.param(WEB_ONLY_FOR_SERVE, "app.cli.serve", "app.web.serve", False, id="serve-web"),
+        pytest.param(KERNEL_RULES[0], "app.settings", "app.engine.x", True, id="kernel-up"),
+        pytest.param(KERNEL_RULES[2], "app.failures", "app.errors", False, id="kernel-kernel"),
         pytest.param(
             RULES[-1], "action.azure.x", "action.workflow", True, id="pipeline-to-workflow"
         ),

@@ -317,7 +317,7 @@ def test_pairbot_serve_accepts_host_and_port() -> None:
         [str(PAIRBOT), "serve", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     if result.returncode == 2 and "invalid choice: 'serve'" in result.stderr:
-        pytest.skip("`pairbot serve` is not in app/cli.py yet (being added with app/web)")
+        pytest.skip("`pairbot serve` is not in app/cli/ yet (being added with app/web)")
     assert result.returncode == 0, result.stderr
     for flag in ("--host", "--port"):
         assert flag in result.stdout, f"`pairbot serve --help` does not offer {flag}"

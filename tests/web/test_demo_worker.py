@@ -1,6 +1,6 @@
 """The bundled demo under the App's worker: its cards advance through the real tick.
 
-`app.demo.set_up` (what `python3 dev.py start` runs) prepares the repository, its local forge
+`app.cli.demo.set_up` (what `python3 dev.py start` runs) prepares the repository, its local forge
 and cards, and accepts the maintainer's commands through the card cycle; then the production
 tick of `pairbot serve --dev` (`app.web.ticker.checkout_tick`, the real engine, the bundled demo
 agent run by the real process runtime) advances everything runnable until it is idle. The demo
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import dev
+from app.cli.demo import CARDS, MAINTAINER, demo_deps, forge_of, main, prepare, set_up
 from app.cycle.card_cycle import CardCycle
-from app.demo import CARDS, MAINTAINER, demo_deps, forge_of, main, prepare, set_up
 from app.domain.commands import Command, parse_commands
 from app.domain.dispatch import PairRequest
 from app.hosting import HostSettings
@@ -69,7 +69,7 @@ def run_ticks(root: Path, env: dict[str, str]) -> int:
 
 def test_the_demo_entry_needs_exactly_one_directory(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
-    assert capsys.readouterr().out == "usage: python -m app.demo DIRECTORY\n"
+    assert capsys.readouterr().out == "usage: python -m app.cli.demo DIRECTORY\n"
 
 
 def test_preparing_the_demo_twice_adds_nothing(tmp_path: Path) -> None:

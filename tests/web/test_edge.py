@@ -356,7 +356,7 @@ def test_the_status_page_shows_what_happened_escaped_and_without_secrets(
 def test_the_status_page_lists_local_batches_with_their_next_step(
     fake: AppGitHub, tmp_path: Path
 ) -> None:
-    from app.demo import prepare
+    from app.cli.demo import prepare
     from app.web.pages.read import read_local
 
     project = tmp_path / "project"
@@ -377,7 +377,7 @@ def test_the_status_page_lists_local_batches_with_their_next_step(
 def test_the_status_page_lists_the_batches_of_every_worker_checkout(
     fake: AppGitHub, tmp_path: Path
 ) -> None:
-    from app.demo import prepare
+    from app.cli.demo import prepare
     from app.web.dashboard import worker_batches
     from app.web.pages.read import read_local
 

@@ -248,7 +248,7 @@ def test_card_views_match_local_cards_to_their_checkout_and_add_the_queues_other
 def test_a_parked_plain_batch_runs_nothing_on_its_own_and_says_what_holds_it(
     tmp_path: Path,
 ) -> None:
-    from app.demo import prepare
+    from app.cli.demo import prepare
 
     prepare(tmp_path)
     run = tmp_path / ".pair" / "batches" / "hello" / "run"
@@ -266,7 +266,7 @@ def test_a_parked_plain_batch_runs_nothing_on_its_own_and_says_what_holds_it(
 
 
 def test_a_change_of_a_gated_phase_shows_no_next_step(tmp_path: Path) -> None:
-    from app.demo import prepare
+    from app.cli.demo import prepare
 
     prepare(tmp_path)
     (batch,) = read_local(tmp_path, None).batches
@@ -444,7 +444,7 @@ phases:
 
 
 def test_the_run_state_reader_reads_the_tail_of_a_cards_live_log(tmp_path: Path) -> None:
-    from app.demo import prepare
+    from app.cli.demo import prepare
     from app.engine.livelog import LiveLog
     from app.engine.runstate import RunLocus
 
@@ -469,7 +469,7 @@ def test_the_run_state_reader_reads_the_tail_of_a_cards_live_log(tmp_path: Path)
 
 
 def test_the_run_state_reader_survives_what_it_cannot_read(tmp_path: Path) -> None:
-    from app.demo import prepare
+    from app.cli.demo import prepare
 
     assert read_local(tmp_path / "nothing", None) == Local()
     root = tmp_path / "root"

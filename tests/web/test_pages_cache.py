@@ -35,7 +35,7 @@ def card_batch(root: Path, number: int, records: list[dict[str, Any]]) -> RunLoc
 
 
 def project(tmp_path: Path) -> Path:
-    from app.demo import prepare
+    from app.cli.demo import prepare
 
     root = tmp_path / "root"
     prepare(root)

@@ -1,7 +1,7 @@
 """The status pages in a real browser: Debian's Chromium driven by Playwright's Python package
 against `pairbot serve --dev` running the bundled demo while its worker advances a card.
 
-The demo is set up by what `python3 dev.py start` runs (`python -m app.demo DIR`) in a temporary
+The demo is set up by what `python3 dev.py start` runs (`python -m app.cli.demo DIR`) in a temporary
 directory, then served by the installed console script. The demo agent holds card #1's `apply`
 (PAIR_DEMO_HOLD) until the card's page is open, so the page is seen to follow the worker's
 steps — apply, a review with a finding, red, fix, the second review — without a reload.
@@ -111,7 +111,7 @@ def test_the_pages_follow_the_demo_in_chromium_without_a_reload(tmp_path: Path) 
     release = tmp_path / "release-apply"
     # What `python3 dev.py start` runs before serving, as it runs it.
     made = subprocess.run(
-        [sys.executable, "-m", "app.demo", str(root)],
+        [sys.executable, "-m", "app.cli.demo", str(root)],
         cwd=REPOSITORY,
         env=agent_env(),
         capture_output=True,

@@ -7,6 +7,7 @@
     set_up(directory, env)      both, saying what each did: what `python3 dev.py start` and the
                                 browser tests run before `pairbot serve --dev`
     run_demo(directory, deps)   `pairbot demo`: the plain batch `hello`, step by step
+    main([directory])           `python -m app.cli.demo DIRECTORY`: `set_up`, said line by line
 
 Everything runs on the `local` host, the plain local locus and a scripted stand-in agent
 (`.pair/demo_agent.py`), so the demo needs no account, no server and no network. The forge is
@@ -23,28 +24,32 @@ whisper() helper", which nobody asked pairbot about yet (`pairbot card 3 impleme
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
 import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from app.cli.deps import engine_deps
+from app.cli.init import IGNORED
+from app.cycle.card_cycle import CardCycle
+from app.cycle.state import CardStep
+from app.domain.commands import Command, parse_commands
+from app.domain.dispatch import PairRequest
 from app.engine.render import status_text
 from app.engine.runner import apply_batch, batch_status
 from app.engine.step import EngineDeps
-from app.hosting import LOCAL_FORGE_DIR
-from app.project_init import IGNORED
+from app.hosting import LOCAL_FORGE_DIR, HostSettings
+from app.runtime.launcher import project_launcher
 from hosts.git import run_git
 from hosts.local import DEFAULT_HUMAN, LocalForge
 from hosts.models import Target
 
-if TYPE_CHECKING:
-    from app.cycle.state import CardStep
-
-EXAMPLE = Path(__file__).parent / "examples" / "demo"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "demo"
 BATCH = "hello"
 MAINTAINER = DEFAULT_HUMAN  # `maintainer:` in the example's config.yaml names this login
 BRANCH = "main"
@@ -140,8 +145,6 @@ def prepare(directory: Path) -> bool:
 
 def _commented(forge: LocalForge, number: int, body: str) -> str:
     """The id of the maintainer's comment `body` on card `number`, commenting it if absent."""
-    import json  # noqa: PLC0415
-
     path = forge.root / "comments" / f"{number}.json"
     for comment in json.loads(path.read_text()) if path.exists() else []:
         if comment.get("body") == body and comment.get("author", {}).get("login") == (
@@ -152,11 +155,6 @@ def _commented(forge: LocalForge, number: int, body: str) -> str:
 
 
 async def _accept(directory: Path, deps: EngineDeps, number: int, words: str) -> CardStep:
-    from app.cycle.card_cycle import CardCycle  # noqa: PLC0415  # the engine loads only here
-    from app.domain.commands import Command, parse_commands  # noqa: PLC0415
-    from app.domain.dispatch import PairRequest  # noqa: PLC0415
-    from app.hosting import HostSettings  # noqa: PLC0415
-
     body = f"/pair {words}"
     comment = _commented(forge_of(directory), number, body)
     (command,) = parse_commands(body)
@@ -188,8 +186,6 @@ def demo_deps(directory: Path, env: Mapping[str, str]) -> EngineDeps:
     """The engine's deps for the demo's own steps: the project's launcher, `env` for agents,
     and the steps' lines on stderr as `pairbot card` prints them — among them the launcher's
     one warning that the agent cannot be isolated, which a laptop's set-up must show."""
-    from app.runtime.launcher import project_launcher  # noqa: PLC0415  # swerex loads here
-
     return EngineDeps(
         launcher=project_launcher(directory),
         env=dict(env),
@@ -222,10 +218,16 @@ def run_demo(directory: Path, deps: EngineDeps, *, max_steps: int) -> int:
     return 0 if status.done else 1
 
 
+def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
+    """`pairbot demo [--dir DIR] [--max-steps N]`, with the CLI's own deps."""
+    directory = args.dir.resolve()
+    return run_demo(directory, engine_deps(env, directory), max_steps=args.max_steps)
+
+
 def main(argv: list[str]) -> int:
-    """`python -m app.demo DIRECTORY`: set the demo up (what `python3 dev.py start` runs)."""
+    """`python -m app.cli.demo DIRECTORY`: set the demo up (what `python3 dev.py start` runs)."""
     if len(argv) != 1:
-        print("usage: python -m app.demo DIRECTORY")
+        print("usage: python -m app.cli.demo DIRECTORY")
         return 2
     for line in set_up(Path(argv[0]).resolve(), os.environ):
         print(line, flush=True)

@@ -1,6 +1,8 @@
-"""`pairbot validate`'s check of the agents the files configure: can pairbot start each one?
+"""`pairbot validate [BATCH]`: the files parse, and pairbot can start every agent they configure.
 
     agent_problems(root, env, project, manifests) -> [line, …]   one line per problem
+    run(args, root, env)      the verb: load the files (the loader's one line, exit 2), then
+                              one `pairbot: …` line per agent problem on stderr, exit 2
 
 The settings checked are the ones a step resolves (env > batch manifest > project config >
 defaults, `app.settings.resolve_settings`): the project's own, and each named batch's. For
@@ -14,11 +16,19 @@ server alive) is left to it: validate reads files and PATH, and starts nothing.
 
 from __future__ import annotations
 
+import argparse
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from app.engine.manifest import BatchManifest, ProjectConfig
+from app.engine.manifest import (
+    BatchManifest,
+    ProjectConfig,
+    list_batches,
+    load_manifest,
+    load_project_config,
+)
 from app.runtime.adapters import ADAPTERS
 from app.settings import AGENT_STAGES, BatchSettings, ResolvedSettings, resolve_settings
 from hosts.git import GitError, run_git
@@ -139,3 +149,18 @@ def _resolve(
     env: Mapping[str, str], manifest: BatchSettings | None, project: BatchSettings
 ) -> ResolvedSettings:
     return resolve_settings(env=env, manifest=manifest, project=project)
+
+
+def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
+    """The files parse (the loader's one line, exit 2), then every agent they configure is
+    one pairbot can start: one line per problem, exit 2."""
+    project = load_project_config(root)
+    names = [args.batch] if args.batch is not None else list_batches(root)
+    manifests = {name: load_manifest(root, name) for name in names}
+    problems = agent_problems(root, env, project, manifests)
+    for problem in problems:
+        print(f"pairbot: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"ok: .pair/config.yaml and {len(names)} batch(es): {', '.join(names) or '-'}")
+    return 0

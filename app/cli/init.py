@@ -3,6 +3,7 @@
     render_config(binding, detected) -> str    pure: the file's text
     next_steps(written, binding, detected)     pure: what to commit and run next, line by line
     init_project(root, env, force) -> Init     the shell: infer, write, say
+    run(args, root, env)                       the verb: print what init_project says
 
 What it infers is what a run would: the host binding comes from `app.domain.binding` fed the
 checkout's `origin` remote (the same `bind_checkout` every CLI run uses), and the test command
@@ -20,6 +21,7 @@ except a `.pair/.gitignore` for pairbot's own state, written only when there is 
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ from app.domain.testgate import Detected, detect_test_commands
 from app.engine.atomic import write_bytes_atomic
 from app.engine.manifest import PAIR_DIR, ProjectConfig
 from app.errors import ConfigError, UserError
+from app.hosting import HostSettings, bind_checkout
 from hosts.git import GitError, run_git
 
 CONFIG = f"{PAIR_DIR}/config.yaml"
@@ -191,8 +194,6 @@ class Init:
 
 def init_project(root: Path, env: Mapping[str, str], *, force: bool) -> Init:
     """Write the starter config (and `.pair/.gitignore` when absent); refuse to overwrite."""
-    from app.hosting import HostSettings, bind_checkout  # noqa: PLC0415  # git and pydantic
-
     path = root / CONFIG
     if path.exists() and not force:
         raise ConfigExistsError(
@@ -213,3 +214,10 @@ def init_project(root: Path, env: Mapping[str, str], *, force: bool) -> Init:
     if wrote_ignore:
         write_bytes_atomic(ignore, IGNORED.encode("utf-8"))
     return Init(path, next_steps(inferred, detected, ignore=wrote_ignore))
+
+
+def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
+    """`pairbot init [--force]`."""
+    for line in init_project(root, env, force=args.force).lines:
+        print(line)
+    return 0

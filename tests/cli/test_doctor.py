@@ -18,19 +18,12 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
+from app.cli.doctor.diagnose import diagnose, render_text
+from app.cli.doctor.model import Check, Report
+from app.cli.doctor.needs import remote_target
+from app.cli.doctor.probes import Probes, agent_version, http_get, run_command
 from app.runtime import reach
 from app.runtime.adapters import AGENT_BINARIES
-from app.runtime.doctor import (
-    Check,
-    Probes,
-    Report,
-    agent_version,
-    diagnose,
-    http_get,
-    remote_target,
-    render_text,
-    run_command,
-)
 from app.runtime.isolation import DEFAULT_AGENT_USER, AgentAccount, HostFacts, Switch
 from app.runtime.supported import SUPPORTED, parse_version
 from app.settings import RemoteSettings
