@@ -100,7 +100,7 @@ _FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
     },
     "codex": {
         "repo-sandboxed-permissive": ("--sandbox", "workspace-write"),
-        "curated-allowlist": ("--sandbox", "read-only"),
+        "curated-allowlist": ("--sandbox", "workspace-write"),
         "full-autonomy": ("--dangerously-bypass-approvals-and-sandbox",),
     },
     "cursor": {
