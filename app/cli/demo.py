@@ -6,7 +6,8 @@
                                 through the card cycle (which runs the card's first step)
     set_up(directory, env)      both, saying what each did: what `python3 dev.py start` and the
                                 browser tests run before `pairbot serve --dev`
-    run_demo(directory, deps)   `pairbot demo`: the plain batch `hello`, step by step
+    run_demo(directory, deps)   `pairbot demo`: the plain batch `hello`, step by step (`run`,
+                                the verb, passes the CLI's own deps, app.cli.deps)
     main([directory])           `python -m app.cli.demo DIRECTORY`: `set_up`, said line by line
 
 Everything runs on the `local` host, the plain local locus and a scripted stand-in agent

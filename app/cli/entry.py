@@ -64,7 +64,7 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _setup_verbs(verbs: Any) -> None:
+def _project_verbs(verbs: Any) -> None:
     """`init`, `validate`, `doctor`, `serve` and `demo`: the project and this machine."""
     init = verbs.add_parser(
         "init", help="write a commented .pair/config.yaml for this checkout and say what to commit"
@@ -172,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="print a failure's traceback before its one line"
     )
     verbs = top.add_subparsers(dest="verb", required=True, parser_class=Parser)
-    _setup_verbs(verbs)
+    _project_verbs(verbs)
     _card_verbs(verbs)
     _batch_verbs(verbs)
     return top

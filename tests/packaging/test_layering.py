@@ -4,9 +4,11 @@ docs/architecture.md draws the same picture.
 
 Every `import` and `from … import` in the product counts, lazy ones inside functions and
 type-only ones under `TYPE_CHECKING` included: a lazy import is still a dependency, it only
-moves the cost. The rules are a table (importer prefix, forbidden prefixes, allowed exceptions)
-so a new package states its place by adding a row, and a violation names the file, the line
-and the rule it breaks.
+moves the cost. (The CLI's one late import, its verb table `app.cli.entry.VERBS`, names
+modules of app/cli/ only: tests/cli/test_cli_imports.py checks it.) The rules are a table
+(importer prefix, forbidden prefixes, allowed exceptions, exempt importers) so a new package
+states its place by adding a row, and a violation names the file, the line and the rule it
+breaks.
 """
 
 from __future__ import annotations
