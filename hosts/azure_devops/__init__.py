@@ -1,6 +1,14 @@
 """The Azure DevOps adapter: `AzureDevOpsHost` over the azure-devops SDK, one module per job.
 
-    host.py        AzureDevOpsHost: the `Host` operations (its docstring is the mapping)
+    host.py        AzureDevOpsHost: the `Host` operations (its docstring is the mapping), the
+                   parts below put together
+    project.py     what every part stands on: the SDK connection, identity, the repository
+    work_items.py  cards (work items) and their tags
+    comments.py    work-item comments, PR threads, reactions
+    pulls.py       open, read, label, complete (merge) and abandon pull requests
+    statuses.py    the `pair-review` status and the other checks on a head
+    permissions.py a user's permission from the Git security ACLs
+    connection.py  the SDK connection: worker threads, the transport policy, the rate window
     sdk.py         the SDK stack, imported on first use, and its clients
     translate.py   SDK failures → `hosts.errors` (`classify`: type_key, TF code, HTTP status)
     convert.py     SDK objects → host-neutral models; permission bits; tags

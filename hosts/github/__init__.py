@@ -8,7 +8,13 @@
     translate.py     githubkit/httpx errors → `hosts.errors`
     payloads.py      GitHub's JSON → host-neutral models
     push.py          `git push` with the token in environment config (through `hosts.git`)
-    host.py          GitHubHost: the `Host` operations
+    connection.py    what every part of the host stands on: credentials, clients, the call
+                     discipline (`hosts.calls`), identity
+    issues.py        cards (issues) and state labels
+    comments.py      issue comments, reactions, a scope decision by reference
+    pulls.py         open, read and merge pull requests
+    checks.py        the `pair-review` status and the other checks on a head
+    host.py          GitHubHost: the `Host` operations, the parts above put together
 
 The public names are re-exported here lazily: `from hosts.github import GitHubCredentials`
 loads neither githubkit nor httpx (the App's web process builds credentials before it needs a
@@ -21,14 +27,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from hosts.github.connection import ACTIONS_BOT, GITHUB_API
     from hosts.github.credentials import GitHubCredentials, GitHubOptions
-    from hosts.github.host import ACTIONS_BOT, GITHUB_API, GitHubHost
+    from hosts.github.host import GitHubHost
 
 __all__ = ["ACTIONS_BOT", "GITHUB_API", "GitHubCredentials", "GitHubHost", "GitHubOptions"]
 
 _WHERE = {
-    "ACTIONS_BOT": "hosts.github.host",
-    "GITHUB_API": "hosts.github.host",
+    "ACTIONS_BOT": "hosts.github.connection",
+    "GITHUB_API": "hosts.github.connection",
     "GitHubHost": "hosts.github.host",
     "GitHubCredentials": "hosts.github.credentials",
     "GitHubOptions": "hosts.github.credentials",

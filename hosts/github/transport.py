@@ -18,7 +18,8 @@ Every request the GitHub adapter sends — REST, GraphQL, token mints — passes
   and must read back. A 304 refreshes only the rate-limit headers; everything else, `Link`
   included, is the stored response's. A stored `Link` can be stale (a page 1 stored as the
   last page has no `rel="next"` and stays 304 when page 2 appears), so no caller may decide
-  where a list ends from a replayed `Link`: `GitHubHost.list_comments` decides from the body.
+  where a list ends from a replayed `Link`: `list_comments` (`hosts.github.comments`) decides
+  from the body.
 
 Why a small hand-written cache and not githubkit's hishel layer: hishel 1.x keeps entries in
 SQLite through a worker thread, and its API is the one githubkit breaks on between majors (the
