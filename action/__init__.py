@@ -12,9 +12,14 @@ modules here are the Action's thin shell around the engine (docs/action.md):
     action/comments.py   a comment's command: who may act (one permission lookup), its one
                          reply (app/domain/replies.py: the App's text and marker), or the run
     action/workflow.py   the runner's side channels: set_outputs, append_summary, mask, group,
-                         stop_commands / agent_log (agent output that cannot issue commands)
-    action/__main__.py   the glue: mask the secrets, classify, run the engine's step (or answer
-                         the comment), write outputs and the job summary
+                         stop_commands / agent_log (agent output that cannot issue commands);
+                         WorkflowCommands, the log as the run driver speaks to it
+    action/github_actions.py  GitHubActions: GitHub's side of a run (the event, the early 👀,
+                         the agent's inputs, git's token, the outputs and the summary)
+    action/run/          the CI run driver both entries share (`python -m action.azure` too):
+                         mask, the work, the `pair-state` lock, the card cycle's step, the
+                         answer to a command that could not run, the outcome
+    action/__main__.py   the entry: GitHubActions handed to the driver
 
 Nothing here reads `os.environ` except through `ActionContext.from_env`, and nothing decides
 policy that the App decides too: the intake, commands, who may act, replies and the dispatch

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 class CommentContext(Protocol):
     """What handling a comment reads of its run: `ActionContext`, or the Azure Pipelines
-    entry's (`action.azure.__main__`)."""
+    entry's (`action.azure.pipelines`)."""
 
     @property
     def workspace(self) -> Path: ...

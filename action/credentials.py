@@ -6,9 +6,10 @@ from v6 in a config file under RUNNER_TEMP that `.git/config` includes with
 `includeIf.gitdir:<path>.path` entries (https://github.com/actions/checkout/releases/tag/v6.0.0).
 An agent reads the first through its worktree's git, and the second wherever RUNNER_TEMP is
 readable. pairbot needs neither: its own git authenticates through its environment
-(`action.__main__._authenticate_git`). So before any agent runs, `drop_persisted_credentials`
-removes the extraheader entries and the includes of a file that holds one, and makes such a
-file readable by the runner's user only (0600; checkout's post-job step still deletes it).
+(`action.run.locked`, with each CI's `git_credentials`). So before any agent runs,
+`drop_persisted_credentials` removes the extraheader entries and the includes of a file that
+holds one, and makes such a file readable by the runner's user only (0600; checkout's post-job
+step still deletes it).
 """
 
 from __future__ import annotations

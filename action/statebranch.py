@@ -44,8 +44,8 @@ that changed nothing reuses the tree of the tip it locked); the pull right after
 the lock commit it just pushed without fetching; the release first tries a compare-and-swap
 from the last tip it saw and fetches only when that is refused. A locked run with nothing to
 do runs 9 git processes on the state branch (lock 7, release 2), where a fetch before every
-operation ran 23; the GitHub Action answers an idle scheduled tick from one unlocked `pull`
-into a scratch directory instead (4 processes, nothing pushed: `action.__main__`).
+operation ran 23; both CI entries answer an idle scheduled tick from one unlocked `pull`
+into a scratch directory instead (4 processes, nothing pushed: `action.run.locked`).
 
 Git runs with `GIT_TERMINAL_PROMPT=0` (a missing credential fails instead of hanging) and a
 fixed identity (`-c user.name=pairbot -c user.email=pairbot@users.noreply.invalid`), so a fresh

@@ -1,6 +1,6 @@
 """The Azure Pipelines entry (`python -m action.azure`): one step per pipeline run.
 
-The twin of the GitHub Action (`python -m action`) for a project on Azure DevOps, run as one
+The sibling of the GitHub Action (`python -m action`) for a project on Azure DevOps, run as one
 script step of a pipeline (docs/azure-pipelines.md):
 
     action/azure/settings.py    PipelineSettings.from_env(env): the job's predefined variables
@@ -11,9 +11,11 @@ script step of a pipeline (docs/azure-pipelines.md):
                                 Markdown summary, groups; agent output that cannot issue them
     action/azure/hook.py        a ResourceTrigger run's service-hook notification → the shared
                                 reading (app/domain/azure_hooks.py, the App's too)
-    action/azure/deliveries.py  the notifications already handled (kept on the state branch)
-    action/azure/__main__.py    the glue: mask, read the work, take the `pair-state` lock
-                                (action/statebranch.py, the Action's), act, push, summarize
+    action/azure/pipelines.py   AzurePipelines: Azure's side of a run (what it is for, the
+                                job's token for git, the summary file, a comment read back)
+    action/azure/__main__.py    the entry: AzurePipelines handed to the run driver both entries
+                                share (action/run/: mask, the `pair-state` lock, act, push,
+                                summarize; the notifications already handled, action/deliveries.py)
 
 Nothing here decides policy the App decides too: the reading of a notification, the command
 grammar, who may act and the replies come from `app/domain/`.
