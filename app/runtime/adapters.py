@@ -30,6 +30,9 @@ Base args, each from the pinned CLI's own `--help`:
 
 Every named agent now emits one JSON event per line, rendered by `app.runtime.streamjson`.
 
+`hidden_env` names variables an agent must not see: gemini is not given `GITHUB_SHA` or
+`SURFACE`, which would make it strip pairbot's `PAIR_*` keys from its shell commands.
+
 `cursor` runs `cursor-agent`. Cursor's docs now call the CLI `agent`
 (https://cursor.com/docs/cli/overview), but its installer links both `agent` and `cursor-agent`
 to the same executable (see https://github.com/get-bb/bb/pull/1232); the namespaced name cannot
@@ -62,6 +65,8 @@ class Adapter:
     base_args: tuple[str, ...]
     emits_stream_json: bool
     model_flag: str | None = "--model"
+    # Variables of pairbot's environment this agent must not see (the launcher drops them).
+    hidden_env: tuple[str, ...] = ()
 
 
 ADAPTERS: Mapping[str, Adapter] = {
@@ -77,6 +82,11 @@ ADAPTERS: Mapping[str, Adapter] = {
         "gemini",
         ("--output-format", "stream-json", "--skip-trust", "--prompt", ""),
         emits_stream_json=True,
+        # In a GitHub Actions job (GITHUB_SHA set, or SURFACE=Github) gemini strips every
+        # variable but PATH, HOME and a few more from its shell commands (`sanitizeEnvironment`,
+        # strict mode), PAIR_* with them: `pairbot batch report` would not know its step.
+        # pairbot already took the job's secrets out of the agent's environment.
+        hidden_env=("GITHUB_SHA", "SURFACE"),
     ),
     "cursor": Adapter(
         "cursor", ("-p", "--output-format", "stream-json", "--trust"), emits_stream_json=True

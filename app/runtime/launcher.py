@@ -163,6 +163,8 @@ class Launcher:
             self._isolation_warned = True  # once per run: the surfaces keep one launcher a run
             on_line(plan.warning)
         env = agent_environment(launch.env, launch.pair_env)
+        for name in argv.adapter.hidden_env:
+            env.pop(name, None)
         context = RuleContext(
             policy=settings.permissions,
             pairbot=launch.pair_env.get("PAIRBOT", "pairbot"),

@@ -8,14 +8,22 @@ in `app.runtime.supported` (each from the CLI's own `--help`):
     agent     repo-sandboxed-permissive         curated-allowlist            full-autonomy
     claude    --permission-mode acceptEdits     --permission-mode manual     --permission-mode
               --permission-prompts none         --permission-prompts none      bypassPermissions
-              --add-dir <repoRoot>              [--allowedTools <allow>…]
-              --allowedTools <allow, or Bash>…  --disallowedTools <deny>…
+              --add-dir <repoRoot>              --allowedTools <allow>…
+              --allowedTools <allow, or Bash>…    Edit(//<repoRoot>/**) <report>
+                [<report>]                      --disallowedTools <deny>…
               --disallowedTools <deny>…
     gemini    --approval-mode auto_edit         --approval-mode default      --approval-mode yolo
-    codex     --sandbox workspace-write         --sandbox read-only          --dangerously-bypass-
-                                                                               approvals-and-sandbox
+              + policy file (rules/gemini.py)   + policy file
+    codex     --sandbox workspace-write         --sandbox workspace-write    --dangerously-bypass-
+              + execpolicy (rules/codex.py)     + the same, no /tmp          approvals-and-sandbox
     cursor    (none: own gating; warning)       (none: own gating; warning)  --force
-    opencode  (none: own gating; warning)       (none: own gating; warning)  --auto
+    opencode  OPENCODE_PERMISSION               OPENCODE_PERMISSION          --auto
+              (rules/opencode.py)
+
+`<report>` is `Bash(<PAIRBOT> batch report:*)`: every bounded posture lets a step edit its tree
+and run pairbot's report command, and the narrowest rule each agent's own permission system
+has for that ships by default — claude's on its command line (here), the others' in the files
+or variables app/runtime/rules writes for the step.
 
 Why these spellings:
 
@@ -25,10 +33,10 @@ Why these spellings:
   mode; claude refuses it when run as root, so pairbot must not run the agent as root.
 - codex: `exec` is always headless: it takes no `--ask-for-approval` and ignores
   `-c approval_policy=…`; anything outside the sandbox fails back to the model. The posture
-  is therefore the sandbox alone. curated is `read-only`, the same reach as claude's curated
-  posture with an empty allow list (edits would prompt, so they are denied); codex's own
-  allow list is its execpolicy `.rules` files. full-autonomy is `--full-auto`'s successor,
-  the documented `--dangerously-bypass-approvals-and-sandbox`.
+  is therefore the sandbox, and both bounded postures need a writable tree: `read-only`
+  rejects every edit. codex's own allow list is its execpolicy `.rules` files
+  (app/runtime/rules/codex.py). full-autonomy is `--full-auto`'s successor, the documented
+  `--dangerously-bypass-approvals-and-sandbox`.
 - gemini: `--approval-mode yolo` is the documented spelling of `--yolo`.
 - opencode: `--auto` is the documented flag; `--dangerously-skip-permissions` is a hidden alias.
 
@@ -43,16 +51,17 @@ Choices the seed leaves open, decided here:
   stdin, and `raw` entries are expected to be flags.
 - claude's sandboxed `--allowedTools` is the operator's allow list, or `Bash` when it is empty
   (the seed's prose: "defaults to ['Bash'] when the operator's allow list is empty"; its table's
-  `Bash [<allow>]` reads as that default). An operator who sets `allow` and still wants every
-  shell command unprompted lists `Bash` in it.
+  `Bash [<allow>]` reads as that default), plus `<report>` when the list lacks `Bash`. An
+  operator who sets `allow` and still wants every shell command unprompted lists `Bash` in it.
 - The effective deny list is `policy.deny` (nearest scope first) followed by the baseline
   patterns it does not already name, for the sandboxed and curated postures. full-autonomy
   bypasses every check, so no deny list is passed.
 
-Only claude can take allow/deny on its command line; for the other agents those lists live in
-the agent's own config files. cursor and opencode have no bounded argv mode at all, so under the
-sandboxed and curated postures their own per-action approval applies: `permission_warning` says
-so, and `WarnOnce` lets a process say it once per agent (the caller prints it).
+Only claude can take allow/deny on its command line; opencode gets them translated into its
+permission map (app/runtime/rules/opencode.py); gemini and codex keep them in their own config.
+cursor has no bounded mode pairbot can set, so under the sandboxed and curated postures its own
+per-action approval applies: `permission_warning` says so, and `WarnOnce` lets a process say it
+once per agent (the caller prints it).
 
 `raw` is the escape hatch: the entry for the spawned agent is appended after the posture flags;
 entries for other agents are ignored. An agent name with no table here (e.g. `command`) gets no
@@ -90,9 +99,9 @@ BASELINE_DENY: Final[tuple[str, ...]] = (
 
 # Fixed flags for the agents whose translation ignores allow/deny and the repo root.
 _FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
-    # Known limitation (seed): gemini's auto_edit covers file edits only; headless, gemini 0.61
-    # does not offer its shell tool at all then, and it has no argv-only bounded shell allowance
-    # (its Policy Engine is file-based: `--policy <file>` through `raw`).
+    # gemini's auto_edit covers file edits only; headless, 0.61 offers no shell tool then. The
+    # policy file app/runtime/rules/gemini.py writes allows the report command (and, curated,
+    # the edits in the tree).
     "gemini": {
         "repo-sandboxed-permissive": ("--approval-mode", "auto_edit"),
         "curated-allowlist": ("--approval-mode", "default"),
@@ -115,8 +124,9 @@ _FIXED: Final[Mapping[str, Mapping[Posture, tuple[str, ...]]]] = {
     },
 }
 
-GATED_AGENTS: Final[frozenset[str]] = frozenset({"cursor", "opencode"})
-"""Agents with no argv translation for the sandboxed and curated postures."""
+GATED_AGENTS: Final[frozenset[str]] = frozenset({"cursor"})
+"""Agents pairbot cannot bound under the sandboxed and curated postures (their own approval
+applies). opencode left this set once its permission map shipped (app/runtime/rules)."""
 
 
 def effective_deny(policy: ResolvedPermissions) -> tuple[str, ...]:

@@ -194,3 +194,22 @@ def test_gemini_bounded_posture_allows_only_the_step(shared_dir: Path, posture: 
     assert "operator rule" in answers[2].get("output", ""), answers
     assert "error" in answers[3], answers  # outside the tree: refused
     assert "recorded completion" in answers[5].get("output", ""), answers
+
+
+class _InGitHubActions(_Model):
+    """The step's model, with the job's own variables in pairbot's environment."""
+
+    @contextmanager
+    def __call__(self, step: Step) -> Iterator[Mapping[str, str]]:
+        with super().__call__(step) as env:
+            yield {**env, "GITHUB_SHA": "0" * 40, "GITHUB_ACTIONS": "true", "CI": "true"}
+
+
+def test_gemini_reports_inside_a_github_actions_job(shared_dir: Path) -> None:
+    # With GITHUB_SHA in its environment gemini strips every variable but a few from its shell
+    # commands (sanitizeEnvironment's strict mode), PAIR_* included: the report would not know
+    # its change. pairbot keeps GITHUB_SHA from gemini (app/runtime/adapters.py).
+    model = _InGitHubActions()
+    outcome = run_step(shared_dir, "gemini", "repo-sandboxed-permissive", "card", model)
+    assert outcome.written == PLAN, outcome.explain()
+    assert [r["message"] for r in outcome.reports] == [SUMMARY], outcome.explain()

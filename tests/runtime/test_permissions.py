@@ -105,7 +105,7 @@ SEED_TABLE = [
     pytest.param(
         "codex",
         "curated-allowlist",
-        ("--sandbox", "read-only"),
+        ("--sandbox", "workspace-write"),
         id="codex-curated",
     ),
     pytest.param(
@@ -276,7 +276,7 @@ def test_property_raw_is_the_suffix_and_claude_denies_the_union(
         assert set(flags[start : len(flags) - len(raw)]) == {*deny, *BASELINE}
 
 
-@pytest.mark.parametrize("agent", ["cursor", "opencode"])
+@pytest.mark.parametrize("agent", ["cursor"])
 @pytest.mark.parametrize("posture", ["repo-sandboxed-permissive", "curated-allowlist"])
 def test_gated_agents_warn_under_bounded_postures(agent: str, posture: Posture) -> None:
     text = permission_warning(agent, posture)
@@ -291,6 +291,8 @@ def test_gated_agents_warn_under_bounded_postures(agent: str, posture: Posture) 
     [
         pytest.param("cursor", "full-autonomy", id="cursor-full"),
         pytest.param("opencode", "full-autonomy", id="opencode-full"),
+        # Bounded by the permission map app/runtime/rules/opencode.py ships.
+        pytest.param("opencode", "curated-allowlist", id="opencode-curated"),
         pytest.param("claude", "repo-sandboxed-permissive", id="claude"),
         pytest.param("gemini", "curated-allowlist", id="gemini"),
         pytest.param("codex", "repo-sandboxed-permissive", id="codex"),
@@ -309,7 +311,6 @@ def test_warn_once_per_agent() -> None:
     assert first == permission_warning("cursor", "repo-sandboxed-permissive")
     assert warn("cursor", "repo-sandboxed-permissive") is None
     assert warn("cursor", "curated-allowlist") is None
-    assert warn("opencode", "curated-allowlist") is not None
     assert warn("opencode", "curated-allowlist") is None
     assert warn("claude", "curated-allowlist") is None
     # Another process (another registry) warns again.
@@ -343,7 +344,8 @@ def test_the_docs_table_matches_the_code(agent: str) -> None:
             fixed = " ".join(flags[: min(ends)] if ends else flags)
             assert cell.strip("`").startswith(fixed)
         else:
-            assert cell == f"`{' '.join(flags)}`"
+            # What rules/ adds for a bounded posture follows the flags in the cell.
+            assert cell.startswith(f"`{' '.join(flags)}`")
 
 
 def test_the_report_rule_names_pairbot_as_the_prompt_quotes_it() -> None:
