@@ -54,8 +54,8 @@ SCENARIOS = ("no-card", "cycle", "merge")
 IDLE_TARGET = 2  # counted requests per idle tick
 START_TARGET_S = 1.0  # process start to the first API call
 BASELINE_RUNS = 5
-# What an Action run imports before its first API call (action/__main__.py imports the engine
-# lazily, after the lock): measured as one interpreter start.
+# What an Action run imports before its first API call (the run driver, action/run/, imports
+# the engine lazily, after the lock): measured as one interpreter start.
 ACTION_IMPORTS = (
     "action.__main__",
     "action.comments",

@@ -6,7 +6,7 @@
 `app.cycle.driver.tick` walks these, oldest first. It is its own module, importing only the
 journal reader and the run-state's file layout, so that a surface can learn that a tick has
 nothing to do without building hosts or loading the manifest's models: the Action answers an
-idle scheduled run from it (`action.__main__`), and a tick with work takes the full path.
+idle scheduled run from it (`action/run/locked.py`), and a tick with work takes the full path.
 """
 
 from __future__ import annotations
