@@ -12,7 +12,7 @@ and only spaces become underscores, https://github.com/actions/toolkit/blob/main
 `getInput`), so both are accepted, the underscore form first. An empty value means "not given"
 (that is what `${{ inputs.x }}` expands to for an input nobody set).
 
-Nothing else in the Action reads the environment (CONVENTIONS 12): the glue builds this object
+Nothing else in the Action reads the environment: the glue builds this object
 once and passes values down. Secrets are `Secret` (their repr is `**********`) and are only
 revealed where they are used: `agent_env()` for the agent's process, `host_settings()` for the
 card cycle's hosts (`app.cycle.card_cycle.CardCycle`), `secrets()` for `::add-mask::`. Every

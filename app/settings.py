@@ -124,7 +124,7 @@ def _no_whitespace(value: str) -> str:
 
 
 def _non_empty_secret(value: SecretStr) -> SecretStr:
-    # An empty token makes swerex-remote skip auth; never accept one (see CONVENTIONS, traps).
+    # An empty token makes swerex-remote skip auth: never accept one.
     if not value.get_secret_value():
         raise ValueError("must not be empty")
     return value

@@ -2,7 +2,7 @@
 
 `resolve_permission_flags` is pure: a posture, the allow/deny lists and the per-agent `raw`
 fragments go in, an argv fragment comes out. The adapters append it after their base args and
-model flag. The tables follow the seed's postures, spelled with the flags of the CLI versions
+model flag. The three postures (docs/runtime.md) are spelled with the flags of the CLI versions
 in `app.runtime.supported` (each from the CLI's own `--help`):
 
     agent     repo-sandboxed-permissive         curated-allowlist            full-autonomy
@@ -40,7 +40,7 @@ Why these spellings:
 - gemini: `--approval-mode yolo` is the documented spelling of `--yolo`.
 - opencode: `--auto` is the documented flag; `--dangerously-skip-permissions` is a hidden alias.
 
-Choices the seed leaves open, decided here:
+Choices made here:
 
 - claude's list flags take one flag followed by one argv element per pattern
   (`--disallowedTools 'Bash(rm -rf *)' 'Bash(sudo *)'`), the form Claude Code's CLI reference
@@ -50,8 +50,8 @@ Choices the seed leaves open, decided here:
   Because these flags are variadic, nothing positional may follow them: the instructions go on
   stdin, and `raw` entries are expected to be flags.
 - claude's sandboxed `--allowedTools` is the operator's allow list, or `Bash` when it is empty
-  (the seed's prose: "defaults to ['Bash'] when the operator's allow list is empty"; its table's
-  `Bash [<allow>]` reads as that default), plus `<report>` when the list lacks `Bash`. An
+  (the posture's promise: any shell command, unprompted, unless the operator narrows it),
+  plus `<report>` when the list lacks `Bash`. An
   operator who sets `allow` and still wants every shell command unprompted lists `Bash` in it.
 - The effective deny list is `policy.deny` (nearest scope first) followed by the baseline
   patterns it does not already name, for the sandboxed and curated postures. full-autonomy

@@ -27,7 +27,7 @@ never sees half a file; every read-modify-write holds an exclusive `fcntl.flock`
 so two processes (two pairbot ticks, a test and pairbot) never lose each other's update; a
 publication (several such steps: read, write, read back) also holds its target's lock file, so
 two processes never post one marker twice. That lock
-waits rather than skips (CONVENTIONS 3 is about the engine's step lock): it stands in for the
+waits rather than skips (unlike the engine's step lock, which skips): it stands in for the
 server a real forge serialises requests on, and holds for milliseconds.
 
 Two classes, on purpose apart:
