@@ -55,12 +55,12 @@ from app.engine.agent import (
 from app.errors import UserError
 from app.proc import START_FAILURE_EXIT_CODE, agent_environment
 from app.runtime import commands, isolation, lending
-from app.runtime.adapters import resolve_argv
+from app.runtime.adapters import AgentArgv, resolve_argv
 from app.runtime.permissions import WarnOnce
 from app.runtime.rules import AgentRules, RuleContext, agent_rules
 from app.runtime.sandbox import run_isolated
 from app.runtime.streamjson import StreamJsonRenderer
-from app.settings import ResolvedSettings
+from app.settings import AgentChoice, ResolvedSettings
 
 __all__ = ["DOCKER_WORKDIR", "Launcher", "RuntimeFor", "login_profile", "project_launcher"]
 
@@ -137,31 +137,10 @@ class Launcher:
     ) -> AgentSpawnResult | AgentNotStarted:
         """Spawn exactly one agent for `launch`; its output, rendered, goes to `on_line`."""
         settings = launch.settings
-        try:
-            choice = settings.agent_for(launch.stage)
-            argv = resolve_argv(
-                choice,
-                settings,
-                repo_root=self.agent_root(launch.root, settings),
-                pairbot=launch.pair_env.get("PAIRBOT", "pairbot"),
-            )
-            warning = self._warn_once(choice.name, settings.permissions.posture)
-            if warning:
-                on_line(warning)
-            # Render-or-fail: the stage's command file exists where the agent runs (the prompt
-            # carries the same text inline; the file is for people driving the agent themselves).
-            commands.ensure_command_in_spawn_locus(
-                launch.command, choice.name, settings.locus, launch.root, launch.env
-            )
-            runtime = self._runtime_for(settings)
-            plan = self.plan(settings, launch.env)
-        except UserError as err:
-            return AgentNotStarted(str(err))
-        if isinstance(plan, isolation.Refused):
-            return AgentNotStarted(plan.reason)
-        if isinstance(plan, isolation.NoIsolation) and plan.warning and not self._isolation_warned:
-            self._isolation_warned = True  # once per run: the surfaces keep one launcher a run
-            on_line(plan.warning)
+        prepared = self._prepare(launch, on_line)
+        if isinstance(prepared, AgentNotStarted):
+            return prepared
+        choice, argv, runtime, plan = prepared
         env = agent_environment(launch.env, launch.pair_env)
         for name in argv.adapter.hidden_env:
             env.pop(name, None)
@@ -215,6 +194,39 @@ class Launcher:
             stderr = f"{result.stderr.rstrip()}\npairbot: {problem}\n".lstrip()
             return dataclasses.replace(result, exit_code=1, signal=None, stderr=stderr)
         return result
+
+    def _prepare(
+        self, launch: AgentLaunch, on_line: LineSink
+    ) -> tuple[AgentChoice, AgentArgv, AgentRuntime, isolation.Plan | None] | AgentNotStarted:
+        """Steps 1 to 5 of `launch`: the agent, its argv, its runtime and who it runs as, its
+        warnings said; AgentNotStarted when one of them cannot be had."""
+        settings = launch.settings
+        try:
+            choice = settings.agent_for(launch.stage)
+            argv = resolve_argv(
+                choice,
+                settings,
+                repo_root=self.agent_root(launch.root, settings),
+                pairbot=launch.pair_env.get("PAIRBOT", "pairbot"),
+            )
+            warning = self._warn_once(choice.name, settings.permissions.posture)
+            if warning:
+                on_line(warning)
+            # Render-or-fail: the stage's command file exists where the agent runs (the prompt
+            # carries the same text inline; the file is for people driving the agent themselves).
+            commands.ensure_command_in_spawn_locus(
+                launch.command, choice.name, settings.locus, launch.root, launch.env
+            )
+            runtime = self._runtime_for(settings)
+            plan = self.plan(settings, launch.env)
+        except UserError as err:
+            return AgentNotStarted(str(err))
+        if isinstance(plan, isolation.Refused):
+            return AgentNotStarted(plan.reason)
+        if isinstance(plan, isolation.NoIsolation) and plan.warning and not self._isolation_warned:
+            self._isolation_warned = True  # once per run: the surfaces keep one launcher a run
+            on_line(plan.warning)
+        return choice, argv, runtime, plan
 
     def _lend(
         self, switch: isolation.Switch, launch: AgentLaunch, agent: str, context: RuleContext

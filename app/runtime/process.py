@@ -7,7 +7,8 @@ grace). The SWE-ReX loci (local, docker, remote) arrive later and share this con
 failure or a timeout is a result with the message in `stderr`, never an exception.
 
 Stopping the process group, naming signals and draining pipes come from `app.proc`, the leaf
-module the proof-of-work runner shares.
+module the proof-of-work runner shares. What a timed-out step says (`timeout_note`) is written
+here once and used by the SWE-ReX loci too (app/runtime/rex/follow.py).
 """
 
 from __future__ import annotations
@@ -63,37 +64,9 @@ class ProcessRuntime:
     async def spawn(self, request: AgentSpawnRequest, on_event: EventSink) -> AgentSpawnResult:
         """Start the agent, stream its stdout lines to `on_event`, and return how it ended."""
         try:
-            # As another OS user: setpriv/runuser keep the environment given here (sudo would
-            # reset it: this minimal runtime is for root, the SWE-ReX loci handle sudo). In a
-            # PID namespace where there is one: nothing the agent detaches outlives it.
-            switch = request.run_as.switch if request.run_as is not None else ()
-            if request.contain is not None:
-                switch = request.contain("")
-            proc = await asyncio.create_subprocess_exec(
-                *switch,
-                request.command,
-                *request.args,
-                cwd=request.cwd,
-                env=dict(request.env),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
+            proc = await _start(request)
         except OSError as exc:  # missing binary, not executable, bad cwd, exec format error
-            message = (
-                f"pairbot: cannot start agent command {request.command!r} in {request.cwd!r}: "
-                f"{exc.strerror or exc}"
-            )
-            on_event(AgentEvent(kind="error", message=message))
-            on_event(AgentEvent(kind="exit", exit_code=START_FAILURE_EXIT_CODE))
-            return AgentSpawnResult(
-                exit_code=START_FAILURE_EXIT_CODE, signal=None, stdout="", stderr=message
-            )
-
-        stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-        if stdin is None or stdout is None or stderr is None:  # pragma: no cover - PIPE sets all
-            raise RuntimeError("asyncio returned a subprocess without the requested pipes")
+            return _start_failure(request, exc, on_event)
 
         lines: list[str] = []
 
@@ -102,6 +75,37 @@ class ProcessRuntime:
             on_event(AgentEvent(kind="stdout", line=line))
 
         stderr_bytes = bytearray()
+        sent = await self._follow(proc, request, emit_line, stderr_bytes)
+        stderr_text = stderr_bytes.decode("utf-8", errors="replace")
+        returncode = proc.returncode
+        exit_code: int | None
+        if sent is not None:
+            exit_code, ended_by = None, sent
+            note = timeout_note(request.timeout_ms, sent, self._kill_grace_s)
+            on_event(AgentEvent(kind="error", message=note))
+            stderr_text = add_line(stderr_text, note)
+        elif returncode is not None and returncode < 0:
+            exit_code, ended_by = None, signal_name(returncode)
+        else:
+            exit_code, ended_by = returncode, None
+
+        on_event(AgentEvent(kind="exit", exit_code=exit_code))
+        return AgentSpawnResult(
+            exit_code=exit_code, signal=ended_by, stdout="\n".join(lines), stderr=stderr_text
+        )
+
+    async def _follow(
+        self,
+        proc: asyncio.subprocess.Process,
+        request: AgentSpawnRequest,
+        emit_line: Callable[[str], None],
+        stderr_bytes: bytearray,
+    ) -> str | None:
+        """Feed stdin, stream stdout, drain stderr until the agent ends or times out; the
+        signal the timeout sent (None: it ended by itself). The group is gone afterwards."""
+        stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+        if stdin is None or stdout is None or stderr is None:  # pragma: no cover - PIPE sets all
+            raise RuntimeError("asyncio returned a subprocess without the requested pipes")
         writer = asyncio.create_task(_feed_stdin(stdin, request.instructions))
         # stderr is drained concurrently with stdout: a chatty stderr would otherwise fill its
         # pipe and block the agent while we wait for stdout.
@@ -131,25 +135,54 @@ class ProcessRuntime:
             for task in (*watched, writer):
                 task.cancel()
             await asyncio.gather(*watched, writer, return_exceptions=True)
+        return sent
 
-        stderr_text = stderr_bytes.decode("utf-8", errors="replace")
-        returncode = proc.returncode
-        exit_code: int | None
-        if sent is not None:
-            exit_code, ended_by = None, sent
-            note = f"pairbot: agent timed out after {request.timeout_ms} ms; sent SIGTERM"
-            if sent == signal.SIGKILL.name:
-                note += f", then SIGKILL after {self._kill_grace_s:g} s grace"
-            on_event(AgentEvent(kind="error", message=note))
-            if stderr_text and not stderr_text.endswith("\n"):
-                stderr_text += "\n"
-            stderr_text += note + "\n"
-        elif returncode is not None and returncode < 0:
-            exit_code, ended_by = None, signal_name(returncode)
-        else:
-            exit_code, ended_by = returncode, None
 
-        on_event(AgentEvent(kind="exit", exit_code=exit_code))
-        return AgentSpawnResult(
-            exit_code=exit_code, signal=ended_by, stdout="\n".join(lines), stderr=stderr_text
-        )
+async def _start(request: AgentSpawnRequest) -> asyncio.subprocess.Process:
+    """The agent's process, in a session of its own; OSError when it cannot start."""
+    # As another OS user: setpriv/runuser keep the environment given here (sudo would
+    # reset it: this minimal runtime is for root, the SWE-ReX loci handle sudo). In a
+    # PID namespace where there is one: nothing the agent detaches outlives it.
+    switch = request.run_as.switch if request.run_as is not None else ()
+    if request.contain is not None:
+        switch = request.contain("")
+    return await asyncio.create_subprocess_exec(
+        *switch,
+        request.command,
+        *request.args,
+        cwd=request.cwd,
+        env=dict(request.env),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _start_failure(
+    request: AgentSpawnRequest, exc: OSError, on_event: EventSink
+) -> AgentSpawnResult:
+    message = (
+        f"pairbot: cannot start agent command {request.command!r} in {request.cwd!r}: "
+        f"{exc.strerror or exc}"
+    )
+    on_event(AgentEvent(kind="error", message=message))
+    on_event(AgentEvent(kind="exit", exit_code=START_FAILURE_EXIT_CODE))
+    return AgentSpawnResult(
+        exit_code=START_FAILURE_EXIT_CODE, signal=None, stdout="", stderr=message
+    )
+
+
+def timeout_note(timeout_ms: int, sent: str, kill_grace_s: float) -> str:
+    """What a timed-out step says: the timeout, and the signals it took (both runtimes)."""
+    note = f"pairbot: agent timed out after {timeout_ms} ms; sent SIGTERM"
+    if sent == signal.SIGKILL.name:
+        note += f", then SIGKILL after {kill_grace_s:g} s grace"
+    return note
+
+
+def add_line(text: str, line: str) -> str:
+    """`text` with `line` appended as a line of its own."""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + line + "\n"

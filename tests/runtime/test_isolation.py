@@ -488,7 +488,7 @@ def test_every_command_pairbot_runs_as_the_agent_starts_from_an_empty_environmen
     # The swerex session's shell holds pairbot's credentials; the agent reads the environ of
     # every process of its user, so pairbot's polls and signals must not carry them.
     from app.engine.agent import RunAs
-    from app.runtime.rex import _launch_command, as_agent
+    from app.runtime.rex.protocol import as_agent, launch_command
 
     switch = Switch(isolation.DEFAULT_AGENT_USER, "setpriv")
     run_as = RunAs(switch=switch.argv(), admin=switch.admin(), owner="999:999")
@@ -505,6 +505,6 @@ def test_every_command_pairbot_runs_as_the_agent_starts_from_an_empty_environmen
     )
     assert script.startswith("env -i PATH=")
     assert secret not in shown.stdout + shown.stderr
-    launch = _launch_command("/tmp/run", isolated_env=True, run_as=run_as)
+    launch = launch_command("/tmp/run", isolated_env=True, run_as=run_as)
     started = [line for line in launch.splitlines() if line.endswith(" &")]
     assert started and all(line.startswith("env -i PATH=") for line in started), launch
