@@ -16,7 +16,7 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
       6. write the agent's own rules for a bounded posture (rules/: gemini's policy, codex's
          execpolicy, opencode's permissions) beside it, and point it at them
       7. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
-      8. take the files back, and render stream-json output for people (streamjson.py), usage
+      8. take the files back, and render stream-json output for people (streamjson/), usage
          taken from the stream
     a UserError in steps 1 to 5 → AgentNotStarted: nothing was spawned, the step blocks and resumes
 

@@ -1,7 +1,7 @@
 """Following a started agent: its output as lines, its timeout, and how it ended.
 
 `follow` polls the run directory (protocol.py's scripts, through `RunDir`) every
-`poll_interval_s`, sooner at first (25, 50, 100 ms…). The cursor advances by the bytes decoded;
+`poll_interval_s`, sooner at first (50, 100, 200 ms…). The cursor advances by the bytes decoded;
 an incremental UTF-8 decoder and a line assembler (`LineAssembler`) turn them into `stdout`
 events for complete lines only, in order, each exactly once; the last line without a newline is
 emitted once at the end. On the per-agent timeout it sends SIGTERM to the group, `kill_grace_s`
