@@ -25,11 +25,11 @@ from pydantic import (
     model_validator,
 )
 
-from app.domain.autonomy import parse_gate_condition
-from app.domain.binding import check_host_name
-from app.domain.budget import Budget
-from app.domain.panel import panel_slugs
-from app.domain.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
+from app.domain.card.autonomy import parse_gate_condition
+from app.domain.card.binding import check_host_name
+from app.domain.card.budget import Budget
+from app.domain.review.panel import panel_slugs
+from app.domain.review.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
 from app.engine.manifest_view import CycleUntil, LessonsWhere
@@ -143,7 +143,7 @@ class HostsConfig(StrictModel):
 
     # Refused when the file is read (and by `pairbot validate`), in the loader's one line,
     # rather than as `host-unsupported` once a run has started. An undeclared key is not
-    # "local": `app.domain.binding.choose_binding` infers it from where pairbot runs.
+    # "local": `app.domain.card.binding.choose_binding` infers it from where pairbot runs.
     _known = field_validator("pm", "code")(check_host_name)
 
 
@@ -175,7 +175,8 @@ class TestsConfig(StrictModel):
     """How the engine runs the project's tests around apply, red and fix, and what it guards.
 
     `may_modify_tests` lifts the guard on tests and the runner's configuration for the paths
-    it matches, `may_modify_manifests` the one on dependency manifests (`app.domain.guarded`).
+    it matches, `may_modify_manifests` the one on dependency manifests
+    (`app.domain.review.guarded`).
     """
 
     command: str | None = None

@@ -257,7 +257,7 @@ def _project(data: Any) -> LightProject:
 
 
 def _hosts(value: Any) -> None:
-    from app.domain.binding import KNOWN_HOSTS  # noqa: PLC0415  # only a config that names hosts
+    from app.domain.card.binding import KNOWN_HOSTS  # noqa: PLC0415  # only a config that names hosts
 
     for name in _mapping(value, _HOSTS_KEYS).values():
         _ensure(_str(name) in KNOWN_HOSTS)

@@ -34,7 +34,13 @@ HOST_SDKS = ("githubkit", "httpx", "httpcore", "jwt", "hishel", "azure", "msrest
 RUNTIME = ("swerex", "aiohttp")
 WEB = ("starlette", "uvicorn", "app.web")
 # The manifest's models and what they pull in (the settings' models, the domain's verdicts).
-MODELS = ("pydantic", "pydantic_core", "app.engine.manifest", "app.settings", "app.domain.verdict")
+MODELS = (
+    "pydantic",
+    "pydantic_core",
+    "app.engine.manifest",
+    "app.settings",
+    "app.domain.review.verdict",
+)
 
 
 def pairbot(

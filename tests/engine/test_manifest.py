@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.budget import Budget
+from app.domain.card.budget import Budget
 from app.engine.manifest import (
     LLM_JUDGE_REFUSAL,
     BatchManifest,
