@@ -86,6 +86,7 @@ from app.cycle.state import (
 )
 from app.domain.card import cycle_end as ce
 from app.domain.card.binding import Binding, for_card
+from app.domain.card.budget import budget_of
 from app.domain.intake.comment_commands import help_text
 from app.domain.intake.pair_request import PairRequest
 from app.domain.reports.lesson import Lesson
@@ -575,7 +576,7 @@ async def _transition(
         history=state.history,
         vet=vetter.vet,
         state_root=env.root,
-        card_budget=state.project.budget.to_budget() if state.project.budget else None,
+        card_budget=budget_of(state.project.budget),
         evidence=evidence_quotes(evidence),
         external_blocking=tuple(c.name for c in evidence.blocking)
         if evidence is not None and transition == "verify"

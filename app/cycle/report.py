@@ -31,7 +31,7 @@ from app.cycle.state import (
 from app.cycle.worktree import Worktree
 from app.domain.card import cycle_end as ce
 from app.domain.card.agent_failures import failover_lines
-from app.domain.card.budget import check_budget
+from app.domain.card.budget import budget_of, check_budget
 from app.domain.reports.dispatch_stats import dispatch_stats
 from app.domain.reports.explain import CardFacts, explain
 from app.domain.reports.metrics import reduce_metrics
@@ -306,8 +306,7 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
     rec = state.rec
     run_id = rec.run_id or "run"
     mine = [r for r in state.records if r.get("key") == state.key]
-    limits = state.project.budget
-    budget = check_budget("card", limits.to_budget() if limits else None, mine, state.key)
+    budget = check_budget("card", budget_of(state.project.budget), mine, state.key)
     metrics = reduce_metrics(
         mine,
         as_of=iso_now(state.env.deps.clock),
@@ -540,8 +539,7 @@ def run_notes(state: CardState) -> tuple[str, ...]:
     card's budget figures when `.pair/config.yaml` sets one."""
     mine = [r for r in state.records if r.get("key") == state.key]
     notes = [f"failover: {line}" for line in failover_lines(mine)]
-    budget = state.project.budget
-    check = check_budget("card", budget.to_budget() if budget else None, mine, state.key)
+    check = check_budget("card", budget_of(state.project.budget), mine, state.key)
     if check is not None:
         notes.append(check.line)
     return tuple(notes)

@@ -5,9 +5,9 @@ Both are validated on load with strict models (unknown keys refused). A validati
 allowed; it is raised before anything runs or any run-state is touched.
 
 The paths and the YAML dialect (YAML 1.2 booleans) live in `app.engine.project_files`, which
-needs no pydantic, and are re-exported here. `batch status` validates through a light path first
-(`app.engine.manifest_fast`) and comes here only for what that path does not vouch for, so every
-error line is the one these models write.
+needs no pydantic, and are re-exported here. These models are the only ones of the two files:
+every command, `batch status` included, reads them through `load_project_config` and
+`load_manifest`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,10 @@ from pydantic import (
 
 from app.domain.card.autonomy import parse_gate_condition
 from app.domain.card.binding import check_host_name
-from app.domain.card.budget import Budget
 from app.domain.review.panel import panel_slugs
 from app.domain.review.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
-from app.engine.manifest_view import CycleUntil, LessonsWhere
 from app.engine.names import NAME_PATTERN, NAME_RULE
 from app.engine.project_files import (
     PAIR_DIR,
@@ -79,6 +77,8 @@ __all__ = [
 _UNION_TAGS = frozenset({"agent-name", "agent-with-model", "agent-list", "stage-map", "[key]"})
 
 HostName = Annotated[str, Field(min_length=1)]
+CycleUntil = Literal["ready-for-merge", "merged"]
+LessonsWhere = Literal["state-branch", "default-branch", "off"]
 
 
 class _KeyedError(ValueError):
@@ -126,10 +126,6 @@ class BudgetSettings(StrictModel):
     tokens: PositiveCount | None = None
     cost_usd: PositiveMoney | None = None
     steps: PositiveCount | None = None
-
-    def to_budget(self) -> Budget:
-        """The pure domain value the engine checks."""
-        return Budget(tokens=self.tokens, cost_usd=self.cost_usd, steps=self.steps)
 
 
 # ---------------------------------------------------------------- .pair/config.yaml

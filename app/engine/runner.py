@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.domain.card.budget import Budget, check_budget, park_reason
+from app.domain.card.budget import Budget, budget_of, check_budget, park_reason
 from app.domain.reports.lesson import Lesson
 from app.domain.review.panel import (
     PANEL_VOTE_KIND,
@@ -629,8 +629,8 @@ async def run_step(
         guidance=guidance,
         history=history,
         record_work=True,
-        card_budget=project.budget.to_budget() if project.budget else None,
-        batch_budget=manifest.budget.to_budget() if manifest.budget else None,
+        card_budget=budget_of(project.budget),
+        batch_budget=budget_of(manifest.budget),
         tests=project.tests,
         severity_floor=project.review.severity_floor,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from app.domain.reports.metrics import reduce_metrics
 
@@ -42,6 +42,30 @@ class Budget:
     def limits_anything(self) -> bool:
         """Whether any limit is set."""
         return any(v is not None for v in (self.tokens, self.cost_usd, self.steps))
+
+
+class BudgetLimits(Protocol):
+    """The `budget:` key of a user's file, as its model (`app.engine.manifest`) reads it."""
+
+    @property
+    def tokens(self) -> int | None: ...
+
+    @property
+    def cost_usd(self) -> float | None: ...
+
+    @property
+    def steps(self) -> int | None: ...
+
+
+def budget_of(limits: BudgetLimits | None) -> Budget | None:
+    """The budget a file's `budget:` key sets; None when the file sets none.
+
+    Here rather than on the model, so that reading a manifest does not load the spend's
+    reduction (`app.domain.metrics`) that only checking a budget needs.
+    """
+    if limits is None:
+        return None
+    return Budget(tokens=limits.tokens, cost_usd=limits.cost_usd, steps=limits.steps)
 
 
 @dataclass(frozen=True)
