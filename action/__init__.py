@@ -6,11 +6,11 @@ modules here are the Action's thin shell around the engine (docs/action.md):
     action/context.py    ActionContext.from_env(env): the Actions variables and the inputs, read
                          and validated once (secrets as Secret); read_event() for the payload
     action/event.py      classify(event_name, payload, policy_of(ctx)) -> the intent, an adapter
-                         over the intake the App calls too (app/domain/intake.py, pure)
+                         over the intake the App calls too (app/domain/intake/intent.py, pure)
     action/early.py      a comment's first requests, before the lock and the engine: the
                          author's permission, then 👀 for a command that runs (bare httpx)
     action/comments.py   a comment's command: who may act (one permission lookup), its one
-                         reply (app/domain/replies.py: the App's text and marker), or the run
+                         reply (app/domain/intake/answers.py: the App's text and marker), or the run
     action/workflow.py   the runner's side channels: set_outputs, append_summary, mask, group,
                          stop_commands / agent_log (agent output that cannot issue commands);
                          WorkflowCommands, the log as the run driver speaks to it

@@ -17,8 +17,8 @@ workflow commands (`action.workflow.WorkflowCommands`).
 
 A command or scope decision from a comment (`issue_comment`, or the App's `repository_dispatch`
 carrying the comment) that a `UserError` stops is answered on that comment once, with the App's
-text under the App's marker (`app.domain.replies`: a re-run edits it); the `::error::` line and
-exit code 2 stay. A tick is never answered: no person asked for it.
+text under the App's marker (`app.domain.intake.answers`: a re-run edits it); the `::error::`
+line and exit code 2 stay. A tick is never answered: no person asked for it.
 
 The agent's streamed output goes into a collapsible log group with workflow commands stopped,
 so nothing an agent prints can set an output, add a mask or end the group. Exit codes: 0 for a

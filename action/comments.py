@@ -1,15 +1,16 @@
 """A `/pair` comment the Action received directly (a repository without the App).
 
 The same decisions and the same replies as the App, from the same modules:
-`app.domain.intake.decide` on the author's permission level (from the code host, never
-`author_association`) and the numeric-id allowlist, then `app.domain.replies.answer_comment`: a
-refused author gets one polite reply, a malformed command its usage, `help` the help — each
-under the comment's own reply marker (`<!-- pair:reply #<n> run:<comment id> -->`, edited in
-place on a repeat, never a second comment) — and nothing runs. An accepted command is handled
-by the card cycle like a command the App forwarded. Its 👀 usually went out before the run took
-the lock (`action.early`, which also asked for the author's permission: not asked again here);
-when that could not be posted, the reaction is owed in the run-state (`action.acks`) and posted
-once the command's record is saved, so a refused reaction (a 502, a 401) never loses the command.
+`app.domain.intake.intent.decide` on the author's permission level (from the code host, never
+`author_association`) and the numeric-id allowlist, then
+`app.domain.intake.answers.answer_comment`: a refused author gets one polite reply, a malformed
+command its usage, `help` the help — each under the comment's own reply marker
+(`<!-- pair:reply #<n> run:<comment id> -->`, edited in place on a repeat, never a second
+comment) — and nothing runs. An accepted command is handled by the card cycle like a command the
+App forwarded. Its 👀 usually went out before the run took the lock (`action.early`, which also
+asked for the author's permission: not asked again here); when that could not be posted, the
+reaction is owed in the run-state (`action.acks`) and posted once the command's record is saved,
+so a refused reaction (a 502, a 401) never loses the command.
 
 `comment_answer` is also the early acknowledgement's rule, so this module's top stays light
 (the card cycle and the step types load when a comment is handled).
@@ -20,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.domain.commands import CommandError, Decision
-from app.domain.dispatch import PairRequest
-from app.domain.intake import Comment, decide, needs_permission
-from app.domain.replies import Reply, answer_comment
+from app.domain.intake.answers import Reply, answer_comment
+from app.domain.intake.comment_commands import CommandError, Decision
+from app.domain.intake.intent import Comment, decide, needs_permission
+from app.domain.intake.pair_request import PairRequest
 from hosts.models import Target
 
 if TYPE_CHECKING:

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from action.lockknobs import ENV_LOCK_WAIT_S, ENV_STALE_AFTER_S
 from action.run.settings import CiSettings, get, read_lock_knobs, read_trigger
-from app.domain.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
-from app.domain.commands import UNTIL_VALUES
+from app.domain.card.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
+from app.domain.intake.comment_commands import UNTIL_VALUES
 from app.engine.names import NAME_PATTERN
 from app.errors import UserError
 

@@ -3,8 +3,8 @@
     intent = classify(ctx.event_name, ctx.read_event(), policy_of(ctx))
 
 What an event asks for is decided once, for the Action and the App alike, by the pure intake
-(`app.domain.intake.intake`; its docstring states the rules: pairbot's own comments, other bots,
-commands, scope decisions, moved heads, `pair` dispatches). This module only translates:
+(`app.domain.intake.intent.intake`; its docstring states the rules: pairbot's own comments,
+other bots, commands, scope decisions, moved heads, `pair` dispatches). This module only translates:
 
 - `GITHUB_EVENT_NAME` is the event, the payload's `action` its action (for a
   `repository_dispatch` GitHub puts the dispatch's `event_type` there);
@@ -20,7 +20,7 @@ commands, scope decisions, moved heads, `pair` dispatches). This module only tra
   any lock is taken.
 
 A `Comment` intent's author is not yet authorized: `action.comments` looks up the permission
-(one API call) and answers with `app.domain.replies.answer_comment`, as the App does.
+(one API call) and answers with `app.domain.intake.answers.answer_comment`, as the App does.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from action.run.outcome import ignored_reason
-from app.domain.dispatch import PayloadError
-from app.domain.intake import (
+from app.domain.intake.intent import (
     ACTIONS_BOT_ID,
     ACTIONS_BOT_LOGIN,
     Comment,
@@ -45,6 +44,7 @@ from app.domain.intake import (
     Tick,
     intake,
 )
+from app.domain.intake.pair_request import PayloadError
 from app.errors import OperatorError, UserError
 
 if TYPE_CHECKING:

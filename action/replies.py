@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.domain.commands import CommandError
-from app.domain.intake import Comment, Intent, Run, ScopeDecision
+from app.domain.intake.comment_commands import CommandError
+from app.domain.intake.intent import Comment, Intent, Run, ScopeDecision
 from hosts.models import Target
 
 if TYPE_CHECKING:
@@ -46,12 +46,12 @@ def reply_origin(intent: Intent, trigger: str) -> ReplyOrigin | None:
 
 
 async def answer_failed(cycle: CardCycle, origin: ReplyOrigin, reason: str, fallback: str) -> None:
-    """Upsert the one reply to the comment (the App's text and marker, `app.domain.replies`).
+    """Upsert the one reply to the comment (the App's text and marker, `app.domain.intake.answers`).
 
     A reply that cannot be posted is reported on stderr and changes nothing else: the error
     that stopped the command is what the run reports.
     """
-    from app.domain.replies import (  # noqa: PLC0415
+    from app.domain.intake.answers import (  # noqa: PLC0415
         comment_reply_marker,
         could_not_run,
         failed_tracking_body,

@@ -8,7 +8,7 @@ pushed at its end (`push`). The branch holds
     .pair/batches/<batch>/run/journal.jsonl     the batch journal
     .pair/batches/<batch>/run/state.json        its parked steps
     .pair/batches/<batch>/batch.yaml            a card batch's manifest (not committed on main)
-    .pair/lessons/card-<n>-<run>.md             a finished card's lesson (app.cycle.lessons)
+    .pair/lessons/card-<n>-<run>.md             a finished card's lesson (app.cycle.lesson_files)
     .pair/acks.json                             reactions still owed to commands (action.acks)
     .pair/deliveries.json                       notifications already handled (action.azure)
     lock.json                                   {"runId", "host", "at"} while a tick holds it

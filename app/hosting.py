@@ -2,14 +2,14 @@
 
     HostSettings.from_env(env)        every credential as a SecretStr, nothing else reads env
     bind_checkout(declared, settings, root, runner) -> (Resolution, HostSettings)
-                                      the binding where pairbot runs (app.domain.binding), and
+                                      the binding where pairbot runs (app.domain.card.binding), and
                                       the settings with the repository the origin names
     build_hosts(binding, settings, root) -> BoundHosts(pm, code)
 
 The adapters are imported only for the hosts the binding names: a GitHub tick never imports the
 Azure DevOps SDK. When the PM tool and the code host are the same adapter, one instance serves
 both (one token cache, one rate-limit window). A missing credential is a `ConfigError` naming
-the variable to set; the binding itself (which names exist) is `app.domain.binding`.
+the variable to set; the binding itself (which names exist) is `app.domain.card.binding`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from app.domain.binding import (
+from app.domain.card.binding import (
     Binding,
     Origin,
     Resolution,
@@ -152,7 +152,7 @@ def with_origin(settings: HostSettings, binding: Binding, origin: Origin | None)
 def bind_checkout(
     declared: Mapping[str, str] | None, settings: HostSettings, root: Path, runner: Runner
 ) -> tuple[Resolution, HostSettings]:
-    """The project's binding where pairbot runs (`app.domain.binding.choose_binding`, fed the
+    """The project's binding where pairbot runs (`app.domain.card.binding.choose_binding`, fed the
     checkout's origin), and `settings` with the repository that origin names."""
     url = origin_url(root)
     origin = parse_origin(url, settings.github_api_url) if url is not None else None

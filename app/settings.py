@@ -157,7 +157,7 @@ def _distinct_agents(value: list[AgentEntry]) -> list[AgentEntry]:
 
 
 # `[claude, codex]`: the first runs the stage; the second takes over once when the first fails
-# on a recognised quota, auth or crash signature (app/domain/agent_failures.py). Two entries
+# on a recognised quota, auth or crash signature (app/domain/card/agent_failures.py). Two entries
 # exactly: a step is retried once, so a third agent would never run.
 FallbackList = Annotated[
     list[AgentEntry], Field(min_length=2, max_length=2), AfterValidator(_distinct_agents)

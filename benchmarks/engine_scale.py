@@ -32,7 +32,9 @@ and, to say where the command's time goes, two more processes in the same rounds
 
 Each is timed by wall clock and by CPU (user + system, from `getrusage`), which is steadier
 when other work shares the machine. The goals: the command ≤ 2x its floor at 100k entries and
-≤ 3x at 1k, by wall time. Local files only; no network.
+≤ 4x at 1k, by wall time (at 1k most of the command is importing pydantic and building the
+models of `.pair/config.yaml` and the manifest, which every command validates them with). Local
+files only; no network.
 
     python benchmarks/engine_scale.py --changes --repeats 15    the command's cases only
 """
@@ -79,7 +81,9 @@ STEP_FIXED = 3
 START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 COMMAND_CHANGES = 100
 COMMAND_ENTRIES = (1_000, 100_000)
-COMMAND_GOALS = {1_000: 3.0, 100_000: 2.0}  # entries -> command / parse process
+# entries -> command / parse process. 4x, not 3x, at 1k: the manifest has one model (issue #26),
+# and pydantic's import and the models' build are paid by every status.
+COMMAND_GOALS = {1_000: 4.0, 100_000: 2.0}
 PROJECT = Path(__file__).resolve().parents[1]
 
 
@@ -483,8 +487,8 @@ def median_processes(
     }
 
 
-# What `batch status` imports on its light path (tests/cli/test_cli_imports.py holds everything
-# else away from it): the imports probe loads just these and exits.
+# What `batch status` imports (tests/cli/test_cli_imports.py holds everything else away from
+# it): the imports probe loads just these and exits.
 STATUS_MODULES = ("app.cli", "app.cli.status")
 
 

@@ -5,10 +5,10 @@
 
 Each body is about 64 KB and addresses pairbot (`/pair status` on its last line), so the cheap
 "is pairbot addressed at all?" scan lets it through and the whole path runs: the command
-grammar (`app.domain.commands.parse_commands`: the raw-line checks, the size cap, the
-Markdown/HTML reading of `app.domain.sanitize.visible_lines`) and the text the agent would be
-given (`app.domain.sanitize.reader_text`). The shapes are the ones that made the old regex loops
-quadratic or that stress a Markdown parser: nested HTML comments (`<!-<!-…-->->`), deep lists
+grammar (`app.domain.intake.comment_commands.parse_commands`: the raw-line checks, the size cap, the
+Markdown/HTML reading of `app.domain.text.sanitize.visible_lines`) and the text the agent would be
+given (`app.domain.text.sanitize.reader_text`). The shapes are the ones that made the old regex
+loops quadratic or that stress a Markdown parser: nested HTML comments (`<!-<!-…-->->`), deep lists
 and quotes, one long line, nested brackets, links and images, nested emphasis, backtick runs,
 nested raw HTML and a stack of bidi controls; "emphasis at limit" holds as many `*` and `_`
 as the sanitizer reads before it calls a text too complex (more are refused unparsed). They
@@ -33,8 +33,8 @@ if __package__ in (None, ""):
     # `python benchmarks/hostile_comment.py` puts benchmarks/ first on sys.path, not the project.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.domain.commands import parse_commands
-from app.domain.sanitize import MAX_DELIMITERS, reader_text
+from app.domain.intake.comment_commands import parse_commands
+from app.domain.text.sanitize import MAX_DELIMITERS, reader_text
 
 SIZE = 64 * 1024
 GOAL_MS = 50.0

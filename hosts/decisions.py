@@ -2,7 +2,7 @@
 
 Every adapter lists the pull's comments its own way, then chooses among them with
 `scope_decision_in`, so discovery is the same on every host. Whether the chosen comment is a
-valid decision (its author, its JSON, its baseline) is `app.domain.scope`'s to judge.
+valid decision (its author, its JSON, its baseline) is `app.domain.scope.decision`'s to judge.
 """
 
 from __future__ import annotations

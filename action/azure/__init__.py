@@ -10,7 +10,7 @@ script step of a pipeline (docs/azure-pipelines.md):
     action/azure/vso.py         the agent's logging commands: mask, the one-line error, the
                                 Markdown summary, groups; agent output that cannot issue them
     action/azure/hook.py        a ResourceTrigger run's service-hook notification → the shared
-                                reading (app/domain/azure_hooks.py, the App's too)
+                                reading (app/domain/intake/azure_hooks.py, the App's too)
     action/azure/pipelines.py   AzurePipelines: Azure's side of a run (what it is for, the
                                 job's token for git, the summary file, a comment read back)
     action/azure/__main__.py    the entry: AzurePipelines handed to the run driver both entries

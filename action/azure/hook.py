@@ -5,7 +5,7 @@ updated) posts to an Incoming WebHook service connection, which queues a run of 
 that declares it under `resources: webhooks`; the notification's JSON is that resource's
 parameters. The template (docs/azure-pipelines.md) writes `${{ convertToJson(parameters.<hook>) }}`
 to a file through a step's environment and names it in `PAIR_WEBHOOK_PAYLOAD_PATH`; this module
-reads that file and hands it to the reading the App uses (`app.domain.azure_hooks`).
+reads that file and hands it to the reading the App uses (`app.domain.intake.azure_hooks`).
 
 Authenticity. The pipeline never sees the request's headers, and an Azure DevOps service hook
 cannot sign its body with the Incoming WebHook connection's HMAC secret (it sends fixed headers
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from action.event import MalformedEventError
-from app.domain.azure_hooks import AzureHook, html_to_text, read_azure_hook
-from app.domain.intake import Comment, NewComment, Policy, comment_intent
+from app.domain.intake.azure_hooks import AzureHook, html_to_text, read_azure_hook
+from app.domain.intake.intent import Comment, NewComment, Policy, comment_intent
 from app.errors import OperatorError, UserError
 from hosts.models import Author
 from hosts.models import Comment as HostComment

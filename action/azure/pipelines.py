@@ -38,7 +38,7 @@ from action.azure.settings import PipelineSettings
 from action.azure.vso import LoggingCommands
 from action.run.outcome import Outcome
 from action.run.platform import CommentHandling
-from app.domain.intake import Comment, Ignore, Intent, Malformed, Policy, Tick
+from app.domain.intake.intent import Comment, Ignore, Intent, Malformed, Policy, Tick
 from hosts.azure_devops.push import push_config
 from hosts.git import git_env
 from hosts.models import Target

@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 
 from action.run.settings import CiSettings, get, read_lock_knobs, read_trigger
-from app.domain.azure_hooks import parse_identity_allowlist
+from app.domain.intake.azure_hooks import parse_identity_allowlist
 from app.errors import UserError
 from app.hosting import HostSettings
 

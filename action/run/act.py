@@ -23,8 +23,8 @@ from action.replies import answer_failed, reply_origin
 from action.run.outcome import Outcome, outcome_of
 from action.run.platform import AgentLog, CiPlatform
 from app.cycle.card_cycle import CardCycle
-from app.domain.binding import runner_of
-from app.domain.intake import Comment, HeadMoved, Intent, Run, ScopeDecision, Tick
+from app.domain.card.binding import runner_of
+from app.domain.intake.intent import Comment, HeadMoved, Intent, Run, ScopeDecision, Tick
 from app.engine.step import EngineDeps
 from app.errors import CommandNotRun, UserError
 from app.runtime.launcher import project_launcher

@@ -34,7 +34,7 @@ from action.run.outcome import Outcome, lock_held
 from action.run.platform import CiPlatform
 from action.statebranch import StateBranch, run_locked
 from app.cycle.schedule import IDLE_MESSAGE, tick_candidates
-from app.domain.intake import Intent, Tick
+from app.domain.intake.intent import Intent, Tick
 from hosts.git import run_git
 
 __all__ = ["run_step"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain import mdtext
-from app.domain.intake import Comment, Ignore, Installation, Intent, Malformed
+from app.domain.intake.intent import Comment, Ignore, Installation, Intent, Malformed
+from app.domain.text import mdtext
 
 __all__ = ["Outcome", "closing_line", "ignored_reason", "lock_held", "outcome_of"]
 
@@ -76,7 +76,7 @@ def lock_held(intent: Intent, wait_s: float) -> Outcome:
 def summary_markdown(outcome: Outcome, pull_ref: str) -> str:
     """The run's Markdown summary; `pull_ref` is how the host names a pull request (`#`, `!`).
 
-    The message is one inline paragraph (no HTML, no pings: `app.domain.mdtext.inline`)."""
+    The message is one inline paragraph (no HTML, no pings: `app.domain.text.mdtext.inline`)."""
     lines = [
         "## pairbot",
         "",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from action.run.outcome import Outcome
     from action.run.settings import CiSettings
     from app.cycle.card_cycle import CardCycle
-    from app.domain.intake import Comment, Intent
+    from app.domain.intake.intent import Comment, Intent
 
 __all__ = ["AgentLog", "CiPlatform", "CommentHandling", "LogCommands"]
 

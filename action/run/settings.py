@@ -27,7 +27,7 @@ from action.lockknobs import (
     lock_wait_s,
     stale_after_s,
 )
-from app.domain.commands import DEFAULT_TRIGGER, parse_commands
+from app.domain.intake.comment_commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import UserError
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ from app.cli.deps import engine_deps
 from app.cli.entry import Parser
 from app.cli.steps import print_result
 from app.cycle.card_cycle import CardCycle, project_binding
-from app.domain.binding import describe, runner_of
-from app.domain.commands import CommandError, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.card.binding import describe, runner_of
+from app.domain.intake.comment_commands import CommandError, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.engine.manifest import load_project_config
 from app.errors import UserError
 from app.hosting import HostSettings, build_host

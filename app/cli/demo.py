@@ -39,8 +39,8 @@ from app.cli.deps import engine_deps
 from app.cli.init import IGNORED
 from app.cycle.card_cycle import CardCycle
 from app.cycle.state import CardStep
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.engine.render import status_text
 from app.engine.runner import apply_batch, batch_status
 from app.engine.step import EngineDeps

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.cycle.batch_vet import batch_vetter
-from app.cycle.batch_work import GitWorkTree
 from app.cycle.card_cycle import project_binding
 from app.cycle.pr_opener import HostPrOpener
-from app.domain.binding import runner_of
+from app.cycle.work_line_git import GitWorkTree
+from app.domain.card.binding import runner_of
 from app.engine.step import EngineDeps
 from app.errors import PairbotError
 from app.hosting import HostSettings, build_host
@@ -41,7 +41,7 @@ def pr_opener(env: Mapping[str, str], root: Path) -> HostPrOpener | None:
     Without them (or outside a project) the PR step blocks and names the remedy instead.
     """
     try:
-        # The same binding a card run would choose (app.domain.binding), said by that run.
+        # The same binding a card run would choose (app.domain.card.binding), said by that run.
         resolution, settings = project_binding(root, HostSettings.from_env(env), runner_of(env))
     except (PairbotError, ValueError):
         return None

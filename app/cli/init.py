@@ -5,9 +5,9 @@
     init_project(root, env, force) -> Init     the shell: infer, write, say
     run(args, root, env)                       the verb: print what init_project says
 
-What it infers is what a run would: the host binding comes from `app.domain.binding` fed the
+What it infers is what a run would: the host binding comes from `app.domain.card.binding` fed the
 checkout's `origin` remote (the same `bind_checkout` every CLI run uses), and the test command
-from the files git tracks (`app.domain.testgate`). The binding is written as a comment, not a
+from the files git tracks (`app.domain.review.testgate`). The binding is written as a comment, not a
 value: with no `hosts:` a run keeps inferring from where it runs (GitHub inside GitHub
 Actions, the origin remote on a plain checkout), and an explicit `hosts:` would pin it even
 after the repository moves. A detected pytest is written as the test command with its JUnit
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import yaml
 
-from app.domain.binding import KNOWN_HOSTS, Resolution, runner_of
-from app.domain.testgate import Detected, detect_test_commands
+from app.domain.card.binding import KNOWN_HOSTS, Resolution, runner_of
+from app.domain.review.testgate import Detected, detect_test_commands
 from app.engine.atomic import write_bytes_atomic
 from app.engine.manifest import PAIR_DIR, ProjectConfig
 from app.errors import ConfigError, UserError

@@ -1,7 +1,7 @@
 """`pairbot report cohort`: every card's outcome over the project's card journals.
 
-The only report so far (argparse refuses any other name): `app.cycle.cohort` reads the
-journals, `app.domain.cohort` renders them.
+The only report so far (argparse refuses any other name): `app.cycle.cohort_journals` reads the
+journals, `app.domain.reports.cohort` renders them.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.cycle.cohort import cohort_of
-from app.domain.cohort import render_cohort
+from app.cycle.cohort_journals import cohort_of
+from app.domain.reports.cohort import render_cohort
 
 
 def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:

@@ -1,8 +1,8 @@
 """`pairbot batch status NAME` of a plain batch: only what reading a status needs.
 
-No step machinery, and no pydantic unless a file needs the models to vouch for it
-(app.engine.status). A card's batch (card-<n>) is `app.cli.status_card`, which shows the card's
-own status and falls back to this one.
+No step machinery: the manifest's models, the journal and selection (app.engine.status). A
+card's batch (card-<n>) is `app.cli.status_card`, which shows the card's own status and falls
+back to this one.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from app.engine import render
-from app.engine.manifest_view import ManifestView
-from app.engine.status import batch_status, read_manifest
+from app.engine.manifest import BatchManifest, load_manifest
+from app.engine.status import batch_status
 
 
 def without_collector(read: Callable[[], int]) -> int:
@@ -34,7 +34,7 @@ def without_collector(read: Callable[[], int]) -> int:
             gc.enable()
 
 
-def print_batch_status(root: Path, name: str, manifest: ManifestView, *, as_json: bool) -> int:
+def print_batch_status(root: Path, name: str, manifest: BatchManifest, *, as_json: bool) -> int:
     """The batch's derived status and its next step, on stdout."""
     status = batch_status(root, name, manifest)
     print(json.dumps(render.status_json(status)) if as_json else render.status_text(status))
@@ -45,6 +45,6 @@ def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
     """`batch status` of a plain batch (an unknown one is a clear error from the manifest)."""
     return without_collector(
         lambda: print_batch_status(
-            root, args.name, read_manifest(root, args.name), as_json=args.json
+            root, args.name, load_manifest(root, args.name), as_json=args.json
         )
     )

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from app.cli.status import print_batch_status, without_collector
 from app.cycle.card_status import read_card_status
-from app.engine.status import read_manifest
+from app.engine.manifest import load_manifest
 
 
 def _print_status(root: Path, name: str, *, as_json: bool) -> int:
-    manifest = read_manifest(root, name)  # validates; an unknown batch is a clear error
+    manifest = load_manifest(root, name)  # validates; an unknown batch is a clear error
     card = read_card_status(root, name)
     if card is None:
         return print_batch_status(root, name, manifest, as_json=as_json)

@@ -1,9 +1,9 @@
 """The converge gate for a plain batch's change steps: the card vet's rules on the work line.
 
 `batch_vetter(work)` is what the surfaces inject as `EngineDeps.work_vet`
-(app/engine/workvet.py). For each change step of a plain batch it holds the step's work — the
+(app/engine/batch_vet_seam.py). For each change step of a plain batch it holds the step's work — the
 snapshot `parent..commit` on the batch's work line — to the rules a card step is held to
-(app/cycle/vet.py, `app.domain.guarded.STAGE_POLICY`):
+(app/cycle/card_vet.py, `app.domain.review.guarded.STAGE_POLICY`):
 
     propose        may not touch a protected file (an existing test, the runner's configuration,
                    a dependency manifest, `.pair/config.yaml`) nor write tests
@@ -28,16 +28,21 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.cycle.batch_work import GitWorkTree
+from app.cycle.card_vet import send_back, tree_listing
 from app.cycle.testrun import run_tests
-from app.cycle.vet import send_back, tree_listing
-from app.domain.guarded import guarded_violations, normalize_path, parse_name_status, stage_policy
-from app.domain.testgate import detect_test_commands, no_gate_note
-from app.domain.testsets import NoTestCommand, TestRun, iteration_verdict
+from app.cycle.work_line_git import GitWorkTree
+from app.domain.review.guarded import (
+    guarded_violations,
+    normalize_path,
+    parse_name_status,
+    stage_policy,
+)
+from app.domain.review.testgate import detect_test_commands, no_gate_note
+from app.domain.review.testsets import NoTestCommand, TestRun, iteration_verdict
 from app.engine import jsonl
+from app.engine.batch_vet_seam import VettedWork, WorkVet, WorkVetFactory, WorkVetRequest
 from app.engine.outcome import EngineStepOutcome
-from app.engine.work import Snapshot
-from app.engine.workvet import VettedWork, WorkVet, WorkVetFactory, WorkVetRequest
+from app.engine.work_line import Snapshot
 from hosts.git import run_git
 
 

@@ -12,7 +12,7 @@ Each surface reads its environment once into its own settings (the App's
 variables back into an environment for the cycle to read again. The steps themselves are
 `app.cycle.driver`'s functions; this class only binds them to one checkout.
 
-The hosts follow `app.domain.binding`: `hosts:` as declared in `.pair/config.yaml`, else where
+The hosts follow `app.domain.card.binding`: `hosts:` as declared in `.pair/config.yaml`, else where
 pairbot runs (`runner`, which the surface read from its environment) and the checkout's
 `origin`. The binding is said once through `say`; a card that already ran keeps the binding
 stored with its run-state (`driver.card_hosts` rebinds through `rebind`).
@@ -26,11 +26,11 @@ from pathlib import Path
 
 from app.cycle import driver
 from app.cycle.batch_vet import batch_vetter
-from app.cycle.batch_work import GitWorkTree
 from app.cycle.pr_opener import HostPrOpener
 from app.cycle.state import CardStep, CycleEnv
-from app.domain.binding import Binding, Resolution, Runner, describe
-from app.domain.dispatch import PairRequest
+from app.cycle.work_line_git import GitWorkTree
+from app.domain.card.binding import Binding, Resolution, Runner, describe
+from app.domain.intake.pair_request import PairRequest
 from app.engine.manifest import ProjectConfig, load_project_config
 from app.engine.step import EngineDeps, StepResult
 from app.hosting import HostSettings, bind_checkout, build_hosts

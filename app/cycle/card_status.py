@@ -27,7 +27,7 @@ from typing import Any
 from app.cycle.records import fold_cycle
 from app.cycle.schedule import card_of
 from app.cycle.state import park_status
-from app.domain.explain import NEXT_TEXT
+from app.domain.reports.explain import NEXT_TEXT
 from app.engine import jsonl
 from app.engine.runstate import Park, RunLocus, read_parks
 from hosts.labels import PREFIX, PrState

@@ -18,12 +18,12 @@ A step of a card (`card-<n>`, see `app.cycle.batch`), in order:
 3. the card's worktree is made fresh on `pair/card-<n>` at its newest tip
    (`app.cycle.worktree`), and `derive_change` names the transition from its plan;
 4. an agent transition runs through the engine's `run_change_step` with a vet
-   (`app.cycle.vet`): tests before and after, protected files, commit and push — a result
+   (`app.cycle.card_vet`): tests before and after, protected files, commit and push — a result
    that breaks or loses a passing test, or touches a sealed or protected file (existing
    tests, runner configs, dependency manifests), is sent back, never recorded as advanced;
 5. its publication follows in the same step: the draft PR after the first push, the review
    comment and `pair-review` status on the reviewed head after a verify;
-6. a converged card goes through `app.domain.cycle_end.decide_cycle_end`: delta re-review,
+6. a converged card goes through `app.domain.card.cycle_end.decide_cycle_end`: delta re-review,
    scope decision, the synthesis (published and read back), ready-for-merge, the merge gate;
 7. the `pr-state:*` label and the tracking comment tell what the step left behind.
 
@@ -43,8 +43,9 @@ from typing import Any, Literal
 from app.cycle import snapshot
 from app.cycle import worktree as wt
 from app.cycle.batch import card_branch, write_manifest
-from app.cycle.evidence import evidence_quotes, read_head_evidence, recorded_evidence
-from app.cycle.lessons import (
+from app.cycle.card_vet import Vetter
+from app.cycle.head_checks import evidence_quotes, read_head_evidence, recorded_evidence
+from app.cycle.lesson_files import (
     changed_files,
     distill_lesson,
     lessons_for_proposal,
@@ -83,16 +84,16 @@ from app.cycle.state import (
     risk_ledger,
     status_of,
 )
-from app.cycle.vet import Vetter
-from app.domain import cycle_end as ce
-from app.domain.binding import Binding, for_card
-from app.domain.commands import help_text
-from app.domain.dispatch import PairRequest
-from app.domain.evidence import Evidence, waiting_reason
-from app.domain.lessons import Lesson
-from app.domain.mdtext import one_line
-from app.domain.regression import active_risks
-from app.domain.verdict import history_rewrite_ids
+from app.domain.card import cycle_end as ce
+from app.domain.card.binding import Binding, for_card
+from app.domain.card.budget import budget_of
+from app.domain.intake.comment_commands import help_text
+from app.domain.intake.pair_request import PairRequest
+from app.domain.reports.lesson import Lesson
+from app.domain.review.evidence import Evidence, waiting_reason
+from app.domain.review.regression import active_risks
+from app.domain.review.verdict import history_rewrite_ids
+from app.domain.text.mdtext import one_line
 from app.engine import jsonl, lock
 from app.engine.manifest import load_manifest, load_project_config
 from app.engine.runner import ChangeStepContext, run_change_step
@@ -575,7 +576,7 @@ async def _transition(
         history=state.history,
         vet=vetter.vet,
         state_root=env.root,
-        card_budget=state.project.budget.to_budget() if state.project.budget else None,
+        card_budget=budget_of(state.project.budget),
         evidence=evidence_quotes(evidence),
         external_blocking=tuple(c.name for c in evidence.blocking)
         if evidence is not None and transition == "verify"

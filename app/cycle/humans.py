@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from app.domain.budget import BUDGET_APPROVAL
-from app.domain.verdict import FindingsReport
+from app.domain.card.budget import BUDGET_APPROVAL
+from app.domain.review.verdict import FindingsReport
 from app.engine import lock
 from app.engine.journal import JournalEntry, append_entry, read_index
 from app.engine.manifest import load_manifest, pair_dir

@@ -1,8 +1,8 @@
 """The engine's `PrOpener` over a code host: a batch's PR group, pushed and opened mechanically.
 
 For a batch (not a card: cards open their own PR after their first apply), the engine has
-already built the group's branch from its changes' recorded work (`app/engine/work.py`,
-`app/cycle/batch_work.py`). The opener pushes that branch through the host (the agent never
+already built the group's branch from its changes' recorded work (`app/engine/work_line.py`,
+`app/cycle/work_line_git.py`). The opener pushes that branch through the host (the agent never
 holds a forge credential) and opens a draft PR — or finds the one already open for the branch,
 so a resumed step never opens a second.
 """

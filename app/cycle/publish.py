@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from app.cycle.records import CycleRecord
-from app.domain.scope import scope_baseline_hash
-from app.domain.verdict import ScopeChange
+from app.domain.review.verdict import ScopeChange
+from app.domain.scope.decision import scope_baseline_hash
 from app.engine.runstate import RunLocus
 from app.engine.step import Clock, journal_event
 from hosts.base import Host

@@ -15,8 +15,8 @@ re-run tick knows what is already published and never does it twice:
     sealed           {paths, ids, round}         red's failing tests, sealed for later steps
     evidence         {head, checks: [{name, source, state, url, required, summary}]}
                                                  the checks others reported on the head, read
-                                                 before a verify (app.domain.evidence); written
-                                                 when they differ from the last one recorded
+                                                 before a verify (app.domain.review.evidence);
+                                                 written when they differ from the last one recorded
     reviewed         {head, cardHash, converged, blocking, round}
     review-published {head, comment?}            review comment + `pair-review` status are set
     scope-packet     {baseline, comment?}        the scope-decision packet comment is up
@@ -47,7 +47,7 @@ re-run tick knows what is already published and never does it twice:
     remediation      {batch, head, findings}     an accepted fix: the batch `fix-<round>`, the
                                                  head it produced, the findings it remediated
     risk             {action, risk, ...}         a regression-risk ledger entry
-                                                 (app.domain.regression), this run's only
+                                                 (app.domain.review.regression), this run's only
     rewrite-retry    {spent?}                    `/pair retry` at a history-rewrite escalation:
                                                  the next step reviews the branch's new head
                                                  (`spent`: it found the head unchanged)

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from app import __version__
-from app.cycle.evidence import recorded_evidence
+from app.cycle.head_checks import recorded_evidence
 from app.cycle.publish import kept
 from app.cycle.records import CycleRecord
 from app.cycle.state import (
@@ -29,15 +29,18 @@ from app.cycle.state import (
     status_of,
 )
 from app.cycle.worktree import Worktree
-from app.domain import cycle_end as ce
-from app.domain.agent_failures import failover_lines
-from app.domain.budget import check_budget
-from app.domain.dispatches import dispatch_stats
-from app.domain.explain import CardFacts, explain
-from app.domain.metrics import reduce_metrics
-from app.domain.panel import PANEL_VOTE_KIND, PanelVote
-from app.domain.review_comment import render_review, review_status_description
-from app.domain.scope import (
+from app.domain.card import cycle_end as ce
+from app.domain.card.agent_failures import failover_lines
+from app.domain.card.budget import budget_of, check_budget
+from app.domain.reports.dispatch_stats import dispatch_stats
+from app.domain.reports.explain import CardFacts, explain
+from app.domain.reports.metrics import reduce_metrics
+from app.domain.reports.synthesis import models_by_step, render_synthesis, synthesis_marker
+from app.domain.reports.tracking import TrackingStep, render_tracking
+from app.domain.review.panel import PANEL_VOTE_KIND, PanelVote
+from app.domain.review.review_comment import render_review, review_status_description
+from app.domain.review.verdict import FindingsReport
+from app.domain.scope.decision import (
     ExtendCard,
     NewCard,
     OpenRemediationRound,
@@ -48,9 +51,6 @@ from app.domain.scope import (
     rewrite_card,
     validate_decision,
 )
-from app.domain.synthesis import models_by_step, render_synthesis, synthesis_marker
-from app.domain.tracking import TrackingStep, render_tracking
-from app.domain.verdict import FindingsReport
 from app.engine.runstate import Park, read_parks, write_parks
 from app.engine.step import StepResult, iso_now, journal_event
 from app.engine.transition import Derivation, derive_change, read_change_disk
@@ -306,8 +306,7 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
     rec = state.rec
     run_id = rec.run_id or "run"
     mine = [r for r in state.records if r.get("key") == state.key]
-    limits = state.project.budget
-    budget = check_budget("card", limits.to_budget() if limits else None, mine, state.key)
+    budget = check_budget("card", budget_of(state.project.budget), mine, state.key)
     metrics = reduce_metrics(
         mine,
         as_of=iso_now(state.env.deps.clock),
@@ -540,8 +539,7 @@ def run_notes(state: CardState) -> tuple[str, ...]:
     card's budget figures when `.pair/config.yaml` sets one."""
     mine = [r for r in state.records if r.get("key") == state.key]
     notes = [f"failover: {line}" for line in failover_lines(mine)]
-    budget = state.project.budget
-    check = check_budget("card", budget.to_budget() if budget else None, mine, state.key)
+    check = check_budget("card", budget_of(state.project.budget), mine, state.key)
     if check is not None:
         notes.append(check.line)
     return tuple(notes)

@@ -8,10 +8,10 @@
     status_of       the `pr-state:*` a derivation stands for
     park_status     the `pr-state:*` a park stands for (a failed step: failed-<stage>)
     pending_scope   scope proposals no applied decision has settled
-    risk_ledger     this run's regression-risk ledger (`app.domain.regression`)
+    risk_ledger     this run's regression-risk ledger (`app.domain.review.regression`)
     rewrite_escalation  the active history-rewrite findings of the last review
 
-`app.cycle.driver` drives a step, `app.cycle.vet` checks an agent's result, `app.cycle.report`
+`app.cycle.driver` drives a step, `app.cycle.card_vet` checks an agent's result, `app.cycle.report`
 publishes; they share these without importing each other.
 """
 
@@ -25,13 +25,13 @@ from typing import Any
 from app.cycle.publish import Publisher
 from app.cycle.records import CycleRecord, fold_cycle
 from app.cycle.schedule import card_key
-from app.domain import cycle_end as ce
-from app.domain.autonomy import GateCondition, parse_gate_condition
-from app.domain.binding import Binding, Resolution
-from app.domain.explain import Explanation
-from app.domain.regression import RiskEvent
-from app.domain.sanitize import strip_hidden
-from app.domain.verdict import ScopeChange, history_rewrite_ids
+from app.domain.card import cycle_end as ce
+from app.domain.card.autonomy import GateCondition, parse_gate_condition
+from app.domain.card.binding import Binding, Resolution
+from app.domain.reports.explain import Explanation
+from app.domain.review.regression import RiskEvent
+from app.domain.review.verdict import ScopeChange, history_rewrite_ids
+from app.domain.text.sanitize import strip_hidden
 from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
 from app.engine.lock import LockProof
@@ -57,7 +57,7 @@ class CycleEnv:
     # run-state branch); called after a command is recorded and after a step's push.
     checkpoint: Callable[[], Awaitable[None]] | None = None
     # The project's host binding for this run and how to bind another one: a card that
-    # already ran keeps the binding stored with its run-state (`app.domain.binding.for_card`).
+    # already ran keeps the binding stored with its run-state (`app.domain.card.binding.for_card`).
     # None (a test's hand-built hosts): nothing is stored or compared.
     resolution: Resolution | None = None
     rebind: Callable[[Binding], CycleEnv] | None = None

@@ -1,7 +1,7 @@
 """Run the project's configured test command in a worktree and read its JUnit report.
 
 The card cycle runs `tests.command` before and after every apply / red / fix so the engine —
-not the agent — knows which tests fail (`app.domain.testsets` decides what the difference
+not the agent — knows which tests fail (`app.domain.review.testsets` decides what the difference
 means). The command executes code the agent wrote (a test, a conftest, the runner's own
 config), so it runs through the launcher's `run_command`: as the agent user, with no
 credential in its environment, in a PID namespace of its own (app/runtime/sandbox.py), bounded
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.domain.testsets import NoTestCommand, TestRun, UnreadableJUnit, read_run
+from app.domain.review.testsets import NoTestCommand, TestRun, UnreadableJUnit, read_run
 from app.engine.agent import AgentLauncher, CommandRun
 
 DEFAULT_TIMEOUT_S = 30 * 60.0

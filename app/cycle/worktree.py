@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.domain.base_branch import ci_base_branch
-from app.domain.guarded import ChangedPath, parse_name_status
+from app.domain.card.base_branch import ci_base_branch
+from app.domain.review.guarded import ChangedPath, parse_name_status
 from app.errors import OperatorError
 from hosts.git import GitError, run_git
 

@@ -10,7 +10,7 @@
                  caller's guidance, pairbot's own notes, recorded answers and
                  feedback, external findings (failing checks on the head), open findings:
                  each piece of human text as quoted data, stripped of hidden content
-                 (`app.domain.sanitize.reader_text`), attributed to its real
+                 (`app.domain.text.sanitize.reader_text`), attributed to its real
                  author and role (the card's author, a maintainer with write access, a
                  commenter without it), inside a fence longer than any backtick or tilde run
                  it holds, so no text can close its fence and add an instruction line
@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain import mdtext
-from app.domain.lessons import Lesson
-from app.domain.sanitize import reader_text, strip_hidden
+from app.domain.reports.lesson import Lesson
+from app.domain.text import mdtext
+from app.domain.text.sanitize import reader_text, strip_hidden
 from app.engine.agent import CommandId, Delegate
 from app.engine.manifest import Phase
 
@@ -64,7 +64,7 @@ class InstructionContext:
     answers: Sequence[str] = ()
     feedback: str | None = None
     open_findings: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
-    # Earlier cards' lessons on the files this one touches (`app.domain.lessons`), already
+    # Earlier cards' lessons on the files this one touches (`app.domain.reports.lesson`), already
     # selected and size-capped; a propose step shows them.
     lessons: Sequence[Lesson] = ()
     # Checks others reported on the head that did not pass (CI, linters): external findings.

@@ -5,9 +5,9 @@ Both are validated on load with strict models (unknown keys refused). A validati
 allowed; it is raised before anything runs or any run-state is touched.
 
 The paths and the YAML dialect (YAML 1.2 booleans) live in `app.engine.project_files`, which
-needs no pydantic, and are re-exported here. `batch status` validates through a light path first
-(`app.engine.manifest_fast`) and comes here only for what that path does not vouch for, so every
-error line is the one these models write.
+needs no pydantic, and are re-exported here. These models are the only ones of the two files:
+every command, `batch status` included, reads them through `load_project_config` and
+`load_manifest`.
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ from pydantic import (
     model_validator,
 )
 
-from app.domain.autonomy import parse_gate_condition
-from app.domain.binding import check_host_name
-from app.domain.budget import Budget
-from app.domain.panel import panel_slugs
-from app.domain.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
+from app.domain.card.autonomy import parse_gate_condition
+from app.domain.card.binding import check_host_name
+from app.domain.review.panel import panel_slugs
+from app.domain.review.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
 from app.engine.gates import Gate
-from app.engine.manifest_view import CycleUntil, LessonsWhere
 from app.engine.names import NAME_PATTERN, NAME_RULE
 from app.engine.project_files import (
     PAIR_DIR,
@@ -79,6 +77,8 @@ __all__ = [
 _UNION_TAGS = frozenset({"agent-name", "agent-with-model", "agent-list", "stage-map", "[key]"})
 
 HostName = Annotated[str, Field(min_length=1)]
+CycleUntil = Literal["ready-for-merge", "merged"]
+LessonsWhere = Literal["state-branch", "default-branch", "off"]
 
 
 class _KeyedError(ValueError):
@@ -127,10 +127,6 @@ class BudgetSettings(StrictModel):
     cost_usd: PositiveMoney | None = None
     steps: PositiveCount | None = None
 
-    def to_budget(self) -> Budget:
-        """The pure domain value the engine checks."""
-        return Budget(tokens=self.tokens, cost_usd=self.cost_usd, steps=self.steps)
-
 
 # ---------------------------------------------------------------- .pair/config.yaml
 
@@ -143,7 +139,7 @@ class HostsConfig(StrictModel):
 
     # Refused when the file is read (and by `pairbot validate`), in the loader's one line,
     # rather than as `host-unsupported` once a run has started. An undeclared key is not
-    # "local": `app.domain.binding.choose_binding` infers it from where pairbot runs.
+    # "local": `app.domain.card.binding.choose_binding` infers it from where pairbot runs.
     _known = field_validator("pm", "code")(check_host_name)
 
 
@@ -175,7 +171,8 @@ class TestsConfig(StrictModel):
     """How the engine runs the project's tests around apply, red and fix, and what it guards.
 
     `may_modify_tests` lifts the guard on tests and the runner's configuration for the paths
-    it matches, `may_modify_manifests` the one on dependency manifests (`app.domain.guarded`).
+    it matches, `may_modify_manifests` the one on dependency manifests
+    (`app.domain.review.guarded`).
     """
 
     command: str | None = None

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.domain.verdict import Verdict, has_verdict
+from app.domain.review.verdict import Verdict, has_verdict
 from app.engine.gates import Gate, StepKind, parks_for_approval
 from app.engine.journal import JournalEntry
 from app.engine.transition import ChangeDisk

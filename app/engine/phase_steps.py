@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.domain.base_branch import ci_base_branch
+from app.domain.card.base_branch import ci_base_branch
 from app.engine import jsonl, lock
 from app.engine.boundary import PrGroupBoundary, select_stacked_bases
 from app.engine.instructions import build_decomposition_instructions
@@ -38,7 +38,7 @@ from app.engine.step import (
     spawn_agent,
     to_result,
 )
-from app.engine.work import plan_group_builds, work_steps
+from app.engine.work_line import plan_group_builds, work_steps
 from app.errors import ConfigError, UserError
 from app.settings import resolve_settings
 

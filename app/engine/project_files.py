@@ -1,9 +1,7 @@
-"""Where a project's `.pair/` files live, and how their YAML is read, without their models.
+"""Where a project's `.pair/` files live, and how their YAML is read, apart from their models.
 
-`batch status` reads the manifest through a light path (`app.engine.manifest_fast`) that never
-loads pydantic; it still needs the same paths, the same "not a project" / "no such batch"
-errors and the same YAML dialect as the full loader (`app.engine.manifest`, which re-exports
-everything here). Keeping them apart from the models is what lets the light path exist.
+The paths, the "not a project" / "no such batch" errors and the YAML dialect; the models that
+validate what is read are `app.engine.manifest`'s, which re-exports everything here.
 
 YAML is read with YAML 1.2 booleans (only `true`/`false`), so `prGrouping: off` stays the
 string "off" instead of turning into `False` as YAML 1.1 would have it.

@@ -26,16 +26,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.domain.budget import Budget, check_budget, park_reason
-from app.domain.lessons import Lesson
-from app.domain.panel import (
+from app.domain.card.budget import Budget, budget_of, check_budget, park_reason
+from app.domain.reports.lesson import Lesson
+from app.domain.review.panel import (
     PANEL_VOTE_KIND,
     PanelVote,
     merge_reports,
     panel_id_problems,
     panel_verdict,
 )
-from app.domain.verdict import (
+from app.domain.review.verdict import (
     DEFAULT_FLOOR,
     FindingsReport,
     Severity,
@@ -48,6 +48,7 @@ from app.domain.verdict import (
 )
 from app.engine import jsonl, lock
 from app.engine.agent import AgentUsage
+from app.engine.batch_vet_seam import WorkVet, WorkVetRequest
 from app.engine.gates import Gate
 from app.engine.instructions import InstructionContext, Quoted, build_instructions
 from app.engine.journal import JournalEntry, JournalIndex, KeyHistory, read_index
@@ -88,7 +89,7 @@ from app.engine.step import (
     with_agent,
 )
 from app.engine.transition import Transition, derive_change, read_change_disk
-from app.engine.work import (
+from app.engine.work_line import (
     WORK_KIND,
     Snapshot,
     WorkTree,
@@ -98,7 +99,6 @@ from app.engine.work import (
     work_record,
     work_steps,
 )
-from app.engine.workvet import WorkVet, WorkVetRequest
 from app.settings import AgentChoice, ResolvedSettings, resolve_settings
 
 
@@ -629,8 +629,8 @@ async def run_step(
         guidance=guidance,
         history=history,
         record_work=True,
-        card_budget=project.budget.to_budget() if project.budget else None,
-        batch_budget=manifest.budget.to_budget() if manifest.budget else None,
+        card_budget=budget_of(project.budget),
+        batch_budget=budget_of(manifest.budget),
         tests=project.tests,
         severity_floor=project.review.severity_floor,
     )

@@ -35,9 +35,8 @@ from app.engine.transition import (
 )
 
 if TYPE_CHECKING:
-    # A protocol, not the pydantic models: `batch status` selects over a manifest it read
-    # without loading pydantic (app.engine.manifest_fast).
-    from app.engine.manifest_view import ManifestView, PhaseView
+    # Only for the annotations: selection itself stays pure and model-free at import.
+    from app.engine.manifest import BatchManifest, Phase
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ class BatchFacts:
     """Everything selection reads, gathered once by the shell."""
 
     name: str
-    manifest: ManifestView
+    manifest: BatchManifest
     disks: Mapping[str, ChangeDisk]
     journal: JournalIndex
     parks: Mapping[str, Park] = field(default_factory=dict)
@@ -225,7 +224,7 @@ def _boundary_proof(phases: list[PhaseState], before: str) -> ProofTarget | None
     return None
 
 
-def _phase_changes(phases: Sequence[PhaseView]) -> list[tuple[str, tuple[str, ...]]]:
+def _phase_changes(phases: Sequence[Phase]) -> list[tuple[str, tuple[str, ...]]]:
     return [(phase.name, phase.change_names) for phase in phases]
 
 
@@ -234,7 +233,7 @@ def pr_boundaries(facts: BatchFacts) -> list[PrGroupBoundary]:
     return manifest_boundaries(facts.name, facts.manifest)
 
 
-def manifest_boundaries(batch: str, manifest: ManifestView) -> list[PrGroupBoundary]:
+def manifest_boundaries(batch: str, manifest: BatchManifest) -> list[PrGroupBoundary]:
     """The PR groups a manifest defines under its `prGrouping`, in order (plan only)."""
     return detect_pr_group_boundaries(batch, _phase_changes(manifest.phases), manifest.pr_grouping)
 

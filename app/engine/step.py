@@ -10,7 +10,7 @@ directory's live log (`app.engine.livelog`, `<run dir>/live/<session>.log`), whi
 shows.
 
 Failover: when the stage's agent names a fallback (`agent: [claude, codex]`) and the run failed
-on a recognised quota, auth or crash signature (`app.domain.agent_failures`, the one table),
+on a recognised quota, auth or crash signature (`app.domain.card.agent_failures`, the one table),
 `spawn_agent` ends the failed attempt with a `failed` outcome, journals a `failover` entry
 (`data`: the failed agent, the signature, the agent used next, the vendor's reason) and runs the
 same step once more, in a new session, with the fallback agent. A failure on the step's merits
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-from app.domain.agent_failures import (
+from app.domain.card.agent_failures import (
     FAILOVER_KIND,
     FailureKind,
     classify_failure,
@@ -40,7 +40,7 @@ from app.domain.agent_failures import (
     one_line,
     vendor_reason,
 )
-from app.domain.verdict import Verdict
+from app.domain.review.verdict import Verdict
 from app.engine import lock
 from app.engine.agent import (
     AgentLaunch,
@@ -51,13 +51,13 @@ from app.engine.agent import (
     CommandId,
     LineSink,
 )
+from app.engine.batch_vet_seam import WorkVetFactory
 from app.engine.boundary import PrGroupBoundary
 from app.engine.journal import JournalEntry, append_entry, read_journal, session_entries
 from app.engine.livelog import LiveLog
 from app.engine.outcome import EngineStepOutcome, ModelHintContext, StepState
 from app.engine.runstate import Park, RunLocus, read_parks, write_parks
-from app.engine.work import WorkTree
-from app.engine.workvet import WorkVetFactory
+from app.engine.work_line import WorkTree
 from app.proc import START_FAILURE_EXIT_CODE, credential_values
 from app.settings import AgentChoice, AgentStage, ResolvedSettings
 
@@ -143,7 +143,8 @@ class EngineDeps:
     # change steps record nothing and the PR step hands the opener branches as they are.
     work: WorkTree | None = None
     # Vets a plain batch's step (the converge gate of card steps) before its outcome and its
-    # work are recorded (app/engine/workvet.py); without it a batch step is recorded as it ends.
+    # work are recorded (app/engine/batch_vet_seam.py); without it a batch step is recorded as it
+    # ends.
     work_vet: WorkVetFactory | None = None
     pairbot_bin_dir: str = field(default_factory=lambda: str(Path(sys.executable).parent))
 
@@ -223,7 +224,7 @@ def record_outcome(
     """Persist (or clear) the park, then journal the outcome: 'done' after the effect.
 
     `budget_park` is why an accepted step parks `awaiting-human`: it took the change (or its
-    batch) over a budget (`app.domain.budget`).
+    batch) over a budget (`app.domain.card.budget`).
     """
     verdict_record = None
     if verdict is not None:

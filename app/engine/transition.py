@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from app.domain.plan import count_tasks
+from app.domain.card.plan import count_tasks
 from app.engine.journal import KeyHistory
 
 Transition = Literal["propose", "apply", "verify", "red", "fix"]

@@ -2,7 +2,8 @@
 
 settings.py     AppSettings: every PAIR_* variable, read once, secrets as SecretStr
 signature.py    X-Hub-Signature-256 and Azure DevOps Basic auth, in constant time (pure)
-events.py       a verified delivery → the shared intake (app/domain/intake.py) → its jobs (pure)
+events.py       a verified delivery → the shared intake (app/domain/intake/intent.py) → its
+                jobs (pure)
 jobs.py         the job kinds and the dispatch payloads the Action and the worker receive
 forge.py        what the service does to a code host (react, comment, permission, dispatch)
 handling.py     one queued job: authorize, acknowledge, dispatch or execute

@@ -25,7 +25,7 @@ Two cases are not one-to-one:
   project; several are ambiguous and refused.
 - The root serves every job no checkout claims when the App answers on the root's local forge
   (`pairbot serve --dev`, `any_repository`), or when the root names no hosted repository and
-  the binding it resolves (`app.domain.binding`) is `local` for both keys: either way it
+  the binding it resolves (`app.domain.card.binding`) is `local` for both keys: either way it
   publishes to its own local forge, never to the repository a delivery names.
 
 A GitHub job carries its installation id and an Azure DevOps job none, so a GitHub job never
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from app.domain.binding import parse_origin
+from app.domain.card.binding import parse_origin
 from app.errors import UserError
 from hosts.git import GitError, run_git
 
@@ -82,7 +82,7 @@ class Checkout:
 def repo_of_remote(url: str, github_api_url: str = GITHUB_API) -> RepoId | None:
     """The repository a git remote URL names; None for a path or a forge no adapter serves. Pure.
 
-    What the URL names is `app.domain.binding.parse_origin`'s answer, the one every binding
+    What the URL names is `app.domain.card.binding.parse_origin`'s answer, the one every binding
     uses: github.com or the GitHub Enterprise Server `github_api_url` belongs to, Azure DevOps
     (dev.azure.com, <org>.visualstudio.com, ssh.dev.azure.com). A credential in the URL is
     never kept.
@@ -195,7 +195,7 @@ def acting_as(hosts: HostSettings, repo: RepoId, installation: int | None) -> Ho
 
 def binds_only_local(root: Path) -> bool:
     """The root is a pairbot project whose cards and pull requests live on the local forge:
-    the binding a run on it chooses (`app.domain.binding`: `hosts:` as declared, else its
+    the binding a run on it chooses (`app.domain.card.binding`: `hosts:` as declared, else its
     `origin` remote, `local` only when that is absent or a path) is local for both."""
     if not (root / ".pair" / "config.yaml").is_file() or not is_work_tree_top(root):
         return False

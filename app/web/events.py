@@ -4,17 +4,17 @@
     route_azure(payload, policy, delivery)                 -> Routed
 
 What a GitHub event asks for is decided once, for the App and the Action alike, by the pure
-intake (`app.domain.intake.intake`: own comments, bots, commands, scope decisions, moved heads,
-dispatches, installations — its docstring states the rules). This module only translates: the
+intake (`app.domain.intake.intent.intake`: own comments, bots, commands, scope decisions, moved
+heads, dispatches, installations — its docstring states the rules). This module only translates: the
 intent becomes the store's jobs (`command`, `scope-decision`, `head-moved`), an installation
 change, or an ignored delivery (`Routed.silent`: dropped before anything is written). Intents
 only the Action acts on (ticks, the App's own `pair` dispatches) and malformed payloads are
 "not for the App": 2xx and one log line, never a 500. `Routed.intent` keeps the intent, so a
 test can hold the App's reading of a payload against the Action's.
 
-An Azure DevOps service hook is read by `app.domain.azure_hooks.read_azure_hook` (shared with
+An Azure DevOps service hook is read by `app.domain.intake.azure_hooks.read_azure_hook` (shared with
 the Azure Pipelines entry, `action.azure`) into the same host-neutral comment
-(`app.domain.intake.comment_intent`): PR comments and work-item comments route like issue
+(`app.domain.intake.intent.comment_intent`): PR comments and work-item comments route like issue
 comments, `git.pullrequest.updated` on a pairbot branch like `synchronize`.
 """
 
@@ -24,10 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.domain.azure_hooks import AZURE_EVENTS, html_to_text, read_azure_hook
-from app.domain.commands import Command
-from app.domain.dispatch import PairRequest
-from app.domain.intake import (
+from app.domain.intake.azure_hooks import AZURE_EVENTS, html_to_text, read_azure_hook
+from app.domain.intake.comment_commands import Command
+from app.domain.intake.intent import (
     Comment,
     HeadMoved,
     Ignore,
@@ -40,6 +39,7 @@ from app.domain.intake import (
     Tick,
     intake,
 )
+from app.domain.intake.pair_request import PairRequest
 from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
 from hosts.models import Author
@@ -282,7 +282,7 @@ AZURE_ROUTES: Final = AZURE_EVENTS
 
 def route_azure(payload: Payload, policy: Policy, delivery: str) -> Routed:
     """The jobs a verified Azure DevOps service-hook notification asks for: the shared reading
-    (`app.domain.azure_hooks`, the Azure Pipelines entry's too), translated."""
+    (`app.domain.intake.azure_hooks`, the Azure Pipelines entry's too), translated."""
     hook = read_azure_hook(payload, policy, delivery)
     intent = hook.intent
     if not hook.repo:  # unreadable, or not for pairbot: nothing of it is kept

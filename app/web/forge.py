@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from app.domain.dispatch import DISPATCH_EVENT_TYPE
+from app.domain.intake.pair_request import DISPATCH_EVENT_TYPE
 from app.errors import ConfigError
 from app.hosting import LOCAL_FORGE_DIR, HostSettings, build_host
 from hosts.base import Host, Reaction

@@ -2,10 +2,10 @@
 
 A `command` job, in order:
 
-    authorize      the author (app.domain.intake.decide; the permission comes from the
+    authorize      the author (app.domain.intake.intent.decide; the permission comes from the
                    collaborator-permission API, cached briefly) — a refused human gets ONE
                    polite reply; a malformed command gets its usage, `help` the help; done
-                   (app.domain.replies.answer_comment: the Action answers the same)
+                   (app.domain.intake.answers.answer_comment: the Action answers the same)
     acknowledge    👀 on the comment and, for a comment on a card, the card's tracking
                    comment (marker `tracking #<card>`), "queued `/pair <verb>`…" (a command on
                    a pull request acts on the card behind it, which the cycle finds)
@@ -28,7 +28,7 @@ What a failure does is decided by `on_failure` (pure): rate limits, an unavailab
 busy batch lock are retried later with backoff; anything else fails the job, logged for the
 operator (no traceback ever reaches a comment or an HTTP answer). A command or scope decision
 whose author was authorized and that fails for good is answered on its comment, under that
-same reply marker (`app.domain.replies`): a `UserError` with its own text (it names the
+same reply marker (`app.domain.intake.answers`): a `UserError` with its own text (it names the
 remedy), anything else with a short sentence of `failure_reason` — never the error's text,
 which may name internals. A reply that cannot be posted is logged and changes nothing else.
 """
@@ -42,10 +42,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from app.domain.commands import CommandError, Decision
-from app.domain.dispatch import PairRequest
-from app.domain.intake import decide, needs_permission
-from app.domain.replies import (
+from app.domain.intake.answers import (
     Reply,
     answer_comment,
     comment_reply_marker,
@@ -53,6 +50,9 @@ from app.domain.replies import (
     failed_tracking_body,
     inline_code,
 )
+from app.domain.intake.comment_commands import CommandError, Decision
+from app.domain.intake.intent import decide, needs_permission
+from app.domain.intake.pair_request import PairRequest
 from app.errors import BatchLockedError, CommandNotRun, PairbotError, UserError
 from app.failures import explain
 from app.store.base import JobRecord, Store
@@ -352,7 +352,7 @@ class JobHandler:
         return await self._deliver(job, request)
 
     async def _authorize(self, forge: Forge, job: JobRecord, commenter: Commenter) -> Decision:
-        # pairbot's own events never reach a job: the intake drops them (app.domain.intake).
+        # pairbot's own events never reach a job: the intake drops them (app.domain.intake.intent).
         allowlist, identities = self.policy().allowlist, self.policy().identity_allowlist
         author = Author(login=commenter.login, id=commenter.id, is_bot=commenter.is_bot)
         permission: Permission | None = None

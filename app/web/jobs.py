@@ -3,8 +3,8 @@
 Three kinds of job reach the Action (`execution: actions`, as a `repository_dispatch` of type
 `pair`) or the App's worker (`execution: worker`, as a `Job` handed to the executor):
 
-    PairRequest        an accepted `/pair <verb>` (app.domain.dispatch): its client_payload is
-                       `PairRequest.to_payload()` and carries no "kind" key:
+    PairRequest        an accepted `/pair <verb>` (app.domain.intake.pair_request): its
+                       client_payload is `PairRequest.to_payload()` and carries no "kind" key:
                        {"version": 1, "card": 12, "command": {"verb", "args", "text"},
                         "delivery": "<X-GitHub-Delivery>", "comment": {"id", "authorLogin",
                         "authorId", "url", "onPull"}}
@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.domain.dispatch import PAYLOAD_VERSION, CommentRef, PairRequest, PayloadError
+from app.domain.intake.pair_request import PAYLOAD_VERSION, CommentRef, PairRequest, PayloadError
 
 ScopeKind: Final = "scope-decision"
 HeadKind: Final = "head-moved"

@@ -1,6 +1,6 @@
 """The status pages' session: a signed cookie (itsdangerous, as Starlette's SessionMiddleware).
 
-The cookie holds an `app.domain.access.Session` as compact JSON, zlib-compressed when that is
+The cookie holds an `app.domain.intake.access.Session` as compact JSON, zlib-compressed when that is
 shorter, signed with HMAC-SHA256 under a key derived from the session secret. It is signed,
 not encrypted: its holder can read it, and it holds nothing they may not know (their login,
 the names of the repositories they can read, their CSRF token). A cookie whose signature does
@@ -34,7 +34,7 @@ from typing import Final
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from app.domain.access import Session
+from app.domain.intake.access import Session
 
 COOKIE: Final = "pairbot_session"
 MAX_AGE_S: Final = 12 * 3600  # a session's absolute lifetime

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from app.domain.azure_hooks import parse_identity_allowlist
-from app.domain.commands import DEFAULT_TRIGGER, parse_commands
+from app.domain.intake.azure_hooks import parse_identity_allowlist
+from app.domain.intake.comment_commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import ConfigError
 from app.hosting import HostSettings
 from app.store.factory import redact_url

@@ -5,7 +5,7 @@ through (one prefix check: the webhook edge is measured and stays lean). For eve
 request it
 
     reads the signed session cookie (app.web.sessions; tampered or expired: a fresh session)
-    → decides the viewer (app.domain.access.decide) and puts it in the scope (`VIEWER_KEY`,
+    → decides the viewer (app.domain.intake.access.decide) and puts it in the scope (`VIEWER_KEY`,
       read by the pages with `viewer_of`), with the session's CSRF token (`CSRF_KEY`)
     → an unsafe method (not GET/HEAD/OPTIONS) without the operator's bearer token needs the
       CSRF token (form field `csrf` or header `X-CSRF-Token`) and a same-site Origin: else 403
@@ -37,7 +37,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.domain.access import (
+from app.domain.intake.access import (
     SAFE_METHODS,
     Decision,
     Session,

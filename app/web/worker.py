@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.domain.dispatch import PairRequest
+from app.domain.intake.pair_request import PairRequest
 from app.store.base import JobRecord, Store
 from app.web.handling import Executor
 from app.web.jobs import Job, ScopeDecisionJob

@@ -14,7 +14,7 @@ from action import deliveries
 from action.azure.__main__ import main
 from action.azure.hook import MAX_PAYLOAD_BYTES, read_notification
 from action.event import MalformedEventError
-from app.domain.intake import Comment, Ignore, Policy
+from app.domain.intake.intent import Comment, Ignore, Policy
 from app.errors import UserError
 from tests.action.test_azure_settings import TOKEN, pipeline_env
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from action.context import AGENT_KEY_INPUTS, INPUTS, ActionContext
-from app.domain.autonomy import GateCondition
+from app.domain.card.autonomy import GateCondition
 from app.errors import UserError
 
 # Shaped like a PEM key (the context checks the armour, not the key): not a real key.

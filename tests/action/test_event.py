@@ -1,6 +1,6 @@
 """The Action's adapter: `classify` over real webhook payloads (tests/fixtures/github-webhooks),
 and what `action.comments` answers a comment with (the App's text and marker: the equivalence
-of the two surfaces is tests/domain/test_intake_equivalence.py).
+of the two surfaces is tests/domain/intake/test_intake_equivalence.py).
 
 Each case starts from a real delivery and changes only what it is about (a comment body, an
 action, an author), so everything else is what GitHub really sends.
@@ -31,10 +31,10 @@ from action.event import (
     classify,
     ignored_reason,
 )
-from app.domain.commands import Command, CommandError
-from app.domain.dispatch import CommentRef, PairRequest, PayloadError
-from app.domain.intake import Installation, decide, needs_permission
-from app.domain.replies import Reply
+from app.domain.intake.answers import Reply
+from app.domain.intake.comment_commands import Command, CommandError
+from app.domain.intake.intent import Installation, decide, needs_permission
+from app.domain.intake.pair_request import CommentRef, PairRequest, PayloadError
 from app.errors import OperatorError, UserError
 from hosts.markers import make_marker
 from hosts.models import Author

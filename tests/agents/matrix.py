@@ -32,8 +32,8 @@ from typing import Any, Literal
 import yaml
 
 from app.cycle.driver import CycleEnv, handle_request
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps
 from app.hosting import BoundHosts

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.agent_failures import FailureKind, classify_failure, vendor_reason
+from app.domain.card.agent_failures import FailureKind, classify_failure, vendor_reason
 from app.engine.outcome import SessionEvidence, map_session_to_outcome
 from app.runtime.adapters import resolve_argv
 from app.settings import AgentSpecModel, BatchSettings, resolve_settings

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.binding import resolve_binding
+from app.domain.card.binding import resolve_binding
 from app.errors import ConfigError
 from app.hosting import HostSettings, build_hosts
 from hosts.errors import HostUnsupported
@@ -70,7 +70,7 @@ def test_an_unknown_host_halts_naming_it_and_the_adapters() -> None:
 def test_a_github_binding_never_imports_the_azure_devops_sdk(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path\n"
-        "from app.domain.binding import resolve_binding\n"
+        "from app.domain.card.binding import resolve_binding\n"
         "from app.hosting import HostSettings, build_hosts\n"
         "settings = HostSettings.from_env({'GITHUB_REPOSITORY': 'o/r', 'GITHUB_TOKEN': 't'})\n"
         "build_hosts(resolve_binding({'pm': 'github', 'code': 'github'}), settings, Path('.'))\n"

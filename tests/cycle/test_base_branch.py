@@ -15,7 +15,7 @@ import pytest
 
 from app.cycle import worktree as wt
 from app.cycle.worktree import WorktreeError, current_branch
-from app.domain.base_branch import ci_base_branch
+from app.domain.card.base_branch import ci_base_branch
 from tests.support.checkouts import actions_checkout, azure_checkout_self, is_detached
 
 

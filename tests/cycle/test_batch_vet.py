@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from app.cycle.batch_vet import batch_vetter, sendbacks_in_a_row
-from app.cycle.batch_work import GitWorkTree
+from app.cycle.work_line_git import GitWorkTree
 from app.engine.step import EngineDeps, StepResult
-from app.engine.work import work_branch
+from app.engine.work_line import work_branch
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from tests.support.card_project import CHECKS

@@ -11,8 +11,8 @@ import yaml
 from pydantic import SecretStr
 
 from app.cycle.card_cycle import CardCycle
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.hosting import HostSettings
 from hosts.github import GitHubHost
 from hosts.local import LocalHost

@@ -13,8 +13,8 @@ import pytest
 from app.cycle.card_status import CardStatus, card_status, read_card_status
 from app.cycle.records import fold_cycle
 from app.cycle.state import dangling_step, park_status
-from app.domain.cycle_end import next_end_step
-from app.domain.explain import CardFacts, explain
+from app.domain.card.cycle_end import next_end_step
+from app.domain.reports.explain import CardFacts, explain
 from app.engine.runstate import Park
 from hosts.labels import PrState
 

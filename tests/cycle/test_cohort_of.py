@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.cycle.cohort import card_figures, cohort_of
+from app.cycle.cohort_journals import card_figures, cohort_of
 
 
 def write_journal(root: Path, batch: str, records: list[dict[str, Any]]) -> None:

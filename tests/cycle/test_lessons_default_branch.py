@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.domain.lessons import parse_lesson
+from app.domain.reports.lesson import parse_lesson
 from tests.support.card_project import MAINTAINER, CardProject
 from tests.support.git import git
 

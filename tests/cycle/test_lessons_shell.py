@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from app.cycle.lessons import (
+from app.cycle.lesson_files import (
     changed_files,
     commit_lesson,
     cycle_records,
@@ -14,7 +14,7 @@ from app.cycle.lessons import (
     read_lessons,
     record_lesson,
 )
-from app.domain.lessons import Lesson, render_lesson
+from app.domain.reports.lesson import Lesson, render_lesson
 from app.engine.instructions import InstructionContext, build_instructions
 from app.engine.manifest import LessonsConfig
 from tests.support.git import git, init_repo

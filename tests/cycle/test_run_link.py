@@ -15,10 +15,10 @@ import pytest
 
 from action.context import ActionContext
 from app.cycle.driver import handle_request
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
-from app.domain.explain import CardFacts, explain
-from app.domain.tracking import render_tracking
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
+from app.domain.reports.explain import CardFacts, explain
+from app.domain.reports.tracking import render_tracking
 from app.errors import ConfigError
 from app.web.settings import AppSettings
 from tests.support.card_project import CardProject

@@ -190,8 +190,8 @@ def test_bad_card_commands_exit_2_with_the_usage(
 
 def test_a_redelivered_command_runs_nothing(tmp_path: Path) -> None:
     from app.cycle.driver import handle_request
-    from app.domain.commands import Command, parse_commands
-    from app.domain.dispatch import PairRequest
+    from app.domain.intake.comment_commands import Command, parse_commands
+    from app.domain.intake.pair_request import PairRequest
 
     project = CardProject.create(tmp_path, cycle={"prepare": "always"})
     project.command("implement")
@@ -214,8 +214,8 @@ def test_a_command_the_app_announced_on_the_tracking_comment_republishes_it(
     `/pair …`" (app/web/handling.py); the step must write the card's state back even when its
     own body is unchanged, or "queued … runs next" would stand for good."""
     from app.cycle.driver import handle_request
-    from app.domain.commands import Command, parse_commands
-    from app.domain.dispatch import CommentRef, PairRequest
+    from app.domain.intake.comment_commands import Command, parse_commands
+    from app.domain.intake.pair_request import CommentRef, PairRequest
     from hosts.markers import make_marker
 
     project = CardProject.create(tmp_path)
@@ -254,8 +254,8 @@ def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) ->
     """The App forwards a PR comment's command with the PR's number (it cannot know the card);
     the cycle finds the card behind the pull request. A PR no cycle opened is refused."""
     from app.cycle.driver import handle_request
-    from app.domain.commands import Command, parse_commands
-    from app.domain.dispatch import CommentRef, PairRequest
+    from app.domain.intake.comment_commands import Command, parse_commands
+    from app.domain.intake.pair_request import CommentRef, PairRequest
 
     project = CardProject.create(tmp_path)
     project.script({"verify": ["crash", "ok"]})
@@ -279,8 +279,8 @@ def test_a_command_on_the_cards_pull_request_acts_on_the_card(tmp_path: Path) ->
 
 
 def test_the_apps_worker_executor_runs_a_real_cycle_step(tmp_path: Path) -> None:
-    from app.domain.commands import Command, parse_commands
-    from app.domain.dispatch import PairRequest
+    from app.domain.intake.comment_commands import Command, parse_commands
+    from app.domain.intake.pair_request import PairRequest
     from app.hosting import HostSettings
     from app.web.worker import cycle_executor
 

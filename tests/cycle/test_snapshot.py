@@ -8,8 +8,8 @@ from pathlib import Path
 
 from app.cycle.driver import handle_request
 from app.cycle.snapshot import quotes
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import CommentRef, PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import CommentRef, PairRequest
 from hosts.models import Author, Target
 from tests.support.card_project import MAINTAINER, CardProject, card_journal, cycle_events
 

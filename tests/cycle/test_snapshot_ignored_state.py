@@ -13,7 +13,7 @@ from pathlib import Path
 
 from app.cli.init import IGNORED
 from app.cycle import worktree as wt
-from app.cycle.batch_work import GitWorkTree
+from app.cycle.work_line_git import GitWorkTree
 from hosts.git import run_git
 
 

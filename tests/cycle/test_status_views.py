@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.cli import run
-from app.domain import mdtext
+from app.domain.text import mdtext
 from app.store.base import JobRecord
 from app.web.pages import html as html_pages
 from app.web.pages.model import overview

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.engine.step import EngineDeps
 from app.errors import UserError
 from app.hosting import HostSettings

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.domain import mdtext
-from app.domain.dispatch import CommentRef, PairRequest
+from app.domain.intake.pair_request import CommentRef, PairRequest
+from app.domain.text import mdtext
 from hosts.markers import make_marker
 from tests.e2e.action_harness import MAINTAINER, action_repo
 

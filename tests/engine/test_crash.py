@@ -50,7 +50,7 @@ from typing import Any
 
 import pytest
 
-from app.domain.plan import count_tasks
+from app.domain.card.plan import count_tasks
 from app.engine import jsonl
 from app.engine.lock import EMPTY_GRACE_SECONDS
 from tests.support.project import PAIRBOT, Project, agent_env

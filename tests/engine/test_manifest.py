@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.budget import Budget
+from app.domain.card.budget import Budget, budget_of
 from app.engine.manifest import (
     LLM_JUDGE_REFUSAL,
     BatchManifest,
@@ -473,7 +473,7 @@ def test_budgets_and_fallback_lists_load(tmp_path: Path) -> None:
     )
     config = load_project_config(tmp_path)
     assert config.budget is not None
-    assert config.budget.to_budget() == Budget(tokens=100_000, cost_usd=1.5, steps=4)
+    assert budget_of(config.budget) == Budget(tokens=100_000, cost_usd=1.5, steps=4)
     settings = resolve_settings(env={}, manifest=None, project=config.batch)
     apply = settings.agent_for("apply")
     assert (apply.name, apply.fallback) == (

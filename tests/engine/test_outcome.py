@@ -8,7 +8,7 @@ from typing import Any, get_args
 
 import pytest
 
-from app.domain.verdict import Verdict
+from app.domain.review.verdict import Verdict
 from app.engine.gates import Gate, StepKind
 from app.engine.journal import JournalEntry
 from app.engine.outcome import (

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from app.cycle.batch_work import GitWorkTree
 from app.cycle.pr_opener import HostPrOpener
+from app.cycle.work_line_git import GitWorkTree
 from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps, PrRequest
 from app.runtime.launcher import Launcher

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.engine.boundary import detect_pr_group_boundaries, select_stacked_bases
-from app.engine.work import (
+from app.engine.work_line import (
     ChangeWork,
     GroupBuild,
     Snapshot,

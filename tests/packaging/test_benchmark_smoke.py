@@ -31,7 +31,7 @@ def test_benchmark_runs_at_its_smallest_size() -> None:
     assert commands[0].floor_s > 0
     assert commands[0].command_s > 0
     assert "`pairbot batch status` as a command" in table
-    assert "≤ 3x:" in table
+    assert "≤ 4x:" in table  # 1k entries: the goal issue #26 set for one manifest model
 
 
 @pytest.mark.slow_first(15)

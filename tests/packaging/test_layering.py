@@ -242,7 +242,7 @@ def test_the_contract_sees_every_product_package() -> None:
         pytest.param(RULES[1], "app.domain.x", "hosts.github", True, id="domain-importing-adapter"),
         pytest.param(RULES[2], "app.engine.step", "app.runtime.rex", True, id="engine-to-runtime"),
         pytest.param(
-            RULES[2], "app.engine.step", "app.domain.verdict", False, id="engine-to-domain"
+            RULES[2], "app.engine.step", "app.domain.review.verdict", False, id="engine-to-domain"
         ),
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.agent", False, id="runtime-to-seam"),
         pytest.param(RULES[3], "app.runtime.rex", "app.engine.step", True, id="runtime-past-seam"),

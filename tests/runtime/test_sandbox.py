@@ -122,7 +122,7 @@ def test_a_rewritten_test_runner_finds_no_credential_and_leaves_nothing(
 
 def test_a_test_runner_that_is_not_installed_says_so(tmp_path: Path) -> None:
     from app.cycle.testrun import run_tests
-    from app.domain.testsets import MissingJUnit
+    from app.domain.review.testsets import MissingJUnit
 
     tree = tmp_path / "worktree"
     tree.mkdir()

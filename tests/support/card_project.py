@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from app.cycle.driver import CardStep, CycleEnv, advance_card, handle_request
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.engine.step import EngineDeps
 from app.hosting import BoundHosts
 from app.runtime.launcher import Launcher

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.domain.dispatch import PairRequest
+from app.domain.intake.pair_request import PairRequest
 from app.web.app import create_app
 from app.web.jobs import HeadMovedJob, ScopeDecisionJob
 from hosts.markers import make_marker

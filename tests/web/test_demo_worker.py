@@ -20,8 +20,8 @@ import pytest
 import dev
 from app.cli.demo import CARDS, MAINTAINER, demo_deps, forge_of, main, prepare, set_up
 from app.cycle.card_cycle import CardCycle
-from app.domain.commands import Command, parse_commands
-from app.domain.dispatch import PairRequest
+from app.domain.intake.comment_commands import Command, parse_commands
+from app.domain.intake.pair_request import PairRequest
 from app.hosting import HostSettings
 from app.web.pages.read import card_views, read_local
 from app.web.ticker import checkout_tick

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.domain import mdtext
+from app.domain.text import mdtext
 from app.errors import CommandNotRun, UserError
 from app.hosting import HostSettings
 from app.store.sqlite import SqliteStore

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.domain.cohort import reduce_cohort
+from app.domain.reports.cohort import reduce_cohort
 from app.engine.jsonl import append_record
 from app.engine.runstate import Park
 from app.store.base import JobRecord, NewJob

@@ -28,7 +28,7 @@ import httpx
 import psycopg
 import pytest
 
-from app.domain.dispatch import PairRequest
+from app.domain.intake.pair_request import PairRequest
 from tests.support.fake_github import rsa_key
 from tests.support.github_server import WallClock, serve_fake_github
 from tests.support.postgres import schema_url

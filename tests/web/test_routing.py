@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.domain.commands import CommandError
-from app.domain.dispatch import PairRequest, PayloadError
-from app.domain.replies import usage_reply
+from app.domain.intake.answers import usage_reply
+from app.domain.intake.comment_commands import CommandError
+from app.domain.intake.pair_request import PairRequest, PayloadError
 from app.errors import BatchLockedError, ConfigError
 from app.web.events import (
     GITHUB_ROUTES,
@@ -276,7 +276,7 @@ def test_azure_pull_request_updates_on_pairbot_branches_move_the_head() -> None:
 
 
 def test_the_app_acts_only_on_the_routes_it_declares() -> None:
-    from tests.domain.test_intake_equivalence import corpus, hostile, variants
+    from tests.domain.intake.test_intake_equivalence import corpus, hostile, variants
 
     for case in [*corpus(), *variants(), *hostile()]:
         event, payload = case.values

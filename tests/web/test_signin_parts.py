@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from app.domain.access import Session, decide
+from app.domain.intake.access import Session, decide
 from app.errors import ConfigError
 from app.web.sessions import (
     COOKIE,

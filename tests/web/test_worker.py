@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.cycle.card_cycle import CardCycle
-from app.domain.dispatch import PairRequest
+from app.domain.intake.pair_request import PairRequest
 from app.errors import ConfigError, UserError
 from app.hosting import HostSettings
 from app.web.checkouts import RepoId, find_checkout, repo_of_remote

@@ -15,7 +15,7 @@ import html
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
-from app.domain.cohort import Cohort, render_cohort
+from app.domain.reports.cohort import Cohort, render_cohort
 from app.store.base import DeliveryRecord, InstallationRecord
 from app.web.dashboard import BatchView
 from app.web.pages.model import (

@@ -8,7 +8,7 @@ The HTML pages and the JSON API (`/api/v1/…`) are both built from these values
 disagree. Nothing here reads a file, the clock or the store: the shell (`app.web.pages.routes`)
 reads the journals and jobs and passes them in. A card's status, next step and reason are what
 its tracking comment says (`app.cycle.card_status`); the gate, the budget and the commands a
-person can use come from the `/pair status` explanation (`app.domain.explain`).
+person can use come from the `/pair status` explanation (`app.domain.reports.explain`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, get_args
 
 from app.cycle.card_status import card_status
 from app.cycle.records import fold_cycle
-from app.domain.explain import CardFacts, NextStep, explain
+from app.domain.reports.explain import CardFacts, NextStep, explain
 from app.engine.runstate import Park
 from app.store.base import JobRecord
 from app.web.viewer import Viewer

@@ -39,7 +39,7 @@ from app.web.viewer import Viewer
 
 if TYPE_CHECKING:
     from app.cycle.card_status import CardStatus
-    from app.domain.cohort import CardFigures, Cohort
+    from app.domain.reports.cohort import CardFigures, Cohort
 
 
 LIVE_LINES = 200  # the tail of a running step's output a card page shows
@@ -97,7 +97,7 @@ def derive(
 ) -> Derived:
     """A card batch's view, status and cohort figures from its journal records and parks."""
     from app.cycle.card_status import card_status  # noqa: PLC0415  # the engine loads only here
-    from app.cycle.cohort import card_figures  # noqa: PLC0415
+    from app.cycle.cohort_journals import card_figures  # noqa: PLC0415
     from app.cycle.schedule import card_of  # noqa: PLC0415
 
     number = card_of(key)
@@ -227,9 +227,9 @@ def cohort_of_local(local: Local, viewer: Viewer, root_repo: str) -> Cohort:
     """The cohort report over the local cards `viewer` can read. Each card batch is one card:
     two repositories' card #1 are two cards (unlike `cohort_of`, which merges one project's
     checkouts by card number)."""
-    from app.cycle.cohort import card_figures  # noqa: PLC0415  # the engine loads only here
+    from app.cycle.cohort_journals import card_figures  # noqa: PLC0415  # the engine loads only here
     from app.cycle.schedule import card_of  # noqa: PLC0415
-    from app.domain.cohort import reduce_cohort  # noqa: PLC0415
+    from app.domain.reports.cohort import reduce_cohort  # noqa: PLC0415
 
     figures = []
     for card in local.cards:

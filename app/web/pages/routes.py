@@ -44,7 +44,7 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from app.domain.cohort import Cohort
+from app.domain.reports.cohort import Cohort
 from app.store.base import Store
 from app.web.dashboard import BatchView
 from app.web.pages import html

@@ -1,0 +1,270 @@
+"""The engine's check of an agent's result before it is recorded, and the push that follows.
+
+`Vetter.measure_before()` runs the tests on the tree the step starts from; `Vetter.vet` is the
+hook `run_change_step` calls with an accepted outcome, before the outcome is journaled:
+
+    propose        commit the plan; refuse touching protected files or writing tests; push
+                   the branch (no PR yet: nothing to review)
+    apply / fix    commit; refuse touching protected files — existing and sealed tests, the
+                   test runner's configuration, dependency manifests (`app.domain.review.guarded`,
+                   unless `tests.mayModifyTests` / `tests.mayModifyManifests` allows the path);
+                   run the tests and refuse new failures and passing tests that went missing
+                   or skipped (fix: every sealed red test must pass); then push
+    red            commit; the same guard; the tests red wrote must fail — their ids and files
+                   are sealed; push
+    verify         the reviewer changes nothing: its edits are discarded; the reviewed head is
+                   the pushed head the step started from. Its findings are held to what only
+                   the cycle knows (a verification that fails any of these fails closed):
+                   a history-rewrite finding cannot be closed on the head it was raised on;
+                   the card's required findings are re-proved on this exact head; every
+                   regression-risk ledger event the review implies is accepted by the one
+                   authority (`app.domain.review.regression`), then journaled before the outcome
+    fix            also records its remediation batch (`fix-<round>`, the head it produced)
+                   and a repair of every active regression risk
+
+Which stage is guarded, runs the tests, may add tests and seals is the table
+`app.domain.review.guarded.STAGE_POLICY`. With no `tests.command`, an accepted apply / red / fix
+says so at the start of its message ("no test gate applies", with the runner the project's files
+point to: `app.domain.review.testgate`), so the step history never shows an unchecked step as
+checked.
+
+A refused result is reset away (the branch stays at the step's start, nothing is pushed) and
+the outcome becomes `sent-back`, naming each file or test, so the next step runs the transition
+again with the reason in its prompt; after `MAX_SENDBACKS` in a row it is `failed` (a blocked
+park a maintainer clears with `/pair retry`). The push happens before the outcome is recorded:
+a run killed in between re-runs the step on the pushed tip, and nothing of an accepted result
+lives only on a runner that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from app.cycle import worktree as wt
+from app.cycle.state import CardState, last_review_findings, rewrite_escalation, risk_ledger
+from app.cycle.testrun import run_tests
+from app.domain.review.guarded import guarded_violations, stage_policy
+from app.domain.review.regression import ReviewFacts, RiskEvent, plan_repairs, plan_review
+from app.domain.review.testgate import detect_test_commands, no_gate_note
+from app.domain.review.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
+from app.domain.review.verdict import (
+    ACTIVE_TRANSITIONS,
+    FindingsReport,
+    required_problems,
+    rewrite_closure_problems,
+)
+from app.engine import jsonl
+from app.engine.outcome import EngineStepOutcome
+from app.engine.transition import Transition
+from app.settings import ResolvedSettings
+from hosts.models import Card
+
+MAX_SENDBACKS = 3
+
+
+@dataclass
+class Vetter:
+    """One step's vetting: what the tests said before, and what the vet decided."""
+
+    state: CardState
+    tree: wt.Worktree
+    transition: Transition
+    card: Card
+    base: str
+    settings: ResolvedSettings
+    before: TestRun = field(default_factory=NoTestCommand)
+    verdict: IterationVerdict | None = None
+    pushed: str | None = None
+    refused: str | None = None
+
+    def _tests(self) -> TestRun:
+        tests = self.state.project.tests
+        deps = self.state.env.deps
+        return run_tests(deps.launcher, self.tree.path, tests.command, tests.junit, deps.env)
+
+    def measure_before(self) -> None:
+        """The failing set the iteration is judged against (apply, red and fix only).
+
+        `red` is judged against the reviewed head — the code its findings are about — not the
+        branch tip: a red killed after pushing its tests, before its outcome was recorded,
+        left them on the tip, and measured there they would no longer "newly fail".
+        """
+        if not stage_policy(self.transition).runs_tests:
+            return
+        reviewed = self.state.rec.reviewed_head
+        if self.transition == "red" and reviewed is not None and reviewed != self.tree.start:
+            path = self.tree.path
+            wt.git(path, "checkout", "--quiet", "--force", "--detach", reviewed)
+            try:
+                self.before = self._tests()
+            finally:
+                wt.git(
+                    path, "checkout", "--quiet", "--force", "-B", self.tree.branch, self.tree.start
+                )
+                wt.reset(path, self.tree.start)
+            return
+        self.before = self._tests()
+
+    async def vet(self, outcome: EngineStepOutcome) -> EngineStepOutcome:
+        """Check, commit and push an accepted result; or send it back, naming why."""
+        path, start = self.tree.path, self.tree.start
+        if self.transition == "verify":
+            wt.reset(path, start)  # a reviewer's edits are not part of the PR
+            return self._judge_review(outcome)
+        tests = self.state.project.tests
+        junit = tests.junit
+        end = wt.commit_all(
+            path,
+            f"pair: {self.transition} for card #{self.card.number}",
+            exclude=[junit] if junit else [],
+        )
+        policy = stage_policy(self.transition)
+        rec = self.state.rec
+        problems = [
+            violation.reason
+            for violation in guarded_violations(
+                wt.changed_paths(path, start, end),
+                sealed_paths=rec.sealed_paths,
+                may_modify=tests.may_modify_tests,
+                may_modify_manifests=tests.may_modify_manifests,
+                junit=junit,
+                transition=self.transition,
+            )
+        ]
+        if policy.runs_tests and not problems:
+            after = await asyncio.to_thread(self._tests)  # off the event loop: it may be long
+            self.verdict = iteration_verdict(
+                self.transition,  # type: ignore[arg-type]  # narrowed by the stage policy
+                self.before,
+                after,
+                rec.sealed_ids,
+            )
+            if not self.verdict.accepted:
+                problems.append(self.verdict.reason)
+        if problems:
+            wt.reset(path, start)
+            return self._send_back(outcome, problems)
+        if end != start or self.state.rec.pushed != end:
+            self.pushed = await self.state.env.hosts.code.push_branch(path, self.tree.branch)
+            self.state.pub.record("pushed", sha=self.pushed, transition=self.transition)
+            self.state.rec.pushed = self.pushed
+        if self.transition == "fix":
+            self._record_remediation(self.pushed or end)
+        if policy.seals and self.verdict is not None:
+            since = self.state.rec.reviewed_head or start
+            # Only the files red created: an existing file it may have touched under an
+            # allowance is not its test, and sealing it would bar fix from the code under test.
+            sealed = [
+                c.path
+                for c in wt.changed_paths(path, since, end)
+                if c.kind in ("added", "renamed", "copied")
+            ]
+            self.state.pub.record(
+                "sealed",
+                paths=sealed,
+                ids=sorted(self.verdict.seal),
+                round=self.state.history.accepted_count("red") + 1,
+            )
+        if self.verdict is not None and not self.verdict.checked:
+            # Never silently nothing: the step's message (its row in the tracking comment)
+            # says that no test gate held it, and what would make one.
+            note = no_gate_note(detect_test_commands(*tree_listing(path, end)))
+            outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
+        return outcome
+
+    def _reported(self) -> FindingsReport | None:
+        """The findings this verify reported (its completion, the newest for the card)."""
+        for record in reversed(jsonl.read_records(self.state.locus.journal)):
+            if record.get("kind") == "completion" and record.get("key") == self.state.key:
+                raw = record.get("findings")
+                return FindingsReport.model_validate(raw) if isinstance(raw, Mapping) else None
+        return None  # pragma: no cover - an accepted verify always has its completion
+
+    def _judge_review(self, outcome: EngineStepOutcome) -> EngineStepOutcome:
+        report = self._reported()
+        if report is None:
+            return outcome  # a verdict line only: nothing carried, nothing to re-check
+        state, head = self.state, self.tree.start
+        rec = state.rec
+        problems = rewrite_closure_problems(
+            rewrite_escalation(state), report, same_head=rec.reviewed_head == head
+        )
+        required = state.project.review.required_for(state.card)
+        problems += required_problems([(r.id, r.observed_head) for r in required], report, head)
+        facts = ReviewFacts(
+            subject=state.key,
+            run=rec.run_id or "run",
+            head=head,
+            remediations=rec.remediations,
+            reviewed_heads=frozenset(rec.reviewed_heads),
+            remediated=rec.remediated,
+        )
+        planned, more = plan_review(risk_ledger(rec), report, facts)
+        problems += more
+        if problems:
+            message = "verification failed closed: " + "; ".join(problems)
+            return replace(outcome, state="failed", message=message, blocker=message)
+        for event in planned:
+            self._record_risk(event)
+        return outcome
+
+    def _record_risk(self, event: RiskEvent) -> None:
+        data = event.to_json()
+        data.pop("event")
+        self.state.pub.record("risk", **data)
+
+    def _record_remediation(self, head: str) -> None:
+        """The batch this fix is, the head it produced and what it remediated; every active
+        regression risk is repaired by it (the authority checks each)."""
+        state = self.state
+        batch = f"fix-{state.history.accepted_count('fix') + 1}"
+        findings = [
+            str(f.get("id"))
+            for f in last_review_findings(state.history)
+            if f.get("blocking") and f.get("transition", "open") in ACTIVE_TRANSITIONS
+        ]
+        state.pub.record("remediation", batch=batch, head=head, findings=findings)
+        run = state.rec.run_id or "run"
+        ledger = risk_ledger(state.rec)
+        for event in plan_repairs(ledger, subject=state.key, run=run, repair=batch, head=head):
+            self._record_risk(event)
+
+    def _send_back(self, outcome: EngineStepOutcome, problems: list[str]) -> EngineStepOutcome:
+        self.refused = "; ".join(problems)
+        remedy = "Comment `/pair retry` (or `/pair feedback <text>`) to try again."
+        return send_back(outcome, self.transition, problems, self.state.rec.sendbacks, remedy)
+
+
+def send_back(
+    outcome: EngineStepOutcome,
+    transition: str,
+    problems: list[str],
+    earlier: int,
+    remedy: str,
+) -> EngineStepOutcome:
+    """A refused step: `sent-back` naming each problem, or `failed` (with `remedy`, how a
+    person tries again) when `earlier` refusals in a row make this one the last allowed."""
+    reason = "; ".join(problems)
+    if earlier + 1 >= MAX_SENDBACKS:
+        message = (
+            f"{transition} was refused {MAX_SENDBACKS} times in a row; last: {reason}. {remedy}"
+        )
+        return replace(outcome, state="failed", message=message, blocker=message)
+    return replace(
+        outcome,
+        state="sent-back",
+        message=f"{transition} sent back: {reason}",
+        approval_request=None,
+    )
+
+
+def tree_listing(path: Path, commit: str) -> tuple[list[str], str | None]:
+    """The files of `commit` and the root `package.json`'s text, for the test-command detection."""
+    files = wt.git(path, "ls-tree", "-r", "-z", "--name-only", commit, strip=False)
+    names = [name for name in files.split("\0") if name]
+    package = path / "package.json"
+    text = package.read_text(errors="replace") if "package.json" in names else None
+    return names, text
