@@ -61,7 +61,7 @@ def budget_of(limits: BudgetLimits | None) -> Budget | None:
     """The budget a file's `budget:` key sets; None when the file sets none.
 
     Here rather than on the model, so that reading a manifest does not load the spend's
-    reduction (`app.domain.metrics`) that only checking a budget needs.
+    reduction (`app.domain.reports.metrics`) that only checking a budget needs.
     """
     if limits is None:
         return None
