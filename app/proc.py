@@ -1,7 +1,7 @@
 """Child-process helpers shared by the agent runtime, proof-of-work and the cycle's test runs.
 
 A leaf: it imports nothing else from `app`, so the engine (`proof.py`), the runtime
-(`process.py`, `rex.py`, `launcher.py`) and the cycle (`testrun.py`) can all use it without
+(`process.py`, `rex/`, `launcher.py`) and the cycle (`testrun.py`) can all use it without
 depending on each other.
 
     START_FAILURE_EXIT_CODE   the exit status reported when a child cannot even start
