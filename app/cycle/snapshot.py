@@ -14,7 +14,7 @@ created (the moment pairbot accepted it, for a command from the CLI or a pull re
 - a comment edited after the cut-off by an author without write access is left out (its text
   then is not the text that stood when the command was given);
 - pairbot's own comments and other bots' are left out (they are pairbot's record, not the card);
-- each text is capped (`app.domain.text.sanitize.cap`), and at most MAX_COMMENTS comments are kept,
+- each text is capped (`app.domain.text.invisible.cap`), and at most MAX_COMMENTS comments are kept,
   the latest ones.
 
 Each piece carries its author's login and role: the card's author or a commenter, with or
@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.cycle.schedule import card_key
-from app.domain.text.sanitize import cap
+from app.domain.text.invisible import cap
 from app.engine.instructions import Quoted
 from app.engine.runstate import RunLocus
 from app.engine.step import Clock, journal_event

@@ -31,7 +31,7 @@ from app.domain.card.binding import Binding, Resolution
 from app.domain.reports.explain import Explanation
 from app.domain.review.regression import RiskEvent
 from app.domain.review.verdict import ScopeChange, history_rewrite_ids
-from app.domain.text.sanitize import strip_hidden
+from app.domain.text.invisible import strip_hidden
 from app.engine import jsonl
 from app.engine.journal import KeyHistory, fold_records
 from app.engine.lock import LockProof

@@ -33,7 +33,8 @@ from typing import Any
 
 from app.domain.reports.lesson import Lesson
 from app.domain.text import mdtext
-from app.domain.text.sanitize import reader_text, strip_hidden
+from app.domain.text.invisible import strip_hidden
+from app.domain.text.sanitize import reader_text
 from app.engine.agent import CommandId, Delegate
 from app.engine.manifest import Phase
 

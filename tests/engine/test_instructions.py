@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.text.sanitize import strip_hidden
+from app.domain.text.invisible import strip_hidden
 from app.engine.instructions import (
     InstructionContext,
     Quoted,

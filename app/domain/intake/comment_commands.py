@@ -56,7 +56,8 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from app.domain.card.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
-from app.domain.text.sanitize import BIDI_CONTROLS, visible_lines
+from app.domain.text.invisible import BIDI_CONTROLS
+from app.domain.text.sanitize import visible_lines
 
 Verb = Literal[
     "implement",

@@ -31,7 +31,7 @@ from typing import Any
 
 from app.domain.reports.dispatch_stats import DispatchStats
 from app.domain.reports.metrics import ORIGINS, CycleMetrics, Quantity
-from app.domain.text.sanitize import strip_hidden
+from app.domain.text.invisible import strip_hidden
 from hosts.markers import make_marker
 
 # Credentials that look like themselves: GitHub tokens, `sk-…` API keys, AWS key ids, bearer

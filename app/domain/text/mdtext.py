@@ -8,7 +8,7 @@ Everything pairbot publishes on a card or PR (the tracking comment, the review c
 - break the table or the layout it sits in (`|`, newlines, an unclosed code span);
 - inject HTML, links or images, or ping people with an `@mention`.
 
-`clean` removes hidden content in one linear pass (`app.domain.text.sanitize.strip_hidden`), which
+`clean` removes hidden content in one linear pass (`app.domain.text.invisible.strip_hidden`), which
 leaves no `<!--` at all, not even one that removing a zero-width character or a comment
 assembles (`<!\u200b--`, `<!<!-- x -->--`). `inline`, `cell` and `code` then render that clean
 text as one line of Markdown.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from app.domain.text.sanitize import strip_hidden
+from app.domain.text.invisible import strip_hidden
 
 EMPTY: Final = "—"
 # Other C0/C1 control characters: never meaningful in a comment, some terminals act on them.

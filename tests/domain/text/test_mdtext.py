@@ -167,7 +167,7 @@ def test_link() -> None:
 
 
 def test_strip_hidden_reaches_a_fixpoint() -> None:
-    from app.domain.text.sanitize import strip_hidden
+    from app.domain.text.invisible import strip_hidden
 
     assert strip_hidden("a<!\u200b-- pair:tracking #1 -->b") == "ab"
     assert strip_hidden("a<!-<!-- x -->- pair:review #1 -->b") == "ab"

@@ -8,15 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.domain.intake.comment_commands import Command, CommandError, parse_commands
+from app.domain.text.invisible import MAX_CHARS, cap, strip_hidden, strip_invisible
 from app.domain.text.sanitize import (
     MAX_BLOCK_ELEMENTS,
-    MAX_CHARS,
     MAX_DELIMITERS,
     MAX_ELEMENTS,
-    cap,
     reader_text,
-    strip_hidden,
-    strip_invisible,
     visible_lines,
 )
 
