@@ -44,13 +44,13 @@ from app.domain.scope.decision import (
     ExtendCard,
     NewCard,
     OpenRemediationRound,
-    Refusal,
     ScopeDecision,
     ScopeState,
     apply_decisions,
     rewrite_card,
     validate_decision,
 )
+from app.domain.scope.refusal import Refusal
 from app.engine.runstate import Park, read_parks, write_parks
 from app.engine.step import StepResult, iso_now, journal_event
 from app.engine.transition import Derivation, derive_change, read_change_disk

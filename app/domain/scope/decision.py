@@ -27,7 +27,8 @@ never defects")::
 `scope_baseline_hash` covers the pending proposals' ids and types only, sorted, never their
 wording: a reviewer re-authoring the evidence text does not stale a standing decision.
 
-`validate_decision` returns a `ScopeDecision` or the first `Refusal` in this order; every
+`validate_decision` returns a `ScopeDecision` or the first `Refusal` (`app.domain.scope.refusal`)
+in this order (the JSON itself is read by `app.domain.scope.decision_json`); every
 refusal is user-facing (rendered into the reply) and names what was wrong and what is allowed:
 
     maintainer-unresolved       no `maintainer` in config and not exactly one code-host assignee
@@ -70,47 +71,20 @@ from typing import Any, Final, Literal, get_args
 
 from app.domain.review.verdict import ScopeChange
 from app.domain.scope.acceptance import AcceptanceError, ac_number, parse_ac_id, rewrite_criterion
-from hosts.models import Comment
+from app.domain.scope.decision_json import parse_json
+from app.domain.scope.refusal import Refusal
+from hosts.models import Author, Comment
 
 SCHEMA_VERSION: Final = 1
 ScopeAction = Literal["ignore", "new-card", "extend-current-card"]
 SCOPE_ACTIONS: Final[tuple[ScopeAction, ...]] = get_args(ScopeAction)
-RefusalCode = Literal[
-    "maintainer-unresolved",
-    "author-is-bot",
-    "not-maintainer",
-    "no-decision",
-    "malformed-json",
-    "unsupported-schema-version",
-    "invalid-decision",
-    "unknown-action",
-    "duplicate-id",
-    "stale-baseline",
-    "unknown-proposal",
-    "conflicting-delta",
-    # from rewrite_card (app.domain.scope.acceptance)
-    "invalid-ac-id",
-    "unsupported-card-format",
-    "ac-id-unresolvable",
-    "ambiguous-ac-id",
-    "invalid-ac-text",
-]
 
 _TOP_KEYS: Final = ("schemaVersion", "scopeBaselineHash", "decisions")
 _ITEM_KEYS: Final = ("id", "action", "rationale", "targetIssueUrl", "approvedDelta")
 _DELTA_KEYS: Final = ("ac", "text")
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^ \t`]*)(?P<rest>.*)$")
 _URL = re.compile(r"^https?://\S+$")
 _ALLOWED_ACTIONS = " | ".join(SCOPE_ACTIONS)
 _TITLE_MAX = 80
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A decision pairbot will not apply: a stable `code` and a message naming the remedy."""
-
-    code: RefusalCode
-    message: str
 
 
 @dataclass(frozen=True)
@@ -237,157 +211,6 @@ def resolve_maintainer(maintainer: str | None, assignees: Sequence[str]) -> str 
     )
 
 
-# ---------------------------------------------------------------- reading the comment
-
-
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKeyError(key)
-        result[key] = value
-    return result
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# A decision is an object of a list of flat objects: depth 3. The bound leaves room for any
-# honest answer and stays far below the interpreter's recursion limit, in any thread.
-MAX_JSON_DEPTH: Final = 32
-_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
-
-
-def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
-    """The offset where arrays and objects in `text` nest deeper than `limit`, or None.
-
-    One pass over the brackets, quotes and backslashes (brackets inside strings do not count),
-    so its cost is linear in `text` whatever it holds; malformed JSON is `json.loads`'s to
-    refuse, this only decides whether it is safe to hand it over. Pure.
-    """
-    depth = 0
-    in_string = False
-    skip_to = 0  # the character after a backslash is escaped
-    for match in _JSON_STRUCTURE.finditer(text):
-        at = match.start()
-        if at < skip_to:
-            continue
-        char = match.group()
-        if in_string:
-            if char == "\\":
-                skip_to = at + 2
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return at
-        elif char in "]}":
-            depth = max(0, depth - 1)
-    return None
-
-
-def _json_blocks(body: str) -> list[tuple[int, str]] | Refusal:
-    """(line of the opening fence, content) for every ```json fence outside quoted lines."""
-    lines = body.split("\n")
-    blocks: list[tuple[int, str]] = []
-    index = 0
-    while index < len(lines):
-        match = _FENCE.match(lines[index].removesuffix("\r"))
-        if match is None or (match.group("fence")[0] == "`" and "`" in match.group("rest")):
-            index += 1
-            continue
-        fence, opened = match.group("fence"), index
-        closing = None
-        for j in range(index + 1, len(lines)):
-            end = _FENCE.match(lines[j].removesuffix("\r"))
-            if (
-                end is not None
-                and end.group("fence")[0] == fence[0]
-                and len(end.group("fence")) >= len(fence)
-                and not (end.group("info") + end.group("rest")).strip()
-            ):
-                closing = j
-                break
-        is_json = match.group("info").lower() == "json"
-        if closing is None:
-            if is_json:
-                return Refusal(
-                    "malformed-json",
-                    f"the ```json fence opened on line {opened + 1} is never closed; close it "
-                    f"with a line holding only {fence}.",
-                )
-            break  # an unclosed other fence runs to the end: nothing after it counts
-        if is_json:
-            content = "\n".join(line.removesuffix("\r") for line in lines[opened + 1 : closing])
-            blocks.append((opened + 1, content))
-        index = closing + 1
-    return blocks
-
-
-def _parse_json(body: str) -> dict[str, Any] | Refusal:
-    blocks = _json_blocks(body)
-    if isinstance(blocks, Refusal):
-        return blocks
-    if not blocks:
-        return Refusal(
-            "no-decision",
-            "the comment holds no fenced ```json block; answer with one ```json object "
-            '{"schemaVersion": 1, "scopeBaselineHash": …, "decisions": […]}.',
-        )
-    if len(blocks) > 1:
-        where = ", ".join(str(line) for line, _ in blocks)
-        return Refusal(
-            "malformed-json",
-            f"the comment holds {len(blocks)} fenced ```json blocks (lines {where}); post "
-            "exactly one decision object per comment.",
-        )
-    fence_line, content = blocks[0]
-    deep = json_too_deep(content)
-    if deep is not None:
-        return Refusal(
-            "malformed-json",
-            f"the ```json block on line {fence_line + content.count(chr(10), 0, deep) + 1} "
-            f"nests arrays and objects more than {MAX_JSON_DEPTH} deep; a decision is one "
-            'object {"schemaVersion": 1, "scopeBaselineHash": …, "decisions": […]}.',
-        )
-    try:
-        data = json.loads(content, object_pairs_hook=_object_pairs, parse_constant=_refuse_constant)
-    except _DuplicateKeyError as err:
-        return Refusal(
-            "malformed-json",
-            f"the ```json block on line {fence_line} repeats the key {err.args[0]!r}; give "
-            "every key once.",
-        )
-    except json.JSONDecodeError as err:
-        return Refusal(
-            "malformed-json",
-            f"the ```json block is not valid JSON: {err.msg} on line {fence_line + err.lineno} "
-            f"(column {err.colno}); fix the JSON and post the decision again.",
-        )
-    except ValueError as err:
-        return Refusal(
-            "malformed-json",
-            f"the ```json block on line {fence_line} is not valid JSON: {err}; fix the JSON "
-            "and post the decision again.",
-        )
-    if not isinstance(data, dict):
-        return Refusal(
-            "malformed-json",
-            f"the ```json block on line {fence_line} holds a JSON {type(data).__name__}, not "
-            'an object; post one object {"schemaVersion": 1, "scopeBaselineHash": …, '
-            '"decisions": […]}.',
-        )
-    return data
-
-
 # ---------------------------------------------------------------- checking its shape
 
 
@@ -488,18 +311,8 @@ def _item(raw: Mapping[str, Any]) -> DecisionItem:
     )
 
 
-def validate_decision(
-    comment: Comment,
-    *,
-    maintainer: str | None,
-    assignees: Sequence[str],
-    pending: Sequence[ScopeChange],
-) -> ScopeDecision | Refusal:
-    """Check who wrote the comment and what it says, against the proposals pending now."""
-    principal = resolve_maintainer(maintainer, assignees)
-    if isinstance(principal, Refusal):
-        return principal
-    author = comment.author
+def _author_refusal(author: Author, principal: str) -> Refusal | None:
+    """Why `author` may not decide scope for `principal`, or None when they may."""
     if author.is_bot or author.login.lower().endswith("[bot]"):
         return Refusal(
             "author-is-bot",
@@ -512,7 +325,55 @@ def validate_decision(
             f"the decision comment was written by {author.login!r}, who is not the maintainer; "
             f"only {principal} may decide scope.",
         )
-    data = _parse_json(comment.body)
+    return None
+
+
+def _duplicate_refusal(items: Sequence[DecisionItem]) -> Refusal | None:
+    """The refusal for proposals decided more than once, or None."""
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.id] = counts.get(item.id, 0) + 1
+    duplicates = [pid for pid, count in counts.items() if count > 1]
+    if not duplicates:
+        return None
+    return Refusal(
+        "duplicate-id",
+        f"{', '.join(duplicates)} decided more than once; give each proposal one decision.",
+    )
+
+
+def _conflict_refusal(items: Sequence[DecisionItem]) -> Refusal | None:
+    """The refusal for two approved deltas rewriting the same AC, or None."""
+    by_ac: dict[int, list[str]] = {}
+    for item in items:
+        if item.approved_delta is not None:
+            by_ac.setdefault(ac_number(item.approved_delta.ac), []).append(item.id)
+    clashes = [f"{' and '.join(ids)} all extend AC-{n}" for n, ids in by_ac.items() if len(ids) > 1]
+    if not clashes:
+        return None
+    return Refusal(
+        "conflicting-delta",
+        f"{'; '.join(clashes)}; approve one text per AC (merge them into one "
+        "extend-current-card decision and ignore the others).",
+    )
+
+
+def validate_decision(
+    comment: Comment,
+    *,
+    maintainer: str | None,
+    assignees: Sequence[str],
+    pending: Sequence[ScopeChange],
+) -> ScopeDecision | Refusal:
+    """Check who wrote the comment and what it says, against the proposals pending now."""
+    principal = resolve_maintainer(maintainer, assignees)
+    if isinstance(principal, Refusal):
+        return principal
+    author = comment.author
+    refused = _author_refusal(author, principal)
+    if refused is not None:
+        return refused
+    data = parse_json(comment.body)
     if isinstance(data, Refusal):
         return data
     schema = _schema_refusal(data)
@@ -530,15 +391,9 @@ def validate_decision(
         )
     items = [_item(r) for r in raw_items]
 
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item.id] = counts.get(item.id, 0) + 1
-    duplicates = [pid for pid, count in counts.items() if count > 1]
-    if duplicates:
-        return Refusal(
-            "duplicate-id",
-            f"{', '.join(duplicates)} decided more than once; give each proposal one decision.",
-        )
+    duplicated = _duplicate_refusal(items)
+    if duplicated is not None:
+        return duplicated
 
     current = scope_baseline_hash(pending)
     if data["scopeBaselineHash"].strip().lower() != current:
@@ -558,17 +413,9 @@ def validate_decision(
             f"decide only pending proposals: {_listing(pending)}.",
         )
 
-    by_ac: dict[int, list[str]] = {}
-    for item in items:
-        if item.approved_delta is not None:
-            by_ac.setdefault(ac_number(item.approved_delta.ac), []).append(item.id)
-    clashes = [f"{' and '.join(ids)} all extend AC-{n}" for n, ids in by_ac.items() if len(ids) > 1]
-    if clashes:
-        return Refusal(
-            "conflicting-delta",
-            f"{'; '.join(clashes)}; approve one text per AC (merge them into one "
-            "extend-current-card decision and ignore the others).",
-        )
+    clash = _conflict_refusal(items)
+    if clash is not None:
+        return clash
     return ScopeDecision(
         ref=comment.id,
         author=author.login,

@@ -25,16 +25,16 @@ from app.domain.scope.decision import (
     ExtendCard,
     NewCard,
     OpenRemediationRound,
-    Refusal,
     ScopeDecision,
     ScopeState,
     apply_decisions,
-    json_too_deep,
     resolve_maintainer,
     rewrite_card,
     scope_baseline_hash,
     validate_decision,
 )
+from app.domain.scope.decision_json import json_too_deep
+from app.domain.scope.refusal import Refusal
 from hosts.models import Author, Comment
 
 MAINTAINER = "octocat"
