@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.domain.reports.metrics import Quantity
+from app.domain.reports.metrics_model import Quantity
 
 COHORT_SCHEMA = 1
 COMPLETED_STATUSES: frozenset[str] = frozenset({"ready-for-merge", "merged"})

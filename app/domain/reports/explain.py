@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, get_args
 
-from app.domain.reports.metrics import Quantity, reduce_metrics
+from app.domain.reports.metrics import reduce_metrics
+from app.domain.reports.metrics_model import Quantity
 from app.domain.text import mdtext
 from hosts.labels import PrState
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.domain.reports.dispatch_stats import DispatchStats
-from app.domain.reports.metrics import ORIGINS, CycleMetrics, Quantity
+from app.domain.reports.metrics_model import ORIGINS, CycleMetrics, Quantity
 from app.domain.text.invisible import strip_hidden
 from hosts.markers import make_marker
 

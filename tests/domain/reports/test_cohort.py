@@ -13,7 +13,7 @@ from app.domain.reports.cohort import (
     render_cohort,
     spread,
 )
-from app.domain.reports.metrics import Quantity
+from app.domain.reports.metrics_model import Quantity
 
 UNKNOWN = Quantity(value=None, coverage="unknown", reported=0, total=3)
 

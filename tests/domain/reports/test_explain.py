@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from app.domain.intake.comment_commands import Command, parse_commands
 from app.domain.reports.explain import NEXT_TEXT, CardFacts, Explanation, explain
-from app.domain.reports.metrics import Quantity
+from app.domain.reports.metrics_model import Quantity
 from hosts.labels import PREFIX, PrState
 
 A = "a" * 40

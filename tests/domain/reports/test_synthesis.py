@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.domain.reports.metrics import CycleMetrics, reduce_metrics
+from app.domain.reports.metrics import reduce_metrics
+from app.domain.reports.metrics_model import CycleMetrics
 from app.domain.reports.synthesis import models_by_step, render_synthesis, synthesis_marker
 from hosts.markers import check_marker, render
 
