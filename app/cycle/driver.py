@@ -95,8 +95,9 @@ from app.domain.review.regression import active_risks
 from app.domain.review.verdict import history_rewrite_ids
 from app.domain.text.mdtext import one_line
 from app.engine import jsonl, lock
+from app.engine.change_context import ChangeStepContext
+from app.engine.change_step import run_change_step
 from app.engine.manifest import load_manifest, load_project_config
-from app.engine.runner import ChangeStepContext, run_change_step
 from app.engine.runstate import RunLocus, read_parks
 from app.engine.step import StepResult, journal_event, parked_result
 from app.engine.transition import Derivation, Transition, derive_change, read_change_disk

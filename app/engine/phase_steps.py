@@ -26,6 +26,7 @@ from app.engine.outcome import EngineStepOutcome, SessionEvidence, map_session_t
 from app.engine.proof import evaluate_pass_condition, gate_passed, run_proof_command
 from app.engine.runstate import RunLocus
 from app.engine.selection import DecomposeTarget, ProofTarget, PrTarget, manifest_boundaries
+from app.engine.spawn import spawn_agent
 from app.engine.step import (
     EngineDeps,
     PrRequest,
@@ -35,7 +36,6 @@ from app.engine.step import (
     journal_event,
     model_context,
     record_outcome,
-    spawn_agent,
     to_result,
 )
 from app.engine.work_line import plan_group_builds, work_steps
