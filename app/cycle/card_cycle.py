@@ -15,7 +15,7 @@ variables back into an environment for the cycle to read again. The steps themse
 The hosts follow `app.domain.card.binding`: `hosts:` as declared in `.pair/config.yaml`, else where
 pairbot runs (`runner`, which the surface read from its environment) and the checkout's
 `origin`. The binding is said once through `say`; a card that already ran keeps the binding
-stored with its run-state (`driver.card_hosts` rebinds through `rebind`).
+stored with its run-state (`card_step.card_hosts` rebinds through `rebind`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
                          files it names are those the card's branch changed against its base
     commit_lesson        with `lessons: {where: default-branch}`: the lesson committed instead
                          on its own branch `pair/lessons/card-<n>-<run>`, made from the base
-                         branch in a worktree of its own; the driver pushes it and opens its PR
+                         branch in a worktree of its own; `open_lesson_pull` pushes it and
+                         opens its PR
     lessons_for_proposal the lessons that share a file with what a proposal touches — paths
                          named in the card's title and body, in the change's plan, and the
                          files the card's branch already changed — capped at the configured

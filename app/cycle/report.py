@@ -1,7 +1,7 @@
 """What a card step leaves on the hosts: the review, the PR, the cycle's end, label and tracking.
 
-The card cycle (`app.cycle.driver`) decides; this module renders and publishes through
-`app.cycle.publish.Publisher`, after the step's outcome is recorded:
+The card cycle (`app.cycle.card_step`, `app.cycle.agent_step`) decides; this module renders and
+publishes through `app.cycle.publish.Publisher`, after the step's outcome is recorded:
 
     after_transition   push → draft PR; verify → review comment + `pair-review` on its head
     act_on_decision    the cycle end: scope packet or decision, synthesis read back,

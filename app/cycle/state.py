@@ -11,8 +11,8 @@
     risk_ledger     this run's regression-risk ledger (`app.domain.review.regression`)
     rewrite_escalation  the active history-rewrite findings of the last review
 
-`app.cycle.driver` drives a step, `app.cycle.card_vet` checks an agent's result, `app.cycle.report`
-publishes; they share these without importing each other.
+`app.cycle.card_step` drives a step, `app.cycle.card_vet` checks an agent's result,
+`app.cycle.report` publishes; they share these without importing each other.
 """
 
 from __future__ import annotations
