@@ -1,27 +1,30 @@
 """Which store PAIR_STORE names: the SQLite file (embedded default) or a PostgreSQL database.
 
-`make_store(path, url)` imports only the implementation it builds: the SQLite path never loads
-psycopg, an optional extra (`pip install 'pairbot[postgres]'`). `alone_across_replicas(store,
-tick)` keeps replicas sharing a store from ticking at once.
+`make_store(path, url)` imports PostgreSQL's only when it builds it: the SQLite path never loads
+psycopg, an optional extra (`pip install 'pairbot[postgres]'`). The factory alone knows both
+backends; neither imports it (`redact_url` lives in app/store/urls.py).
+`alone_across_replicas(store, tick)` keeps replicas sharing a store from ticking at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from app.errors import ConfigError
 from app.store.base import Store
+from app.store.sqlite import SqliteStore
+from app.store.urls import redact_url
+
+__all__ = ["alone_across_replicas", "make_store", "redact_url"]
 
 
 def make_store(path: Path, url: str | None = None, *, lease_s: float = 60.0) -> Store:
     """`PostgresStore(url, lease_s=…)` when a URL is given, else `SqliteStore(path)`."""
     if url is None:
-        from app.store.sqlite import SqliteStore  # noqa: PLC0415
-
         return SqliteStore(path)
     try:
+        # The one lazy import: psycopg is an optional extra, and only a URL needs it.
         from app.store.postgres import PostgresStore  # noqa: PLC0415
     except ImportError as err:  # pragma: no cover - the dev install has the extra
         raise ConfigError(
@@ -29,19 +32,6 @@ def make_store(path: Path, url: str | None = None, *, lease_s: float = 60.0) -> 
             f"pip install 'pairbot[postgres]' ({err.name} is missing)"
         ) from None
     return PostgresStore(url, lease_s=lease_s)
-
-
-def redact_url(value: str) -> str:
-    """A URL without its password (`user:***@host`), for logs and errors."""
-    try:
-        parts = urlsplit(value)
-        password = parts.password
-    except ValueError:
-        return "<unparsable URL>"
-    if password is None:
-        return value
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def alone_across_replicas(

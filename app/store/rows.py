@@ -1,15 +1,28 @@
-"""The rows both stores write and read: a job's and a command's column values, a job read back
-as a `JobRecord`, and the JSON text of a request. One shape, so SQLite and PostgreSQL cannot
-drift apart; each store keeps only its SQL dialect."""
+"""The rows both stores write and read: a job's and a command's column values, a job, a
+delivery and an installation read back as records, an installation's row after a change, and
+the JSON text of a request. One shape, so SQLite and PostgreSQL cannot drift apart; each store
+keeps only its SQL dialect."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, cast
 
 import orjson
 
-from app.store.base import JobKind, JobRecord, JobState, NewJob, TargetKind
+from app.store.base import (
+    DeliveryRecord,
+    InstallationChange,
+    InstallationRecord,
+    JobKind,
+    JobRecord,
+    JobState,
+    NewJob,
+    TargetKind,
+)
+
+JOB_STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed")
 
 
 class Row(Protocol):
@@ -85,3 +98,57 @@ def job_record(row: Row) -> JobRecord:
         updated_at=row["updated_at"],
         verb=row["verb"],
     )
+
+
+def delivery_status(jobs: int, queued: int) -> str:
+    """A recorded delivery's status: `queued` when it queued jobs, `ignored` when it asked for
+    none, `already-queued` when every job it asked for was queued by another delivery first."""
+    if not jobs:
+        return "ignored"
+    return "queued" if queued else "already-queued"
+
+
+def delivery_record(row: Row) -> DeliveryRecord:
+    """A delivery row (with its note) as the store protocol returns it."""
+    return DeliveryRecord(
+        source=row["source"],
+        id=row["id"],
+        event=row["event"],
+        action=row["action"],
+        status=row["status"] + (f": {row['note']}" if row["note"] else ""),
+        received_at=row["received_at"],
+        jobs=row["jobs"],
+    )
+
+
+def job_counts(found: Iterable[tuple[Any, Any]]) -> dict[str, int]:
+    """(state, count) rows as a count for every state, zero for a state with no jobs."""
+    counted = {str(state): int(count) for state, count in found}
+    return {state: counted.get(state, 0) for state in JOB_STATES}
+
+
+def installation_record(row: Row) -> InstallationRecord:
+    """An installation row as the store protocol returns it."""
+    return InstallationRecord(
+        id=row["id"],
+        account=row["account"],
+        repos=tuple(json.loads(row["repos"])),
+        suspended=bool(row["suspended"]),
+        updated_at=row["updated_at"],
+    )
+
+
+def installation_values(change: InstallationChange, row: Row | None) -> tuple[str, str, bool]:
+    """An installation's account, repositories (JSON text) and suspension after `change`,
+    given its row before (None: not known yet). `repos` replaces the list, then `added` and
+    `removed` edit it; an empty account and an unset suspension keep what the row had."""
+    old_repos: list[str] = json.loads(row["repos"]) if row is not None else []
+    repos = list(change.repos) if change.repos is not None else old_repos
+    repos += [repo for repo in change.added if repo not in repos]
+    repos = [repo for repo in repos if repo not in change.removed]
+    account = change.account or (row["account"] if row is not None else "")
+    if change.suspended is not None:
+        suspended = change.suspended
+    else:
+        suspended = bool(row["suspended"]) if row is not None else False
+    return account, json.dumps(sorted(repos)), suspended

@@ -27,7 +27,7 @@ from app.domain.intake.azure_hooks import parse_identity_allowlist
 from app.domain.intake.comment_commands import DEFAULT_TRIGGER, parse_commands
 from app.errors import ConfigError
 from app.hosting import HostSettings
-from app.store.factory import redact_url
+from app.store.urls import redact_url
 
 Execution = Literal["actions", "worker"]
 ForgeKind = Literal["github", "local"]

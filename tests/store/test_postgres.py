@@ -17,7 +17,8 @@ import pytest
 
 from app.errors import OperatorError
 from app.store.factory import alone_across_replicas, make_store, redact_url
-from app.store.postgres import MIGRATIONS, PostgresStore
+from app.store.postgres import PostgresStore
+from app.store.postgres.schema import MIGRATIONS
 from app.store.sqlite import SqliteStore
 from tests.store.test_contract import job
 from tests.support.postgres import abandon, schema_url

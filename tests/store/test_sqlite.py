@@ -16,7 +16,8 @@ import pytest
 
 from app.errors import OperatorError
 from app.store import CommandRecord, NewJob, PrunedJobs, SqliteStore
-from app.store.sqlite import _CLAIM, MIGRATIONS
+from app.store.sqlite.queue import CLAIM
+from app.store.sqlite.schema import MIGRATIONS
 
 T = TypeVar("T")
 
@@ -123,7 +124,7 @@ def test_a_claim_walks_the_open_jobs_index_and_never_sorts_the_whole_queue(
     run(SqliteStore(path), lambda s: s.counts())
     conn = sqlite3.connect(path)
     try:
-        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {_CLAIM}", (0.0, 4))]
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {CLAIM}", (0.0, 4))]
     finally:
         conn.close()
     assert plan[0] == "SEARCH j USING INDEX jobs_open_order (state=?)", plan
@@ -312,7 +313,7 @@ def test_the_wal_is_checkpointed_by_the_durable_commits_thread_not_the_event_loo
 ) -> None:
     """SQLite's own checkpoint would run inside whichever statement crosses its threshold —
     often a worker's, on the event loop's thread, which then stops for the fsyncs."""
-    monkeypatch.setattr("app.store.sqlite.CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr("app.store.sqlite.connection.CHECKPOINT_EVERY", 2)
     loop_thread = threading.get_ident()
     checkpoints: list[bool] = []
 

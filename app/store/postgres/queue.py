@@ -1,0 +1,120 @@
+"""The PostgreSQL store's job queue: the claim (which also re-queues expired leases), the
+worker's stage and outcome writes, and reading jobs back.
+
+Each statement is ONE statement, each of its lookups a probe of a primary key or a small
+partial index, however long the queue or the table's history (the comments say why each has
+its shape). Leases use the database's clock, the one clock every replica shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.rows import DictRow
+
+from app.store.base import JobRecord
+from app.store.rows import job_record
+
+DB_NOW = "extract(epoch FROM clock_timestamp())"
+# Running jobs whose replica stopped renewing their lease go back to the queue.
+EXPIRE = (
+    "UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %s "  # noqa: S608 - constant SQL
+    f"WHERE state = 'running' AND lease_until < {DB_NOW}"
+)
+_JOB_COLUMNS = """
+    j.id, j.delivery_id, j.kind, j.source, j.repo, j.installation, j.target, j.number,
+    j.request, j.state, j.stage, j.attempts, j.not_before, j.result, j.created_at,
+    j.updated_at
+"""
+# One statement, one round trip, whatever the backlog: `picked` is SqliteStore's claim
+# (queued and due, the oldest queued job of its key, nothing of its key running), walked
+# oldest first through the jobs_queued index and stopped at the limit, each test one probe
+# (the first a correlated subquery with LIMIT 1, which no plan turns into a hash of the
+# table; `<=` means `=` there, as the job is itself a queued job of its key, but leaves the
+# planner expecting many heads of keys, so it walks in order and stops early);
+# SKIP LOCKED leaves a job another replica is claiming right now to it. The claimed rows
+# and their commands' verbs are found by primary key (`= ANY(ARRAY(…))`, a scalar subquery):
+# a generic plan would otherwise hash-join them with a scan of the whole table.
+_CLAIM_PICK = f"""
+    picked AS (
+        SELECT j.id FROM jobs AS j
+        WHERE j.state = 'queued' AND j.not_before <= %(now)s
+          AND j.id <= (
+              SELECT e.id FROM jobs AS e
+              WHERE e.state = 'queued' AND e.serial_key = j.serial_key
+              ORDER BY e.id LIMIT 1)
+          AND NOT EXISTS (
+              SELECT 1 FROM jobs AS r
+              WHERE r.state = 'running' AND r.serial_key = j.serial_key)
+        ORDER BY j.id
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ), j AS (
+        UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = %(stamp)s,
+               owner = %(owner)s, lease_until = {DB_NOW} + %(lease)s
+        WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
+        RETURNING jobs.*
+    )
+    SELECT {_JOB_COLUMNS}, (SELECT c.verb FROM commands AS c WHERE c.job_id = j.id) AS verb
+    FROM j ORDER BY j.id
+"""  # noqa: S608 - constant SQL
+CLAIM = f"WITH {_CLAIM_PICK}"
+# A claim that also queues again the jobs of a replica that stopped renewing its lease (they
+# are claimable from the next claim on, by any replica). Sent at most once per EXPIRE_EVERY_S
+# by each replica: it reads every running job's index entry. `expired` and `picked` never
+# touch one row: `picked` reads queued jobs, `expired` running ones, in one snapshot.
+CLAIM_EXPIRING = f"""
+    WITH expired AS (
+        UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %(stamp)s
+        WHERE state = 'running' AND lease_until < {DB_NOW}
+    ), {_CLAIM_PICK}
+"""  # noqa: S608 - constant SQL
+SELECT_JOBS = (
+    f"SELECT {_JOB_COLUMNS}, c.verb FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
+)
+
+
+@dataclass(frozen=True)
+class Update:
+    """A running job's new stage, or its outcome (None: that column stays)."""
+
+    job_id: int
+    stamp: float
+    state: str | None = None
+    stage: str | None = None
+    result: str | None = None
+    not_before: float | None = None
+
+
+# However many jobs' updates, as arrays: ONE statement text, prepared once per connection and
+# planned once (a text per batch size would be prepared and planned per size and connection).
+# A job put back in the queue (`state = 'queued'`) leaves this replica (`owner = ''`). Each
+# job is found by its primary key: the owner is compared row by row, so the plan cannot walk
+# the running-jobs index by owner instead (and every dead entry left there since the last
+# vacuum).
+UPDATE = (
+    "UPDATE jobs SET state = coalesce(v.state, jobs.state), "
+    "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
+    "not_before = coalesce(v.not_before, jobs.not_before), "
+    "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, updated_at = v.stamp "
+    "FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], %s::text[], "
+    "%s::float8[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner) "
+    "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
+)
+
+
+def same_job(a: Update, b: Update) -> bool:
+    return a.job_id == b.job_id
+
+
+async def select_jobs(
+    conn: psycopg.AsyncConnection[DictRow], ids: Sequence[int]
+) -> list[JobRecord]:
+    """The jobs of these ids, in id order."""
+    cursor = await conn.execute(
+        f"{SELECT_JOBS} WHERE j.id = ANY(%s) ORDER BY j.id",
+        (list(ids),),
+    )
+    return [job_record(row) for row in await cursor.fetchall()]
