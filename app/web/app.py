@@ -14,7 +14,7 @@ Routes (explicit; Starlette's decorators are deprecated):
 Every route but the webhooks, /healthz, the sign-in pages and /static/ is guarded by the
 sign-in middleware (app.web.signin): it decides the request's viewer (app.web.viewer), and
 redirects or refuses whoever is not signed in. A webhook POST never reaches it: the app
-(`_WebhooksFirst`) hands it to its endpoint before Starlette's middleware and router.
+(`WebhooksFirst`, app.web.asgi) hands it to its endpoint before Starlette's middleware and router.
 
 The GitHub edge, in this order, and thin (CONVENTIONS 7):
 
@@ -57,7 +57,7 @@ do not arrive in time and `pairbot serve` caps the connections (app.web.serve).
 
 The two webhook routes are small raw ASGI endpoints, called for a POST before Starlette's
 stack (still in the explicit route list, for whatever else reaches those paths; an unexpected
-failure is logged and answered with a bare 500 by `_Endpoint`, as Starlette's error middleware
+failure is logged and answered with a bare 500 by `Endpoint`, as Starlette's error middleware
 did): they read the body from the receive channel and the five headers they need from the
 scope, and answer with two `send` calls. Starlette's Request, Headers and
 JSONResponse cost more per delivery than everything the edge itself decides, and the edge is
@@ -73,50 +73,49 @@ unless DEBUG is on. uvicorn's access log is off unless PAIR_ACCESS_LOG asks for 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
-import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar
 
-import anyio
 import anyio.to_thread
 import httpx
-import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Scope
 
-from app.store.base import JobRecord, Store
+from app.store.base import Store
 from app.store.factory import make_store
-from app.web.events import (
-    AZURE,
-    GITHUB,
-    GITHUB_EVENTS,
-    Payload,
-    Policy,
-    Routed,
-    route_azure,
-    route_github,
+from app.web.answers import (
+    DUPLICATE,
+    NOT_JSON_TYPE,
+    closing,
+    ignored,
+    is_json_type,
+    json_object,
+    not_for_pairbot,
+    parse_json,
+    queued,
+    refusal,
+    reply,
 )
+from app.web.asgi import Answer, Endpoint, WebhooksFirst, headers_of
+from app.web.events import AZURE, GITHUB, GITHUB_EVENTS, Routed, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
-from app.web.handling import Executor, JobHandler, PermissionCache
-from app.web.limits import BodyBudget, Gone, Hold, Refused, read_body
+from app.web.handling import Executor
+from app.web.limits import Gone, Hold, Refused, read_body
 from app.web.pages.read import Local
 from app.web.pages.routes import Pages
-from app.web.recent import Line, RecentDeliveries
-from app.web.settings import AppSettings, EdgeLimits, parse_secret_header
+from app.web.recent import Line
+from app.web.service import GitHubRouter, Service
+from app.web.settings import AppSettings, EdgeLimits
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.signin import SignIn, SignInService
-from app.web.ticker import Tick, Ticker
-from app.web.worker import Worker
-from hosts.errors import HostError
+from app.web.ticker import Tick
+
+# What the benchmarks and tests reach here, beside `create_app`.
+__all__ = ["MAX_BODY", "Answer", "create_app", "headers_of", "is_json_type", "parse_json"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -127,40 +126,6 @@ _VERIFY_INLINE = 64 * 1024  # a smaller body's HMAC costs less than a hop to a t
 # all nested HTML comments and deep lists routes in about 1.5 ms; an ordinary 16 KB
 # `issue_comment` in a tenth of that, less than the hop to a thread costs.
 _ROUTE_INLINE = 32 * 1024
-
-GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
-AzureRouter = Callable[[Payload, Policy, str], Routed]
-
-
-class Answer:
-    """An HTTP answer of the webhook edges: status, body (JSON unless `headers` say otherwise).
-
-    Its two ASGI messages are built once, when the answer is: the constant answers (duplicate,
-    the refusals, each ignored reason and queued count, cached) cost nothing per request but
-    the two `send` calls. Nothing between the route and uvicorn changes a message it is sent
-    (no middleware here rewrites headers), so the same two dicts serve every request.
-    """
-
-    __slots__ = ("_body", "_start", "body", "headers", "status")
-
-    def __init__(
-        self,
-        status: int,
-        body: bytes = b"",
-        headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", b"application/json"),),
-    ) -> None:
-        self.status, self.body, self.headers = status, body, headers
-        self._start = {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*headers, (b"content-length", b"%d" % len(body))],
-        }
-        self._body = {"type": "http.response.body", "body": body}
-
-    async def send(self, send: Send) -> None:
-        await send(self._start)
-        await send(self._body)
-
 
 _GITHUB_HEADERS: Final = frozenset(
     {
@@ -173,206 +138,12 @@ _GITHUB_HEADERS: Final = frozenset(
 )
 
 
-def headers_of(scope: Scope, wanted: frozenset[bytes] | None = None) -> dict[str, str]:
-    """The request's headers by lower-case name (the first of repeated ones, as Starlette's
-    `Headers.get`), only `wanted` ones when given. ASGI header names are lower-case bytes."""
-    found: dict[str, str] = {}
-    for name, value in scope["headers"]:
-        if wanted is not None and name not in wanted:
-            continue
-        key = name.decode("latin-1")
-        if key not in found:
-            found[key] = value.decode("latin-1")
-    return found
+class WebhookEdges:
+    """The GitHub and Azure DevOps edges (the module docstring walks them), over the service's
+    parts: its store, its policy (which learns the App's slug at start-up), its worker."""
 
-
-def is_json_type(content_type: str | None) -> bool:
-    """`application/json`, with or without parameters (GitHub and Azure DevOps send it)."""
-    return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
-
-
-def parse_json(body: bytes) -> Any:
-    """The body's JSON value; ValueError or RecursionError when it is not JSON.
-
-    orjson parses a delivery about three times faster than `json` (a comment delivery is 7-15 KB,
-    and the edge parses every one). It is stricter in a few corners the standard library
-    accepts — NaN and Infinity, a byte-order mark, UTF-16/32, a lone surrogate escape, nesting
-    past 1024 — so whatever it refuses goes to `json.loads` before it counts as "not JSON":
-    the 415 line does not move. (One difference remains: orjson reads an integer past 64 bits
-    as a float; no webhook field is one.)
-    """
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
-
-
-def _reply(status: int, outcome: str, **extra: Any) -> Answer:
-    return Answer(status, orjson.dumps({"status": outcome, **extra}))
-
-
-class _Endpoint:
-    """A raw ASGI endpoint: called by `_WebhooksFirst` before Starlette's stack, and in the
-    route list for what that does not take (Starlette serves an object that is neither a
-    function nor a method as ASGI as it is; a function would be wrapped in Request/Response).
-
-    An unexpected failure is logged for the operator and answered with a bare 500: Starlette's
-    error middleware, which did that before, is not in front of it any more.
-    """
-
-    __slots__ = ("_handle",)
-
-    def __init__(self, handle: Callable[[Scope, Receive], Awaitable[Answer | None]]) -> None:
-        self._handle = handle
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            answer = await self._handle(scope, receive)
-        except Exception:
-            log.exception("the webhook edge failed on POST %s", scope.get("path"))
-            answer = _SERVER_ERROR  # nothing was sent yet: an answer is sent whole, at the end
-        if answer is not None:
-            await answer.send(send)
-
-
-class _WebhooksFirst(Starlette):
-    """Starlette, except that `POST` to a webhook path goes straight to its endpoint.
-
-    Webhook deliveries are the requests that come in bursts, and none of the stack in front
-    of the routes is theirs: the sign-in middleware (sessions, CSRF, security headers) guards
-    the pages, Starlette's error middleware is replaced by `_Endpoint`'s, and the router would
-    match the path against every page's pattern. One dict lookup replaces all of it. The
-    routes stay in the route list too, so anything else sent to those paths (another method,
-    the app mounted under a root path) gets Starlette's answer as before.
-    """
-
-    def __init__(self, *, webhooks: Mapping[str, _Endpoint], **options: Any) -> None:
-        super().__init__(**options)
-        self._webhooks = dict(webhooks)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
-            endpoint = self._webhooks.get(scope["path"])
-            if endpoint is not None:
-                await endpoint(scope, receive, send)
-                return
-        await super().__call__(scope, receive, send)
-
-
-class _Service:
-    """The app's parts, built once in `create_app` and shared by the routes and the lifespan."""
-
-    def __init__(
-        self,
-        settings: AppSettings,
-        *,
-        store: Store,
-        github: Forges,
-        azure: Forges | None,
-        executor: Executor | None,
-        clock: Callable[[], float],
-        after_body: Callable[[], Awaitable[None]] | None,
-        poll_s: float,
-        tick: Tick | None,
-        github_router: GitHubRouter,
-    ) -> None:
-        self.settings = settings
-        self.secret = settings.require_webhook_secret()
-        self.store = store
-        self.github = github
-        self.azure = azure
-        self.after_body = after_body
-        self.limits = settings.limits
-        self.budget = BodyBudget(settings.limits)
-        self.parse_limiter = anyio.CapacityLimiter(settings.limits.parse_threads)
-        self.recent = RecentDeliveries(settings.limits.recent_deliveries)
-        self.route_github = github_router
-        self.route_azure: AzureRouter = route_azure
-        self.policy = Policy(
-            trigger=settings.trigger,
-            app_slug=settings.app_slug,
-            app_id=settings.app_id,
-            allowlist=settings.allowlist,
-            identity_allowlist=settings.azure_allowlist,
-        )
-        self.ado_header = (
-            parse_secret_header(settings.ado_secret_header.get_secret_value())
-            if settings.ado_secret_header is not None
-            else None
-        )
-        self.handler = JobHandler(
-            store=store,
-            github=github,
-            azure=azure,
-            executor=executor,
-            execution=settings.execution,
-            policy=lambda: self.policy,
-            permissions=PermissionCache(settings.permission_ttl_s, clock),
-        )
-        self.ticker = (
-            Ticker(tick, interval_s=settings.tick_s)
-            if tick is not None and settings.tick_s > 0
-            else None
-        )
-        self.worker = Worker(
-            store, self._handle, concurrency=settings.worker_concurrency, poll_s=poll_s
-        )
-        self._background: set[asyncio.Task[None]] = set()
-
-    async def _handle(self, job: JobRecord) -> None:
-        await self.handler(job)
-        if self.ticker is not None:
-            self.ticker.wake()  # the card this job touched may have its next step to run
-
-    # -- lifespan -------------------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
-        await self.store.open()
-        if self.policy.app_slug is None and isinstance(self.github, GitHubForges):
-            task = asyncio.create_task(self._learn_slug())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-        await self.worker.start()
-        if self.ticker is not None:
-            await self.ticker.start()
-        log.info(
-            "pairbot serves webhooks (execution: %s, store: %s)",
-            self.settings.execution,
-            self.settings.store_label,
-        )
-        try:
-            yield
-        finally:
-            for task in list(self._background):
-                task.cancel()
-            if self.ticker is not None:
-                await self.ticker.stop()
-            await self.worker.stop()
-            await self.github.aclose()
-            if self.azure is not None:
-                await self.azure.aclose()
-            await self.store.close()
-
-    async def _learn_slug(self) -> None:
-        """`@<slug>[bot]` addressing and own-login detection need the slug: ask GitHub once."""
-        assert isinstance(self.github, GitHubForges)  # noqa: S101 - checked by the caller
-        try:
-            slug = await self.github.app_slug()
-        except HostError as err:
-            log.warning("could not read the App's slug (set PAIR_APP_SLUG): %s", err)
-            return
-        if slug:
-            self.policy = Policy(
-                trigger=self.policy.trigger,
-                app_slug=slug,
-                app_id=self.policy.app_id,
-                allowlist=self.policy.allowlist,
-                identity_allowlist=self.policy.identity_allowlist,
-            )
-            log.info("the App is @%s[bot]", slug)
-
-    # -- the edges ------------------------------------------------------------------------------
+    def __init__(self, service: Service) -> None:
+        self.service = service
 
     async def github_webhook(self, scope: Scope, receive: Receive) -> Answer | None:
         headers = headers_of(scope, _GITHUB_HEADERS)
@@ -382,24 +153,24 @@ class _Service:
             return self._unsigned(why, read=False)
         event = headers.get("x-github-event", "")
         delivery = headers.get("x-github-delivery", "")
-        if delivery and self.recent.seen(GITHUB, delivery):
+        if delivery and self.service.recent.seen(GITHUB, delivery):
             # Before the body is read or verified: only verified deliveries are remembered, so
             # a forged header earns this answer and nothing else. The unread body is dropped
             # by the server (the connection stays usable).
             return self._duplicate(event, delivery)
-        with self.budget.hold() as hold:
+        with self.service.budget.hold() as hold:
             body = await self._read(receive, headers, hold, GITHUB)
             if not isinstance(body, bytes):
                 return body
             if not await self._verified_github(body, signature):
                 return self._unsigned("wrong", read=True)
             if not is_json_type(headers.get("content-type")):
-                return _NOT_JSON_TYPE
+                return NOT_JSON_TYPE
             if not event or not delivery:
-                return _reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
+                return reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
             if event not in GITHUB_EVENTS:
                 # Verified, and of an event pairbot never acts on: its body is not even parsed.
-                return self._ignored(GITHUB, event, delivery, _not_for_pairbot(event))
+                return self._ignored(GITHUB, event, delivery, not_for_pairbot(event))
             read = await self._parsed(self._route_github_body, body, event, delivery, body)
             del body  # what the routing kept is all the rest needs
             if isinstance(read, Answer):
@@ -412,60 +183,62 @@ class _Service:
     def _duplicate(self, name: str, delivery: str, source: str = GITHUB) -> Answer:
         if log.isEnabledFor(logging.DEBUG):  # a redelivery's line was logged the first time
             log.debug("delivery %s", _line(source, name, delivery, "duplicate", seen="memory"))
-        return _DUPLICATE
+        return DUPLICATE
 
     def _ignored(self, source: str, name: str, delivery: str, reason: str) -> Answer:
         """A verified delivery that queues nothing and changes no installation: nothing is
         written (its redelivery is routed the same way and queues nothing either); remembered,
         so that a redelivery is answered before its body is read. DEBUG only: most deliveries
         are these, and a line each would cost more than answering them."""
-        self.recent.remember(source, delivery)
+        self.service.recent.remember(source, delivery)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("delivery %s", _line(source, name, delivery, "ignored", reason=reason))
-        return _ignored(reason)
+        return ignored(reason)
 
     def _unsigned(self, why: str, *, read: bool) -> Answer:
         log.warning(
             "delivery %s",
             Line(source=GITHUB, outcome="refused", status=401, reason=f"{why} signature"),
         )
-        answer = _reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
-        return answer if read else _closing(answer)
+        answer = reply(401, "refused", reason=f"{why} X-Hub-Signature-256")
+        return answer if read else closing(answer)
 
     def _route_github_body(
         self, event: str, delivery: str, body: bytes
     ) -> Answer | tuple[str | None, Routed]:
         """In a worker thread: the body's JSON, routed (the comment text is parsed here)."""
-        payload = _json_object(body)
+        payload = json_object(body)
         if isinstance(payload, Answer):
             return payload
         action = payload.get("action")
         if not isinstance(action, str):
             action = None
-        return action, self.route_github(event, action, payload, self.policy, delivery)
+        return action, self.service.route_github(
+            event, action, payload, self.service.policy, delivery
+        )
 
     async def azure_webhook(self, scope: Scope, receive: Receive) -> Answer | None:
         headers = headers_of(scope)  # all of them: the secret header's name is configured
-        settings = self.settings
+        settings = self.service.settings
         # The credentials travel in headers: checked before a byte of the body is read.
         if not verify_azure(
             headers,
             username=settings.ado_username,
             password=settings.ado_password.get_secret_value() if settings.ado_password else None,
-            secret_header=self.ado_header,
+            secret_header=self.service.ado_header,
         ):
             # 401, never 410: Azure DevOps disables a subscription that is answered 410.
             log.warning(
                 "delivery %s",
                 Line(source=AZURE, outcome="refused", status=401, reason="no valid credentials"),
             )
-            return _closing(Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),)))
-        with self.budget.hold() as hold:
+            return closing(Answer(401, headers=((b"www-authenticate", b'Basic realm="pairbot"'),)))
+        with self.service.budget.hold() as hold:
             body = await self._read(receive, headers, hold, AZURE)
             if not isinstance(body, bytes):
                 return body
             if not is_json_type(headers.get("content-type")):
-                return _NOT_JSON_TYPE
+                return NOT_JSON_TYPE
             read = await self._parsed(self._route_azure_body, body, body)
             del body
             if isinstance(read, Answer):
@@ -477,13 +250,13 @@ class _Service:
 
     def _route_azure_body(self, body: bytes) -> Answer | tuple[str, str, Routed]:
         """In a worker thread: the notification's JSON, routed."""
-        payload = _json_object(body)
+        payload = json_object(body)
         if isinstance(payload, Answer):
             return payload
         notification = payload.get("id")
         if not isinstance(notification, str) or not notification:
-            return _reply(400, "refused", reason="a service hook notification has an id")
-        routed = self.route_azure(payload, self.policy, notification)
+            return reply(400, "refused", reason="a service hook notification has an id")
+        routed = self.service.route_azure(payload, self.service.policy, notification)
         return notification, str(payload.get("eventType") or ""), routed
 
     async def _read(
@@ -491,7 +264,9 @@ class _Service:
     ) -> bytes | Answer | None:
         """The body under the edge's limits, or the refusal to answer (None: the client left)."""
         try:
-            body = await read_body(receive, headers.get("content-length"), hold, self.limits)
+            body = await read_body(
+                receive, headers.get("content-length"), hold, self.service.limits
+            )
         except Refused as refused:
             log.warning(
                 "delivery %s",
@@ -499,17 +274,17 @@ class _Service:
                     source=source, outcome="refused", status=refused.status, reason=refused.reason
                 ),
             )
-            return _refusal(refused)
+            return refusal(refused)
         except Gone:
             return None
-        if self.after_body is not None:
-            await self.after_body()
+        if self.service.after_body is not None:
+            await self.service.after_body()
         return body
 
     async def _verified_github(self, body: bytes, signature: str | None) -> bool:
         if len(body) <= _VERIFY_INLINE:
-            return verify_github(self.secret, body, signature)
-        return await self._off_loop(verify_github, self.secret, body, signature)
+            return verify_github(self.service.secret, body, signature)
+        return await self._off_loop(verify_github, self.service.secret, body, signature)
 
     async def _parsed(self, work: Callable[..., _T], body: bytes, *args: Any) -> _T:
         """`work(*args)` — a body's parse and routing — on the loop for a small body (its worst
@@ -521,7 +296,7 @@ class _Service:
 
     async def _off_loop(self, work: Callable[..., _T], *args: Any) -> _T:
         """`work(*args)` in a worker thread, at most `parse_threads` at a time."""
-        return await anyio.to_thread.run_sync(work, *args, limiter=self.parse_limiter)
+        return await anyio.to_thread.run_sync(work, *args, limiter=self.service.parse_limiter)
 
     async def _accept(
         self, *, source: str, delivery: str, event: str, action: str | None, routed: Routed
@@ -529,12 +304,12 @@ class _Service:
         name = f"{event}.{action}" if action else event
         # Azure DevOps' id is in the body: known only here. A GitHub delivery was checked before
         # its body was read; this catches its twin answered while its body was being read.
-        if self.recent.seen(source, delivery):
+        if self.service.recent.seen(source, delivery):
             return self._duplicate(name, delivery, source)
         if not routed.jobs and routed.installation is None:
             return self._ignored(source, name, delivery, routed.reason)
         try:
-            fresh = await self.store.enqueue_delivery(
+            fresh = await self.service.store.enqueue_delivery(
                 delivery,
                 event,
                 action,
@@ -548,85 +323,23 @@ class _Service:
             log.exception(
                 "delivery %s", _line(source, name, delivery, "unavailable", reason="store error")
             )
-            return _reply(503, "unavailable", reason="the store is unavailable; redeliver later")
-        self.recent.remember(source, delivery)
+            return reply(503, "unavailable", reason="the store is unavailable; redeliver later")
+        self.service.recent.remember(source, delivery)
         if not fresh:
             log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="store"))
-            return _DUPLICATE
+            return DUPLICATE
         if routed.jobs:
-            self.worker.wake()
+            self.service.worker.wake()
             # DEBUG: the worker logs the delivery's one INFO line when its job ends.
             log.debug("delivery %s", _line(source, name, delivery, "queued", jobs=len(routed.jobs)))
-            return _queued(len(routed.jobs))
+            return queued(len(routed.jobs))
         log.info("delivery %s", _line(source, name, delivery, "recorded", reason=routed.reason))
-        return _ignored(routed.reason)
-
-    # -- reading --------------------------------------------------------------------------------
-
-    async def healthz(self, _request: Request) -> Response:
-        if not self.worker.healthy:
-            return JSONResponse({"status": "unhealthy", "worker": "stopped"}, status_code=503)
-        return JSONResponse({"status": "ok", "worker": "running"})
-
-
-_DUPLICATE: Final = _reply(200, "duplicate")
-_SERVER_ERROR: Final = Answer(
-    500, b"Internal Server Error", ((b"content-type", b"text/plain; charset=utf-8"),)
-)
-
-
-@functools.lru_cache(maxsize=64)
-def _not_for_pairbot(event: str) -> str:
-    return f"{event} is not for pairbot"
+        return ignored(routed.reason)
 
 
 def _line(source: str, name: str, delivery: str, outcome: str, **extra: object) -> Line:
     """The delivery's one log line (key=value; see app.web.recent)."""
     return Line(source=source, event=name, id=delivery, outcome=outcome, **extra)
-
-
-@functools.lru_cache(maxsize=256)
-def _ignored(reason: str) -> Answer:
-    """The 200 of a delivery for no one; one answer per reason, built once (the reasons are
-    pairbot's own sentences, a small set)."""
-    return _reply(200, "ignored", reason=reason)
-
-
-@functools.lru_cache(maxsize=16)
-def _queued(jobs: int) -> Answer:
-    return _reply(202, "queued", jobs=jobs)
-
-
-_NOT_JSON_TYPE: Final = _reply(
-    415, "refused", reason="send application/json (the webhook's content type)"
-)
-
-
-def _closing(answer: Answer) -> Answer:
-    """`answer`, closing the connection: the body it was sent before is never read."""
-    return Answer(answer.status, answer.body, (*answer.headers, (b"connection", b"close")))
-
-
-def _refusal(refused: Refused) -> Answer:
-    """A refused body's answer. It closes the connection: the rest of the body is not read."""
-    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
-    outcome = "refused"
-    if refused.retry_after_s is not None:
-        headers.append((b"retry-after", b"%d" % refused.retry_after_s))
-        outcome = "unavailable"
-    body = orjson.dumps({"status": outcome, "reason": refused.reason})
-    return Answer(refused.status, body, tuple(headers))
-
-
-def _json_object(body: bytes) -> Mapping[str, Any] | Answer:
-    """The body as a JSON object, or the 415 / 400 answer."""
-    try:
-        payload = parse_json(body)
-    except (ValueError, RecursionError):
-        return _reply(415, "refused", reason="the body is not JSON")
-    if not isinstance(payload, dict):
-        return _reply(400, "refused", reason="the body is not a JSON object")
-    return payload
 
 
 def create_app(
@@ -662,32 +375,10 @@ def create_app(
     of GitHub sign-in's OAuth and API calls), `wallclock` (the sign-in sessions' clock).
     """
     settings.require_webhook_secret()
-    if github is None:
-        if settings.forge == "local":
-            github = LocalForges.for_root(settings.root, settings.hosts)
-        else:
-            if settings.app_id is None or settings.private_key is None:
-                log.warning(
-                    "PAIR_APP_ID / PAIR_PRIVATE_KEY are not set: deliveries are verified and "
-                    "queued, but the jobs cannot answer on GitHub"
-                )
-            github = GitHubForges(
-                app_id=settings.app_id,
-                private_key=(
-                    settings.private_key.get_secret_value() if settings.private_key else None
-                ),
-                base_url=settings.github_api_url,
-                host_options={"write_spacing_s": settings.hosts.github_write_spacing_s},
-            )
-    service = _Service(
+    github = github if github is not None else _github_forges(settings)
+    service = Service(
         settings,
-        store=store
-        if store is not None
-        else make_store(
-            settings.store,
-            settings.store_url.get_secret_value() if settings.store_url else None,
-            lease_s=settings.store_lease_s,
-        ),
+        store=store if store is not None else _store(settings),
         github=github,
         azure=azure if azure is not None else AzureForges(settings.hosts, settings.root),
         executor=executor,
@@ -697,12 +388,6 @@ def create_app(
         tick=tick,
         github_router=github_router,
     )
-    github_edge, azure_edge = _Endpoint(service.github_webhook), _Endpoint(service.azure_webhook)
-    routes = [
-        Route("/webhooks/github", github_edge, methods=["POST"]),
-        Route("/webhooks/azure-devops", azure_edge, methods=["POST"]),
-        Route("/healthz", service.healthz, methods=["GET"]),
-    ]
     pages = Pages(
         service.store,
         local=local,
@@ -711,11 +396,51 @@ def create_app(
         wake=service.worker.wake,
     )
     signin = SignInService(settings, transport=oauth_transport, clock=wallclock)
-    app = _WebhooksFirst(
+    app = _starlette(service, pages, signin)
+    app.state.service = service  # tests and the benchmark reach the worker and the store here
+    return app
+
+
+def _store(settings: AppSettings) -> Store:
+    """The store PAIR_STORE names."""
+    return make_store(
+        settings.store,
+        settings.store_url.get_secret_value() if settings.store_url else None,
+        lease_s=settings.store_lease_s,
+    )
+
+
+def _github_forges(settings: AppSettings) -> Forges:
+    """The local forge under `forge: local`, else the GitHub App's (which answers nothing
+    without the App's id and key: said once, at start-up)."""
+    if settings.forge == "local":
+        return LocalForges.for_root(settings.root, settings.hosts)
+    if settings.app_id is None or settings.private_key is None:
+        log.warning(
+            "PAIR_APP_ID / PAIR_PRIVATE_KEY are not set: deliveries are verified and "
+            "queued, but the jobs cannot answer on GitHub"
+        )
+    return GitHubForges(
+        app_id=settings.app_id,
+        private_key=(settings.private_key.get_secret_value() if settings.private_key else None),
+        base_url=settings.github_api_url,
+        host_options={"write_spacing_s": settings.hosts.github_write_spacing_s},
+    )
+
+
+def _starlette(service: Service, pages: Pages, signin: SignInService) -> Starlette:
+    """The routes (explicit; the webhooks also taken first, before the middleware), the sign-in
+    middleware and the lifespan."""
+    edges = WebhookEdges(service)
+    github_edge, azure_edge = Endpoint(edges.github_webhook), Endpoint(edges.azure_webhook)
+    routes = [
+        Route("/webhooks/github", github_edge, methods=["POST"]),
+        Route("/webhooks/azure-devops", azure_edge, methods=["POST"]),
+        Route("/healthz", service.healthz, methods=["GET"]),
+    ]
+    return WebhooksFirst(
         webhooks={"/webhooks/github": github_edge, "/webhooks/azure-devops": azure_edge},
         routes=[*routes, *signin.routes(), *pages.routes()],
         middleware=[Middleware(SignIn, service=signin)],
         lifespan=service.lifespan,
     )
-    app.state.service = service  # tests and the benchmark reach the worker and the store here
-    return app

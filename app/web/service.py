@@ -1,0 +1,158 @@
+"""The App's parts, built once by `create_app` and shared by its routes and its lifespan: the
+store, the forges, the policy, the job handler, the worker and the ticker, and the edge's
+budget of body bytes and memory of recent deliveries.
+
+The lifespan opens the store, learns the App's slug when it is not configured, starts the
+worker and the ticker, and stops them all in the reverse order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from app.store.base import JobRecord, Store
+from app.web.events import Payload, Policy, Routed, route_azure
+from app.web.forge import Forges, GitHubForges
+from app.web.handling import Executor, JobHandler, PermissionCache
+from app.web.limits import BodyBudget
+from app.web.recent import RecentDeliveries
+from app.web.settings import AppSettings, parse_secret_header
+from app.web.ticker import Tick, Ticker
+from app.web.worker import Worker
+from hosts.errors import HostError
+
+# The edge's logger name: operators' filters (and tests) know the service's lines by it.
+log = logging.getLogger("app.web.app")
+
+GitHubRouter = Callable[[str, str | None, Payload, Policy, str], Routed]
+AzureRouter = Callable[[Payload, Policy, str], Routed]
+
+
+class Service:
+    """The app's parts, built once in `create_app` and shared by the routes and the lifespan
+    (the webhook edges read theirs here: app.web.app.WebhookEdges)."""
+
+    def __init__(
+        self,
+        settings: AppSettings,
+        *,
+        store: Store,
+        github: Forges,
+        azure: Forges | None,
+        executor: Executor | None,
+        clock: Callable[[], float],
+        after_body: Callable[[], Awaitable[None]] | None,
+        poll_s: float,
+        tick: Tick | None,
+        github_router: GitHubRouter,
+    ) -> None:
+        self.settings = settings
+        self.secret = settings.require_webhook_secret()
+        self.store = store
+        self.github = github
+        self.azure = azure
+        self.after_body = after_body
+        self.limits = settings.limits
+        self.budget = BodyBudget(settings.limits)
+        self.parse_limiter = anyio.CapacityLimiter(settings.limits.parse_threads)
+        self.recent = RecentDeliveries(settings.limits.recent_deliveries)
+        self.route_github = github_router
+        self.route_azure: AzureRouter = route_azure
+        self.policy = Policy(
+            trigger=settings.trigger,
+            app_slug=settings.app_slug,
+            app_id=settings.app_id,
+            allowlist=settings.allowlist,
+            identity_allowlist=settings.azure_allowlist,
+        )
+        self.ado_header = (
+            parse_secret_header(settings.ado_secret_header.get_secret_value())
+            if settings.ado_secret_header is not None
+            else None
+        )
+        self.handler = JobHandler(
+            store=store,
+            github=github,
+            azure=azure,
+            executor=executor,
+            execution=settings.execution,
+            policy=lambda: self.policy,
+            permissions=PermissionCache(settings.permission_ttl_s, clock),
+        )
+        self.ticker = (
+            Ticker(tick, interval_s=settings.tick_s)
+            if tick is not None and settings.tick_s > 0
+            else None
+        )
+        self.worker = Worker(
+            store, self._handle, concurrency=settings.worker_concurrency, poll_s=poll_s
+        )
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def _handle(self, job: JobRecord) -> None:
+        await self.handler(job)
+        if self.ticker is not None:
+            self.ticker.wake()  # the card this job touched may have its next step to run
+
+    # -- lifespan -------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        await self.store.open()
+        if self.policy.app_slug is None and isinstance(self.github, GitHubForges):
+            task = asyncio.create_task(self._learn_slug())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        await self.worker.start()
+        if self.ticker is not None:
+            await self.ticker.start()
+        log.info(
+            "pairbot serves webhooks (execution: %s, store: %s)",
+            self.settings.execution,
+            self.settings.store_label,
+        )
+        try:
+            yield
+        finally:
+            for task in list(self._background):
+                task.cancel()
+            if self.ticker is not None:
+                await self.ticker.stop()
+            await self.worker.stop()
+            await self.github.aclose()
+            if self.azure is not None:
+                await self.azure.aclose()
+            await self.store.close()
+
+    async def _learn_slug(self) -> None:
+        """`@<slug>[bot]` addressing and own-login detection need the slug: ask GitHub once."""
+        assert isinstance(self.github, GitHubForges)  # noqa: S101 - checked by the caller
+        try:
+            slug = await self.github.app_slug()
+        except HostError as err:
+            log.warning("could not read the App's slug (set PAIR_APP_SLUG): %s", err)
+            return
+        if slug:
+            self.policy = Policy(
+                trigger=self.policy.trigger,
+                app_slug=slug,
+                app_id=self.policy.app_id,
+                allowlist=self.policy.allowlist,
+                identity_allowlist=self.policy.identity_allowlist,
+            )
+            log.info("the App is @%s[bot]", slug)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def healthz(self, _request: Request) -> Response:
+        if not self.worker.healthy:
+            return JSONResponse({"status": "unhealthy", "worker": "stopped"}, status_code=503)
+        return JSONResponse({"status": "ok", "worker": "running"})
