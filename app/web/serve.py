@@ -193,11 +193,7 @@ def serve(
     from app.web.ticker import checkout_tick  # noqa: PLC0415
     from app.web.worker import cycle_executor  # noqa: PLC0415
 
-    if dev and not is_loopback(host):
-        raise UserError(
-            f"--dev serves the local forge with a generated secret: bind a loopback address, "
-            f"not {host!r}"
-        )
+    _refuse_dev_off_loopback(host, dev=dev)
     settings = settings_for(root, env, dev=dev)
     listen_socket = bind(host, port)  # before the store: a port in use leaves nothing behind
     url = settings.store_url
@@ -237,16 +233,7 @@ def serve(
         ),
         local=LocalReader(root, settings.worker_checkouts),
     )
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    shown = f"[{host}]" if ":" in host else host
-    print(
-        f"pairbot: serving on http://{shown}:{port}/ (status page; webhooks at "
-        f"/webhooks/github and /webhooks/azure-devops), store {settings.store_label}",
-        file=sys.stderr,
-        flush=True,
-    )
+    _announce(host, port, settings.store_label)
     config = server_config(
         app, settings.limits, host=host, port=port, access_log=settings.access_log
     )
@@ -257,3 +244,26 @@ def serve(
     settle_gc()
     server.run(sockets=[listen_socket])
     return 0
+
+
+def _refuse_dev_off_loopback(host: str, *, dev: bool) -> None:
+    """--dev's secret is generated and its forge answers anyone: never off this machine."""
+    if dev and not is_loopback(host):
+        raise UserError(
+            f"--dev serves the local forge with a generated secret: bind a loopback address, "
+            f"not {host!r}"
+        )
+
+
+def _announce(host: str, port: int, store_label: str) -> None:
+    """Logging configured, and the one line saying where the App serves and on what store."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"pairbot: serving on http://{shown}:{port}/ (status page; webhooks at "
+        f"/webhooks/github and /webhooks/azure-devops), store {store_label}",
+        file=sys.stderr,
+        flush=True,
+    )
