@@ -15,8 +15,9 @@ from app.engine.runstate import Park
 from app.store.base import JobRecord, NewJob
 from app.web.app import create_app
 from app.web.pages import html
-from app.web.pages.model import card_steps, card_view, job_views, overview, remote_card
+from app.web.pages.model import card_view, job_views, overview, remote_card
 from app.web.pages.read import Local, LocalCard, card_views, read_local
+from app.web.pages.steps import card_steps
 from app.web.viewer import Viewer
 from tests.web.conftest import OPERATOR, AppGitHub, app_settings, github_forges, served, view_as
 

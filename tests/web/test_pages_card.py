@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from app.web.pages import html
-from app.web.pages.model import card_view, kept_comments, scope_proposals
+from app.web.pages.comments import kept_comments, scope_proposals
+from app.web.pages.model import card_view
 from hosts.models import Target
 from tests.support.card_project import MAINTAINER, CardProject, scope_decision_comment
 

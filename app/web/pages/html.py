@@ -18,7 +18,7 @@ from urllib.parse import quote
 from app.domain.reports.cohort import Cohort, render_cohort
 from app.store.base import DeliveryRecord, InstallationRecord
 from app.web.dashboard import BatchView
-from app.web.pages.model import (
+from app.web.pages.views import (
     TONE,
     CardView,
     JobView,

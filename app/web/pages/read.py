@@ -34,7 +34,8 @@ from app.engine.runstate import Park, RunLocus
 from app.store.base import JobRecord
 from app.web.dashboard import BatchView, batches_of
 from app.web.pages.cache import Memo, stamp
-from app.web.pages.model import CardView, card_view, remote_card, with_live
+from app.web.pages.model import card_view, remote_card, with_live
+from app.web.pages.views import CardView
 from app.web.viewer import Viewer
 
 if TYPE_CHECKING:

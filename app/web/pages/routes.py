@@ -14,7 +14,8 @@
 Every route asks `viewer_of(request)` who is looking and shows only the repositories that
 viewer can read (a card or job of another repository answers 404, as if it did not exist).
 The shell is thin: it reads the store and the run-state (in a worker thread) and hands them to
-`app.web.pages.model`, whose values both the HTML and the JSON are rendered from.
+`app.web.pages.model`, whose values (`app.web.pages.views`) both the HTML and the JSON are
+rendered from.
 
 The live part of a card's page comes as server-sent events (`text/event-stream`): a
 `fragment` event carries the part's HTML whenever it changed (looked at every `live_s`), a
@@ -48,8 +49,9 @@ from app.domain.reports.cohort import Cohort
 from app.store.base import Store
 from app.web.dashboard import BatchView
 from app.web.pages import html
-from app.web.pages.model import CardView, job_views, overview
+from app.web.pages.model import job_views, overview
 from app.web.pages.read import Local, card_views, cohort_of_local
+from app.web.pages.views import CardView
 from app.web.viewer import Viewer, viewer_of
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
