@@ -16,7 +16,7 @@ sign-in middleware (app.web.signin): it decides the request's viewer (app.web.vi
 redirects or refuses whoever is not signed in. A webhook POST never reaches it: the app
 (`WebhooksFirst`, app.web.asgi) hands it to its endpoint before Starlette's middleware and router.
 
-The GitHub edge, in this order, and thin (CONVENTIONS 7):
+The GitHub edge, in this order, and thin:
 
     no X-Hub-Signature-256 that could be one (`sha256=` and 64 hex digits) → 401, unread
     → an X-GitHub-Delivery this process verified lately (app.web.recent, memory): 2xx

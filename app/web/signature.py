@@ -2,7 +2,7 @@
 
 GitHub signs the raw body with HMAC-SHA256 under the webhook secret and sends
 `X-Hub-Signature-256: sha256=<hex>`. Only that header counts: the legacy `X-Hub-Signature`
-(`sha1=`) alone is an unsigned delivery (CONVENTIONS, traps: githubkit's verify accepts it).
+(`sha1=`) alone is an unsigned delivery (githubkit's own verify would accept it).
 https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
 
 Azure DevOps service hooks carry no signature; a subscription sends Basic auth (or a custom

@@ -7,7 +7,7 @@ happened (`describe`), and `release` closes what the locus opened, best effort.
 swerex logs through rich to the terminal and its remote client `print()`s on a 511; every
 swerex object here gets a silent logger (`QUIET`), the remote client is the quiet subclass
 below, and SWE_REX_LOG_STREAM_LEVEL is defaulted to CRITICAL before swerex is imported (the
-package's `__init__`; the seed's sidecar does the same) for the loggers swerex creates on its
+package's `__init__`) for the loggers swerex creates on its
 own, so only our events reach the terminal.
 """
 

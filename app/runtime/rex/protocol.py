@@ -1,7 +1,7 @@
 """The command protocol: the shell scripts pairbot runs where the agent runs, and their answers.
 
 Every script is run by one swerex `execute` (connection.py); request values reach them only
-through shlex.quote. The protocol, with the seed's streaming model:
+through shlex.quote. The protocol, a streaming model of run files polled from here:
 
 1. `mktemp -d` a private run directory on the side where the agent runs, and `write_file` the
    prompt (the instructions), the environment script and a small launcher (`launcher_script`)
