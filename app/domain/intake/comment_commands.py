@@ -243,52 +243,55 @@ def parse_commands(
                 )
             )
             continue
-        verb_match = re.match(r"\s*(\S+)", rest)
-        if verb_match is None:
-            results.append(
-                CommandError(
-                    line, raw, f"a verb is missing; allowed: {', '.join(VERBS)}", help_text(trigger)
-                )
-            )
-            continue
-        name = verb_match.group(1).lower()
-        arguments = rest[verb_match.end() :].strip()
-        if name not in _SPECS:
-            results.append(
-                CommandError(
-                    line,
-                    raw,
-                    f"unknown verb {verb_match.group(1)!r}; allowed: {', '.join(VERBS)}",
-                    help_text(trigger),
-                )
-            )
-            continue
-        verb: Verb = next(v for v in VERBS if v == name)
-        if verb in ("answer", "feedback"):
-            parts = [arguments]
-            while (
-                index < len(visible)
-                and prose[index]
-                and visible[index].strip()
-                and start.match(visible[index]) is None
-            ):
-                parts.append(visible[index].strip())
-                index += 1
-            text = "\n".join(parts).strip()
-            if text:
-                results.append(Command(verb, {}, text, line, raw))
-            else:
-                results.append(
-                    CommandError(line, raw, f"{verb} needs a text", usage(verb, trigger))
-                )
-            continue
-        outcome = _arguments(verb, arguments)
-        if isinstance(outcome, str):
-            help_usage = help_text(trigger) if verb == "help" else usage(verb, trigger)
-            results.append(CommandError(line, raw, outcome, help_usage))
-        else:
-            results.append(Command(verb, outcome, None, line, raw))
+        following = _continuation(visible, prose, start, index)
+        command, taken = _one_command(rest, line, raw, trigger, following)
+        results.append(command)
+        index += taken
     return results
+
+
+def _continuation(
+    visible: list[str], prose: list[bool], start: re.Pattern[str], index: int
+) -> list[str]:
+    """The prose lines from `index` on that continue a command's text (an answer's or a
+    feedback's): up to a blank line, a line that is not prose, or the next command line."""
+    lines: list[str] = []
+    while (
+        index < len(visible)
+        and prose[index]
+        and visible[index].strip()
+        and start.match(visible[index]) is None
+    ):
+        lines.append(visible[index].strip())
+        index += 1
+    return lines
+
+
+def _one_command(
+    rest: str, line: int, raw: str, trigger: str, following: list[str]
+) -> tuple[Command | CommandError, int]:
+    """The command whose verb and arguments are `rest`, and how many of the `following` lines
+    it took (only an answer's or a feedback's text continues there)."""
+    verb_match = re.match(r"\s*(\S+)", rest)
+    if verb_match is None:
+        missing = f"a verb is missing; allowed: {', '.join(VERBS)}"
+        return CommandError(line, raw, missing, help_text(trigger)), 0
+    name = verb_match.group(1).lower()
+    arguments = rest[verb_match.end() :].strip()
+    if name not in _SPECS:
+        unknown = f"unknown verb {verb_match.group(1)!r}; allowed: {', '.join(VERBS)}"
+        return CommandError(line, raw, unknown, help_text(trigger)), 0
+    verb: Verb = next(v for v in VERBS if v == name)
+    if verb in ("answer", "feedback"):
+        text = "\n".join([arguments, *following]).strip()
+        if text:
+            return Command(verb, {}, text, line, raw), len(following)
+        return CommandError(line, raw, f"{verb} needs a text", usage(verb, trigger)), len(following)
+    outcome = _arguments(verb, arguments)
+    if isinstance(outcome, str):
+        help_usage = help_text(trigger) if verb == "help" else usage(verb, trigger)
+        return CommandError(line, raw, outcome, help_usage), 0
+    return Command(verb, outcome, None, line, raw), 0
 
 
 def may_act(

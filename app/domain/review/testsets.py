@@ -330,29 +330,7 @@ def iteration_verdict(
     lost = tuple(lost_passing(before, after))
 
     if transition == "red":
-        red_problems: list[str] = []
-        if not delta.new_failures:
-            red_problems.append(
-                "red must add failing tests for the blocking findings, but no test newly fails "
-                f"({ran}): the tests it wrote pass or did not run, so they prove nothing"
-            )
-        if lost:
-            red_problems.append(_lost_sentence(lost))
-        if red_problems:
-            return IterationVerdict(
-                False,
-                "; ".join(red_problems),
-                delta=delta,
-                problems=tuple(red_problems),
-                lost_passing=lost,
-            )
-        return IterationVerdict(
-            accepted=True,
-            reason=f"sealed {_count(len(delta.new_failures), 'new failing test')}: "
-            f"{name_ids(delta.new_failures)}",
-            delta=delta,
-            seal=delta.new_failures,
-        )
+        return _red_verdict(delta, ran, lost)
 
     found: list[str] = []
     if delta.new_failures:
@@ -387,3 +365,31 @@ def iteration_verdict(
     if delta.still_failing:
         parts.append(f"{len(delta.still_failing)} failing before and after")
     return IterationVerdict(accepted=True, reason=", ".join(parts), delta=delta)
+
+
+def _red_verdict(delta: TestDelta, ran: str, lost: tuple[str, ...]) -> IterationVerdict:
+    """A `red` iteration advances when it adds failing tests (sealed for the `fix` that
+    follows) and loses no passing one."""
+    red_problems: list[str] = []
+    if not delta.new_failures:
+        red_problems.append(
+            "red must add failing tests for the blocking findings, but no test newly fails "
+            f"({ran}): the tests it wrote pass or did not run, so they prove nothing"
+        )
+    if lost:
+        red_problems.append(_lost_sentence(lost))
+    if red_problems:
+        return IterationVerdict(
+            False,
+            "; ".join(red_problems),
+            delta=delta,
+            problems=tuple(red_problems),
+            lost_passing=lost,
+        )
+    return IterationVerdict(
+        accepted=True,
+        reason=f"sealed {_count(len(delta.new_failures), 'new failing test')}: "
+        f"{name_ids(delta.new_failures)}",
+        delta=delta,
+        seal=delta.new_failures,
+    )
