@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.domain.reports.dispatch_stats import DispatchStats
-from app.domain.reports.metrics_model import ORIGINS, CycleMetrics, Quantity
+from app.domain.reports.metrics_model import ORIGINS, CycleMetrics, FindingMetrics, Quantity
 from app.domain.text.invisible import strip_hidden
 from hosts.markers import make_marker
 
@@ -193,8 +193,33 @@ def render_synthesis(
     synthesis_marker(card, pr, run_id)  # validates run_id as the marker will carry it
     pr_part = f", PR #{pr}" if pr is not None else ""
     lines: list[str] = [f"## pairbot synthesis — card #{card}{pr_part}", ""]
+    lines += _identity_section(
+        card, pr, run_id, reviewed_head=reviewed_head, versions=versions, models=models
+    )
+    lines += ["### Status", ""]
+    lines += _table(
+        ("Quality (last review)", "Delivery"),
+        [(_cell(metrics.quality), _cell(status))],
+    )
+    lines.append("")
+    lines += _cycles_section(metrics, failovers)
+    lines += _dispatch_table(dispatches)
+    lines += _time_section(metrics, budget)
+    lines += _findings_section(metrics.findings)
+    lines += _scope_section(metrics)
+    lines += _metrics_json_section(metrics, metrics_revision, dispatches)
+    return "\n".join(lines)
 
-    lines += ["### Identity", ""]
+
+def _identity_section(
+    card: int,
+    pr: int | None,
+    run_id: str,
+    *,
+    reviewed_head: str | None,
+    versions: Mapping[str, str],
+    models: Mapping[str, str],
+) -> list[str]:
     identity: list[tuple[str, ...]] = [
         ("Card", f"#{card}"),
         ("Pull request", f"#{pr}" if pr is not None else "not opened"),
@@ -203,16 +228,11 @@ def render_synthesis(
     ]
     identity += [(f"Version: {_cell(name)}", _code(versions[name])) for name in sorted(versions)]
     identity += [(f"Model: {_cell(role)}", _code(models[role])) for role in sorted(models)]
-    lines += [*_table(("Item", "Value"), identity), ""]
+    return ["### Identity", "", *_table(("Item", "Value"), identity), ""]
 
-    lines += ["### Status", ""]
-    lines += _table(
-        ("Quality (last review)", "Delivery"),
-        [(_cell(metrics.quality), _cell(status))],
-    )
-    lines.append("")
 
-    lines += ["### Cycles and reviews", ""]
+def _cycles_section(metrics: CycleMetrics, failovers: Sequence[str]) -> list[str]:
+    lines = ["### Cycles and reviews", ""]
     lines += _table(
         ("Effective fix cycles", "Review executions", "Retries", "Interrupted steps"),
         [
@@ -233,9 +253,11 @@ def render_synthesis(
         lines += ["", "Failover (a step retried once with the fallback agent):", ""]
         lines += [f"- {_cell(line)}" for line in failovers]
     lines.append("")
-    lines += _dispatch_table(dispatches)
+    return lines
 
-    lines += ["### Tokens and time", ""]
+
+def _time_section(metrics: CycleMetrics, budget: str | None) -> list[str]:
+    lines = ["### Tokens and time", ""]
     lines += _table(
         ("Measure", "Value"),
         [
@@ -250,9 +272,11 @@ def render_synthesis(
     if budget is not None:
         lines += ["", f"Budget: {_cell(budget.removeprefix('budget: '))}."]
     lines.append("")
+    return lines
 
-    findings = metrics.findings
-    lines += ["### Late defects by origin", ""]
+
+def _findings_section(findings: FindingMetrics) -> list[str]:
+    lines = ["### Late defects by origin", ""]
     by_origin = findings.late_by_origin
     lines += _table(
         ("Origin", "Count"),
@@ -267,14 +291,17 @@ def render_synthesis(
                 for d in findings.late
             ],
         )
-    lines += [
+    return [
+        *lines,
         "",
         f"Findings: {findings.total} in all, {findings.blocking} blocking, "
         f"{findings.open_blocking} still open and blocking.",
         "",
     ]
 
-    lines += ["### Scope proposals", ""]
+
+def _scope_section(metrics: CycleMetrics) -> list[str]:
+    lines = ["### Scope proposals", ""]
     if metrics.scope:
         lines += _table(
             ("Proposal", "Type", "Affected AC", "Decision"),
@@ -286,7 +313,12 @@ def render_synthesis(
     else:
         lines.append("None.")
     lines.append("")
+    return lines
 
+
+def _metrics_json_section(
+    metrics: CycleMetrics, metrics_revision: int, dispatches: Sequence[DispatchStats]
+) -> list[str]:
     # Backticks and `<` only occur inside JSON strings, so their \u escapes keep the JSON equal
     # while nothing in it can close the fence or open an HTML comment.
     data = metrics.to_json(metrics_revision=metrics_revision)
@@ -301,6 +333,12 @@ def render_synthesis(
         .replace("`", "\\u0060")
         .replace("<", "\\u003c")
     )
-    lines += ["<details><summary>Metrics (schema 1)</summary>", "", "```json", tail, "```", ""]
-    lines.append("</details>")
-    return "\n".join(lines)
+    return [
+        "<details><summary>Metrics (schema 1)</summary>",
+        "",
+        "```json",
+        tail,
+        "```",
+        "",
+        "</details>",
+    ]

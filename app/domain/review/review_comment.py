@@ -107,6 +107,15 @@ def render_review(
         "#### Acceptance criteria and the tests that prove them",
         "",
     ]
+    lines += _criteria_table(report, criteria)
+    lines += _findings_table(report)
+    lines += _scope_table(report)
+    return "\n".join(lines + _panel(panel) + _external(external))
+
+
+def _criteria_table(report: FindingsReport, criteria: Sequence[str]) -> list[str]:
+    """Each acceptance criterion and the test named as proving it."""
+    lines: list[str] = []
     named = dict(report.ac_tests)
     acs = sorted(set(named) | {c for c in criteria if c.strip()}, key=_natural)
     if acs:
@@ -119,7 +128,11 @@ def render_review(
         ]
     else:
         lines.append("No acceptance criterion was mapped to a test.")
-    lines += ["", "#### Findings", ""]
+    return lines
+
+
+def _findings_table(report: FindingsReport) -> list[str]:
+    lines: list[str] = ["", "#### Findings", ""]
     if report.findings:
         lines += [
             "| ID | Kind | Severity | Blocking | Transition | AC | Summary | Reproducer |",
@@ -145,7 +158,11 @@ def render_review(
         lines += _finding_notes(report)
     else:
         lines.append("No findings.")
-    lines += ["", "#### Scope proposals — not defects, never blocking", ""]
+    return lines
+
+
+def _scope_table(report: FindingsReport) -> list[str]:
+    lines: list[str] = ["", "#### Scope proposals — not defects, never blocking", ""]
     if report.scope_changes:
         lines += ["| ID | Type | Affected AC | Evidence |", "|---|---|---|---|"]
         lines += [
@@ -160,7 +177,7 @@ def render_review(
         ]
     else:
         lines.append("None.")
-    return "\n".join(lines + _panel(panel) + _external(external))
+    return lines
 
 
 def _panel(votes: Sequence[PanelVote]) -> list[str]:
