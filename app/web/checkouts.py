@@ -37,14 +37,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
+from app.cycle.card_cycle import project_binding
 from app.domain.card.binding import parse_origin
 from app.errors import UserError
+from app.hosting import HostSettings
+from hosts.errors import HostUnsupported
 from hosts.git import GitError, run_git
-
-if TYPE_CHECKING:
-    from app.hosting import HostSettings
 
 HostKind = Literal["github", "azure-devops"]
 _GIT_TIMEOUT_S: Final = 30.0
@@ -199,9 +199,6 @@ def binds_only_local(root: Path) -> bool:
     `origin` remote, `local` only when that is absent or a path) is local for both."""
     if not (root / ".pair" / "config.yaml").is_file() or not is_work_tree_top(root):
         return False
-    from app.cycle.card_cycle import project_binding  # noqa: PLC0415  # lazy: the engine
-    from app.hosting import HostSettings  # noqa: PLC0415
-    from hosts.errors import HostUnsupported  # noqa: PLC0415
 
     try:
         resolution, _ = project_binding(root, HostSettings())

@@ -15,6 +15,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cycle.card_status import read_card_status
+from app.engine.manifest import list_batches
+from app.engine.render import describe_target
+from app.engine.runner import batch_status
+from app.web.checkouts import checkout_dirs
+
 if TYPE_CHECKING:
     from app.cycle.card_status import CardStatus
 
@@ -65,7 +71,6 @@ def worker_batches(root: Path, checkouts: Path | None) -> list[BatchView]:
     """The batches of the root and of every checkout under `checkouts` (`<owner>/<name>`, the
     layout `PAIR_WORKER_CHECKOUTS` holds; see app.web.checkouts), each labelled with its
     repository directory."""
-    from app.web.checkouts import checkout_dirs  # noqa: PLC0415  # only the worker's page
 
     views = local_batches(root)
     for repo in checkout_dirs(checkouts) if checkouts is not None else []:
@@ -91,10 +96,6 @@ def local_batches(root: Path, card_status: CardStatusOf | None = None) -> list[B
     """Every batch under `root/.pair/batches` with its derived status. `card_status` reads a
     card batch's status (None for a plain batch): the status pages pass the one they already
     derived, so a card's journal is not read twice."""
-    from app.cycle.card_status import read_card_status  # noqa: PLC0415
-    from app.engine.manifest import list_batches  # noqa: PLC0415  # the engine loads only here
-    from app.engine.render import describe_target  # noqa: PLC0415
-    from app.engine.runner import batch_status  # noqa: PLC0415
 
     if not (root / ".pair" / "batches").is_dir():
         return []

@@ -28,7 +28,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.cycle.card_cycle import CardCycle, CardStep
 from app.failures import explain
+from app.web.checkouts import acting_as, checkout_dirs, checkout_repo
 
 if TYPE_CHECKING:
     from app.hosting import HostSettings
@@ -124,7 +126,6 @@ def checkout_tick(
         return known.get(repo)
 
     async def tick() -> bool:
-        from app.cycle.card_cycle import CardCycle, CardStep  # noqa: PLC0415  # lazy: the engine
 
         for path in await asyncio.to_thread(_candidates, root, checkouts):
             acting = await _acting_as(path, env, hosts, installation)
@@ -146,7 +147,6 @@ def checkout_tick(
 
 def _candidates(root: Path, checkouts: Path | None) -> list[Path]:
     """The root and each `<owner>/<name>` checkout that holds a batch (blocking reads)."""
-    from app.web.checkouts import checkout_dirs  # noqa: PLC0415
 
     paths = [root, *(checkout_dirs(checkouts) if checkouts is not None else [])]
     return [p for p in paths if (p / ".pair" / "batches").is_dir()]
@@ -159,7 +159,6 @@ async def _acting_as(
     installation_of: Callable[[str], Awaitable[int | None]],
 ) -> HostSettings:
     """The hosts' settings a step on `path` acts with (as `cycle_executor` builds for a job)."""
-    from app.web.checkouts import acting_as, checkout_repo  # noqa: PLC0415
 
     # checkout_repo runs git: in a thread, off the event loop that serves webhooks.
 

@@ -24,8 +24,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.cycle.card_cycle import CardCycle
 from app.domain.intake.pair_request import PairRequest
 from app.store.base import JobRecord, Store
+from app.web.checkouts import RepoId, acting_as, find_checkout
 from app.web.handling import Executor
 from app.web.jobs import Job, ScopeDecisionJob
 
@@ -221,8 +223,6 @@ def cycle_executor(
         raise ValueError("a checkouts directory needs deps_for: the deps of each checkout")
 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
-        from app.cycle.card_cycle import CardCycle  # noqa: PLC0415  # lazy: see the docstring
-        from app.web.checkouts import RepoId, acting_as, find_checkout  # noqa: PLC0415
 
         # Reading the candidates' remotes runs git: off the event loop, which serves webhooks.
         checkout = await asyncio.to_thread(

@@ -30,8 +30,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine.runstate import Park, RunLocus
+from app.cycle.card_status import card_status, read_card_status
+from app.cycle.cohort_journals import card_figures
+from app.cycle.schedule import card_of
+from app.domain.reports.cohort import reduce_cohort
+from app.engine import jsonl
+from app.engine.livelog import read_tail
+from app.engine.manifest import list_batches, load_project_config
+from app.engine.runstate import Park, RunLocus, read_parks
 from app.store.base import JobRecord
+from app.web.checkouts import checkout_dirs
 from app.web.dashboard import BatchView, batches_of
 from app.web.pages.cache import Memo, stamp
 from app.web.pages.model import card_view, remote_card, with_live
@@ -97,9 +105,6 @@ def derive(
     trigger: str = "pair",
 ) -> Derived:
     """A card batch's view, status and cohort figures from its journal records and parks."""
-    from app.cycle.card_status import card_status  # noqa: PLC0415  # the engine loads only here
-    from app.cycle.cohort_journals import card_figures  # noqa: PLC0415
-    from app.cycle.schedule import card_of  # noqa: PLC0415
 
     number = card_of(key)
     if number is None:
@@ -110,15 +115,12 @@ def derive(
 
 
 def _read_derived(locus: RunLocus, key: str, rounds: int, trigger: str) -> Derived:
-    from app.engine import jsonl  # noqa: PLC0415
-    from app.engine.runstate import read_parks  # noqa: PLC0415
 
     records = jsonl.read_records(locus.journal)
     return derive(key, records, read_parks(locus), rounds, trigger)
 
 
 def _settings(root: Path) -> tuple[int, str]:
-    from app.engine.manifest import load_project_config  # noqa: PLC0415
 
     try:
         config = load_project_config(root)
@@ -128,9 +130,6 @@ def _settings(root: Path) -> tuple[int, str]:
 
 
 def _cards(root: Path, label: str, memo: Memo) -> tuple[list[LocalCard], dict[str, CardStatus]]:
-    from app.cycle.schedule import card_of  # noqa: PLC0415  # the engine loads only here
-    from app.engine.livelog import read_tail  # noqa: PLC0415
-    from app.engine.manifest import list_batches  # noqa: PLC0415
 
     if not (root / ".pair" / "batches").is_dir():
         return [], {}
@@ -172,8 +171,6 @@ class LocalReader:
 def read_local(root: Path, checkouts: Path | None, memo: Memo | None = None) -> Local:
     """The batches and card journals of `root` and of every checkout under `checkouts`
     (with `memo`, what was derived from files that did not change since is reused)."""
-    from app.cycle.card_status import read_card_status  # noqa: PLC0415
-    from app.web.checkouts import checkout_dirs  # noqa: PLC0415
 
     memo = memo if memo is not None else Memo(0)
     places = [("", root)]
@@ -228,9 +225,6 @@ def cohort_of_local(local: Local, viewer: Viewer, root_repo: str) -> Cohort:
     """The cohort report over the local cards `viewer` can read. Each card batch is one card:
     two repositories' card #1 are two cards (unlike `cohort_of`, which merges one project's
     checkouts by card number)."""
-    from app.cycle.cohort_journals import card_figures  # noqa: PLC0415  # the engine loads only here
-    from app.cycle.schedule import card_of  # noqa: PLC0415
-    from app.domain.reports.cohort import reduce_cohort  # noqa: PLC0415
 
     figures = []
     for card in local.cards:
