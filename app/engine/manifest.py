@@ -41,7 +41,6 @@ from app.engine.project_files import (
     pair_dir,
     read_yaml,
 )
-from app.engine.proof import ProofPolicy
 from app.errors import ConfigError
 from app.settings import AgentChoice, BatchSettings, StageEntry, StrictModel, stage_choice
 
@@ -79,6 +78,7 @@ _UNION_TAGS = frozenset({"agent-name", "agent-with-model", "agent-list", "stage-
 HostName = Annotated[str, Field(min_length=1)]
 CycleUntil = Literal["ready-for-merge", "merged"]
 LessonsWhere = Literal["state-branch", "default-branch", "off"]
+ProofPolicy = Literal["hard-gate", "warn"]
 
 
 class _KeyedError(ValueError):

@@ -19,14 +19,19 @@ No exit status (killed by a signal, timed out) never passes.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from app.engine.agent import AgentLauncher, CommandResult, CommandRun
 
-ProofPolicy = Literal["hard-gate", "warn"]
+if TYPE_CHECKING:
+    # The manifest's model owns the policy's values; reading a manifest (`pairbot batch
+    # status`) needs no event loop, so the manifest does not import this module.
+    from app.engine.manifest import ProofPolicy
 
 # A directive is a whole token: "exit 0x", "exit 01" and "exit code 00" are ordinary substrings,
 # and so is "exit 0.5" (a number, not a directive followed by a full stop).
@@ -99,10 +104,5 @@ async def run_proof_command(
     A command that cannot be started (no bash, missing cwd) is a failed run with exit 127 and
     the reason in stderr, so the operator fixes it and reruns the proof like any other failure.
     """
-    # Imported here: the manifest imports this module for its policy, and reading a manifest
-    # (`pairbot batch status`) needs no event loop.
-    import asyncio  # noqa: PLC0415
-    import shlex  # noqa: PLC0415
-
     run = CommandRun(shlex.join(["bash", "-c", command]), cwd, env, timeout_s)
     return await asyncio.to_thread(launcher.run_command, run)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.engine.manifest import ProofPolicy
 from app.engine.proof import (
-    ProofPolicy,
     ProofRun,
     evaluate_pass_condition,
     gate_passed,
