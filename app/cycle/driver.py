@@ -42,7 +42,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.cycle import snapshot
+from app.cycle import humans, snapshot
 from app.cycle.batch import write_manifest
 from app.cycle.card_step import advance_card, card_hosts
 from app.cycle.schedule import (
@@ -64,6 +64,7 @@ from app.domain.intake.comment_commands import help_text
 from app.domain.intake.pair_request import PairRequest
 from app.domain.review.verdict import history_rewrite_ids
 from app.engine.manifest import load_project_config
+from app.engine.runner import apply_batch
 from app.engine.runstate import RunLocus, read_parks
 from app.engine.step import StepResult, journal_event
 from app.errors import BatchLockedError, CommandNotRun, UserError
@@ -197,8 +198,6 @@ async def _apply_request(env: CycleEnv, request: PairRequest) -> CardStep:
         data = {"event": "merge-approved", "head": rec.reviewed_head}
         journal_event(locus, env.deps.clock, kind="cycle", key=key, data=data)
         return await _recorded(env, locus, request)
-    from app.cycle import humans  # noqa: PLC0415  # only the human verbs need it
-
     verb = request.verb
     if verb not in ("approve", "answer", "feedback", "retry"):  # pragma: no cover - exhaustive
         raise UserError(f"unknown verb {verb!r}")
@@ -296,8 +295,6 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
     so an idle tick makes no API call) and every committed batch manifest; the one whose
     journal moved longest ago goes first, so no batch starves another.
     """
-    from app.engine.runner import apply_batch  # noqa: PLC0415
-
     if batch is not None:
         number = card_of(batch)
         if number is not None:
