@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from action.acks import PendingAck, Reaction, record
 from app.domain.intake.answers import Reply, answer_comment
 from app.domain.intake.comment_commands import CommandError, Decision
 from app.domain.intake.intent import Comment, decide, needs_permission
@@ -28,7 +29,6 @@ from app.domain.intake.pair_request import PairRequest
 from hosts.models import Target
 
 if TYPE_CHECKING:
-    from action.acks import Reaction
     from app.cycle.card_cycle import CardCycle, CardStep
     from app.engine.step import StepResult
 
@@ -85,9 +85,9 @@ async def handle_comment(
     `acknowledge=False` owes no reaction (a comment whose id is unknown, or one `action.early`
     already acknowledged); `reaction` is the one owed (Azure DevOps' comments take a like,
     `+1`, not 👀); `permission` is the author's level when it was already asked for."""
-    from action.acks import PendingAck, record  # noqa: PLC0415
+    # The early acknowledgement (action.early) loads this module and sends its first request
+    # before pydantic loads; the step's result type brings the engine's models.
     from app.engine.step import StepResult  # noqa: PLC0415
-
     code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
     identities = ctx.identity_allowlist  # Azure DevOps' (GUIDs); a GitHub run's is empty

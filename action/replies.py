@@ -8,8 +8,15 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.domain.intake.answers import (
+    comment_reply_marker,
+    could_not_run,
+    failed_tracking_body,
+)
 from app.domain.intake.comment_commands import CommandError
 from app.domain.intake.intent import Comment, Intent, Run, ScopeDecision
+from hosts.errors import HostError
+from hosts.markers import make_marker
 from hosts.models import Target
 
 if TYPE_CHECKING:
@@ -51,14 +58,6 @@ async def answer_failed(cycle: CardCycle, origin: ReplyOrigin, reason: str, fall
     A reply that cannot be posted is reported on stderr and changes nothing else: the error
     that stopped the command is what the run reports.
     """
-    from app.domain.intake.answers import (  # noqa: PLC0415
-        comment_reply_marker,
-        could_not_run,
-        failed_tracking_body,
-    )
-    from hosts.errors import HostError  # noqa: PLC0415
-    from hosts.markers import make_marker  # noqa: PLC0415
-
     target = origin.target
     host = cycle.hosts.code if target.kind == "pull" else cycle.hosts.pm
     marker = comment_reply_marker(target.number, origin.comment_id, fallback)

@@ -88,6 +88,7 @@ from action.statefiles import (
     write_bytes_atomic,
 )
 from action.stategit import Entry, StateBranchGitError, StateGit, Tree
+from app.cycle.schedule import card_batches, card_key
 from app.errors import OperatorError, PairbotError
 
 __all__ = [
@@ -365,8 +366,6 @@ async def run_locked(
     held = lease
 
     def push(status: str) -> None:
-        from app.cycle.schedule import card_batches, card_key  # noqa: PLC0415
-
         cards = [card_key(n) for n in card_batches(root)]
         branch.push(root, f"pairbot: run {run_id} ({status})", held, card_batches=cards)
 

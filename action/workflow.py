@@ -25,6 +25,7 @@ forge a second output.
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -55,8 +56,6 @@ _DELIMITER_TRIES = 8
 
 
 def _new_delimiter() -> str:
-    import secrets  # noqa: PLC0415  # hmac and random: not on every run's start
-
     return f"ghadelimiter_{secrets.token_hex(16)}"
 
 
@@ -184,8 +183,6 @@ def stop_commands(stream: TextIO, *, token: str | None = None) -> Iterator[str]:
     Anything written in between, including pairbot's own `mask` calls, is plain log text:
     register secrets before entering.
     """
-    import secrets  # noqa: PLC0415
-
     token = token or f"pairbot-{secrets.token_hex(16)}"
     stream.write(f"::stop-commands::{token}\n")
     stream.flush()

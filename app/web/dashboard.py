@@ -71,7 +71,6 @@ def worker_batches(root: Path, checkouts: Path | None) -> list[BatchView]:
     """The batches of the root and of every checkout under `checkouts` (`<owner>/<name>`, the
     layout `PAIR_WORKER_CHECKOUTS` holds; see app.web.checkouts), each labelled with its
     repository directory."""
-
     views = local_batches(root)
     for repo in checkout_dirs(checkouts) if checkouts is not None else []:
         views += batches_of(repo, f"{repo.parent.name}/{repo.name}")
@@ -96,7 +95,6 @@ def local_batches(root: Path, card_status: CardStatusOf | None = None) -> list[B
     """Every batch under `root/.pair/batches` with its derived status. `card_status` reads a
     card batch's status (None for a plain batch): the status pages pass the one they already
     derived, so a card's journal is not read twice."""
-
     if not (root / ".pair" / "batches").is_dir():
         return []
     views: list[BatchView] = []

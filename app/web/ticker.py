@@ -117,7 +117,6 @@ def checkout_tick(
     batch is skipped before anything is built, so an idle tick reads a directory listing and
     journals only.
     """
-
     known: dict[str, int] = {}  # an installation of a repository changes only on reinstall
 
     async def installation(repo: str) -> int | None:
@@ -126,7 +125,6 @@ def checkout_tick(
         return known.get(repo)
 
     async def tick() -> bool:
-
         for path in await asyncio.to_thread(_candidates, root, checkouts):
             acting = await _acting_as(path, env, hosts, installation)
             step = await CardCycle.for_checkout(path, acting, deps_for(path)).tick()
@@ -147,7 +145,6 @@ def checkout_tick(
 
 def _candidates(root: Path, checkouts: Path | None) -> list[Path]:
     """The root and each `<owner>/<name>` checkout that holds a batch (blocking reads)."""
-
     paths = [root, *(checkout_dirs(checkouts) if checkouts is not None else [])]
     return [p for p in paths if (p / ".pair" / "batches").is_dir()]
 
@@ -159,7 +156,6 @@ async def _acting_as(
     installation_of: Callable[[str], Awaitable[int | None]],
 ) -> HostSettings:
     """The hosts' settings a step on `path` acts with (as `cycle_executor` builds for a job)."""
-
     # checkout_repo runs git: in a thread, off the event loop that serves webhooks.
 
     repo = await asyncio.to_thread(checkout_repo, path, env)

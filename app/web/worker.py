@@ -223,7 +223,6 @@ def cycle_executor(
         raise ValueError("a checkouts directory needs deps_for: the deps of each checkout")
 
     async def execute(job: Job, repo: str, installation_id: int | None) -> None:
-
         # Reading the candidates' remotes runs git: off the event loop, which serves webhooks.
         checkout = await asyncio.to_thread(
             find_checkout,

@@ -105,7 +105,6 @@ def derive(
     trigger: str = "pair",
 ) -> Derived:
     """A card batch's view, status and cohort figures from its journal records and parks."""
-
     number = card_of(key)
     if number is None:
         raise ValueError(f"{key!r} is not a card batch (card-<n>)")
@@ -115,13 +114,11 @@ def derive(
 
 
 def _read_derived(locus: RunLocus, key: str, rounds: int, trigger: str) -> Derived:
-
     records = jsonl.read_records(locus.journal)
     return derive(key, records, read_parks(locus), rounds, trigger)
 
 
 def _settings(root: Path) -> tuple[int, str]:
-
     try:
         config = load_project_config(root)
     except Exception:  # a broken config shows on the batch rows; the cards keep the defaults
@@ -130,7 +127,6 @@ def _settings(root: Path) -> tuple[int, str]:
 
 
 def _cards(root: Path, label: str, memo: Memo) -> tuple[list[LocalCard], dict[str, CardStatus]]:
-
     if not (root / ".pair" / "batches").is_dir():
         return [], {}
     config = root / ".pair" / "config.yaml"
@@ -171,7 +167,6 @@ class LocalReader:
 def read_local(root: Path, checkouts: Path | None, memo: Memo | None = None) -> Local:
     """The batches and card journals of `root` and of every checkout under `checkouts`
     (with `memo`, what was derived from files that did not change since is reused)."""
-
     memo = memo if memo is not None else Memo(0)
     places = [("", root)]
     if checkouts is not None:
@@ -225,7 +220,6 @@ def cohort_of_local(local: Local, viewer: Viewer, root_repo: str) -> Cohort:
     """The cohort report over the local cards `viewer` can read. Each card batch is one card:
     two repositories' card #1 are two cards (unlike `cohort_of`, which merges one project's
     checkouts by card number)."""
-
     figures = []
     for card in local.cards:
         number = card_of(card.key)
