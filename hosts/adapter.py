@@ -52,7 +52,7 @@ from hosts.decisions import scope_decision_in
 from hosts.errors import Conflict, HostError, HostUnavailable
 from hosts.labels import LabelPlan, PrState, plan_state_labels
 from hosts.markers import UpsertPlan, check_marker, owned_comments, plan_upsert, same_text
-from hosts.models import Author, Card, Comment, Target, Upserted, UpsertResult
+from hosts.models import Author, Card, Comment, MergeMethod, Target, Upserted, UpsertResult
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +285,11 @@ class HostAdapter(ABC):
         raise Conflict(f"{where} reads back labels that still need {plan}")
 
     # -- reads every host answers the same way -----------------------------------------------
+
+    async def merge_methods(self) -> frozenset[MergeMethod] | None:
+        """None: this host does not say which merge methods the repository accepts (an
+        adapter whose host does overrides this), so the configured or preferred one is tried."""
+        return None
 
     async def card_hash(self, number: int) -> str:
         """The card hash (hosts.cardhash) of the card as it is now."""

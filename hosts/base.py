@@ -126,6 +126,10 @@ class Host(Protocol):
         """The referenced comment, or the newest one holding a fenced scope-decision JSON."""
         ...
 
+    async def merge_methods(self) -> frozenset[MergeMethod] | None:
+        """The merge methods the repository accepts; None when the host does not say."""
+        ...
+
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
         """Merge only if the head is still `head_sha` (else Conflict)."""
         ...

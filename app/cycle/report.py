@@ -32,6 +32,7 @@ from app.cycle.worktree import Worktree
 from app.domain.card import cycle_end as ce
 from app.domain.card.agent_failures import failover_lines
 from app.domain.card.budget import budget_of, check_budget
+from app.domain.card.merge_method import choose_merge_method
 from app.domain.reports.dispatch_stats import dispatch_stats
 from app.domain.reports.explain import CardFacts, explain
 from app.domain.reports.metrics import reduce_metrics
@@ -58,9 +59,7 @@ from hosts.cardhash import card_hash
 from hosts.errors import Conflict
 from hosts.labels import PrState
 from hosts.markers import human_tail, render, same_text
-from hosts.models import Card, MergeMethod, Pull, Target
-
-MERGE_METHOD: MergeMethod = "squash"  # one commit per card; Azure DevOps has no rebase
+from hosts.models import Card, Pull, Target
 
 
 async def after_transition(
@@ -228,7 +227,11 @@ async def act_on_decision(
         refusal = await _review_refusal(state, pull, decision.head)
         if refusal is not None:
             return await _refuse_merge(state, refusal, derived)
-        merged = await state.env.hosts.code.merge(pull.number, decision.head, MERGE_METHOD)
+        code = state.env.hosts.code
+        choice = choose_merge_method(state.project.cycle.merge_method, await code.merge_methods())
+        if choice.method is None:
+            return await _refuse_merge(state, f"merge refused: {choice.refusal}", derived)
+        merged = await code.merge(pull.number, decision.head, choice.method)
         if not merged.merged:
             # Accepted but not done (Azure DevOps completes a PR asynchronously): nothing is
             # recorded as merged, and the card stays in progress, so the next step looks again.

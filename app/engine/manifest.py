@@ -27,6 +27,7 @@ from pydantic import (
 
 from app.domain.card.autonomy import parse_gate_condition
 from app.domain.card.binding import check_host_name
+from app.domain.card.merge_method import MergeMethodSetting
 from app.domain.review.panel import panel_slugs
 from app.domain.review.verdict import DEFAULT_FLOOR, SHA_PATTERN, FindingKind, Severity
 from app.engine.boundary import PrGrouping
@@ -148,6 +149,7 @@ class CycleConfig(StrictModel):
 
     until: CycleUntil = "ready-for-merge"
     merge: str = "always"
+    merge_method: MergeMethodSetting = "auto"
     prepare: str = "always"
     max_fix_rounds: Annotated[int, Field(strict=True, ge=0, le=20)] = 3
 

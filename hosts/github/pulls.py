@@ -60,6 +60,24 @@ class GitHubPulls(GitHubConnection):
 
     # -- merge -----------------------------------------------------------------------------
 
+    async def merge_methods(self) -> frozenset[MergeMethod] | None:
+        """What the repository's settings allow (`allow_squash_merge`, `allow_merge_commit`,
+        `allow_rebase_merge`); None when the response carries none of them (GitHub leaves
+        them out for a token that may not read the repository's settings)."""
+        response = await self._read(
+            f"read {self._owner}/{self._name}'s merge settings",
+            lambda: self._gh.rest.repos.async_get(self._owner, self._name),
+        )
+        data = payloads.obj(response)
+        fields: dict[MergeMethod, str] = {
+            "squash": "allow_squash_merge",
+            "merge": "allow_merge_commit",
+            "rebase": "allow_rebase_merge",
+        }
+        if not any(isinstance(data.get(name), bool) for name in fields.values()):
+            return None
+        return frozenset(m for m, name in fields.items() if data.get(name, True) is not False)
+
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
         data = await self._pull_data(pull)
         current = payloads.pull(data)

@@ -7,12 +7,13 @@ end-to-end scenarios use it; pairbot never does.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, get_args
+from typing import cast, get_args
 
 from hosts.local.host import LocalHost
 from hosts.local.store import (
+    _MERGE_METHODS,
     _PERMISSIONS,
     DEFAULT_BRANCH,
     DEFAULT_HUMAN,
@@ -28,13 +29,10 @@ from hosts.models import (
     REVIEW_CONTEXT,
     Author,
     CheckState,
+    MergeMethod,
     Permission,
     Target,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 _CHECK_STATES: tuple[CheckState, ...] = get_args(CheckState)
 
@@ -71,6 +69,15 @@ class LocalForge:
             granted = cast(dict[str, str], store.read("collaborators.json") or {})
             granted[login] = permission
             store.write("collaborators.json", granted)
+
+    def allow_merge_methods(self, methods: Collection[MergeMethod]) -> None:
+        """The merge methods the repository accepts from now on (all three until this)."""
+        unknown = sorted(set(methods) - _MERGE_METHODS)
+        if unknown:
+            raise ValueError(f"{unknown} are not merge methods; allowed: {sorted(_MERGE_METHODS)}")
+        store = self._store
+        with store.locked():
+            store.write("merge_methods.json", sorted(methods))
 
     def commit(
         self,

@@ -10,7 +10,7 @@ import contextlib
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast, get_args
 
 from hosts.adapter import HostAdapter, Labels
 from hosts.base import Reaction
@@ -325,11 +325,19 @@ class LocalHost(HostAdapter):
 
     # -- merge and close ------------------------------------------------------------------------
 
+    async def merge_methods(self) -> frozenset[MergeMethod] | None:
+        store = self._store
+        with store.locked():
+            return _allowed_merge_methods(store)
+
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
         if method not in _MERGE_METHODS:
             raise ValueError(f"{method!r} is not a merge method")
         store = self._store
         with store.locked():
+            if method not in _allowed_merge_methods(store):
+                # As GitHub answers a method the repository's settings turn off (405).
+                raise Conflict(f"{method} merges are not allowed on this repository")
             rec = store.pull(pull)
             if rec["state"] == "merged" and rec.get("head_sha") == head_sha:
                 # Idempotent: a resumed merge of the same reviewed head gets the first result,
@@ -375,14 +383,22 @@ class LocalHost(HostAdapter):
         return done.stdout.split()[0]
 
     def _rebased(self, head: str, base: str) -> str:
-        """`head`'s own commits replayed onto `base` in a throwaway worktree; the new tip."""
+        """`head`'s own commits replayed onto `base` in a throwaway worktree; the new tip.
+        Always new commits (`--force-rebase`), as GitHub's "rebase and merge" writes them
+        even when the head already sits on the base."""
         store = self._store
         work = Path(tempfile.mkdtemp(prefix="pair-rebase-"))
         tree = work / "tree"
         try:
             store.git("worktree", "add", "--detach", "--quiet", str(tree), head)
             done = store.git(
-                "rebase", "--quiet", base, cwd=tree, env=_git_identity(self._identity), check=False
+                "rebase",
+                "--quiet",
+                "--force-rebase",
+                base,
+                cwd=tree,
+                env=_git_identity(self._identity),
+                check=False,
             )
             if done.returncode != 0:
                 store.git("rebase", "--abort", cwd=tree, check=False)
@@ -416,3 +432,11 @@ if TYPE_CHECKING:  # LocalHost is a Host: checked by mypy, costs nothing at run 
 
     def _is_a_host(host: LocalHost) -> Host:
         return host
+
+
+def _allowed_merge_methods(store: Store) -> frozenset[MergeMethod]:
+    """The repository's merge settings (`LocalForge.allow_merge_methods`); all three when unset."""
+    saved = store.read("merge_methods.json")
+    if saved is None:
+        return frozenset(get_args(MergeMethod))
+    return frozenset(m for m in get_args(MergeMethod) if m in saved)

@@ -84,6 +84,19 @@ FaultKind = Literal[
 ]
 
 
+# The repository's merge settings, and GitHub's 405 message for a method they turn off.
+_MERGE_SETTINGS = {
+    "squash": "allow_squash_merge",
+    "merge": "allow_merge_commit",
+    "rebase": "allow_rebase_merge",
+}
+_MERGE_REFUSALS = {
+    "squash": "Squash merges are not allowed on this repository.",
+    "merge": "Merge commits are not allowed on this repository.",
+    "rebase": "Rebase merges are not allowed on this repository.",
+}
+
+
 @functools.cache
 def _load(name: str) -> str:
     return (CORPUS / name).read_text()
@@ -247,6 +260,9 @@ class FakeGitHub:
         self.check_runs: dict[str, list[dict[str, Any]]] = {}
         # Branch protection's required status checks, by branch; a branch absent is unprotected.
         self.protection: dict[str, list[str]] = {}
+        # The repository's merge settings (`allow_*_merge`); None: the repository answer omits
+        # them, as GitHub does for a token that may not read the settings.
+        self.merge_methods: set[str] | None = {"merge", "squash", "rebase"}
         self.reactions: list[tuple[str, int, str, str]] = []
         self._sha_seq = 0
         self.branches: dict[str, str] = {"main": self._sha("main")}
@@ -727,6 +743,7 @@ class FakeGitHub:
             ("GET", r"/user", self._get_user),
             ("GET", r"/users/([^/]+)", self._get_user_by_name),
             ("POST", r"/graphql", self._graphql),
+            ("GET", repo, self._get_repo),
             ("GET", repo + r"/issues", self._list_issues),
             ("POST", repo + r"/issues", self._create_issue),
             ("GET", repo + r"/issues/(\d+)", self._get_issue),
@@ -1054,6 +1071,15 @@ class FakeGitHub:
                 setattr(issue, key, str(body[key]))
         return self._json(200, self.pull_json(pull))
 
+    def _get_repo(self, call: _Request) -> httpx.Response:
+        data: dict[str, Any] = example("pulls-get.json")["base"]["repo"]
+        data.update(name=self.repo, full_name=f"{self.owner}/{self.repo}")
+        for method, name in _MERGE_SETTINGS.items():
+            data.pop(name, None)
+            if self.merge_methods is not None:
+                data[name] = method in self.merge_methods
+        return self._json(200, data)
+
     def _merge(self, call: _Request, number: str) -> httpx.Response:
         pull = self.pulls.get(int(number))
         if pull is None:
@@ -1073,6 +1099,9 @@ class FakeGitHub:
             )
         if pull.draft:
             return self._error(405, "Pull Request is still a draft")
+        method = str(body.get("merge_method") or "merge")
+        if self.merge_methods is not None and method not in self.merge_methods:
+            return self._error(405, _MERGE_REFUSALS[method])
         if not pull.mergeable:
             return self._json(
                 405, example("pulls-merge.405.response-if-merge-cannot-be-performed.json")
@@ -1080,7 +1109,6 @@ class FakeGitHub:
         if self.on_merge is None:
             merged_sha = self._sha("merge")
         else:
-            method = str(body.get("merge_method") or "merge")
             found = self.on_merge(pull, method, self._merge_message(pull, method, body))
             if found is None:  # the trees conflict: nothing was merged
                 return self._json(
