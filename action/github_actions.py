@@ -10,6 +10,9 @@
     publish         the outputs (status, card, transition, pr) and the step summary
     acknowledgement 👀 on the comment: sent early when it could be, else owed in the run-state
                     (`action.acks`); the event comes from the runner, so nothing is read back
+    continuation    the `continue` and `continue-limit` inputs; the next run is a
+                    `workflow_dispatch` of this workflow (`action.continuation`, loaded only
+                    when a run asks for one)
 
 The workflow commands themselves are `action.workflow.WorkflowCommands`.
 """
@@ -25,6 +28,12 @@ from typing import TYPE_CHECKING
 from action.context import ActionContext
 from action.early import Receipt, acknowledge
 from action.event import Comment, Intent, Run, classify, policy_of
+from action.run.continuation import (
+    Continuation,
+    ContinuationSettings,
+    Requested,
+    read_continuation,
+)
 from action.run.outcome import Outcome
 from action.run.platform import CommentHandling, LogCommands
 from action.workflow import append_summary, set_outputs
@@ -41,15 +50,27 @@ class GitHubActions:
     pull_ref = "#"
     delivery = None  # GitHub does not redeliver a run: a re-run is the cycle's repeat check
 
-    def __init__(self, ctx: ActionContext, log: LogCommands) -> None:
+    def __init__(
+        self,
+        ctx: ActionContext,
+        log: LogCommands,
+        continuation: ContinuationSettings | None = None,
+    ) -> None:
         self._ctx = ctx
         self._log = log
         self._receipt = Receipt()  # not asked early: the usual way
+        self._continuation = continuation or ContinuationSettings()
 
     @classmethod
     def start(cls, env: dict[str, str], log: LogCommands) -> GitHubActions:
         """The run of this environment; `UserError` naming a bad variable or input."""
-        return cls(ActionContext.from_env(env), log)
+        continuation = read_continuation(
+            env,
+            enabled=("INPUT_CONTINUE",),
+            limit=("INPUT_CONTINUE_LIMIT", "INPUT_CONTINUE-LIMIT"),
+            labels=("input continue", "input continue-limit"),
+        )
+        return cls(ActionContext.from_env(env), log, continuation)
 
     @property
     def settings(self) -> ActionContext:
@@ -114,3 +135,17 @@ class GitHubActions:
     def comment_handling(self) -> CommentHandling:
         early = self._receipt
         return CommentHandling(self._ctx, acknowledge=early.owed, permission=early.permission)
+
+    @property
+    def continuation(self) -> ContinuationSettings:
+        return self._continuation
+
+    async def request_continuation(self, after: Continuation) -> Requested:
+        # The seam: githubkit loads only for a run that asks for the next one.
+        from action.continuation import dispatch, workflow_target  # noqa: PLC0415
+
+        ctx = self._ctx
+        target = workflow_target(ctx.host_env, ctx.read_event())
+        if isinstance(target, str):
+            return Requested(False, target)
+        return await dispatch(ctx, target, after)

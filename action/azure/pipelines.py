@@ -15,6 +15,9 @@
                     `action.azure.hook.confirms`), then a like on it once its command's record
                     is pushed (`action.acks`); who may act as the App decides, with
                     PAIR_ALLOWLIST's identity ids
+    continuation    PAIR_CONTINUE and PAIR_CONTINUE_LIMIT; the next run is a run of this
+                    pipeline (SYSTEM_DEFINITIONID) on this branch (BUILD_SOURCEBRANCH), queued
+                    through the SDK (`action.azure.continuation`, loaded only when asked for)
 
 The logging commands themselves are `action.azure.vso.LoggingCommands`.
 """
@@ -36,8 +39,15 @@ from action.azure.hook import (
 )
 from action.azure.settings import PipelineSettings
 from action.azure.vso import LoggingCommands
+from action.run.continuation import (
+    Continuation,
+    ContinuationSettings,
+    Requested,
+    read_continuation,
+)
 from action.run.outcome import Outcome
 from action.run.platform import CommentHandling
+from action.run.settings import get
 from app.domain.intake.intent import Comment, Ignore, Intent, Malformed, Policy, Tick
 from hosts.azure_devops.push import push_config
 from hosts.git import git_env
@@ -69,15 +79,29 @@ class AzurePipelines:
 
     pull_ref = "!"
 
-    def __init__(self, settings: PipelineSettings, log: LoggingCommands) -> None:
+    def __init__(
+        self,
+        settings: PipelineSettings,
+        log: LoggingCommands,
+        continuation: ContinuationSettings | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self._settings = settings
         self._log = log
         self._notification: Notification | None = None  # a ResourceTrigger run's, once read
+        self._continuation = continuation or ContinuationSettings()
+        self._env = dict(env or {})  # the job's: SYSTEM_DEFINITIONID, BUILD_SOURCEBRANCH
 
     @classmethod
     def start(cls, env: dict[str, str], log: LoggingCommands) -> AzurePipelines:
         """The run of this environment; `UserError` naming a bad variable."""
-        return cls(PipelineSettings.from_env(env), log)
+        continuation = read_continuation(
+            env,
+            enabled=("PAIR_CONTINUE",),
+            limit=("PAIR_CONTINUE_LIMIT",),
+            labels=("PAIR_CONTINUE", "PAIR_CONTINUE_LIMIT"),
+        )
+        return cls(PipelineSettings.from_env(env), log, continuation, env)
 
     @property
     def settings(self) -> PipelineSettings:
@@ -169,6 +193,24 @@ class AzurePipelines:
             identity_allowlist=settings.allowlist,
         )
         return CommentHandling(run, delivery=f"azure-{self.delivery}", reaction="+1")
+
+    @property
+    def continuation(self) -> ContinuationSettings:
+        return self._continuation
+
+    async def request_continuation(self, after: Continuation) -> Requested:
+        definition = get(self._env, "SYSTEM_DEFINITIONID") or ""
+        ref = get(self._env, "BUILD_SOURCEBRANCH") or ""
+        if not definition.isdigit() or not ref.startswith("refs/"):
+            return Requested(
+                False,
+                f"SYSTEM_DEFINITIONID={definition!r} or BUILD_SOURCEBRANCH={ref!r} names no "
+                "pipeline run (not an Azure Pipelines job): no next run is queued",
+            )
+        # The seam: the SDK loads only for a run that asks for the next one.
+        from action.azure.continuation import PipelineTarget, queue_next  # noqa: PLC0415
+
+        return await queue_next(self._settings, PipelineTarget(int(definition), ref), after)
 
     def _policy(self) -> Policy:
         settings = self._settings

@@ -14,6 +14,10 @@ protocol in `action.run.platform`:
     action/run/driver.py     drive(): settings, masks, the work, the step, the outcome
     action/run/locked.py     the step under the `pair-state` lock (loaded once the run has work)
     action/run/act.py        the card cycle acting on the intent (loaded once it has a step)
+    action/run/continuation.py  whether a run asks for the next one, and the daily bound: the
+                             settings and values both entries read on their start path
+    action/run/next_run.py   after a step: whether to ask for the next run (under the lock,
+                             counted on the state branch), and asking the CI (after the release)
 
 This package knows neither CI (tests/packaging/test_layering.py holds it to that).
 """

@@ -8,6 +8,8 @@
     take the lock               `action.statebranch.run_locked`: the pull, the checkpoints, the
                                 push (even of a failed step) and the release are its
     act                         `action.run.act`, in the agent's log group
+    the next run                decided under the lock (`action.run.next_run`: counted on
+                                the state branch), asked of the CI after the release
 
 A tick that finds the lock taken skips: the next tick comes. A command must not be lost
 (GitHub keeps one pending run per concurrency group and cancels the rest; Azure DevOps hands a
@@ -30,6 +32,8 @@ from pathlib import Path
 
 from action.acks import read_pending
 from action.credentials import drop_persisted_credentials
+from action.run.continuation import Plan
+from action.run.next_run import continue_after, plan_continuation
 from action.run.outcome import Outcome, lock_held
 from action.run.platform import CiPlatform
 from action.statebranch import StateBranch, run_locked
@@ -64,18 +68,29 @@ async def _locked(platform: CiPlatform, intent: Intent, env: dict[str, str]) -> 
     if every_batch and _idle_unlocked(branch, root):
         return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
 
+    plan = Plan()
+
     async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
+        nonlocal plan
         if every_batch and _idle(root):
             return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
         from action.run.act import act_on  # noqa: PLC0415  # the seam: the card cycle loads here
 
         with platform.log.agent_log("pairbot: agent output") as log:
-            return await act_on(platform, intent, env, log, save)
+            done = await act_on(platform, intent, env, log, save)
+        # A tick that ran no transition took no step; a command moved its card either way.
+        stepped = bool(done.transition) or not isinstance(intent, Tick)
+        today = datetime.now(UTC).date().isoformat()
+        plan = plan_continuation(root, done, platform.continuation, today, stepped=stepped)
+        return done
 
     wait = 0.0 if isinstance(intent, Tick) else settings.lock_wait_s
     run_id = f"{platform.run_id}-{uuid.uuid4().hex[:8]}"
     outcome = await run_locked(branch, root, run_id, act, lambda o: o.status, wait_s=wait)
-    return lock_held(intent, wait) if outcome is None else outcome
+    if outcome is None:
+        return lock_held(intent, wait)
+    # After the release: the run it starts must find the lock free.
+    return await continue_after(platform, plan, outcome)
 
 
 def _authenticate_git(platform: CiPlatform, root: Path) -> None:

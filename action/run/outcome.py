@@ -31,6 +31,7 @@ class Outcome:
     message: str = ""
     explanation: str = ""  # the card's "why", as Markdown, when the step gave one
     code: int = 0  # the process's exit code
+    continuation: str = ""  # what came of asking for the next run (`action.run.continuation`)
 
 
 def ignored_reason(intent: Intent) -> str | None:
@@ -90,6 +91,8 @@ def summary_markdown(outcome: Outcome, pull_ref: str) -> str:
         lines += [mdtext.inline(outcome.message), ""]
     if outcome.explanation:
         lines += [outcome.explanation, ""]
+    if outcome.continuation:
+        lines += [f"Next run: {mdtext.inline(outcome.continuation)}", ""]
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@
                   issue a command: GitHub stops commands in it, Azure neutralizes every line)
     CiPlatform    the rest: its settings (`action.run.settings.CiSettings`), what the run is
                   for (`work`: the event, or the service-hook notification), the agent's
-                  environment and git's credentials, the outputs and the job summary, and how
-                  a command is read back and acknowledged (👀 on GitHub, a like on Azure)
+                  environment and git's credentials, the outputs and the job summary, how
+                  a command is read back and acknowledged (👀 on GitHub, a like on Azure), and
+                  how it asks for the next run (`action.run.next_run`)
 
 `action.github_actions.GitHubActions` and `action.azure.pipelines.AzurePipelines` implement
 them (with `action.workflow.WorkflowCommands` and `action.azure.vso.LoggingCommands`); the
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from action.comments import CommentContext
+    from action.run.continuation import Continuation, ContinuationSettings, Requested
     from action.run.outcome import Outcome
     from action.run.settings import CiSettings
     from app.cycle.card_cycle import CardCycle
@@ -113,3 +115,11 @@ class CiPlatform(Protocol):
 
     def comment_handling(self) -> CommentHandling:
         """How this run's command comment is authorized and acknowledged."""
+
+    @property
+    def continuation(self) -> ContinuationSettings:
+        """Whether this run asks for the next one after a step, and the daily bound."""
+
+    async def request_continuation(self, after: Continuation) -> Requested:
+        """Ask the CI for another run of this workflow or pipeline (after the lock's release);
+        a refusal is an answer, never raised."""
