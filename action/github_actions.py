@@ -41,7 +41,10 @@ from action.workflow import append_summary, set_outputs
 if TYPE_CHECKING:
     from app.cycle.card_cycle import CardCycle
 
-__all__ = ["GitHubActions"]
+__all__ = ["CONTINUATION_INPUTS", "GitHubActions"]
+
+# The Action's inputs this platform reads itself (`action.context.INPUTS` has the others).
+CONTINUATION_INPUTS = ("continue", "continue-limit")
 
 
 class GitHubActions:

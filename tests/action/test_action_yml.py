@@ -15,7 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from action.context import ENV_APP_SLUG, ENV_INSTALLATION_ID, ENV_TOKEN_IS_ACTIONS, INPUTS
+from action.context import ENV_APP_SLUG, ENV_INSTALLATION_ID, ENV_TOKEN_IS_ACTIONS
+from action.context import INPUTS as CONTEXT_INPUTS
+from action.github_actions import CONTINUATION_INPUTS
+
+INPUTS = (*CONTEXT_INPUTS, *CONTINUATION_INPUTS)  # the platform reads the continuation's
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -40,6 +44,8 @@ def test_the_inputs_are_the_ones_the_context_reads_plus_the_python_version() -> 
     assert ACTION["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert ACTION["inputs"]["trigger"]["default"] == "pair"
     assert ACTION["inputs"]["python-version"]["default"] == "3.11"
+    assert ACTION["inputs"]["continue"]["default"] == "true"
+    assert ACTION["inputs"]["continue-limit"]["default"] == "50"
     for name, spec in ACTION["inputs"].items():
         assert spec.get("description"), name
 

@@ -14,8 +14,11 @@ from action.context import (
     ENV_INSTALLATION_ID,
     ENV_LOCK_WAIT_S,
     ENV_STALE_AFTER_S,
-    INPUTS,
 )
+from action.context import INPUTS as CONTEXT_INPUTS
+from action.github_actions import CONTINUATION_INPUTS
+
+INPUTS = (*CONTEXT_INPUTS, *CONTINUATION_INPUTS)
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
@@ -40,6 +43,8 @@ def test_the_example_listens_to_every_event_the_action_handles() -> None:
         "pull_request",
     }
     assert on["workflow_dispatch"]["inputs"]["batch"]["required"] is False
+    # A continuation names the card it follows; an undeclared input would be a 422.
+    assert on["workflow_dispatch"]["inputs"]["continued-from"]["required"] is False
     assert on["issue_comment"]["types"] == ["created"]
     assert on["repository_dispatch"]["types"] == ["pair"]
     assert on["pull_request"]["types"] == ["synchronize"]
@@ -53,9 +58,13 @@ def test_the_example_asks_for_least_privilege_and_never_cancels_a_running_step()
         "issues": "write",
         "statuses": "write",
         "checks": "read",
+        "actions": "write",
     }
     assert workflow["concurrency"]["cancel-in-progress"] is False
-    assert "github.event_name == 'schedule'" in workflow["concurrency"]["group"]
+    group = workflow["concurrency"]["group"]
+    assert "github.event_name == 'schedule'" in group
+    # A continuation (a dispatch of every batch) queues with the ticks: one pending, no pile.
+    assert "github.event_name == 'workflow_dispatch' && inputs.batch == ''" in group
 
 
 def test_the_example_never_interpolates_into_a_run_script() -> None:
@@ -91,6 +100,8 @@ def test_the_page_lists_every_input_and_variable() -> None:
         "GITHUB_OUTPUT",
         "GITHUB_STEP_SUMMARY",
         "GITHUB_ACTOR_ID",
+        "GITHUB_WORKFLOW_REF",
+        "GITHUB_REF",
         ENV_INSTALLATION_ID,
         ENV_APP_SLUG,
         ENV_LOCK_WAIT_S,
