@@ -21,8 +21,9 @@ from app.cycle.card_vet import Vetter
 from app.cycle.head_checks import evidence_quotes, read_head_evidence, recorded_evidence
 from app.cycle.lesson_files import lessons_for_proposal
 from app.cycle.records import CycleRecord
-from app.cycle.report import after_transition, publish_status
+from app.cycle.report import after_transition
 from app.cycle.state import CardState, CardStep
+from app.cycle.status_publish import publish_status
 from app.domain.card.budget import budget_of
 from app.domain.reports.lesson import Lesson
 from app.domain.review.evidence import Evidence, waiting_reason

@@ -21,13 +21,7 @@ from app.cycle.agent_step import run_transition
 from app.cycle.batch import card_branch
 from app.cycle.bookkeeper import bookkeep
 from app.cycle.records import CycleRecord
-from app.cycle.report import (
-    act_on_decision,
-    close_abandoned,
-    interrupted_reason,
-    publish_review,
-    publish_status,
-)
+from app.cycle.report import act_on_decision, close_abandoned, publish_review
 from app.cycle.schedule import card_key
 from app.cycle.state import (
     CardState,
@@ -43,6 +37,7 @@ from app.cycle.state import (
     risk_ledger,
     status_of,
 )
+from app.cycle.status_publish import interrupted_reason, publish_status
 from app.domain.card import cycle_end as ce
 from app.domain.card.binding import Binding, for_card
 from app.domain.review.regression import active_risks
