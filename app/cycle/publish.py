@@ -127,6 +127,15 @@ class Publisher:
         self.record("scope-packet", baseline=baseline, comment=kept(target, done))
         rec.scope_baseline_posted = baseline
 
+    async def escalation(self, rec: CycleRecord, body: str, **data: Any) -> None:
+        """The run's one escalation comment on the card, edited by a later escalation of the
+        same run; journaled with what fired (`data`) when it was written or changed."""
+        target = Target("card", self.card)
+        marker = make_marker("escalation", self.card, None, rec.run_id)
+        done = await self.pm.upsert_comment(target, marker, body)
+        if done.outcome is not Upserted.UNCHANGED:
+            self.record("escalated", comment=kept(target, done), **data)
+
     async def reply(self, target: Target, kind: str, body: str) -> None:
         """A marker-keyed reply (a refusal, help): edited in place, never posted twice."""
         pr = target.number if target.kind == "pull" else None

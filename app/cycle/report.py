@@ -31,9 +31,11 @@ from app.cycle.status_publish import publish_status
 from app.cycle.worktree import Worktree
 from app.domain.card import cycle_end as ce
 from app.domain.card.agent_failures import failover_lines
+from app.domain.card.autonomy import GateCondition
 from app.domain.card.budget import budget_of, check_budget
 from app.domain.card.merge_method import choose_merge_method
 from app.domain.reports.dispatch_stats import dispatch_stats
+from app.domain.reports.escalation import Escalation, Stage, render_escalation
 from app.domain.reports.metrics import reduce_metrics
 from app.domain.reports.synthesis import models_by_step, render_synthesis, synthesis_marker
 from app.domain.review.panel import PANEL_VOTE_KIND, PanelVote
@@ -98,6 +100,9 @@ async def after_transition(
         parked = state.parks.get(state.key)
         over_budget = parked is not None and parked.state == "awaiting-human"
         status = PrState.AWAITING_HUMAN if over_budget else PrState.AWAITING_APPROVAL
+        gate = state.gate("prepare")
+        if not over_budget and result.transition == "propose" and gate.mode == "when":
+            status = await _escalate(state, "prepare", gate, gate.fired(card.labels))
     elif result.state == "blocked":
         state.parks = read_parks(state.locus)  # the step just parked the card
         parked = state.parks.get(state.key)
@@ -247,8 +252,21 @@ async def act_on_decision(
             "advanced", key, "merge", message=f"merged {decision.head[:12]}: {decision.reason}"
         )
         return await publish_status(state, result, PrState.MERGED, derived)
+    if isinstance(decision, ce.Escalated):
+        await _escalate(state, "merge", state.gate("merge"), decision.conditions)
     result = StepResult("nothing-ready", key, "", message=decision.reason)
     return await publish_status(state, result, decision.pr_state, derived)
+
+
+async def _escalate(
+    state: CardState, stage: Stage, gate: GateCondition, conditions: tuple[str, ...]
+) -> PrState:
+    """The run's one escalation comment (`app.domain.reports.escalation`); the label to show."""
+    what = Escalation(state.card, stage, gate.text, conditions, state.project.trigger)
+    await state.pub.escalation(
+        state.rec, render_escalation(what), stage=stage, conditions=list(conditions)
+    )
+    return PrState.ESCALATED
 
 
 async def _review_refusal(state: CardState, pull: Pull, head: str) -> str | None:

@@ -208,7 +208,22 @@ def park_status(park: Park, records: Sequence[Mapping[str, Any]], key: str) -> P
             failed = FAILED_AT.get(str(last.get("transition")))
             if failed is not None and last.get("transition") == park.transition:
                 return failed
+    if park.state == "awaiting-approval" and _escalated_since_step(records, key):
+        return PrState.ESCALATED
     return PrState.of(park.state)
+
+
+def _escalated_since_step(records: Sequence[Mapping[str, Any]], key: str) -> bool:
+    """Whether the newest record of `key` past its last step is a `prepare` escalation."""
+    for record in reversed(records):
+        if record.get("key") != key:
+            continue
+        if record.get("kind") == "step-started":
+            return False
+        data = record.get("data")
+        if isinstance(data, Mapping) and data.get("event") == "escalated":
+            return data.get("stage") == "prepare"
+    return False
 
 
 def pull_text(card: Card) -> tuple[str, str]:

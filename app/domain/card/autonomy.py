@@ -44,6 +44,14 @@ class GateCondition:
         )
 
 
+    def fired(self, labels: Collection[str]) -> tuple[str, ...]:
+        """The `when` conditions that hold on `labels`, as written (`has:x`, `lacks:y`)."""
+        present = set(labels)
+        has = tuple(f"has:{label}" for label in self.has if label in present)
+        lacks = tuple(f"lacks:{label}" for label in self.lacks if label not in present)
+        return has + lacks
+
+
 def parse_gate_condition(text: str) -> GateCondition:
     """Parse a gate value; raise ValueError naming the allowed forms."""
     value = text.strip()

@@ -244,12 +244,6 @@ def next_end_step(
     return "merge" if until == "merged" else None
 
 
-def _fired_conditions(gate: GateCondition, labels: frozenset[str]) -> tuple[str, ...]:
-    has = tuple(f"has:{label}" for label in gate.has if label in labels)
-    lacks = tuple(f"lacks:{label}" for label in gate.lacks if label not in labels)
-    return has + lacks
-
-
 def decide_cycle_end(facts: CycleEndFacts) -> Decision:
     """The one thing the card does now; see the module docstring for the precedence."""
     reviewed = facts.reviewed_head.lower() if facts.reviewed_head is not None else None
@@ -312,7 +306,7 @@ def decide_cycle_end(facts: CycleEndFacts) -> Decision:
     if gate.mode == "always":
         return AwaitingHuman(reviewed, "merge gate `always`: waiting for `/pair approve`")
     if gate.fires(facts.labels):
-        conditions = _fired_conditions(gate, facts.labels)
+        conditions = gate.fired(facts.labels)
         return Escalated(
             reviewed, conditions, f"merge gate condition fired: {', '.join(conditions)}"
         )
