@@ -115,7 +115,9 @@ class _Where:
     repo: str
     installation: int | None
     delivery: str
-    dedupe_id: str = ""  # what makes a comment unique when the host names no id for it
+    # What makes a comment unique in `repo` when the host's comment ids are not (Azure DevOps
+    # numbers comments per work item or pull request); empty: the comment's id is.
+    dedupe_id: str = ""
 
 
 def _label(where: _Where, pull: bool, number: int) -> str:
@@ -134,6 +136,7 @@ def _comment_jobs(
         author = intent.author or Author(login="", id="")
         identity = intent.comment_id or where.dedupe_id
         scope = ScopeDecisionJob(pull=intent.pull, comment_id=identity, delivery=where.delivery)
+        unique = where.dedupe_id or identity
         job = NewJob(
             kind="scope-decision",
             source=where.source,
@@ -141,7 +144,7 @@ def _comment_jobs(
             installation=where.installation,
             target="pull",
             number=intent.pull,
-            dedupe_key=f"{where.source}:{where.repo}:comment:{identity}",
+            dedupe_key=f"{where.source}:{where.repo}:comment:{unique}",
             serial_key=serial_key(where.source, where.repo, "pull", intent.pull),
             request={"job": scope.to_payload(), "author": _commenter(author).to_json()},
         )
@@ -177,7 +180,7 @@ def _comment_jobs(
         installation=where.installation,
         target=target,
         number=intent.card,
-        dedupe_key=f"{where.source}:{where.repo}:comment:{identity}",
+        dedupe_key=f"{where.source}:{where.repo}:comment:{where.dedupe_id or identity}",
         serial_key=serial_key(where.source, where.repo, target, intent.card),
         request=command.to_json(),
         command=record,

@@ -253,7 +253,7 @@ def test_azure_work_item_comments_route_like_issue_comments() -> None:
     assert command.author.login == "fabrikamfiber4@hotmail.com"
     assert command.comment.id == ""  # nothing to react to: the notification names no comment
     assert (job.source, job.repo, job.target, job.number) == ("azure-devops", "Fabrikam", "card", 5)
-    assert job.dedupe_key == "azure-devops:Fabrikam:comment:rev4"
+    assert job.dedupe_key == "azure-devops:Fabrikam:comment:wi5:rev4"
     identity = {"displayName": "Jamal", "uniqueName": "jamal@fabrikam.com", "id": "54d1"}
     [other] = route_azure(azure_workitem("/pair status", identity), POLICY, "n-2").jobs
     assert CommandJob.from_json(other.request).author.id == "54d1"
@@ -309,7 +309,7 @@ def test_a_work_item_notification_naming_its_comment_gives_the_app_something_to_
     comment["resource"]["commentVersionRef"] = {"commentId": 41, "version": 1}
     [job] = route_azure(comment, POLICY, "n-41").jobs
     assert CommandJob.from_json(job.request).comment.id == "41"
-    assert job.dedupe_key == "azure-devops:Fabrikam:comment:41"
+    assert job.dedupe_key == "azure-devops:Fabrikam:comment:wi5:c41:v1"
 
 
 def test_a_command_on_a_forks_pull_request_becomes_the_fork_reply() -> None:

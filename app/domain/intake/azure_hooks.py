@@ -57,6 +57,7 @@ __all__ = [
     "html_to_text",
     "parse_identity_allowlist",
     "read_azure_hook",
+    "workitem_comment_key",
 ]
 
 # An Azure DevOps identity id: a GUID in its 8-4-4-4-12 form.
@@ -74,8 +75,9 @@ class AzureHook:
 
     `repo` is `project/repository` for a pull request and the project for a work item (a work
     item belongs to a project, not a repository); empty when the notification is unreadable.
-    `dedupe_id` is what makes a comment unique when the notification names no comment id (a
-    work item's revision)."""
+    `dedupe_id` is what makes a comment unique in `repo` (`workitem_comment_key` for a work
+    item, `pr<N>:<thread>/<comment>` for a pull request's comment: both hosts number comments
+    per work item or per pull request)."""
 
     event: str
     intent: HookIntent
@@ -177,7 +179,7 @@ def _pr_comment(event: str, payload: Payload, policy: Policy, delivery: str) -> 
     intent: HookIntent = comment_intent(new, policy)
     if _is_fork(pull):
         intent = _refuse_fork(intent, f"{repo}!{number}")
-    return AzureHook(event, intent, repo)
+    return AzureHook(event, intent, repo, f"pr{number}:{thread}/{comment_number}")
 
 
 def _is_fork(pull: Payload) -> bool:
@@ -201,31 +203,61 @@ def _refuse_fork(intent: HookIntent, where: str) -> HookIntent:
 
 def _workitem_commented(event: str, payload: Payload, policy: Policy, delivery: str) -> AzureHook:
     resource = _obj(payload.get("resource"))
-    fields = _obj(resource.get("fields"))
-    number = _int(resource.get("id")) or _int(resource.get("workItemId"))
+    revision = _obj(resource.get("revision"))
+    # The documented `workitem.commented` resource is the work item (`id`, `rev`, `fields`);
+    # an update-shaped one names the item in `workItemId` (its `id` is the update's) and keeps
+    # the item's fields under `revision`.
+    fields = {**_obj(revision.get("fields")), **_obj(resource.get("fields"))}
+    number = (
+        _int(resource.get("workItemId")) or _int(revision.get("id")) or _int(resource.get("id"))
+    )
     project = _text(fields.get("System.TeamProject"))
-    history = _text(fields.get("System.History"))
+    history = _history(fields.get("System.History"))
     if number is None or not project or not history:
         return AzureHook(event, Ignore("work item comment without an id, a project or a comment"))
     if OWN_MARKER in history.lstrip()[:64]:
         return AzureHook(
             event, Ignore("pairbot's own comment (it opens with a pair marker)", silent=True)
         )
-    revision = _int(resource.get("rev"))
-    # Newer notifications name the comment (`commentVersionRef.commentId`); older ones do not,
-    # and then the revision that added the comment identifies it (the Azure Pipelines entry
-    # learns the id when it reads the comment back).
-    named = _int(_obj(resource.get("commentVersionRef")).get("commentId"))
+    ref = _obj(resource.get("commentVersionRef"))
+    named = _int(ref.get("commentId"))
+    named = named if named is not None and named > 0 else None
     new = NewComment(
         target="card",
         number=number,
-        comment_id=str(named) if named is not None and named > 0 else "",
+        comment_id=str(named) if named is not None else "",
         url=_text(resource.get("url")),
         body=html_to_text(history),
         author=_identity(fields.get("System.ChangedBy")),
     )
-    dedupe = _marker_safe(f"rev{revision if revision is not None else delivery}")
+    revision_number = _int(resource.get("rev")) or _int(revision.get("rev"))
+    dedupe = workitem_comment_key(
+        number, named, _int(ref.get("version")), revision_number, delivery
+    )
     return AzureHook(event, comment_intent(new, policy), project, dedupe)
+
+
+def _history(value: Any) -> str:
+    """`System.History` as the comment's HTML: the text itself, or an update's `newValue`."""
+    return _text(value) or _text(_obj(value).get("newValue"))
+
+
+def workitem_comment_key(
+    number: int, comment: int | None, version: int | None, revision: int | None, delivery: str
+) -> str:
+    """What makes one work-item comment unique within its project. Pure.
+
+    Comment ids and revisions are numbered per work item, so the item's id is always part of
+    it: `wi12:c41:v1` when the notification names the comment (`commentVersionRef`), else
+    `wi12:rev7` (the revision that added the comment: unique per item), else the notification's
+    own id. Two comments on #11 and #12 at revision 7 are two commands, never one."""
+    if comment is not None:
+        tail = f"c{comment}" + (f":v{version}" if version is not None and version > 0 else "")
+    elif revision is not None and revision > 0:
+        tail = f"rev{revision}"
+    else:
+        tail = f"n{_marker_safe(delivery)}"
+    return f"wi{number}:{tail}"
 
 
 def _pull_updated(event: str, payload: Payload, policy: Policy, delivery: str) -> AzureHook:

@@ -289,3 +289,96 @@ def test_a_work_item_notification_that_names_its_comment_gives_its_id() -> None:
     assert isinstance(intent, Comment) and intent.comment.id == "41"
     older = read_azure_hook(workitem_commented(JAMAL, "<div>/pair status</div>"), POLICY).intent
     assert isinstance(older, Comment) and older.comment.id == ""
+
+
+# -- which comment a work-item notification is: work item, comment id, version ----------------
+
+
+def documented_commented(number: int, rev: int, **resource: Any) -> dict[str, Any]:
+    """`workitem.commented` as Microsoft's service-hook events page shows it (the resource is
+    the work item: `id`, `rev`, `fields` with `System.History`), moved to `number` and `rev`."""
+    return {
+        "subscriptionId": "00000000-0000-0000-0000-000000000000",
+        "notificationId": 4,
+        "id": f"fb2617ed-60df-4518-81fa-749faa6c5c{number:02d}",
+        "eventType": "workitem.commented",
+        "publisherId": "tfs",
+        "resource": {
+            "id": number,
+            "rev": rev,
+            "fields": {
+                "System.AreaPath": "FabrikamCloud",
+                "System.TeamProject": "FabrikamCloud",
+                "System.WorkItemType": "Bug",
+                "System.ChangedBy": "Jamal Hartnett <jamal@fabrikam.com>",
+                "System.History": "<div>/pair status</div>",
+            },
+            "url": f"http://fabrikam-fiber-inc.visualstudio.com/DefaultCollection/_apis/wit/workItems/{number}",
+            **resource,
+        },
+        "resourceVersion": "1.0",
+    }
+
+
+def test_work_item_comments_are_keyed_by_item_and_revision_without_a_comment_ref() -> None:
+    eleven = read_azure_hook(documented_commented(11, 7), POLICY)
+    twelve = read_azure_hook(documented_commented(12, 7), POLICY)
+    assert (eleven.dedupe_id, twelve.dedupe_id) == ("wi11:rev7", "wi12:rev7")
+    assert eleven.repo == twelve.repo == "FabrikamCloud"
+
+
+def test_work_item_comments_are_keyed_by_item_comment_and_version_with_a_comment_ref() -> None:
+    ref = {
+        "commentId": 41,
+        "version": 2,
+        "url": "https://dev.azure.com/f/_apis/wit/workItems/12/comments/41/versions/2",
+    }
+    hook = read_azure_hook(documented_commented(12, 7, commentVersionRef=ref), POLICY)
+    assert hook.dedupe_id == "wi12:c41:v2"
+    assert isinstance(hook.intent, Comment) and hook.intent.comment.id == "41"
+    # The same comment id on another work item is another comment.
+    other = read_azure_hook(documented_commented(11, 7, commentVersionRef=ref), POLICY)
+    assert other.dedupe_id == "wi11:c41:v2"
+    unversioned = {"commentId": 41}
+    assert (
+        read_azure_hook(
+            documented_commented(12, 7, commentVersionRef=unversioned), POLICY
+        ).dedupe_id
+        == "wi12:c41"
+    )
+
+
+def test_an_update_shaped_work_item_resource_is_read_by_its_work_item_id() -> None:
+    # workitem.updated's resource shape: `id` is the update's, the item is `workItemId`, its
+    # fields are under `revision` and a changed field holds `newValue`.
+    payload = {
+        "id": "n-upd",
+        "eventType": "workitem.commented",
+        "resource": {
+            "id": 3,
+            "workItemId": 12,
+            "rev": 7,
+            "fields": {"System.History": {"newValue": "<div>/pair status</div>"}},
+            "revision": {
+                "id": 12,
+                "rev": 7,
+                "fields": {
+                    "System.TeamProject": "Fabrikam",
+                    "System.ChangedBy": "Jamal <jamal@fabrikam.com>",
+                },
+            },
+        },
+    }
+    hook = read_azure_hook(payload, POLICY)
+    assert hook.dedupe_id == "wi12:rev7" and hook.repo == "Fabrikam"
+    assert isinstance(hook.intent, Comment) and hook.intent.card == 12
+
+
+def test_a_work_item_comment_without_a_revision_is_keyed_by_its_notification() -> None:
+    payload = documented_commented(12, 7)
+    del payload["resource"]["rev"]
+    assert read_azure_hook(payload, POLICY, "n/../9").dedupe_id == "wi12:nn-..-9"
+
+
+def test_pull_request_comments_are_keyed_by_pull_thread_and_comment() -> None:
+    assert read_azure_hook(pr_comment("/pair status"), POLICY).dedupe_id == "pr9:31/2"
