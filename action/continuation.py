@@ -16,8 +16,8 @@ for the next one with `POST /repos/{owner}/{repo}/actions/workflows/{workflow}/d
   workflow that does not declare it makes GitHub answer 422 "Unexpected inputs provided", and
   the dispatch is sent once more without it (the next run is a tick all the same).
 
-It goes through the GitHub adapter's own call discipline (a `GitHubHost` with this one call
-more: githubkit, the rate-limit window, a write never retried, errors as `hosts.errors`), as
+It goes through the GitHub adapter (`GitHubHost.dispatch_workflow`: githubkit, the rate-limit
+window, a write never retried, errors as `hosts.errors`), as
 whoever the run acts as: the App when `app-id` is set (its installation needs Actions: read
 and write), else the `github-token` input (the workflow needs `permissions: actions: write`).
 A refusal is answered, never raised: the schedule still ticks, and nothing is lost.
@@ -78,23 +78,6 @@ def workflow_target(env: Mapping[str, str], event: Mapping[str, Any]) -> Workflo
     return WorkflowTarget(workflow, ref)
 
 
-class _Workflows(GitHubHost):
-    """The one Actions call a run makes, through the adapter's call discipline."""
-
-    async def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
-        actions = self._gh.rest.actions
-        owner, name = self._owner, self._name
-
-        async def send() -> object:
-            if inputs:
-                return await actions.async_create_workflow_dispatch(
-                    owner, name, workflow, ref=ref, inputs=dict(inputs)
-                )
-            return await actions.async_create_workflow_dispatch(owner, name, workflow, ref=ref)
-
-        await self._write(f"dispatch workflow {workflow}", send)
-
-
 def _credentials(ctx: ActionContext) -> GitHubCredentials | None:
     """Who the run acts as, by the rule of `ActionContext.host_settings`."""
     if ctx.app_id is not None and ctx.installation_id is not None and ctx.private_key:
@@ -115,7 +98,7 @@ async def dispatch(ctx: ActionContext, target: WorkflowTarget, after: Continuati
     if credentials is None:
         return Requested(False, "no github-token: no next run is asked for")
     what = f"{target.workflow} on {target.ref}"
-    github = _Workflows(ctx.repository, credentials, base_url=ctx.api_url)
+    github = GitHubHost(ctx.repository, credentials, base_url=ctx.api_url)
     try:
         how = await _send(github, target, after)
     except Forbidden as err:
@@ -138,14 +121,14 @@ async def dispatch(ctx: ActionContext, target: WorkflowTarget, after: Continuati
     )
 
 
-async def _send(github: _Workflows, target: WorkflowTarget, after: Continuation) -> str:
+async def _send(github: GitHubHost, target: WorkflowTarget, after: Continuation) -> str:
     """The dispatch, with the `continued-from` input unless the workflow declares none."""
     try:
-        await github.dispatch(target.workflow, target.ref, {INPUT: after.after})
+        await github.dispatch_workflow(target.workflow, target.ref, {INPUT: after.after})
     except Conflict as err:
         if "unexpected inputs" not in str(err).lower():
             raise
         # A workflow that declares no `continued-from` input: the tick runs all the same.
-        await github.dispatch(target.workflow, target.ref, {})
+        await github.dispatch_workflow(target.workflow, target.ref, {})
         return f" (the workflow declares no {INPUT} input)"
     return ""

@@ -17,6 +17,7 @@ algorithms of `hosts.adapter.HostAdapter`; this class gives them single requests
     comments.py     GitHubComments: issue comments, reactions, a scope decision by reference
     pulls.py        GitHubPulls: open, read and merge pull requests
     checks.py       GitHubChecks: the `pair-review` status and the other checks on a head
+    workflows.py    GitHubWorkflows: dispatch a workflow (the Action's next run; not `Host`)
     host.py         GitHubHost: the parts together, plus close, permission and push_branch
 
 How calls behave: every request goes through `hosts.calls.Calls` (reads retried a bounded number
@@ -42,12 +43,13 @@ from hosts.github.checks import GitHubChecks
 from hosts.github.comments import GitHubComments
 from hosts.github.issues import GitHubIssues
 from hosts.github.pulls import GitHubPulls
+from hosts.github.workflows import GitHubWorkflows
 from hosts.models import Permission, Target
 
 _PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write", "triage", "read", "none"})
 
 
-class GitHubHost(GitHubIssues, GitHubComments, GitHubPulls, GitHubChecks):
+class GitHubHost(GitHubIssues, GitHubComments, GitHubPulls, GitHubChecks, GitHubWorkflows):
     """`Host` on GitHub or GitHub Enterprise Server, through githubkit.
 
     `credentials` says who it acts as (`GitHubCredentials.app/.token/.actions`); `base_url` is
