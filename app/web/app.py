@@ -31,6 +31,9 @@ The GitHub edge, in this order, and thin:
       X-GitHub-Delivery present (else 400)
     → an event no route of pairbot's takes (app.web.events.GITHUB_EVENTS): 2xx, unparsed
     → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
+    → an identifier no host would send (app.domain.intake.identifiers: an installation id,
+      an owner/name, a number, a commit, an Azure DevOps name): 422 naming the field and what
+      is allowed, one log line, nothing written
     → pairbot's own and other bots' events: 2xx, one log line, nothing written
     → a delivery that queues no job and changes no installation: 2xx, nothing written (its
       redelivery would queue nothing either)
@@ -306,6 +309,11 @@ class WebhookEdges:
         # its body was read; this catches its twin answered while its body was being read.
         if self.service.recent.seen(source, delivery):
             return self._duplicate(name, delivery, source)
+        if routed.refused:  # an identifier no host would send: one line, nothing written
+            log.warning(
+                "delivery %s", _line(source, name, delivery, "refused", reason=routed.reason)
+            )
+            return reply(422, "refused", reason=routed.reason)
         if not routed.jobs and routed.installation is None:
             return self._ignored(source, name, delivery, routed.reason)
         try:

@@ -7,7 +7,9 @@ What a GitHub event asks for is decided once, for the App and the Action alike, 
 intake (`app.domain.intake.intent.intake`: own comments, bots, commands, scope decisions, moved
 heads, dispatches, installations — its docstring states the rules). This module only translates: the
 intent becomes the store's jobs (`command`, `scope-decision`, `head-moved`), an installation
-change, or an ignored delivery (`Routed.silent`: dropped before anything is written). Intents
+change, an ignored delivery (`Routed.silent`: dropped before anything is written), or a refused
+one (`Routed.refused`: an identifier no host would send, `app.domain.intake.identifiers`, checked
+before anything else; the edge answers it 422 and records it nowhere). Intents
 only the Action acts on (ticks, the App's own `pair` dispatches) and malformed payloads are
 "not for the App": 2xx and one log line, never a 500. `Routed.intent` keeps the intent, so a
 test can hold the App's reading of a payload against the Action's.
@@ -26,6 +28,7 @@ from typing import Any, Final
 
 from app.domain.intake.azure_hooks import AZURE_EVENTS, html_to_text, read_azure_hook
 from app.domain.intake.comment_commands import Command
+from app.domain.intake.identifiers import Invalid, azure_invalid, github_invalid
 from app.domain.intake.intent import (
     Comment,
     HeadMoved,
@@ -65,13 +68,19 @@ AZURE: Final = "azure-devops"
 
 @dataclass(frozen=True)
 class Routed:
-    """What a delivery asks for; `silent` means: ignore it before writing anything."""
+    """What a delivery asks for; `silent` means: ignore it before writing anything; `refused`:
+    an identifier no host would send (`reason` names it), answered 422 and written nowhere."""
 
     reason: str
     jobs: tuple[NewJob, ...] = ()
     silent: bool = False
     installation: InstallationChange | None = None
     intent: Intent | None = None  # the shared intake's reading (None for Azure DevOps' own)
+    refused: bool = False
+
+
+def refused(invalid: Invalid) -> Routed:
+    return Routed(invalid.reason, refused=True)
 
 
 def ignored(reason: str) -> Routed:
@@ -213,7 +222,11 @@ def _head_moved(where: _Where, *, number: int, sha: str) -> NewJob:
 def route_github(
     event: str, action: str | None, payload: Payload, policy: Policy, delivery: str
 ) -> Routed:
-    """The jobs a verified GitHub delivery asks for: the shared intake, translated."""
+    """The jobs a verified GitHub delivery asks for: the shared intake, translated. An
+    identifier no host would send refuses the delivery first (`app.domain.intake.identifiers`)."""
+    invalid = github_invalid(event, payload)
+    if invalid is not None:
+        return refused(invalid)
     intent = intake(event, action, payload, policy)
     if isinstance(intent, Ignore):
         return Routed(intent.reason, silent=intent.silent, intent=intent)
@@ -285,7 +298,11 @@ AZURE_ROUTES: Final = AZURE_EVENTS
 
 def route_azure(payload: Payload, policy: Policy, delivery: str) -> Routed:
     """The jobs a verified Azure DevOps service-hook notification asks for: the shared reading
-    (`app.domain.intake.azure_hooks`, the Azure Pipelines entry's too), translated."""
+    (`app.domain.intake.azure_hooks`, the Azure Pipelines entry's too), translated; refused
+    first for an identifier no host would send (`app.domain.intake.identifiers`)."""
+    invalid = azure_invalid(payload)
+    if invalid is not None:
+        return refused(invalid)
     hook = read_azure_hook(payload, policy, delivery)
     intent = hook.intent
     if not hook.repo:  # unreadable, or not for pairbot: nothing of it is kept

@@ -1,8 +1,10 @@
 """A number no host would send (-5, 0, "5", 5.0, true, none) is refused in one line, on both
 surfaces, before anything is queued or run.
 
-The App: `route_github` / `route_azure` as the webhook edge calls them; a `Malformed` reading
-queues no job and its reason is the one log line (the edge answers 200 "ignored" with it). The
+The App: `route_github` / `route_azure` as the webhook edge calls them; a number that is there
+but invalid refuses the delivery (`Routed.refused`, app.domain.intake.identifiers: the edge
+answers 422 with its reason, its one log line), a missing one is a `Malformed` reading that
+queues no job (the edge answers 200 "ignored"). The
 Action: `python -m action`'s `main` in this process over an Actions environment; it exits 1
 with one `::error::` line naming the field, and nothing else runs (no lock, no git).
 """
@@ -46,7 +48,8 @@ def comment_on(number: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("number", "shown"), BAD)
 def test_the_app_queues_nothing_for_a_bad_issue_number(number: Any, shown: str) -> None:
     routed = route_github("issue_comment", "created", comment_on(number), POLICY, "d-1")
-    assert isinstance(routed.intent, Malformed)
+    assert routed.refused == (number is not None)
+    assert routed.refused or isinstance(routed.intent, Malformed)
     assert routed.jobs == ()
     assert routed.reason == (f"issue_comment: issue.number must be a positive integer, got {shown}")
 
@@ -79,15 +82,15 @@ def test_azure_comments_and_pulls_with_a_bad_number_queue_nothing() -> None:
     workitem = azure_workitem("<div>/pair implement</div>")
     workitem["resource"]["id"] = -5
     routed = route_azure(workitem, POLICY, "n-1")
-    assert routed.jobs == () and isinstance(routed.intent, Malformed)
-    assert routed.reason == "the issue number of a comment must be a positive integer, got -5"
+    assert routed.jobs == () and routed.refused
+    assert routed.reason == "workitem.commented: resource.id must be a positive integer, got -5"
 
     updated = fixture("azure-devops/git.pullrequest.created.json")
     updated["eventType"] = "git.pullrequest.updated"
     updated["resource"]["sourceRefName"] = "refs/heads/pair/card-5"
     updated["resource"]["pullRequestId"] = -5
     routed = route_azure(updated, POLICY, "n-2")
-    assert routed.jobs == ()
+    assert routed.jobs == () and routed.refused
     assert routed.reason == (
         "git.pullrequest.updated: resource.pullRequestId must be a positive integer, got -5"
     )
