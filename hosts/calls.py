@@ -11,8 +11,9 @@ the same for GitHub and Azure DevOps, so it lives here once:
     Calls.read      retried a bounded number of times (`read_attempts`) on `HostUnavailable`
                     and on a `RateLimited` short enough to wait; backoff doubles from
                     `backoff_s` (capped) unless a window already says how long to wait.
-    Calls.write     one at a time (an `asyncio.Lock`), spaced `write_spacing_s` apart, and never
-                    retried automatically: a create that failed after the host stored it is
+    Calls.write     one at a time, spaced `write_spacing_s` apart (`hosts.pacer.Pacer`: an
+                    acknowledgement's lane ahead of bulk writes), and never retried
+                    automatically: a create that failed after the host stored it is
                     reconciled by the adapter, by reading, never re-posted blindly.
     Calls.settle    that reconciliation, until it is settled: after a write whose outcome is
                     unknown (a timeout, a 5xx after sending) the adapter's `find` reads again,
@@ -40,6 +41,7 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from hosts.errors import HostError, HostUnavailable, RateLimited
+from hosts.pacer import Lane, Pacer
 from hosts.secrets import Secrets
 
 log = logging.getLogger(__name__)
@@ -160,13 +162,11 @@ class Calls:
         self._sleep = sleep
         self.max_wait_s = max_wait_s
         self._read_attempts = max(1, read_attempts)
-        self._write_spacing_s = write_spacing_s
         self._backoff_s = backoff_s
         self._backoff_cap_s = backoff_cap_s
         self._timeout_s = timeout_s
         self._settle_reads = max(1, settle_reads)
-        self._write_lock = asyncio.Lock()
-        self._last_write = float("-inf")
+        self.pacer = Pacer(write_spacing_s, clock=clock, sleep=sleep)
 
     def fail(self, kind: type[HostError], message: str) -> HostError:
         """A `kind` error whose message is scrubbed of every known secret."""
@@ -199,16 +199,11 @@ class Calls:
         """A read: retried a bounded number of times on transient failures."""
         return await self._call(op, fn, write=False)
 
-    async def write(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
-        """A mutation: one at a time, spaced, never retried automatically."""
-        async with self._write_lock:
-            gap = self._last_write + self._write_spacing_s - self._clock()
-            if gap > 0:
-                await self._sleep(gap)
-            try:
-                return await self._call(op, fn, write=True)
-            finally:
-                self._last_write = self._clock()
+    async def write(self, op: str, fn: Callable[[], Awaitable[T]], *, lane: Lane = "bulk") -> T:
+        """A mutation: one at a time, spaced, never retried automatically; `lane="ack"` for an
+        acknowledgement (👀, a like), which goes ahead of queued bulk writes."""
+        async with self.pacer.turn(lane):
+            return await self._call(op, fn, write=True)
 
     async def settle(self, op: str, find: Callable[[], Awaitable[T | None]]) -> T | None:
         """What an unknown-outcome write left behind: `find()` until it is not None, at most

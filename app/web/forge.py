@@ -6,12 +6,18 @@
 
     GitHubForges   the App: one `GitHubHost` per (repository, installation), authenticated as
                    that installation; `repository_dispatch` is sent here (the Host protocol
-                   has no such operation: the engine never dispatches, only the App does)
+                   has no such operation: the engine never dispatches, only the App does).
+                   The hosts of one installation share one `hosts.github.session.GitHubSession`
+                   (`sessions`): one warm connection pool, one installation token, one write
+                   pacer, for the App's life (closed by `aclose` at shutdown); the dispatch
+                   uses the same pool and token, and so do the worker's hosts (the service
+                   builds them `using` these sessions)
     LocalForges    `pairbot serve --dev`: the local forge under the project (no account)
     AzureForges    Azure DevOps, from the host credentials of docs/hosts.md (worker only)
 
-`repository_dispatch` goes through its own small client with the App's installation token
-(`hosts.github.auth.AppInstallation`: minted once, shared, refreshed early). It is never retried
+`repository_dispatch` goes through a small client over the installation's session, with its
+installation token (`hosts.github.auth.AppInstallation`: minted once, shared, refreshed early,
+re-minted before it expires). It is never retried
 here — a POST that failed may have been stored — the worker's retry re-sends it (at least
 once). A second dispatch of one command costs at most one more step: the cycle runs exactly one
 step per invocation, and every payload carries the delivery id it came from.
@@ -21,11 +27,12 @@ https://docs.github.com/en/rest/repos/repos#create-a-repository-dispatch-event
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -35,11 +42,14 @@ from app.hosting import LOCAL_FORGE_DIR, HostSettings, build_host
 from hosts.base import Host, Reaction
 from hosts.calls import Calls, RateWindow
 from hosts.errors import HostError, HostUnavailable, Unsupported
-from hosts.github.auth import AppInstallation, MintedToken, parse_expiry
+from hosts.github.auth import AppInstallation
 from hosts.github.credentials import GitHubCredentials, GitHubOptions
 from hosts.github.responses import BadCredentials, response_error
 from hosts.models import Permission, Target, UpsertResult
 from hosts.secrets import Secrets
+
+if TYPE_CHECKING:
+    from hosts.github.session import GitHubSession, GitHubSessions
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +142,8 @@ class GitHubForges:
         self._timeout_s = timeout_s
         self._host_options = dict(host_options or {})
         self._forges: dict[tuple[str, int], HostForge] = {}
-        self._installations: dict[int, AppInstallation] = {}
+        self._sessions: GitHubSessions | None = None
+        self._dispatchers: dict[int, httpx.AsyncClient] = {}
         self._secrets = Secrets()
         # The App's own calls keep their own window (they are not an adapter's): a rate limit
         # GitHub announced on one of them holds back the next.
@@ -169,66 +180,98 @@ class GitHubForges:
         if key not in self._forges:
             from hosts.github import GitHubHost  # noqa: PLC0415  # githubkit loads on first use
 
-            app_id, private_key = self._credentials()
             host = GitHubHost(
                 repo,
-                GitHubCredentials.app(app_id, private_key, installation),
+                self._app_credentials(installation),
                 base_url=self.base_url,
-                options=GitHubOptions(timeout_s=self._timeout_s, **self._host_options),
+                options=self._options(),
                 transport=self._transport,
                 clock=self._clock,
                 sleep=self._sleep,
+                sessions=self.sessions,
             )
             self._forges[key] = HostForge(
                 host, lambda payload: self._dispatch(repo, installation, payload)
             )
         return self._forges[key]
 
+    def _app_credentials(self, installation: int) -> GitHubCredentials:
+        app_id, private_key = self._credentials()
+        return GitHubCredentials.app(app_id, private_key, installation)
+
+    def _options(self) -> GitHubOptions:
+        return GitHubOptions(timeout_s=self._timeout_s, **self._host_options)
+
+    @property
+    def sessions(self) -> GitHubSessions:
+        """The installations' sessions (made on first use: githubkit loads with them)."""
+        if self._sessions is None:
+            from hosts.github.session import GitHubSessions  # noqa: PLC0415  # the seam above
+
+            self._sessions = GitHubSessions()
+        return self._sessions
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """Inside, every `GitHubHost` built joins these sessions (`hosts.github.session.using`):
+        the worker's hosts, built per job by the card cycle, share the installation's pool."""
+        from hosts.github.session import using  # noqa: PLC0415  # the seam above
+
+        with using(self.sessions):
+            yield
+
+    def session(self, installation: int) -> GitHubSession:
+        """The installation's session: what its hosts and its dispatches share."""
+        return self.sessions.session(
+            self._app_credentials(installation),
+            base_url=self.base_url,
+            options=self._options(),
+            transport=self._transport,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
+
     async def aclose(self) -> None:
         for forge in self._forges.values():
             await forge.aclose()
         self._forges.clear()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients = [*self._dispatchers.values(), self._client]
+        self._dispatchers.clear()
+        self._client = None
+        for client in clients:
+            if client is not None:
+                await client.aclose()
+        if self._sessions is not None:
+            await self._sessions.aclose()
 
     # -- the App's own REST calls ------------------------------------------------------------
 
+    def _new_client(self, transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            transport=transport,
+            timeout=httpx.Timeout(self._timeout_s),
+            trust_env=False,  # no proxy from the environment: requests go where configured
+            headers={
+                "Accept": "application/vnd.github+json",
+                "User-Agent": "pairbot",
+                "X-GitHub-Api-Version": API_VERSION,
+            },
+        )
+
     def _http(self) -> httpx.AsyncClient:
+        """The App's own calls with its JWT (`GET /app`)."""
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                base_url=self.base_url,
-                transport=self._transport or httpx.AsyncHTTPTransport(retries=0),
-                timeout=httpx.Timeout(self._timeout_s),
-                trust_env=False,  # no proxy from the environment: requests go where configured
-                headers={
-                    "Accept": "application/vnd.github+json",
-                    "User-Agent": "pairbot",
-                    "X-GitHub-Api-Version": API_VERSION,
-                },
-            )
+            self._client = self._new_client(self._transport or httpx.AsyncHTTPTransport(retries=0))
         return self._client
 
-    def _installation(self, installation: int) -> AppInstallation:
-        if installation not in self._installations:
-            app_id, private_key = self._credentials()
-            creds = AppInstallation(
-                app_id, private_key, installation, secrets=self._secrets, clock=self._clock
-            )
-
-            async def mint() -> MintedToken:
-                response = await self._send(
-                    "POST",
-                    f"/app/installations/{installation}/access_tokens",
-                    creds.jwt(),
-                    op=f"mint a token for installation {installation}",
-                )
-                data = response.json()
-                return MintedToken(str(data["token"]), parse_expiry(str(data["expires_at"])))
-
-            creds.bind(mint)
-            self._installations[installation] = creds
-        return self._installations[installation]
+    def _dispatcher(self, installation: int) -> httpx.AsyncClient:
+        """A client over the installation's pool (closing it leaves the pool to the session)."""
+        client = self._dispatchers.get(installation)
+        if client is None:
+            client = self._new_client(self.session(installation).edge)
+            self._dispatchers[installation] = client
+        return client
 
     async def app_slug(self) -> str | None:
         """The App's slug (`GET /app` with its JWT); None without credentials."""
@@ -241,29 +284,37 @@ class GitHubForges:
         return slug if isinstance(slug, str) and slug else None
 
     async def _dispatch(self, repo: str, installation: int, payload: Mapping[str, Any]) -> None:
-        creds = self._installation(installation)
+        creds = self.session(installation).creds
+        client = self._dispatcher(installation)
         body = {"event_type": DISPATCH_EVENT_TYPE, "client_payload": dict(payload)}
         op = f"repository_dispatch to {repo}"
+        path = f"/repos/{repo}/dispatches"
         token = await creds.token()
         try:
-            await self._send("POST", f"/repos/{repo}/dispatches", token, op=op, json=body)
+            await self._send("POST", path, token, op=op, json=body, client=client)
         except BadCredentials:
             if not creds.invalidate(token):
                 raise
             # A 401: the token was revoked early. Mint once more and send once more.
-            await self._send(
-                "POST", f"/repos/{repo}/dispatches", await creds.token(), op=op, json=body
-            )
+            await self._send("POST", path, await creds.token(), op=op, json=body, client=client)
 
     async def _send(
-        self, method: str, path: str, bearer: str, *, op: str, json: Any = None
+        self,
+        method: str,
+        path: str,
+        bearer: str,
+        *,
+        op: str,
+        json: Any = None,
+        client: httpx.AsyncClient | None = None,
     ) -> httpx.Response:
         """One request under the hosts' call discipline (`hosts.calls`: the rate window, reads
         retried a bounded number of times, writes one at a time and never retried); a failure is
         read the way the GitHub adapter reads it (`hosts.github.responses`), with no secret."""
+        http = client or self._http()
 
         async def once() -> httpx.Response:
-            response = await self._http().request(
+            response = await http.request(
                 method, path, json=json, headers={"Authorization": f"Bearer {bearer}"}
             )
             if response.status_code < 300:

@@ -111,9 +111,12 @@ class Service:
             task = asyncio.create_task(self._learn_slug())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
-        await self.worker.start()
-        if self.ticker is not None:
-            await self.ticker.start()
+        # The worker's and the ticker's hosts, built per job, join the App's GitHub sessions:
+        # one warm pool and token per installation (app.web.forge.GitHubForges.shared).
+        with self._hosts_shared():
+            await self.worker.start()
+            if self.ticker is not None:
+                await self.ticker.start()
         log.info(
             "pairbot serves webhooks (execution: %s, store: %s)",
             self.settings.execution,
@@ -131,6 +134,11 @@ class Service:
             if self.azure is not None:
                 await self.azure.aclose()
             await self.store.close()
+
+    def _hosts_shared(self) -> contextlib.AbstractContextManager[None]:
+        if isinstance(self.github, GitHubForges):
+            return self.github.shared()
+        return contextlib.nullcontext()
 
     async def _learn_slug(self) -> None:
         """`@<slug>[bot]` addressing and own-login detection need the slug: ask GitHub once."""

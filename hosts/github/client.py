@@ -5,11 +5,16 @@ retry a POST on a 5xx and post twice; reads are retried by `hosts.calls`, writes
 HTTP cache off (conditional reads live in `hosts.github.transport`), environment proxies off
 (they would mount transports that bypass the rate-limit window), and the bearer read from the
 host's credentials on every request, so a re-minted installation token is used at once.
+
+githubkit builds an httpx client per request unless one is entered with `async with` (and then
+only in that task's context); `PooledGitHub` keeps one for its life instead, so a request costs
+no client construction and every task shares it. `aclose()` closes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -48,11 +53,29 @@ class BearerStrategy(BaseAuthStrategy):
         return "BearerStrategy(***)"
 
 
+class PooledGitHub(GitHub[BearerStrategy]):
+    """A githubkit client whose httpx client is made once, on first use, and kept."""
+
+    _kept: httpx.AsyncClient | None = None
+
+    @contextlib.asynccontextmanager
+    async def get_async_client(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self._kept is None:
+            self._kept = await self._create_async_client()
+        yield self._kept
+
+    async def aclose(self) -> None:
+        """Close the kept client (its transport is the edge's: the host closes that)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            await kept.aclose()
+
+
 def make_client(
     source: TokenSource, *, base_url: str, timeout_s: float, transport: httpx.AsyncBaseTransport
-) -> GitHub[BearerStrategy]:
+) -> PooledGitHub:
     """A githubkit client over `transport` (the adapter's edge), authenticated by `source`."""
-    return GitHub(
+    return PooledGitHub(
         BearerStrategy(source),
         base_url=base_url,
         user_agent="pairbot",

@@ -96,6 +96,7 @@ class GitHubComments(GitHubConnection):
                 lambda: self._gh.rest.reactions.async_create_for_issue(
                     self._owner, self._name, target.number, data={"content": reaction}
                 ),
+                lane="ack",  # an acknowledgement goes ahead of bulk writes (hosts.pacer)
             )
             return
         number = self._comment_number(comment_id)
@@ -104,6 +105,7 @@ class GitHubComments(GitHubConnection):
             lambda: self._gh.rest.reactions.async_create_for_issue_comment(
                 self._owner, self._name, number, data={"content": reaction}
             ),
+            lane="ack",
         )
 
     async def read_scope_decision(

@@ -20,33 +20,21 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-from githubkit import GitHub
 
 from hosts.adapter import HostAdapter
-from hosts.calls import Calls, RateWindow
 from hosts.errors import Forbidden, HostError
 from hosts.github import payloads
-from hosts.github.auth import (
-    AppInstallation,
-    Credentials,
-    MintedToken,
-    StaticToken,
-    parse_expiry,
-)
-from hosts.github.client import BearerStrategy, make_client
+from hosts.github.auth import AppInstallation, Credentials
 from hosts.github.credentials import GitHubCredentials, GitHubOptions
-from hosts.github.translate import BadCredentials, Translator
-from hosts.github.transport import EdgeTransport
+from hosts.github.session import GitHubSession, GitHubSessions, sessions_in_use
 from hosts.models import Author
-from hosts.secrets import Secrets
+from hosts.pacer import Lane
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 GITHUB_API = "https://api.github.com"
-# The REST version GitHub Enterprise Server understands; github.com takes githubkit's newer one.
-GHES_API_VERSION = "2022-11-28"
 # The Actions GITHUB_TOKEN cannot call GET /user; what it acts as is this documented bot user.
 ACTIONS_BOT = Author(login="github-actions[bot]", id="41898282", is_bot=True)
 PAGE = 100
@@ -63,7 +51,9 @@ def _server_url(base_url: str) -> str:
 
 class GitHubConnection(HostAdapter):
     """The state and the calls every part of `GitHubHost` shares (the constructor's arguments
-    are described on `GitHubHost`)."""
+    are described on `GitHubHost`; `sessions`, or else the registry in use in this context
+    (`hosts.github.session.using`), shares one `GitHubSession` among the hosts of one
+    installation)."""
 
     name = "github"
 
@@ -77,6 +67,7 @@ class GitHubConnection(HostAdapter):
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sessions: GitHubSessions | None = None,
     ) -> None:
         super().__init__()
         owner, _, name = repo.partition("/")
@@ -90,75 +81,45 @@ class GitHubConnection(HostAdapter):
         self._git = opts.git
         self._push_timeout_s = opts.push_timeout_s
         self._remote_url = opts.remote_url or f"{_server_url(self.base_url)}/{owner}/{name}.git"
-        self._secrets = Secrets()
-        window = RateWindow(clock)
-        api_version = opts.api_version
-        if api_version is None and urlsplit(self.base_url).netloc != "api.github.com":
-            api_version = GHES_API_VERSION
-        inner = transport or httpx.AsyncHTTPTransport(proxy=opts.proxy, retries=0)
-        self._edge = EdgeTransport(inner, window, api_version=api_version)
-        self._calls = Calls(
-            host="GitHub",
-            translate=Translator(window, self._secrets, clock),
-            window=window,
+        shared = sessions if sessions is not None else sessions_in_use()
+        # Joined: the registry closes it at the process's end; else it is this host's own.
+        self._own_session = shared is None
+        make = GitHubSession if shared is None else shared.session
+        session = make(
+            credentials,
+            base_url=self.base_url,
+            options=opts,
+            transport=transport,
             clock=clock,
             sleep=sleep,
-            secrets=self._secrets,
-            max_wait_s=opts.max_wait_s,
-            read_attempts=opts.read_attempts,
-            write_spacing_s=opts.write_spacing_s,
-            timeout_s=2 * opts.timeout_s,
-            recover=self._recover,
         )
-        self._timeout_s = opts.timeout_s
+        self._session = session
+        self._secrets = session.secrets
+        self._edge = session.edge
+        self._calls = session.calls
+        self._creds: Credentials = session.creds
+        self._app: AppInstallation | None = session.app
+        self._gh = session.gh
+        self._app_gh = session.app_gh
         self._status_lock = asyncio.Lock()  # one pair-review write at a time
         self._sleep = sleep
-        self._identity_lock = asyncio.Lock()
-        self._me: Author | None = ACTIONS_BOT if credentials.kind == "actions" else None
-
-        self._creds: Credentials
-        self._app: AppInstallation | None = None
-        if credentials.kind == "app":
-            self._app = AppInstallation(
-                credentials.app_id,
-                credentials.secret.reveal(),
-                credentials.installation_id,
-                secrets=self._secrets,
-                clock=clock,
-                refresh_margin_s=opts.token_refresh_margin_s,
-            )
-            self._app.bind(self._mint)
-            self._creds = self._app
-        else:
-            self._creds = StaticToken(credentials.secret.reveal(), self._secrets)
-        self._gh = self._client(self._creds.token)
-        self._app_gh = self._client(self._app.app_bearer) if self._app is not None else None
-
-    def _client(self, source: Callable[[], Awaitable[str]]) -> GitHub[BearerStrategy]:
-        return make_client(
-            source, base_url=self.base_url, timeout_s=self._timeout_s, transport=self._edge
-        )
+        if credentials.kind == "actions":
+            session.me = ACTIONS_BOT
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._edge.close_inner()
+        """Close the connection pool, unless it is a shared session's (its registry does)."""
+        if self._own_session:
+            await self._session.aclose()
 
     # -- the call discipline (hosts.calls) -------------------------------------------------
-
-    def _recover(self, error: HostError, again: bool) -> HostError | None:
-        """A refused installation token is dropped and minted once; otherwise `error`."""
-        if not isinstance(error, BadCredentials):
-            return error
-        if not again and self._creds.invalidate(error.bearer):
-            log.warning("GitHub refused the installation token; minting once")
-            return None
-        return Forbidden(str(error))
 
     async def _read(self, op: str, fn: Callable[[], Awaitable[Any]]) -> Any:
         return await self._calls.read(op, fn)
 
-    async def _write(self, op: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-        return await self._calls.write(op, fn)
+    async def _write(
+        self, op: str, fn: Callable[[], Awaitable[Any]], *, lane: Lane = "bulk"
+    ) -> Any:
+        return await self._calls.write(op, fn, lane=lane)
 
     def _fail(self, kind: type[HostError], message: str) -> HostError:
         return self._calls.fail(kind, message)
@@ -169,43 +130,16 @@ class GitHubConnection(HostAdapter):
     async def _pause(self, seconds: float) -> None:
         await self._sleep(seconds)
 
-    async def _mint(self) -> MintedToken:
-        """POST /app/installations/{id}/access_tokens with the app's JWT."""
-        app, client = self._app, self._app_gh
-        if app is None or client is None:
-            raise RuntimeError("minting needs GitHub App credentials")
-        op = f"mint an installation token for installation {app.installation_id}"
-        try:
-            async with asyncio.timeout(2 * self._timeout_s):
-                response = await client.rest.apps.async_create_installation_access_token(
-                    app.installation_id
-                )
-        except Exception as exc:
-            error = self._calls.translate(op, exc)
-            if error is None:
-                raise
-            if isinstance(error, BadCredentials):  # the JWT itself was refused: no re-mint
-                error = Forbidden(str(error))
-            raise error from None
-        data = payloads.obj(response)
-        token = payloads.text(data.get("token"))
-        try:
-            expires_at = parse_expiry(payloads.text(data.get("expires_at")))
-        except ValueError:
-            raise HostError(f"{op}: GitHub answered no usable expires_at") from None
-        if not token:
-            raise HostError(f"{op}: GitHub answered no token")
-        return MintedToken(value=token, expires_at=expires_at)
-
     # -- identity --------------------------------------------------------------------------
 
     async def identity(self) -> Author:
-        """The App's bot user (`<slug>[bot]`), or the token's user; looked up once."""
-        if self._me is None:
-            async with self._identity_lock:
-                if self._me is None:
-                    self._me = await self._lookup_identity()
-        return self._me
+        """The App's bot user (`<slug>[bot]`), or the token's user; looked up once a session."""
+        session = self._session
+        if session.me is None:
+            async with session.identity_lock:
+                if session.me is None:
+                    session.me = await self._lookup_identity()
+        return session.me
 
     async def _lookup_identity(self) -> Author:
         if self._app_gh is not None:
