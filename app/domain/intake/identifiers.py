@@ -177,8 +177,8 @@ def _github_checks(event: str, payload: Payload) -> Iterator[tuple[str, str | No
         yield from _number(payload, "issue", "number")
         yield from _number(payload, "comment", "id")
     if event == "pull_request":
-        yield from _number(payload, "number")
         yield from _number(payload, "pull_request", "number")
+        yield from _number(payload, "number")
         present, sha = _present(payload, "pull_request", "head", "sha")
         if present:
             yield "pull_request.head.sha", sha_problem(sha, "pull_request.head.sha")
