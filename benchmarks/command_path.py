@@ -1,0 +1,377 @@
+"""Command deliveries answered and run, against a GitHub that answers, beside their floor.
+
+    python benchmarks/command_path.py                       1,000 commands, 5 ms forge, 3 runs
+    python benchmarks/command_path.py --latency-ms 20 --runs 1 --burst-seconds 0
+
+Three processes on loopback, each one uvicorn process as `pairbot serve` runs (httptools,
+uvloop, access log off):
+
+    forge  benchmarks/answering_forge.py: FakeGitHub's real shapes (corpora), ETags and 304s,
+           minted installation tokens, repository_dispatch; every answer `--latency-ms` late
+    floor  the edge floor of benchmarks/webhook_load.py (read, verify X-Hub-Signature-256,
+           parse, 202) and then, for a command, the same API calls the App's job makes, sent
+           by one bare `httpx.AsyncClient` with keep-alive (at most 4 at a time, as the
+           App's worker): the permission (cached a minute, as the App caches it), the 👀,
+           the tracking comment (read, then written when it changed), the repository_dispatch
+    app    `create_app` as `pairbot serve` builds it: SQLite store, the worker in the same
+           process, the production `GitHubForges` (the App's JWT, its installation token),
+           writes unspaced here (the burst below measures the production spacing)
+
+Each run sends `--requests` distinct signed deliveries at 16 connections to the floor, then to
+the App: first comments that ask for nothing (*non-command*), then `/pair status` commands
+(*command*). CPU is each server's (every thread, from /proc) from the first delivery until its
+last API call was answered (the App's jobs done, the floor's calls finished); it prints CPU
+per command, answers per second, p99 at saturation and the ratios to the floor, with the
+forge's requests per command for both, so the two are seen to make the same calls.
+Targets (issue #29): CPU per command <= 2x the floor's; command p99 <= 2x the edge floor's
+(its non-command p99); non-command throughput >= 0.8x the floor's.
+
+Then a burst: a fresh App with the production write spacing (1 s) takes ten commands a second
+for `--burst-seconds`, and the forge's arrival time of each 👀 gives its wait (p50 / p99).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.answering_forge import (
+    COMMENTER,
+    INSTALLATION,
+    ISSUES,
+    NAME,
+    OWNER,
+    add_comments,
+    fetch_stats,
+)
+from benchmarks.command_servers import SECRET, new_key
+from benchmarks.webhook_load import (
+    _OPEN,
+    Measured,
+    _jobs,
+    _run_driver,
+    cpu_seconds,
+    fixed_rate,
+    max_rate,
+    wait_ready,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issue_comment"
+GOAL_CPU = 2.0
+GOAL_P99 = 2.0
+GOAL_NON_COMMAND = 0.8
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    store: Path | None = None
+
+
+@contextlib.contextmanager
+def start(role: str, workdir: Path, *args: str) -> Iterator[Server]:
+    """`role` (forge, floor, app) in its own process on a loopback socket it inherits."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    port = sock.getsockname()[1]
+    module = "benchmarks.answering_forge" if role == "forge" else "benchmarks.command_servers"
+    serve = [] if role == "forge" else ["--serve", role]
+    log = (workdir / f"{role}-{port}.log").open("ab")
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, *serve, "--fd", str(sock.fileno()), *args],
+        cwd=ROOT,
+        pass_fds=[sock.fileno()],
+        stdout=log,
+        stderr=log,
+    )
+    sock.close()
+    store = Path(args[args.index("--store") + 1]) if "--store" in args else None
+    try:
+        yield Server(role, port, process, store)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+class Deliveries:
+    """Distinct signed issue_comment deliveries (the corpus's) on the forge's issues; a
+    command's comment is stored on the forge first, as on GitHub (its 👀 needs it)."""
+
+    def __init__(self, forge_port: int) -> None:
+        self.template = json.loads((PAYLOAD / "created.with-installation.json").read_text())
+        self.forge_port = forge_port
+        self.made = 0
+        self.next_comment = 90_000_000  # a non-command's id: the App never calls about it
+
+    def build(self, count: int, port: int, *, command: bool) -> tuple[list[bytes], list[int]]:
+        """The raw HTTP/1.1 requests, and the comment ids they announce."""
+        from app.web.signature import sign  # noqa: PLC0415  # the project, after sys.path
+
+        text = "/pair status" if command else "Thanks, looks good."
+        numbers = [1 + (self.made + n) % ISSUES for n in range(count)]
+        self.made += count
+        if command:
+            ids = add_comments(self.forge_port, [(number, text) for number in numbers])
+        else:
+            ids = list(range(self.next_comment, self.next_comment + count))
+            self.next_comment += count
+        built = []
+        for number, comment in zip(numbers, ids, strict=True):
+            payload = copy.deepcopy(self.template)
+            payload["repository"]["full_name"] = f"{OWNER}/{NAME}"
+            payload["installation"]["id"] = INSTALLATION
+            payload["issue"]["number"] = number
+            payload["comment"]["id"] = comment
+            payload["comment"]["user"]["login"] = COMMENTER
+            payload["comment"]["body"] = text
+            body = json.dumps(payload).encode()
+            head = (
+                "POST /webhooks/github HTTP/1.1\r\n"
+                f"Host: 127.0.0.1:{port}\r\n"
+                "User-Agent: GitHub-Hookshot/benchmark\r\n"
+                "Content-Type: application/json\r\n"
+                "X-GitHub-Event: issue_comment\r\n"
+                f"X-GitHub-Delivery: {uuid.uuid4()}\r\n"
+                f"X-Hub-Signature-256: {sign(SECRET.encode(), body)}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            built.append(head.encode() + body)
+        return built, ids
+
+
+@dataclass(frozen=True)
+class Run:
+    """One server, one kind of delivery, at max rate: answers, then the work behind them."""
+
+    measured: Measured
+    cpu_s: float  # until the last API call behind the deliveries was answered
+    forge_requests: int
+
+    @property
+    def cpu_us(self) -> float:
+        return 1e6 * self.cpu_s / self.measured.requests
+
+    @property
+    def per_delivery(self) -> float:
+        return self.forge_requests / self.measured.requests
+
+
+def _floor_pending(port: int) -> int:
+    import httpx  # noqa: PLC0415
+
+    response = httpx.get(f"http://127.0.0.1:{port}/_pending", timeout=10.0, trust_env=False)
+    return int(response.json()["pending"])
+
+
+def settle(server: Server, timeout_s: float = 300.0) -> None:
+    """Wait until the work behind the deliveries is done: the App's jobs, the floor's calls."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.store is not None and not _jobs(server.store, _OPEN):
+            return
+        if server.store is None and not _floor_pending(server.port):
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"the {server.name}'s work did not finish in {timeout_s:.0f} s")
+
+
+async def measure(server: Server, forge: Server, requests: list[bytes]) -> Run:
+    before = fetch_stats(forge.port)["requests"]
+    cpu = cpu_seconds(server.process.pid)
+    measured = await max_rate(server.port, requests, 16)
+    await asyncio.to_thread(settle, server)
+    cpu = cpu_seconds(server.process.pid) - cpu
+    after = fetch_stats(forge.port)["requests"]
+    return Run(measured, cpu, after - before)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One run's figures and their ratios to the floor measured in the same run."""
+
+    floor_non: Run
+    app_non: Run
+    floor_cmd: Run
+    app_cmd: Run
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.app_cmd.cpu_us / self.floor_cmd.cpu_us
+
+    @property
+    def p99_ratio(self) -> float:
+        return self.app_cmd.measured.percentile(99) / self.floor_non.measured.percentile(99)
+
+    @property
+    def non_command_ratio(self) -> float:
+        return self.app_non.measured.throughput / self.floor_non.measured.throughput
+
+
+async def one_run(
+    floor: Server, app: Server, forge: Server, deliveries: Deliveries, n: int
+) -> Figures:
+    runs: dict[str, Run] = {}
+    for command in (False, True):
+        for server in (floor, app):
+            built, _ = deliveries.build(n, server.port, command=command)
+            runs[f"{server.name}-{'cmd' if command else 'non'}"] = await measure(
+                server, forge, built
+            )
+    return Figures(runs["floor-non"], runs["app-non"], runs["floor-cmd"], runs["app-cmd"])
+
+
+def format_figures(figures: Figures, index: int) -> str:
+    rows = [
+        (
+            "non-command: answers/s",
+            "floor_non",
+            "app_non",
+            lambda r: r.measured.throughput,
+            "{:>10.0f}",
+        ),
+        (
+            "non-command: p99 ms",
+            "floor_non",
+            "app_non",
+            lambda r: r.measured.percentile(99),
+            "{:>10.2f}",
+        ),
+        (
+            "command: answers/s",
+            "floor_cmd",
+            "app_cmd",
+            lambda r: r.measured.throughput,
+            "{:>10.0f}",
+        ),
+        (
+            "command: p99 ms",
+            "floor_cmd",
+            "app_cmd",
+            lambda r: r.measured.percentile(99),
+            "{:>10.2f}",
+        ),
+        ("command: CPU us, answered+run", "floor_cmd", "app_cmd", lambda r: r.cpu_us, "{:>10.0f}"),
+        (
+            "command: forge requests each",
+            "floor_cmd",
+            "app_cmd",
+            lambda r: r.per_delivery,
+            "{:>10.2f}",
+        ),
+    ]
+    lines = [f"run {index}:", f"{'':<32}{'floor':>10}{'app':>10}{'app/floor':>10}"]
+    for label, left, right, value, fmt in rows:
+        a, b = value(getattr(figures, left)), value(getattr(figures, right))
+        ratio = f"{b / a:>10.2f}" if a else f"{'':>10}"
+        lines.append(f"{label:<32}{fmt.format(a)}{fmt.format(b)}{ratio}")
+    lines += [
+        f"  CPU per command / floor's: {figures.cpu_ratio:.2f} (target <= {GOAL_CPU})",
+        f"  command p99 / edge floor's (non-command) p99: {figures.p99_ratio:.2f} "
+        f"(target <= {GOAL_P99})",
+        f"  non-command throughput / floor's: {figures.non_command_ratio:.2f} "
+        f"(target >= {GOAL_NON_COMMAND})",
+    ]
+    failures = figures.app_cmd.measured.failures + figures.app_non.measured.failures
+    if failures:
+        lines.append(f"  non-2xx answers from the App: {failures}")
+    return "\n".join(lines)
+
+
+async def burst(app: Server, forge: Server, deliveries: Deliveries, seconds: float) -> list[float]:
+    """Ten commands a second for `seconds`; each 👀's wait, from its delivery's due time to
+    its arrival at the forge (both CLOCK_MONOTONIC, one machine), in seconds."""
+    count = max(1, int(10 * seconds))
+    built, made = deliveries.build(count, app.port, command=True)
+    began = time.monotonic() + 0.05  # fixed_rate's own start
+    await fixed_rate(app.port, built, 10.0, connections=4)
+    ids = [str(i) for i in made]
+    deadline = time.monotonic() + 10 * count + 60
+    while time.monotonic() < deadline:
+        seen = fetch_stats(forge.port)["reactions"]
+        if all(i in seen for i in ids):
+            return sorted(seen[i] - (began + k / 10.0) for k, i in enumerate(ids))
+        await asyncio.sleep(0.2)
+    raise RuntimeError("not every 👀 arrived at the forge")
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+
+
+async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figures]:
+    key = workdir / "app.pem"
+    key.write_text(new_key())
+    common = ("--key", str(key))
+    results: list[Figures] = []
+    with start("forge", workdir, "--latency-ms", str(args.latency_ms), *common) as forge:
+        await wait_ready(forge.port)
+        deliveries = Deliveries(forge.port)
+        url = ("--forge", str(forge.port))
+        with (
+            start("floor", workdir, *url, *common) as floor,
+            start("app", workdir, *url, *common, "--store", str(workdir / "app.sqlite3")) as app,
+        ):
+            for server in (floor, app):
+                await wait_ready(server.port)
+                warm_up, _ = deliveries.build(50, server.port, command=True)
+                await measure(server, forge, warm_up)
+            for index in range(1, args.runs + 1):
+                figures = await one_run(floor, app, forge, deliveries, args.requests)
+                results.append(figures)
+                out(format_figures(figures, index))
+        if args.burst_seconds > 0:
+            store = ("--store", str(workdir / "burst.sqlite3"))
+            with start("app", workdir, *url, *common, *store, "--spacing", "1") as paced:
+                await wait_ready(paced.port)
+                waits = await burst(paced, forge, deliveries, args.burst_seconds)
+            out(
+                f"burst: {len(waits)} commands at 10/s, writes 1 s apart (acks ahead of bulk): "
+                f"👀 wait p50 {quantile(waits, 0.5):.1f} s, p99 {quantile(waits, 0.99):.1f} s"
+            )
+    return results
+
+
+def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=1_000, help="per server and kind")
+    parser.add_argument("--latency-ms", type=float, default=5.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--burst-seconds", type=float, default=2.0, help="0: no burst")
+    args = parser.parse_args(list(argv))
+    out(
+        f"command path: {args.requests:,} deliveries per server and kind at 16 connections, "
+        f"forge latency {args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
+    )
+    with tempfile.TemporaryDirectory(prefix="pairbot-command-path-") as tmp:
+        return _run_driver(drive(Path(tmp), args, out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
