@@ -20,8 +20,10 @@ from app.cycle import worktree as wt
 from app.cycle.agent_step import run_transition
 from app.cycle.batch import card_branch
 from app.cycle.bookkeeper import bookkeep
+from app.cycle.metrics_observer import observing
 from app.cycle.records import CycleRecord
 from app.cycle.report import act_on_decision, close_abandoned, publish_review
+from app.cycle.run_inputs import record_inputs
 from app.cycle.schedule import card_key
 from app.cycle.state import (
     CardState,
@@ -97,7 +99,9 @@ async def advance_card(
             scope_comment=scope_comment,
             held=held,
         )
-        return await _step(state, held, run=run)
+        record_inputs(state)
+        async with observing(locus, key):  # the run's books, kept as the step goes
+            return await _step(state, held, run=run)
     finally:
         lock.release(held)
 

@@ -25,6 +25,9 @@ Figures (every one derived from the records alone):
                        `partial` (the sum of the reported ones, and how many are unreported)
                        when some did, `unknown` (value None) when none did. A step's total
                        tokens are known only when both its input and output counts are.
+                       The same figures per role (`byRole`: preparation, implementation,
+                       reviewer, red, green, decomposition) and for the agent steps no role
+                       names (`sharedOverhead`): `app.domain.reports.usage_roles`
     wall_time          seconds from `step-started` to its end (ISO 8601 timestamps), summed over
                        the steps where both sides were observed; same coverage rule over steps
     quality            the last accepted verify's verdict: converged / not-converged /
@@ -67,16 +70,15 @@ from datetime import datetime
 from typing import Any
 
 from app.domain.reports.metrics_model import (
-    Coverage,
     CycleMetrics,
     FindingMetrics,
     LateDefect,
     Origin,
     Quality,
-    Quantity,
     ScopeProposal,
     StepMetrics,
 )
+from app.domain.reports.usage_roles import sum_amounts, sum_counts, usage_by_role
 from app.domain.review.regression import RiskEvent, counters
 
 # Transitions that spawn an agent: one of these that never reported usage is unreported usage.
@@ -256,35 +258,6 @@ def _pair_steps(records: Sequence[Mapping[str, Any]]) -> list[tuple[int, StepMet
     return steps
 
 
-# ---------------------------------------------------------------- sums with coverage
-
-
-def _coverage(reported: int, total: int) -> Coverage:
-    if reported == 0:
-        return "unknown"
-    return "known" if reported == total else "partial"
-
-
-def _sum_int(values: Sequence[int | None]) -> Quantity:
-    known = [v for v in values if v is not None]
-    return Quantity(
-        value=sum(known) if known else None,
-        coverage=_coverage(len(known), len(values)),
-        reported=len(known),
-        total=len(values),
-    )
-
-
-def _sum_float(values: Sequence[float | None], digits: int) -> Quantity:
-    known = [v for v in values if v is not None]
-    return Quantity(
-        value=round(math.fsum(known), digits) if known else None,
-        coverage=_coverage(len(known), len(values)),
-        reported=len(known),
-        total=len(values),
-    )
-
-
 # ---------------------------------------------------------------- findings and scope
 
 
@@ -396,11 +369,12 @@ def reduce_metrics(
         by_transition[step.transition] = by_transition.get(step.transition, 0) + 1
 
     agent_steps = [step for step in steps if step.agent]
-    input_tokens = _sum_int([s.input_tokens for s in agent_steps])
-    output_tokens = _sum_int([s.output_tokens for s in agent_steps])
-    tokens = _sum_int([s.tokens for s in agent_steps])
-    cost = _sum_float([s.cost_usd for s in agent_steps], 6)
-    wall = _sum_float([s.seconds for s in steps], 3)
+    input_tokens = sum_counts([s.input_tokens for s in agent_steps])
+    output_tokens = sum_counts([s.output_tokens for s in agent_steps])
+    tokens = sum_counts([s.tokens for s in agent_steps])
+    cost = sum_amounts([s.cost_usd for s in agent_steps], 6)
+    wall = sum_amounts([s.seconds for s in steps], 3)
+    by_role, shared = usage_by_role(agent_steps)
     interrupted = sum(1 for s in steps if s.interrupted)
     orphaned = sum(1 for s in steps if s.orphaned)
 
@@ -430,6 +404,8 @@ def reduce_metrics(
         findings=findings,
         scope=scope,
         regression=_regression(records),
+        by_role=by_role,
+        shared_overhead=shared,
     )
 
 

@@ -43,6 +43,33 @@ class Quantity:
 
 
 @dataclass(frozen=True)
+class RoleUsage:
+    """Tokens and cost of a group of agent steps (one role's, or the shared overhead)."""
+
+    steps: int
+    input_tokens: Quantity
+    output_tokens: Quantity
+    tokens: Quantity
+    cost_usd: Quantity
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"steps", "inputTokens", "outputTokens", "tokens", "costUsd"}`."""
+        return {
+            "steps": self.steps,
+            "inputTokens": self.input_tokens.to_json(),
+            "outputTokens": self.output_tokens.to_json(),
+            "tokens": self.tokens.to_json(),
+            "costUsd": self.cost_usd.to_json(),
+        }
+
+
+_NOTHING = Quantity(value=None, coverage="unknown", reported=0, total=0)
+NO_USAGE = RoleUsage(
+    steps=0, input_tokens=_NOTHING, output_tokens=_NOTHING, tokens=_NOTHING, cost_usd=_NOTHING
+)
+
+
+@dataclass(frozen=True)
 class StepMetrics:
     """One step execution: its end state (None if interrupted), wall time and usage."""
 
@@ -137,6 +164,9 @@ class CycleMetrics:
     findings: FindingMetrics
     scope: tuple[ScopeProposal, ...]
     regression: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    # Seed 004's `usage.byRole` / `usage.sharedOverhead` (app.domain.reports.usage_roles).
+    by_role: Mapping[str, RoleUsage] = field(default_factory=dict)
+    shared_overhead: RoleUsage = NO_USAGE
 
     def to_json(self, *, metrics_revision: int | None = None) -> dict[str, Any]:
         """The compact schema-1 object (nulls for unknowns); key order is fixed."""
@@ -163,6 +193,8 @@ class CycleMetrics:
                 "outputTokens": self.output_tokens.to_json(),
                 "tokens": self.tokens.to_json(),
                 "costUsd": self.cost_usd.to_json(),
+                "byRole": {role: usage.to_json() for role, usage in sorted(self.by_role.items())},
+                "sharedOverhead": self.shared_overhead.to_json(),
             },
             "time": {"wallSeconds": self.wall_seconds.to_json()},
             "findings": {
