@@ -35,16 +35,17 @@ def make_store(path: Path, url: str | None = None, *, lease_s: float = 60.0) -> 
 
 
 def alone_across_replicas(
-    store: Store, tick: Callable[[], Awaitable[bool]]
+    store: Store, tick: Callable[[], Awaitable[bool]], *, name: str = "tick"
 ) -> Callable[[], Awaitable[bool]]:
     """`tick` run by one replica at a time when the store is shared (PostgreSQL); a replica
     whose turn finds another ticking skips it (an idle tick). SQLite serves one process:
-    `tick` as is."""
+    `tick` as is. `name` is the lock's: loops with different names do not wait on each other
+    (the catch-up of lost deliveries, app.web.catchup, is "catchup")."""
     run_alone = getattr(store, "run_alone", None)
     if run_alone is None:
         return tick
 
     async def alone() -> bool:
-        return bool(await run_alone("tick", tick))
+        return bool(await run_alone(name, tick))
 
     return alone

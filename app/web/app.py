@@ -104,6 +104,8 @@ from app.web.answers import (
     reply,
 )
 from app.web.asgi import Answer, Endpoint, WebhooksFirst, headers_of
+from app.web.catchup import HookDeliveries
+from app.web.catchup import hook_deliveries as catchup_source
 from app.web.events import AZURE, GITHUB, GITHUB_EVENTS, Routed, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor
@@ -366,6 +368,7 @@ def create_app(
     github_router: GitHubRouter = route_github,
     oauth_transport: httpx.AsyncBaseTransport | None = None,
     wallclock: Callable[[], float] = time.time,
+    hook_deliveries: HookDeliveries | None = None,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -380,9 +383,12 @@ def create_app(
     the worker runs every PAIR_TICK_S to advance cards between commands: `execution: worker`),
     `github_router` (what reads a verified GitHub delivery, in a worker thread: a test slows
     it down to show the event loop does not wait on it), `oauth_transport` (the httpx transport
-    of GitHub sign-in's OAuth and API calls), `wallclock` (the sign-in sessions' clock).
+    of GitHub sign-in's OAuth and API calls), `wallclock` (the sign-in sessions' clock),
+    `hook_deliveries` (where the catch-up of lost deliveries lists and redelivers them,
+    app.web.catchup; by default the App's own on GitHub when `github` is the default too).
     """
     settings.require_webhook_secret()
+    default_github = github is None
     github = github if github is not None else _github_forges(settings)
     service = Service(
         settings,
@@ -395,6 +401,11 @@ def create_app(
         poll_s=poll_s,
         tick=tick,
         github_router=github_router,
+        hook_deliveries=(
+            hook_deliveries
+            if hook_deliveries is not None or not default_github
+            else catchup_source(settings)
+        ),
     )
     pages = Pages(
         service.store,

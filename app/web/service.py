@@ -1,9 +1,10 @@
 """The App's parts, built once by `create_app` and shared by its routes and its lifespan: the
-store, the forges, the policy, the job handler, the worker and the ticker, and the edge's
-budget of body bytes and memory of recent deliveries.
+store, the forges, the policy, the job handler, the worker, the ticker and the catch-up of lost
+deliveries (app.web.catchup), and the edge's budget of body bytes and memory of recent
+deliveries.
 
 The lifespan opens the store, learns the App's slug when it is not configured, starts the
-worker and the ticker, and stops them all in the reverse order.
+worker, the ticker and the catch-up, and stops them all in the reverse order.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.store.base import JobRecord, Store
+from app.web.catchup import CatchUp, HookDeliveries
 from app.web.events import Payload, Policy, Routed, route_azure
 from app.web.forge import Forges, GitHubForges
 from app.web.handling import Executor, JobHandler, PermissionCache
@@ -53,6 +55,7 @@ class Service:
         poll_s: float,
         tick: Tick | None,
         github_router: GitHubRouter,
+        hook_deliveries: HookDeliveries | None = None,
     ) -> None:
         self.settings = settings
         self.secret = settings.require_webhook_secret()
@@ -95,6 +98,18 @@ class Service:
         self.worker = Worker(
             store, self._handle, concurrency=settings.worker_concurrency, poll_s=poll_s
         )
+        # GitHub's lost deliveries, asked for again (app.web.catchup): with the App's own.
+        self.catchup = (
+            CatchUp(
+                hook_deliveries,
+                store=store,
+                interval_s=settings.catchup_s,
+                window_s=settings.catchup_window_s,
+                cap=settings.catchup_max,
+            )
+            if hook_deliveries is not None and settings.catchup_s > 0
+            else None
+        )
         self._background: set[asyncio.Task[None]] = set()
 
     async def _handle(self, job: JobRecord) -> None:
@@ -117,6 +132,8 @@ class Service:
             await self.worker.start()
             if self.ticker is not None:
                 await self.ticker.start()
+        if self.catchup is not None:
+            await self.catchup.start()
         log.info(
             "pairbot serves webhooks (execution: %s, store: %s)",
             self.settings.execution,
@@ -127,6 +144,8 @@ class Service:
         finally:
             for task in list(self._background):
                 task.cancel()
+            if self.catchup is not None:
+                await self.catchup.stop()
             if self.ticker is not None:
                 await self.ticker.stop()
             await self.worker.stop()

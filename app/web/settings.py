@@ -143,6 +143,12 @@ class AppSettings(BaseModel):
     worker_checkouts: Path | None = None
     # `execution: worker`: seconds between the worker's own ticks (app.web.ticker); 0: none.
     tick_s: float = 60.0
+    # The catch-up of lost GitHub deliveries (app.web.catchup, docs/app.md "Catch-up"): seconds
+    # between passes (0: none), how far back a pass looks (GitHub keeps 3 days), and how many
+    # deliveries one pass asks for again.
+    catchup_s: float = 600.0
+    catchup_window_s: float = 3 * 86_400.0
+    catchup_max: int = 20
     # What the webhook edge lets clients hold before a delivery is authenticated.
     limits: EdgeLimits = EdgeLimits()
     # Where the App's status page is served from outside (PAIR_PUBLIC_URL): each tracking
@@ -229,6 +235,11 @@ class AppSettings(BaseModel):
             hosts=HostSettings.from_env(host_env),
             worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
             tick_s=_tick_s(get("PAIR_TICK_S")),
+            catchup_s=_catchup_s(get("PAIR_CATCHUP_S")),
+            catchup_window_s=_seconds_var(
+                get, "PAIR_CATCHUP_WINDOW_S", 3 * 86_400.0, 600.0, 3 * 86_400.0
+            ),
+            catchup_max=_int_var(get, "PAIR_CATCHUP_MAX", 20, 1, 500),
             limits=EdgeLimits.from_env(get),
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
             access_log=_flag(get, "PAIR_ACCESS_LOG"),
@@ -424,6 +435,21 @@ def _tick_s(value: str | None) -> float:
         raise ConfigError(
             f"PAIR_TICK_S={value!r} is not allowed; allowed: 0 (the worker never ticks on its "
             "own) or a number of seconds from 1 to 86400"
+        )
+    return seconds
+
+
+def _catchup_s(value: str | None) -> float:
+    if value is None:
+        return 600.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not (seconds == 0 or 60 <= seconds <= 86_400):  # also refuses nan and inf
+        raise ConfigError(
+            f"PAIR_CATCHUP_S={value!r} is not allowed; allowed: 0 (no catch-up of lost "
+            "deliveries) or a number of seconds from 60 to 86400"
         )
     return seconds
 
