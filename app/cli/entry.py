@@ -40,6 +40,8 @@ VERBS: Final[Mapping[str, str]] = {
     "card": "app.cli.card",
     "tick": "app.cli.card",
     "report cohort": "app.cli.report",
+    "report replay": "app.cli.replay",
+    "clean": "app.cli.clean",
     # What every agent step runs, and a status anyone reads: each loads only what it needs.
     "batch status": "app.cli.status",
     "batch status card-<n>": "app.cli.status_card",
@@ -127,6 +129,27 @@ def _card_verbs(verbs: Any) -> None:
         help="every card's outcome: completion rate, cycles to done, fix rounds, tokens, cost",
     )
     cohort.add_argument("--json", action="store_true")
+    replay = reports.add_parser(
+        "replay",
+        help="rebuild a batch's books (metrics.json, metrics.md) from its journal alone",
+    )
+    replay.add_argument("batch", help="the batch (card batches are card-<n>)")
+    replay.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 when a book differs"
+    )
+
+    clean = verbs.add_parser(
+        "clean",
+        help="remove a batch's worktree and its pushed card branch (every batch's when none "
+        "is named); a dirty worktree is kept",
+    )
+    clean.add_argument("batch", nargs="?", help="only this batch (card batches are card-<n>)")
+    clean.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+    clean.add_argument(
+        "--archive-run",
+        action="store_true",
+        help="also move the batch's run directory to archive/run-<k>/ (a fresh run starts)",
+    )
 
 
 def _batch_verbs(verbs: Any) -> None:

@@ -131,6 +131,8 @@ COMMANDS = [
     ["card", "new", "a title"],
     ["tick"],
     ["report", "cohort"],
+    ["report", "replay", "b"],
+    ["clean"],
     ["batch", "status", "b"],
     ["batch", "status", "card-1"],
     ["batch", "apply", "b"],
