@@ -141,7 +141,7 @@ class CatchUp:
                 await self._pass()
             except HostError as error:  # GitHub's 5xx, a rate limit, the network: next pass
                 log.warning(
-                    "catch-up of lost deliveries failed: %s (the next pass is in %.0fs)",
+                    "catch-up of lost deliveries failed: %s (the next pass is in %gs)",
                     error,
                     self._interval_s,
                 )

@@ -106,6 +106,7 @@ class Service:
                 interval_s=settings.catchup_s,
                 window_s=settings.catchup_window_s,
                 cap=settings.catchup_max,
+                start_delay_s=min(5.0, settings.catchup_s),
             )
             if hook_deliveries is not None and settings.catchup_s > 0
             else None
