@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import copy
+import importlib.util
 import json
 import os
 import socket
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,6 @@ from benchmarks.webhook_load import (
     _OPEN,
     Measured,
     _jobs,
-    _run_driver,
     cpu_seconds,
     fixed_rate,
     max_rate,
@@ -247,47 +247,29 @@ async def one_run(
 
 
 def format_figures(figures: Figures, index: int) -> str:
-    rows = [
-        (
-            "non-command: answers/s",
-            "floor_non",
-            "app_non",
-            lambda r: r.measured.throughput,
-            "{:>10.0f}",
-        ),
-        (
-            "non-command: p99 ms",
-            "floor_non",
-            "app_non",
-            lambda r: r.measured.percentile(99),
-            "{:>10.2f}",
-        ),
-        (
-            "command: answers/s",
-            "floor_cmd",
-            "app_cmd",
-            lambda r: r.measured.throughput,
-            "{:>10.0f}",
-        ),
-        (
-            "command: p99 ms",
-            "floor_cmd",
-            "app_cmd",
-            lambda r: r.measured.percentile(99),
-            "{:>10.2f}",
-        ),
-        ("command: CPU us, answered+run", "floor_cmd", "app_cmd", lambda r: r.cpu_us, "{:>10.0f}"),
-        (
-            "command: forge requests each",
-            "floor_cmd",
-            "app_cmd",
-            lambda r: r.per_delivery,
-            "{:>10.2f}",
-        ),
+    def throughput(run: Run) -> float:
+        return run.measured.throughput
+
+    def p99(run: Run) -> float:
+        return run.measured.percentile(99)
+
+    def cpu(run: Run) -> float:
+        return run.cpu_us
+
+    def requests(run: Run) -> float:
+        return run.per_delivery
+
+    rows: list[tuple[str, Run, Run, Callable[[Run], float], str]] = [
+        ("non-command: answers/s", figures.floor_non, figures.app_non, throughput, "{:>10.0f}"),
+        ("non-command: p99 ms", figures.floor_non, figures.app_non, p99, "{:>10.2f}"),
+        ("command: answers/s", figures.floor_cmd, figures.app_cmd, throughput, "{:>10.0f}"),
+        ("command: p99 ms", figures.floor_cmd, figures.app_cmd, p99, "{:>10.2f}"),
+        ("command: CPU us, answered+run", figures.floor_cmd, figures.app_cmd, cpu, "{:>10.0f}"),
+        ("command: forge requests each", figures.floor_cmd, figures.app_cmd, requests, "{:>10.2f}"),
     ]
     lines = [f"run {index}:", f"{'':<32}{'floor':>10}{'app':>10}{'app/floor':>10}"]
     for label, left, right, value, fmt in rows:
-        a, b = value(getattr(figures, left)), value(getattr(figures, right))
+        a, b = value(left), value(right)
         ratio = f"{b / a:>10.2f}" if a else f"{'':>10}"
         lines.append(f"{label:<32}{fmt.format(a)}{fmt.format(b)}{ratio}")
     lines += [
@@ -336,7 +318,7 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
         url = ("--forge", str(forge.port))
         with (
             start("floor", workdir, *url, *common) as floor,
-            start("app", workdir, *url, *common, "--store", str(workdir / "app.sqlite3")) as app,
+            start("app", workdir, *url, *common, *_app_args(workdir, args)) as app,
         ):
             for server in (floor, app):
                 await wait_ready(server.port)
@@ -358,19 +340,36 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
     return results
 
 
+def _run(main: Coroutine[Any, Any, list[Figures]]) -> list[Figures]:
+    """The driver on uvloop when installed (as webhook_load.py's: a cheap client)."""
+    if importlib.util.find_spec("uvloop"):
+        import uvloop  # noqa: PLC0415
+
+        return uvloop.run(main)
+    return asyncio.run(main)
+
+
+def _app_args(workdir: Path, args: argparse.Namespace) -> list[str]:
+    app = ["--store", str(workdir / "app.sqlite3")]
+    if args.profile is not None:
+        app += ["--profile", str(args.profile.resolve() / "app.prof")]
+    return app
+
+
 def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=1_000, help="per server and kind")
     parser.add_argument("--latency-ms", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--burst-seconds", type=float, default=2.0, help="0: no burst")
+    parser.add_argument("--profile", type=Path, help="a directory: the App's cProfile there")
     args = parser.parse_args(list(argv))
     out(
         f"command path: {args.requests:,} deliveries per server and kind at 16 connections, "
         f"forge latency {args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
     )
     with tempfile.TemporaryDirectory(prefix="pairbot-command-path-") as tmp:
-        return _run_driver(drive(Path(tmp), args, out))
+        return _run(drive(Path(tmp), args, out))
 
 
 if __name__ == "__main__":
