@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import socket
+import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,6 +180,34 @@ def serve(fd: int, latency_ms: float, key: Path | None = None) -> None:
     app = ForgeApp(new_forge(f"http://127.0.0.1:{port}", pem), latency_ms / 1000)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def forge_process(workdir: Path, key: Path, latency_ms: float = 5.0) -> Iterator[int]:
+    """The forge in its own process on a free loopback port (yielded), until the block ends."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    port = int(sock.getsockname()[1])
+    argv = ["--fd", str(sock.fileno()), "--latency-ms", str(latency_ms), "--key", str(key)]
+    with (workdir / f"forge-{port}.log").open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.answering_forge", *argv],
+            cwd=Path(__file__).resolve().parents[1],
+            pass_fds=[sock.fileno()],
+            stdout=log,
+            stderr=log,
+        )
+        sock.close()
+        try:
+            yield port
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def add_comments(port: int, comments: list[tuple[int, str]]) -> list[int]:

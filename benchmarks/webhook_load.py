@@ -17,13 +17,16 @@ production deployment runs); the header line names them:
            checks its deliveries can be faster; it is measured at max rate only, to show how
            much of the bare endpoint's throughput is left before the App does anything of its own
     app    `create_app` as `pairbot serve` builds it — real SQLite store in a temp dir, the
-           worker draining the queue in the same process — with a null forge in place of
-           GitHub (permission "admin"; reactions, comments and dispatches return at once), so
-           what is measured is the App: read, verify, parse, route, commit, answer, and run
-           the job
+           worker draining the queue in the same process — with the production `GitHubForges`
+           against a GitHub that answers: benchmarks/answering_forge.py in its own process
+           (FakeGitHub's real shapes, 5 ms per answer; writes unspaced here), so what is
+           measured is the App: read, verify, parse, route, commit, answer, and run the job
+           with its API calls (the permission, the 👀, the tracking comment, the dispatch)
 
-Every delivery is a distinct signed `/pair status` comment (a new delivery id and comment id),
-so each one is verified, parsed, committed to SQLite with its job, and then run by the worker.
+Every delivery is a distinct signed `/pair status` comment (a new delivery id and comment id;
+the App's comments are stored on the forge first, as on GitHub), so each one is verified,
+parsed, committed to SQLite with its job, and then run by the worker. benchmarks/command_path.py
+sets the App's command path beside a floor of the same API calls.
 A small HTTP/1.1 keep-alive client (asyncio streams on uvloop, so the driver costs little next
 to the servers) measures, one server after the other and in one run:
 
@@ -74,6 +77,9 @@ if __package__ in (None, ""):
     # `python benchmarks/webhook_load.py` puts benchmarks/ first on sys.path, not the project.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.answering_forge import add_comments, forge_process
+from benchmarks.command_servers import new_key
+
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "webhook-load-benchmark-secret"  # noqa: S105 - a throwaway secret for loopback
 PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issue_comment"
@@ -107,7 +113,8 @@ def describe(http: str, loop: str) -> str:
 
 
 class _NullForge:
-    """GitHub that answers at once: the benchmark measures the App, not the network."""
+    """GitHub that answers at once. Not used here (the App talks to the answering forge);
+    benchmarks/edge_targets.py still imports it."""
 
     async def permission(self, user: str) -> Any:
         return "admin"
@@ -173,19 +180,36 @@ def _floor_app() -> Any:
     return Starlette(routes=[Route("/webhooks/github", Floor(), methods=["POST"])])
 
 
-def _pairbot_app(store: Path) -> Any:
+def _pairbot_app(store: Path, forge: int, key: Path) -> Any:
     from pydantic import SecretStr  # noqa: PLC0415
 
     from app.web.app import create_app  # noqa: PLC0415
+    from app.web.forge import GitHubForges  # noqa: PLC0415
     from app.web.settings import AppSettings  # noqa: PLC0415
+    from benchmarks.command_servers import APP_ID  # noqa: PLC0415
 
     settings = AppSettings(
         root=store.parent, store=store, webhook_secret=SecretStr(SECRET), app_slug="pairbot"
     )
-    return create_app(settings, github=_NullForges())
+    forges = GitHubForges(
+        app_id=APP_ID,
+        private_key=key.read_text(),
+        base_url=f"http://127.0.0.1:{forge}",
+        host_options={"write_spacing_s": 0.0},
+    )
+    return create_app(settings, github=forges)
 
 
-def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
+def serve(
+    role: str,
+    fd: int,
+    store: Path,
+    http: str,
+    loop: str,
+    *,
+    forge: int = 0,
+    key: Path | None = None,
+) -> None:
     """Child process: serve `role` on the inherited listening socket `fd` until killed."""
     import uvicorn  # noqa: PLC0415
 
@@ -195,9 +219,12 @@ def serve(role: str, fd: int, store: Path, http: str, loop: str) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    app = {"app": _pairbot_app, "floor": lambda _store: _floor_app()}.get(
-        role, lambda _store: _bare_app()
-    )(store)
+    app: Any
+    if role == "app":
+        assert key is not None  # the driver always passes it
+        app = _pairbot_app(store, forge, key)
+    else:
+        app = _floor_app() if role == "floor" else _bare_app()
     # As `pairbot serve` configures uvicorn (app/web/serve.py: its limits, and httptools behind
     # the read deadlines of app.web.protocol), with the HTTP parser and loop named explicitly
     # so that all three surely run the same ones.
@@ -233,7 +260,9 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def start_server(role: str, workdir: Path, http: str, loop: str) -> Iterator[Server]:
+def start_server(
+    role: str, workdir: Path, http: str, loop: str, forge: Sequence[str] = ()
+) -> Iterator[Server]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
@@ -255,6 +284,7 @@ def start_server(role: str, workdir: Path, http: str, loop: str) -> Iterator[Ser
             http,
             "--loop",
             loop,
+            *forge,
         ],
         cwd=ROOT,
         pass_fds=[sock.fileno()],
@@ -279,8 +309,11 @@ def _template() -> dict[str, Any]:
     return payload
 
 
-def signed_requests(count: int, port: int, start: int = 0) -> list[bytes]:
-    """`count` distinct signed deliveries of `/pair status`, as raw HTTP/1.1 requests."""
+def signed_requests(
+    count: int, port: int, start: int = 0, comment_ids: Sequence[int] | None = None
+) -> list[bytes]:
+    """`count` distinct signed deliveries of `/pair status`, as raw HTTP/1.1 requests (on the
+    comments `comment_ids`, when they were stored on a forge first)."""
     from app.web.signature import sign  # noqa: PLC0415
 
     template = _template()
@@ -288,7 +321,7 @@ def signed_requests(count: int, port: int, start: int = 0) -> list[bytes]:
     for n in range(start, start + count):
         payload = copy.deepcopy(template)
         payload["issue"]["number"] = 1 + n % 50
-        payload["comment"]["id"] = 10_000_000 + n
+        payload["comment"]["id"] = 10_000_000 + n if comment_ids is None else comment_ids[n - start]
         payload["comment"]["body"] = "/pair status"
         body = json.dumps(payload).encode()
         head = (
@@ -621,14 +654,18 @@ async def _observed(server: Server, run: Awaitable[Measured]) -> Measured:
 
 
 async def _measure(
-    servers: Mapping[str, Server], requests: int, seconds: float, concurrency: int
+    servers: Mapping[str, Server], requests: int, seconds: float, concurrency: int, forge: int
 ) -> Result:
     runs: dict[tuple[str, str], Measured] = {}
     offset = 0
 
     def batch(server: Server, count: int) -> list[bytes]:
         nonlocal offset
-        built = signed_requests(count, server.port, offset)
+        ids = None
+        if server.name == "app":  # its jobs react to the comments: GitHub must know them
+            comments = [(1 + n % 50, "/pair status") for n in range(offset, offset + count)]
+            ids = add_comments(forge, comments)
+        built = signed_requests(count, server.port, offset, ids)
         offset += count
         return built
 
@@ -687,19 +724,25 @@ def main(
         out(
             describe(http, loop) + (" — what `pairbot serve` runs (uvicorn's auto)" if auto else "")
         )
+        key = workdir / "app.pem"
+        key.write_text(new_key())
         with (
+            forge_process(workdir, key) as forge,
             start_server("bare", workdir, http, loop) as bare,
             start_server("floor", workdir, http, loop) as floor,
-            start_server("app", workdir, http, loop) as app,
+            start_server("app", workdir, http, loop, _forge_args(forge, key)) as app,
         ):
-            result = _run_driver(
-                _measure({"bare": bare, "floor": floor, "app": app}, requests, seconds, concurrency)
-            )
+            servers = {"bare": bare, "floor": floor, "app": app}
+            result = _run_driver(_measure(servers, requests, seconds, concurrency, forge))
             for server in (bare, floor, app):
                 if server.process.poll() is not None:
                     raise RuntimeError(f"the {server.name} server died: see its log")
         out(format_table(result, concurrency))
         return result
+
+
+def _forge_args(port: int, key: Path) -> list[str]:
+    return ["--forge", str(port), "--key", str(key)]
 
 
 def _cli(argv: Sequence[str]) -> None:
@@ -710,12 +753,14 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--serve", choices=("app", "bare", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--forge", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--key", type=Path, help=argparse.SUPPRESS)
     auto_http, auto_loop = server_options()
     parser.add_argument("--http", choices=("httptools", "h11"), default=auto_http)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default=auto_loop)
     args = parser.parse_args(argv)
     if args.serve is not None:
-        serve(args.serve, args.fd, args.store, args.http, args.loop)
+        serve(args.serve, args.fd, args.store, args.http, args.loop, forge=args.forge, key=args.key)
         return
     main(args.requests, args.seconds, args.concurrency, http=args.http, loop=args.loop)
 
