@@ -740,6 +740,7 @@ class FakeGitHub:
         table: list[tuple[str, str, Callable[..., httpx.Response]]] = [
             ("GET", r"/app", self._get_app),
             ("POST", r"/app/installations/(\d+)/access_tokens", self._mint),
+            ("GET", r"/app/hook/deliveries", self._list_hook_deliveries),
             ("GET", r"/user", self._get_user),
             ("GET", r"/users/([^/]+)", self._get_user_by_name),
             ("POST", r"/graphql", self._graphql),
@@ -789,6 +790,11 @@ class FakeGitHub:
                 "owner": self.user_json(self.users["octocat"]),
             },
         )
+
+    def _list_hook_deliveries(self, call: _Request) -> httpx.Response:
+        # The App's catch-up (app.web.catchup) lists its deliveries at start: this fake made
+        # none that failed (tests/web/test_catchup.py fakes a history of them).
+        return self._json(200, [])
 
     def _mint(self, call: _Request, installation: str) -> httpx.Response:
         if int(installation) != self.installation_id:
