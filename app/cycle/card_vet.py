@@ -3,8 +3,9 @@
 `Vetter.measure_before()` runs the tests on the tree the step starts from; `Vetter.vet` is the
 hook `run_change_step` calls with an accepted outcome, before the outcome is journaled:
 
-    propose        commit the plan; refuse touching protected files or writing tests; push
-                   the branch (no PR yet: nothing to review)
+    propose        stamp the plan's metadata (`app.cycle.propose_stamp`), commit the plan;
+                   refuse touching protected files or writing tests; push the branch (no PR
+                   yet: nothing to review)
     apply / fix    commit; refuse touching protected files — existing and sealed tests, the
                    test runner's configuration, dependency manifests (`app.domain.review.guarded`,
                    unless `tests.mayModifyTests` / `tests.mayModifyManifests` allows the path);
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.cycle import worktree as wt
+from app.cycle.propose_stamp import write_stamp
 from app.cycle.state import CardState, last_review_findings, rewrite_escalation, risk_ledger
 from app.cycle.testrun import run_tests
 from app.domain.review.guarded import guarded_violations, stage_policy
@@ -116,6 +118,9 @@ class Vetter:
             return self._judge_review(outcome)
         tests = self.state.project.tests
         junit = tests.junit
+        if self.transition == "propose":  # the plan's metadata, committed with it
+            records = jsonl.read_records(self.state.locus.journal)
+            write_stamp(path, records, self.state.key, self.state.rec.run_id)
         end = wt.commit_all(
             path,
             f"pair: {self.transition} for card #{self.card.number}",

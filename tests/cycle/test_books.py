@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from app import __version__
 from app.cycle import metrics_observer
 from app.cycle.books import BOOKS, books_of
 from app.cycle.driver import advance_card
 from app.engine.runstate import RunLocus
 from tests.support.card_project import CardProject
+from tests.support.git import git
 from tests.support.project import AGENT, cli
 
 DEADLINE_S = 60.0
@@ -177,3 +180,28 @@ def test_replay_check_names_a_book_that_differs_and_bad_inputs_are_refused(
     assert corrupt.returncode == 1
     assert "line 2 is corrupt" in corrupt.stderr
     assert md.read_text() == "edited by hand\n"  # nothing written from a corrupt journal
+
+
+def test_an_accepted_propose_stamps_its_metadata_beside_the_plan(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path, cycle={"prepare": "always"})
+    project.command("implement")
+    key = f"card-{project.card}"
+    started = [e for e in project.journal() if e["kind"] == "step-started"][-1]
+    inputs = project.cycle_events("inputs")[-1]
+    bound = project.cycle_events("bound")[-1]
+    text = git(project.forge.repo, "show", f"pair/{key}:.pair/changes/{key}/.pair.yaml")
+    stamp = yaml.safe_load(text)
+    assert stamp == {
+        "schema": 1,
+        "change": key,
+        "run": bound["run"],
+        "proposedAt": started["at"],
+        "session": started["session"],
+        "agent": "command",
+        "pairbot": __version__,
+        "workflowVersion": "1.0",
+        "inputsDigest": inputs["inputsDigest"],
+    }
+    # Committed with the plan, in the propose's own commit.
+    files = git(project.forge.repo, "show", "--name-only", "--format=", f"pair/{key}").split()
+    assert sorted(files) == [f".pair/changes/{key}/.pair.yaml", f".pair/changes/{key}/plan.md"]
