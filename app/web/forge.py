@@ -156,7 +156,6 @@ class GitHubForges:
             sleep=sleep,
             secrets=self._secrets,
         )
-        self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
         return f"GitHubForges(app_id={self._app_id}, base_url={self.base_url!r})"
@@ -235,12 +234,10 @@ class GitHubForges:
         for forge in self._forges.values():
             await forge.aclose()
         self._forges.clear()
-        clients = [*self._dispatchers.values(), self._client]
+        clients = list(self._dispatchers.values())
         self._dispatchers.clear()
-        self._client = None
         for client in clients:
-            if client is not None:
-                await client.aclose()
+            await client.aclose()  # its transport is the session's pool: closed just below
         if self._sessions is not None:
             await self._sessions.aclose()
 
@@ -259,12 +256,6 @@ class GitHubForges:
             },
         )
 
-    def _http(self) -> httpx.AsyncClient:
-        """The App's own calls with its JWT (`GET /app`)."""
-        if self._client is None:
-            self._client = self._new_client(self._transport or httpx.AsyncHTTPTransport(retries=0))
-        return self._client
-
     def _dispatcher(self, installation: int) -> httpx.AsyncClient:
         """A client over the installation's pool (closing it leaves the pool to the session)."""
         client = self._dispatchers.get(installation)
@@ -279,7 +270,12 @@ class GitHubForges:
             return None
         app_id, private_key = self._credentials()
         creds = AppInstallation(app_id, private_key, 0, secrets=self._secrets, clock=self._clock)
-        response = await self._send("GET", "/app", creds.jwt(), op="read the App")
+        # Once, at start (on the edge's loop): a client of its own, closed when answered.
+        transport = self._transport or httpx.AsyncHTTPTransport(retries=0)
+        async with self._new_client(transport) as client:
+            response = await self._send(
+                "GET", "/app", creds.jwt(), op="read the App", client=client
+            )
         slug = response.json().get("slug")
         return slug if isinstance(slug, str) and slug else None
 
@@ -306,12 +302,12 @@ class GitHubForges:
         *,
         op: str,
         json: Any = None,
-        client: httpx.AsyncClient | None = None,
+        client: httpx.AsyncClient,
     ) -> httpx.Response:
         """One request under the hosts' call discipline (`hosts.calls`: the rate window, reads
         retried a bounded number of times, writes one at a time and never retried); a failure is
         read the way the GitHub adapter reads it (`hosts.github.responses`), with no secret."""
-        http = client or self._http()
+        http = client
 
         async def once() -> httpx.Response:
             response = await http.request(

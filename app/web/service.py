@@ -81,8 +81,19 @@ class Service:
             if settings.ado_secret_header is not None
             else None
         )
+        # The worker runs its claims and jobs on its own loop, in a thread (app.web.worker):
+        # a job's HTTP work never runs between the edge's requests. Its store calls, the
+        # handler's included, are sent back to this loop, where the store lives.
+        self.worker = Worker(
+            store,
+            self._handle,
+            concurrency=settings.worker_concurrency,
+            poll_s=poll_s,
+            own_loop=True,
+        )
+        self.worker.on_stop = github.aclose  # its GitHub pools belong to the worker's loop
         self.handler = JobHandler(
-            store=store,
+            store=self.worker.jobs_store,
             github=github,
             azure=azure,
             executor=executor,
@@ -94,9 +105,6 @@ class Service:
             Ticker(tick, interval_s=settings.tick_s)
             if tick is not None and settings.tick_s > 0
             else None
-        )
-        self.worker = Worker(
-            store, self._handle, concurrency=settings.worker_concurrency, poll_s=poll_s
         )
         # GitHub's lost deliveries, asked for again (app.web.catchup): with the App's own.
         self.catchup = (
@@ -116,7 +124,9 @@ class Service:
     async def _handle(self, job: JobRecord) -> None:
         await self.handler(job)
         if self.ticker is not None:
-            self.ticker.wake()  # the card this job touched may have its next step to run
+            # The card this job touched may have its next step to run (the ticker is on the
+            # edge's loop; this job on the worker's).
+            self.worker.at_home(self.ticker.wake)
 
     # -- lifespan -------------------------------------------------------------------------------
 

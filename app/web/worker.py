@@ -12,6 +12,13 @@ running are queued again on start (`Store.recover`), so nothing committed is eve
 A poll every `poll_s` catches jobs whose retry time has come. With a store shared by replicas
 (PostgreSQL), a replica whose slots are all taken when a job is queued announces it, and the
 others' workers wake at once (LISTEN/NOTIFY) instead of at their next poll.
+
+With `own_loop=True` (the App's), the claims and the jobs run on the worker's own event loop,
+in a thread of its own (`WorkerLoop`): a job's HTTP calls, its JSON and githubkit's models
+never run between the edge's requests, so the edge's loop only parses, verifies, stores and
+wakes. The store stays on the loop that opened it: every store call the worker and its jobs
+make is sent there (`HomeStore`), so a store bound to its loop (PostgreSQL's pools) serves
+both. The two threads still share the GIL; what runs on the worker's is I/O-bound.
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from app.cycle.card_cycle import CardCycle
 from app.domain.intake.pair_request import PairRequest
@@ -36,6 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 DELIVERY_RETENTION_S = 30 * 24 * 3600.0  # GitHub redelivers for days; keep a month
 # A job's dedupe key keeps a comment from being queued twice through two delivery ids. A
 # finished job is forgotten this long after it was last updated, which is never before its
@@ -45,8 +55,87 @@ JOB_RETENTION_S = DELIVERY_RETENTION_S
 PRUNE_EVERY_S = 3600.0
 
 
+class WorkerLoop:
+    """An event loop in its own (daemon) thread, for the worker's claims and jobs."""
+
+    def __init__(self, name: str = "pairbot-worker-loop") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("the worker's loop is not started")
+        return self._loop
+
+    def start(self) -> None:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            ready.set()
+            try:
+                loop.run_forever()
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+        self._thread.start()
+        ready.wait()
+
+    async def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` on this loop; await its result from any other loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
+    def call(self, fn: Callable[[], object]) -> None:
+        """Call `fn` on this loop's thread, soon (from any thread)."""
+        self.loop.call_soon_threadsafe(fn)
+
+    async def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        await asyncio.to_thread(self._thread.join, 30)
+        self._loop = None
+
+
+class HomeStore:
+    """The store as another loop sees it: each coroutine method runs on the store's own loop
+    (`home`), awaited from the caller's; anything else is the store's attribute as is."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._home: asyncio.AbstractEventLoop | None = None
+
+    def bind(self, home: asyncio.AbstractEventLoop | None) -> None:
+        self._home = home
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        home = self._home
+        if home is None or not asyncio.iscoroutinefunction(attr):
+            return attr
+
+        async def at_home(*args: Any, **kwargs: Any) -> Any:
+            if asyncio.get_running_loop() is home:
+                return await attr(*args, **kwargs)
+            future = asyncio.run_coroutine_threadsafe(attr(*args, **kwargs), home)
+            return await asyncio.wrap_future(future)
+
+        return at_home
+
+
 class Worker:
-    """Claims and runs jobs until stopped; `wake()` after queueing to skip the poll wait."""
+    """Claims and runs jobs until stopped; `wake()` after queueing to skip the poll wait.
+
+    `own_loop`: claims and jobs on a `WorkerLoop` (see the module docstring); `jobs_store` is
+    then the store the handler must use (`HomeStore`), and `on_stop` runs on that loop before
+    it ends (the App closes its GitHub pools there: they belong to that loop).
+    """
 
     def __init__(
         self,
@@ -57,10 +146,16 @@ class Worker:
         clock: Callable[[], float] = time.time,
         poll_s: float = 1.0,
         drain_s: float = 10.0,
+        own_loop: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("the worker needs a concurrency of at least 1")
-        self._store = store
+        self._home_store = HomeStore(store) if own_loop else None
+        self.jobs_store = cast(Store, self._home_store) if own_loop else store
+        self._store = self.jobs_store
+        self._thread = WorkerLoop() if own_loop else None
+        self._home: asyncio.AbstractEventLoop | None = None
+        self.on_stop: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._handle = handle
         self._concurrency = concurrency
         self._clock = clock
@@ -89,25 +184,63 @@ class Worker:
     def wake(self) -> None:
         """A job was queued here. When every slot is taken, a store shared by replicas is
         asked to tell the others (`announce`), so an idle one runs it now, not at its poll."""
-        self._more = True
-        self._wakeup.set()
+        self._here(self._others_queued)
         if len(self._running) >= self._concurrency:
             announce = getattr(self._store, "announce", None)
             if announce is not None:
                 announce()
 
+    def at_home(self, fn: Callable[[], object]) -> None:
+        """Call `fn` on the loop that started the worker (from a job, on the worker's own)."""
+        if self._home is None or self._thread is None:
+            fn()
+        else:
+            self._home.call_soon_threadsafe(fn)
+
+    def _here(self, fn: Callable[[], object]) -> None:
+        """Call `fn` on the worker's loop (its event and its sets are not thread-safe)."""
+        if self._thread is None:
+            fn()
+        else:
+            self._thread.call(fn)
+
     async def start(self) -> None:
+        self._home = asyncio.get_running_loop()
         recovered = await self._store.recover()
         if recovered:
             log.warning("queued again %d job(s) a previous process left running", recovered)
+        if self._thread is not None and self._home_store is not None:
+            self._thread.start()
+            self._home_store.bind(self._home)
         listen = getattr(self._store, "listen", None)
         if listen is not None:
             # Another replica's announcement only wakes this loop (never announces again).
-            await listen(self._others_queued)
-        self._loop_task = asyncio.create_task(self._loop(), name="pairbot-worker")
+            await listen(lambda: self._here(self._others_queued))
+        if self._thread is None:
+            self._loop_task = asyncio.create_task(self._loop(), name="pairbot-worker")
+        else:
+            self._loop_task = await self._thread.run(self._begin())
+
+    async def _begin(self) -> asyncio.Task[None]:
+        return asyncio.create_task(self._loop(), name="pairbot-worker")
 
     async def stop(self) -> None:
         """Stop claiming; let running jobs finish for up to `drain_s`, then cancel them."""
+        if self._thread is None:
+            await self._stop()
+            if self.on_stop is not None:
+                await self.on_stop()
+            return
+        try:
+            await self._thread.run(self._stop())
+            if self.on_stop is not None:
+                await self._thread.run(self.on_stop())
+        finally:
+            await self._thread.stop()
+            if self._home_store is not None:
+                self._home_store.bind(None)
+
+    async def _stop(self) -> None:
         self._stopping = True
         if self._loop_task is not None:
             self._loop_task.cancel()

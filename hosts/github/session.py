@@ -221,8 +221,11 @@ class GitHubSessions:
         return found
 
     async def aclose(self) -> None:
-        """Close every session (the App's shutdown)."""
-        sessions, self._sessions = list(self._sessions.values()), {}
+        """Close the sessions of the running event loop (and of none): a pool belongs to the
+        loop that opened it, so the App closes each loop's on that loop at its shutdown."""
+        loop = asyncio.get_running_loop()
+        closing = [key for key in self._sessions if key[-1] in (loop, None)]
+        sessions = [self._sessions.pop(key) for key in closing]
         for session in sessions:
             try:
                 await session.aclose()
