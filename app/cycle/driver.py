@@ -65,7 +65,7 @@ from app.domain.intake.pair_request import PairRequest
 from app.domain.review.verdict import history_rewrite_ids
 from app.engine.manifest import load_project_config
 from app.engine.runner import apply_batch
-from app.engine.runstate import RunLocus, read_parks
+from app.engine.runstate import IncompatibleRunStateError, RunLocus, read_parks
 from app.engine.step import StepResult, journal_event
 from app.errors import BatchLockedError, CommandNotRun, UserError
 from hosts.errors import NotFound
@@ -308,6 +308,9 @@ async def tick(env: CycleEnv, batch: str | None = None) -> CardStep | StepResult
         try:
             step = await tick(env, name)
         except BatchLockedError:
+            continue
+        except IncompatibleRunStateError as err:  # a plain batch's: the others still tick
+            log.warning("tick: skipped %s: %s", name, err)
             continue
         except NotFound:
             number = card_of(name)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.cycle.records import fold_cycle
 from app.engine import jsonl
-from app.engine.runstate import RunLocus, read_parks
+from app.engine.runstate import RunLocus, read_parks, resumable
 from hosts.labels import PrState
 
 __all__ = [
@@ -82,7 +82,8 @@ def tick_candidates(root: Path) -> list[tuple[str, str]]:
 
     Every batch with a manifest (`.pair/batches/<name>/batch.yaml`) counts, except a card batch
     whose cycle was abandoned, whose label says it waits for a person or is finished, or that
-    has a parked step: those only a command or a pull request event wakes.
+    has a parked step, or whose run-state is incompatible: those only a command or a pull request
+    event wakes.
     """
     directory = root / ".pair" / "batches"
     names = (
@@ -95,7 +96,9 @@ def tick_candidates(root: Path) -> list[tuple[str, str]]:
         last = str(records[-1].get("at", "")) if records else ""
         if card_of(name) is not None:
             rec = fold_cycle(records, name)
-            if rec.abandoned or rec.label in PASSIVE or read_parks(locus):
+            # An incompatible run-state waits for a person too: a command says why, and
+            # `pairbot clean --archive-run` sets it aside; the other cards keep their ticks.
+            if not resumable(locus) or rec.abandoned or rec.label in PASSIVE or read_parks(locus):
                 continue
         waiting.append((last, name))
     return waiting

@@ -9,12 +9,14 @@ message naming both versions and the way on, and changes nothing on disk; `pairb
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from app.cycle.driver import CardStep, tick
 from app.engine.runstate import (
     WORKFLOW_VERSION,
     IncompatibleRunStateError,
@@ -26,7 +28,7 @@ from app.engine.runstate import (
     write_parks,
 )
 from app.errors import StateCorruptError
-from tests.support.card_project import CardProject
+from tests.support.card_project import MAINTAINER, CardProject
 from tests.support.project import cli
 
 
@@ -137,3 +139,24 @@ def test_an_unstamped_run_state_is_workflow_one_and_a_malformed_stamp_is_corrupt
     locus.state.write_text('{"version": "one", "parks": {}}')
     with pytest.raises(StateCorruptError, match="not a schema number"):
         read_parks(locus)
+
+
+def test_a_tick_passes_over_an_incompatible_card_and_runs_the_next(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path)
+    first = project.card
+    assert project.command("implement").result.transition == "propose"
+    locus = locus_of(project)
+    state = json.loads(locus.state.read_text())
+    state["workflow"]["version"] = "2.0"
+    locus.state.write_text(json.dumps(state))
+    before = snapshot(locus)
+
+    project.card = project.forge.seed_card("Second", "AC-1: it works\n", author=MAINTAINER)
+    assert project.command("implement").result.transition == "propose"
+    # The first card waited longest, but its run-state cannot be resumed: the tick runs the
+    # second one's next step and leaves the first exactly as it was.
+    step = asyncio.run(tick(project.env()))
+    assert isinstance(step, CardStep)
+    assert step.result.change == f"card-{project.card}" != f"card-{first}"
+    assert step.result.transition == "apply"
+    assert snapshot(locus) == before
