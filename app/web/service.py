@@ -81,17 +81,20 @@ class Service:
             if settings.ado_secret_header is not None
             else None
         )
-        # The worker runs its claims and jobs on its own loop, in a thread (app.web.worker):
-        # a job's HTTP work never runs between the edge's requests. Its store calls, the
-        # handler's included, are sent back to this loop, where the store lives.
+        # The worker's jobs share the edge's loop. On their own loop in a thread (`own_loop`)
+        # they cost more, measured with benchmarks/command_path.py: CPU per command 1.88-1.96x
+        # the floor instead of 1.56-1.65x, command p99 at saturation 4-18x the edge floor's
+        # instead of 2-11x. The jobs' work is Python (httpx, githubkit, JSON) under the GIL:
+        # a second thread only interleaves with the edge, and every store call crosses back.
+        # A stalled call never holds the edge up either way: it awaits (test_worker_stall.py).
         self.worker = Worker(
             store,
             self._handle,
             concurrency=settings.worker_concurrency,
             poll_s=poll_s,
-            own_loop=True,
+            own_loop=False,
         )
-        self.worker.on_stop = github.aclose  # its GitHub pools belong to the worker's loop
+        self.worker.on_stop = github.aclose  # on the worker's loop, which its pools belong to
         self.handler = JobHandler(
             store=self.worker.jobs_store,
             github=github,
