@@ -111,6 +111,7 @@ from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor
 from app.web.limits import Gone, Hold, Refused, read_body
 from app.web.pages.read import Local
+from app.web.pages.remote_state import RemoteState, remote_state_for
 from app.web.pages.routes import Pages
 from app.web.recent import Line
 from app.web.service import GitHubRouter, Service
@@ -369,6 +370,7 @@ def create_app(
     oauth_transport: httpx.AsyncBaseTransport | None = None,
     wallclock: Callable[[], float] = time.time,
     hook_deliveries: HookDeliveries | None = None,
+    remote: RemoteState | None = None,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -385,7 +387,10 @@ def create_app(
     it down to show the event loop does not wait on it), `oauth_transport` (the httpx transport
     of GitHub sign-in's OAuth and API calls), `wallclock` (the sign-in sessions' clock),
     `hook_deliveries` (where the catch-up of lost deliveries lists and redelivers them,
-    app.web.catchup; by default the App's own on GitHub when `github` is the default too).
+    app.web.catchup; by default the App's own on GitHub when `github` is the default too),
+    `remote` (what reads the installed repositories' `pair-state` for the status pages,
+    app.web.pages.remote_state; by default the App's own under `execution: actions` on GitHub
+    when `github` is the default too).
     """
     settings.require_webhook_secret()
     default_github = github is None
@@ -413,6 +418,11 @@ def create_app(
         root_repo=root_repo or f"local/{settings.root.name}",
         clock=time.time,
         wake=service.worker.wake,
+        remote=(
+            remote
+            if remote is not None or not default_github
+            else remote_state_for(settings.execution, github, service.store)
+        ),
     )
     signin = SignInService(settings, transport=oauth_transport, clock=wallclock)
     app = _starlette(service, pages, signin)

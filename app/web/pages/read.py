@@ -5,6 +5,7 @@
     read_local(root, checkouts) -> Local         the same, reading everything (no memo)
     card_views(local, jobs) -> list[CardView]   every card: local run-state first, then the
                                                  cards only the job queue knows
+    with_remote(local, cards) -> Local          the cards read from `pair-state` branches added
     cohort_of_local(local, viewer, root_repo)    `pairbot report cohort` over the cards the
                                                  viewer can read (each repository's own cards)
 
@@ -13,7 +14,9 @@ worker's root) and each checkout under `PAIR_WORKER_CHECKOUTS` (`<owner>/<name>`
 batches under `.pair/batches`; a card batch (`card-<n>`) holds the card's journal and parks,
 and the live log of its last agent step (`run/live/<session>.log`), whose last lines a running
 step shows. A GitHub App whose steps run in Actions keeps its run-state on the repositories'
-`pair-state` branches: those cards come from the job queue only, with no status guessed.
+`pair-state` branches: `app.web.pages.remote_state` reads those, and `with_remote` adds their
+cards here; a card of a repository whose branch could not be read (or has no such branch)
+comes from the job queue only, with no status guessed.
 
 What a card batch's journal and parks give (its view, its status, its cohort figures) is
 derived once per version of those files (`Derived`, keyed by their stamps): a page request
@@ -185,6 +188,15 @@ def read_local(root: Path, checkouts: Path | None, memo: Memo | None = None) -> 
 
         batches += batches_of(path, label, card_status=status_of)
     return Local(batches=tuple(batches), cards=tuple(cards))
+
+
+def with_remote(local: Local, remote: Sequence[LocalCard]) -> Local:
+    """`local` with the card batches read from repositories' `pair-state` branches
+    (`app.web.pages.remote_state`) added as cards of those repositories; a card this machine
+    also holds (a checkout of the same repository) is shown from this machine's copy."""
+    here = {(c.checkout.lower(), c.key) for c in local.cards if c.checkout}
+    added = tuple(c for c in remote if (c.checkout.lower(), c.key) not in here)
+    return replace(local, cards=local.cards + added) if added else local
 
 
 def card_views(local: Local, jobs: Sequence[JobRecord], root_repo: str) -> list[CardView]:

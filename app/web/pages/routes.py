@@ -50,7 +50,8 @@ from app.store.base import Store
 from app.web.dashboard import BatchView
 from app.web.pages import html
 from app.web.pages.model import job_views, overview
-from app.web.pages.read import Local, card_views, cohort_of_local
+from app.web.pages.read import Local, card_views, cohort_of_local, with_remote
+from app.web.pages.remote_state import RemoteState
 from app.web.pages.views import CardView
 from app.web.viewer import Viewer, viewer_of
 
@@ -87,9 +88,11 @@ class Pages:
         root_repo: str,
         clock: Callable[[], float],
         wake: Callable[[], None],
+        remote: RemoteState | None = None,
     ) -> None:
         self.store = store
         self.local = local
+        self.remote = remote  # the `pair-state` branches of the installed repositories
         self.root_repo = root_repo
         self.clock = clock
         self.wake = wake
@@ -98,11 +101,15 @@ class Pages:
         self.max_streams = 32
         self.streams = 0  # open now
 
-    async def _local(self) -> Local:
-        return await asyncio.to_thread(self.local) if self.local is not None else Local()
+    async def _local(self, readable: Callable[[str], bool] | None = None) -> Local:
+        """This machine's run-state; with `readable`, and the cards on the `pair-state` of
+        every repository it admits (read again within the bounds of `RemoteState`)."""
+        local = await asyncio.to_thread(self.local) if self.local is not None else Local()
+        if self.remote is None or readable is None:
+            return local
+        return with_remote(local, await self.remote.cards(readable))
 
-    async def _cards(self, local: Local | None = None) -> list[CardView]:
-        local = local if local is not None else await self._local()
+    async def _cards(self, local: Local) -> list[CardView]:
         return card_views(local, await self.store.jobs(500), self.root_repo)
 
     async def _card(self, request: Request) -> CardView | None:
@@ -110,7 +117,9 @@ class Pages:
         repo, number = str(request.path_params["repo"]), int(request.path_params["number"])
         if not viewer.can_read(repo):
             return None
-        for card in await self._cards():
+        # A card's page reads its own repository's pair-state only.
+        local = await self._local(lambda r: r.lower() == repo.lower())
+        for card in await self._cards(local):
             if card.number == number and card.repo.lower() == repo.lower():
                 return card
         return None
@@ -121,12 +130,13 @@ class Pages:
     # -- pages ------------------------------------------------------------------------------
 
     async def _cohort(self, viewer: Viewer, local: Local | None = None) -> Cohort:
-        local = local if local is not None else await self._local()
+        local = local if local is not None else await self._local(viewer.can_read)
         return cohort_of_local(local, viewer, self.root_repo)
 
     async def overview_page(self, request: Request) -> Response:
         viewer = viewer_of(request)
-        local = await self._local()  # once: the cards and the cohort read the same run-state
+        # Once: the cards and the cohort read the same run-state.
+        local = await self._local(viewer.can_read)
         view = overview(await self._cards(local), viewer, **_filters(request))
         return _page(html.overview_page(view, viewer, await self._cohort(viewer, local)))
 
@@ -220,7 +230,9 @@ class Pages:
     # -- the JSON API -------------------------------------------------------------------------
 
     async def api_cards(self, request: Request) -> Response:
-        view = overview(await self._cards(), viewer_of(request), **_filters(request))
+        viewer = viewer_of(request)
+        local = await self._local(viewer.can_read)
+        view = overview(await self._cards(local), viewer, **_filters(request))
         return _json(
             {
                 "cards": [c.to_json() for c in view.cards],

@@ -24,6 +24,7 @@ ATTENTION: Mapping[str, int] = {
     "failed-verify": 2,
     "failed-publication": 2,
     "interrupted": 2,
+    "unreadable": 2,  # its run-state on `pair-state` could not be read: someone should look
     "ready-for-merge": 3,
     "in-progress": 4,
     "awaiting-verify": 4,
@@ -34,7 +35,7 @@ ATTENTION: Mapping[str, int] = {
 }
 # The colour family of each status's badge (the badge always carries the status's text too).
 TONE: Mapping[str, str] = {
-    **dict.fromkeys(("needs-input", "blocked", "interrupted"), "alert"),
+    **dict.fromkeys(("needs-input", "blocked", "interrupted", "unreadable"), "alert"),
     **dict.fromkeys(
         ("awaiting-approval", "awaiting-scope-decision", "awaiting-human", "escalated"), "wait"
     ),
