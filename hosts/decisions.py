@@ -2,7 +2,10 @@
 
 Every adapter lists the pull's comments its own way, then chooses among them with
 `scope_decision_in`, so discovery is the same on every host. Whether the chosen comment is a
-valid decision (its author, its JSON, its baseline) is `app.domain.scope.decision`'s to judge.
+valid decision (its author, its JSON, its baseline) is `app.domain.scope.decision`'s to judge,
+on the text a reader sees (`app.domain.text.sanitize.visible_code`). hosts/ may not import
+app/, so discovery here is a cheaper pre-filter: a fence inside an HTML comment is no
+candidate; one in a hidden element is found here and refused there (`no-decision`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from hosts.models import Author, Comment
 
 # A maintainer's scope decision: a fenced ```json block whose object names its schemaVersion.
 # Malformed JSON still counts as a decision here: app/domain refuses it as `malformed-json`.
+# An HTML comment renders as nothing (an unterminated one runs to the end); one pass.
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _DECISION = re.compile(
     r"^[ \t]*```(?:json)?[ \t]*\r?\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE | re.IGNORECASE
 )
@@ -48,5 +53,8 @@ def scope_decision_in(
 
 
 def holds_scope_decision(body: str) -> bool:
-    """A fenced block that names `"schemaVersion"`: a candidate decision, valid or not."""
+    """A fenced block outside HTML comments that names `"schemaVersion"`: a candidate
+    decision, valid or not."""
+    if "<!--" in body:
+        body = _HTML_COMMENT.sub("", body)
     return any('"schemaVersion"' in block for block in _DECISION.findall(body))

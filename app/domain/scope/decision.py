@@ -34,7 +34,10 @@ refusal is user-facing (rendered into the reply) and names what was wrong and wh
     maintainer-unresolved       no `maintainer` in config and not exactly one code-host assignee
     author-is-bot               the comment is a bot's (a login ending in `[bot]` counts)
     not-maintainer              the author is not the maintainer (logins compared ignoring case)
-    no-decision                 no ```json fence in the comment (quoted `> ` lines do not count)
+    no-decision                 no ```json fence a reader of the comment sees: quoted `> `
+                                lines, HTML comments (`<!-- ```json … ``` -->`), hidden
+                                elements (`<div hidden>`, a hiding style; `<details>` is
+                                seen) and fences spelled with entities do not count
     malformed-json              more than one json fence, an unclosed fence, text that is not
                                 JSON, a duplicate key, JSON that is not an object (with lines),
                                 or arrays and objects nested deeper than `MAX_JSON_DEPTH`
@@ -73,6 +76,7 @@ from app.domain.review.verdict import ScopeChange
 from app.domain.scope.acceptance import AcceptanceError, ac_number, parse_ac_id, rewrite_criterion
 from app.domain.scope.decision_json import parse_json
 from app.domain.scope.refusal import Refusal
+from app.domain.text.sanitize import visible_code
 from hosts.models import Author, Comment
 
 SCHEMA_VERSION: Final = 1
@@ -373,7 +377,15 @@ def validate_decision(
     refused = _author_refusal(author, principal)
     if refused is not None:
         return refused
-    data = parse_json(comment.body)
+    # Only what a reader sees decides: the code blocks of the rendered comment, at their lines.
+    seen = visible_code(comment.body)
+    if seen is None:
+        return Refusal(
+            "malformed-json",
+            "the comment is too complex to read safely (too many HTML elements or emphasis "
+            "delimiters); post the decision alone: one ```json object.",
+        )
+    data = parse_json("\n".join(seen))
     if isinstance(data, Refusal):
         return data
     schema = _schema_refusal(data)

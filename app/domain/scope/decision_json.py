@@ -4,7 +4,9 @@ Fences inside quoted `> ` lines do not count; more than one ```json fence, an un
 text that is not JSON, a duplicate key, JSON that is not an object, or arrays and objects nested
 deeper than `MAX_JSON_DEPTH` (checked by one linear scan before `json.loads`, whose recursion a
 stranger's 100,000 `[` would otherwise exhaust) is a `malformed-json` refusal; no fence at all
-is `no-decision`. What the object must hold is `app.domain.scope.decision`'s to check.
+is `no-decision`. What the object must hold is `app.domain.scope.decision`'s to check, and it
+hands this module only the lines a reader sees as code (`app.domain.text.sanitize.visible_code`),
+so a fence in an HTML comment or a hidden element never reaches it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,18 @@ then keeps what a reader sees. Python's `html.parser` is not used: on Python 3.1
 seconds on 64 KB of unterminated comments or `<?`, so the scan is a tokenizer whose every
 pattern consumes what it reads (an unterminated comment, tag or quoted value runs to the end,
 as a browser drops it).
+
+Every text and attribute value is decoded (`html.unescape`: named, decimal and hex references)
+and then stripped of invisible characters, so one a reader never sees cannot arrive spelled as
+an entity (`&#xE0053;`, `&ZeroWidthSpace;`) either; cmark-gfm decodes the references of
+Markdown text itself, and its output goes through the same pass here. A text token keeps its
+bidi controls (`&#x202E;`): a run goes on past the token, so each reading drops the runs of its
+whole lines with `strip_invisible` (attribute values are whole, and are stripped here).
+
+Inline styles: a `Stack` reads them (`app.domain.text.css_hide`: white or transparent text,
+tiny fonts, off-screen, clipped, …) when the host renders them (`styles=True`, Azure DevOps);
+GitHub strips `style` and `<font>` before rendering, so its reading may pass `styles=False`.
+The `hidden` attribute and the elements that never render (`<script>`, …) hide on every host.
 """
 
 from __future__ import annotations
@@ -21,15 +33,12 @@ from typing import Final
 import cmarkgfm  # type: ignore[import-untyped]
 from cmarkgfm.cmark import Options  # type: ignore[import-untyped]
 
+from app.domain.text.css_hide import PAGE, Look, look_of
+from app.domain.text.invisible import drop_format_chars, strip_invisible
+
 # Elements whose content a reader never sees as text, and styles that hide an element.
 _HIDDEN_TAGS: Final = frozenset(
     {"script", "style", "template", "noscript", "head", "title", "object", "iframe", "svg"}
-)
-_HIDING_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|font-size\s*:\s*0(?![.\d]*[1-9])"
-    r"|color\s*:\s*(?:transparent|white|#fff(?:fff)?\b|rgba\([^)]*,\s*0\s*\))"
-    r"|opacity\s*:\s*0(?![.\d]*[1-9])|(?:max-)?(?:height|width)\s*:\s*0(?![.\d]*[1-9])",
-    re.IGNORECASE,
 )
 # Blocks whose text a reader sees as quoted or as code: never prose. Inline code and quotes
 # (`<code>`, `<kbd>`, `<q>`, …) keep their text between backticks or quotes instead (see
@@ -69,6 +78,7 @@ class Element:
     tag: str
     hidden: bool
     quiet: bool  # quoted or code: seen, but never prose
+    look: Look = PAGE  # what its inline style passes on to its content
 
 
 class Tok:
@@ -78,7 +88,11 @@ class Tok:
 
     def __init__(self, kind: str, raw: str, tag: str = "", attrs_text: str = "") -> None:
         self.kind, self.raw, self.tag, self.attrs_text = kind, raw, tag, attrs_text
-        self.text = html.unescape(raw) if kind == "text" and "&" in raw else raw
+        # Decoded first, then stripped: an entity can spell an invisible character. Bidi
+        # controls stay for the reading's final pass (`strip_invisible` of the whole line),
+        # since a run opened here goes on past this token.
+        decoded = html.unescape(raw) if kind == "text" and "&" in raw else raw
+        self.text = drop_format_chars(decoded) if kind == "text" else raw
         self.void = kind == "start" and (tag in _VOID_TAGS or attrs_text.rstrip().endswith("/"))
         self._attrs: dict[str, str] | None = None
 
@@ -86,7 +100,7 @@ class Tok:
     def attrs(self) -> dict[str, str]:
         if self._attrs is None:
             self._attrs = {
-                name.lower(): html.unescape(dq or sq or uq or "")
+                name.lower(): strip_invisible(html.unescape(dq or sq or uq or ""))
                 for name, dq, sq, uq in _ATTR.findall(self.attrs_text)
             }
         return self._attrs
@@ -104,21 +118,28 @@ def tokens(markup: str) -> Iterator[Tok]:
             yield Tok("skip", raw)
 
 
-def _hides(tok: Tok) -> bool:
+def _hides(tok: Tok, parent: Look, styles: bool) -> tuple[bool, Look]:
+    """Whether `tok` hides its content, and the look its content inherits."""
     if tok.tag in _HIDDEN_TAGS:
-        return True
+        return True, parent
     lowered = tok.attrs_text.lower()
-    if "hidden" not in lowered and "style" not in lowered:
-        return False
+    if "hidden" not in lowered and "style" not in lowered and "color" not in lowered:
+        return False, parent
     attrs = tok.attrs
-    return "hidden" in attrs or bool(_HIDING_STYLE.search(attrs.get("style", "")))
+    if "hidden" in attrs:
+        return True, parent
+    if not styles:
+        return False, parent
+    font_color = attrs.get("color") if tok.tag == "font" else None
+    return look_of(attrs.get("style", ""), font_color, parent)
 
 
 class Stack:
     """The open elements; an end tag closes the innermost element of its name, if any."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, styles: bool = True) -> None:
         self.open: list[Element] = []
+        self.styles = styles  # whether the host renders inline styles (GitHub does not)
 
     @property
     def hidden(self) -> bool:
@@ -130,8 +151,10 @@ class Stack:
 
     def push(self, tok: Tok) -> Element:
         parent_hidden, parent_quiet = self.hidden, self.quiet
+        parent_look = self.open[-1].look if self.open else PAGE
+        hides, look = _hides(tok, parent_look, self.styles)
         element = Element(
-            tok.tag, parent_hidden or _hides(tok), parent_quiet or tok.tag in _QUOTE_OR_CODE_TAGS
+            tok.tag, parent_hidden or hides, parent_quiet or tok.tag in _QUOTE_OR_CODE_TAGS, look
         )
         if not tok.void:
             self.open.append(element)

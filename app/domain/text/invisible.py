@@ -6,9 +6,28 @@ and the cap on how much untrusted text is read at all. Pure; one pass each.
                            embedding, override or isolate run dropped whole: from its opening
                            control (U+202A-U+202E, U+2066-U+2068) to its matching PDF / PDI or
                            the end of the line; line breaks are kept
+    strip_percent_encoded(text)
+                           every run of %XX escapes that decodes (as UTF-8) to one of those
+                           characters re-encoded without it: a link target cannot carry them
     strip_hidden(text)     strip_invisible, then HTML comments removed in one pass so that no
                            `<!--` is left; for short plain fields (titles, goals) and for text
                            pairbot re-escapes itself
+
+What is removed: the Unicode tag characters (U+E0000-U+E007F, invisible ASCII look-alikes),
+zero-width and invisible format characters (U+200B-U+200D, U+2060-U+2064, U+FEFF, U+00AD,
+U+034F, U+180E), the bidi marks (U+200E, U+200F, U+061C), the bidi embeddings, overrides and
+isolates with their runs, and every variation selector (U+FE00-U+FE0F, U+E0100-U+E01EF). The
+rule for variation selectors is the simple safe one: all of them go from text that reaches a
+prompt, a command or a decision, even U+FE0F after a visible emoji (❤️ becomes ❤, the same
+character in its text presentation), because a run of them is a channel that carries bytes
+no reader sees. Text pairbot shows a person keeps them only where it never passes through here.
+
+These passes run on the final decoded text: `app.domain.text.html_scan` decodes every HTML
+reference (named, decimal, hex) and strips after decoding, and `reader_text` strips its final
+text again, so no entity spelling (`&#xE0053;`, `&#x202E;`, `&ZeroWidthSpace;`) gets through.
+`strip_invisible` is idempotent (`strip(strip(x)) == strip(x)`), and what it leaves holds none
+of these characters, so decoding it again cannot re-create one from a removed character; text
+that spells a reference (`&#x200B;` shown as such) is visible to a reader and stays text.
 
 The Markdown / HTML reading built on these is `app.domain.text.sanitize`.
 """
@@ -23,10 +42,13 @@ MAX_CHARS: Final = 65_536
 LINE_END = re.compile(r"\r\n?")
 # Zero-width and invisible formatting characters: none of them renders as a visible glyph.
 # U+E0000-U+E007F are the "tag" characters, invisible ASCII look-alikes used to smuggle text.
+# Variation selectors (U+FE00-U+FE0F, U+E0100-U+E01EF) only pick a glyph's presentation; a run
+# of them is a channel for hidden bytes, so all of them go (see the module docstring).
 _INVISIBLE = re.compile(
     "[\u200b\u200c\u200d\u2060-\u2064\ufeff\u00ad\u034f\u180e\u200e\u200f\u061c"
-    "\U000e0000-\U000e007f]"
+    "\U000e0000-\U000e007f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
 )
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _EMBEDDINGS: Final = frozenset("\u202a\u202b\u202d\u202e")  # closed by PDF U+202C
 _ISOLATES: Final = frozenset("\u2066\u2067\u2068")  # closed by PDI U+2069
 _PDF: Final = "\u202c"
@@ -47,9 +69,32 @@ def cap(text: str) -> tuple[str, int]:
     return kept, len(text) - len(kept)
 
 
+def drop_format_chars(text: str) -> str:
+    """The invisible characters removed, bidi controls kept: for a piece of a longer text whose
+    bidi runs are dropped when it is whole (a run may go on past the piece)."""
+    return _INVISIBLE.sub("", text)
+
+
 def strip_invisible(text: str) -> str:
     """Invisible characters removed and every bidi run dropped whole (line breaks kept)."""
     return _drop_bidi_runs(_INVISIBLE.sub("", text))
+
+
+def strip_percent_encoded(text: str) -> str:
+    """Each run of %XX escapes that decodes to an invisible character, re-encoded without it
+    (bytes that are not UTF-8 kept as they were). Linear: each run is decoded once."""
+    if "%" not in text:
+        return text
+    return _PERCENT_RUN.sub(_clean_run, text)
+
+
+def _clean_run(match: re.Match[str]) -> str:
+    run = match.group()
+    decoded = bytes.fromhex(run.replace("%", "")).decode("utf-8", "surrogateescape")
+    cleaned = strip_invisible(decoded)
+    if cleaned == decoded:
+        return run
+    return "".join(f"%{byte:02X}" for byte in cleaned.encode("utf-8", "surrogateescape"))
 
 
 def strip_hidden(text: str) -> str:

@@ -8,6 +8,7 @@ import re
 from typing import Final
 
 from app.domain.text.html_scan import MARKERS, Stack, Tok, tokens
+from app.domain.text.invisible import strip_percent_encoded
 
 _TICKS = re.compile(r"`+")
 _FENCE_RUNS = re.compile(r"`+|~+")
@@ -25,7 +26,8 @@ class Reader:
     """Renders HTML as the text a reader sees: blocks on their own lines, lists and quotes as
     prefixes, code fenced, links with their target, hidden elements and alt text gone."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, styles: bool = True) -> None:
+        self._styles = styles  # whether inline styles hide text (Azure DevOps), see html_scan
         self._out: list[str] = []
         self._line = ""
         self._prefixes: list[list[str]] = []  # [first-line prefix, later prefix, used]
@@ -37,7 +39,7 @@ class Reader:
         self._cell: str | None = None
 
     def read(self, markup: str) -> list[str]:
-        stack = Stack()
+        stack = Stack(styles=self._styles)
         for tok in tokens(markup):
             if tok.kind == "start":
                 element = stack.push(tok)
@@ -93,7 +95,8 @@ class Reader:
             self._line = "---"
             self._flush()
         elif tag == "a":
-            self._links.append(tok.attrs.get("href", ""))
+            # Decoded and stripped by html_scan; its %XX escapes may spell invisible ones too.
+            self._links.append(strip_percent_encoded(tok.attrs.get("href", "")))
         elif tag == "img":
             self._add("[image]")
         elif tag == "input" and tok.attrs.get("type") == "checkbox":

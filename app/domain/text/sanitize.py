@@ -23,6 +23,9 @@ are top-level prose).
     visible_lines(text)    the same reading, line by line in the source's numbering, with which
                            lines are top-level prose (a paragraph or raw HTML at the top level,
                            outside quotes, code and hidden elements): where a command may stand
+    visible_code(text)     the source's lines with only those of code blocks a reader sees
+                           kept (outside quotes, HTML comments and hidden elements), the others
+                           blank: where a scope decision's ```json block may stand
 
 Cost: every step is one pass over the text (cmark-gfm is linear on the inputs that make regex
 loops quadratic: nested comments, deep lists, long lines, nested brackets and emphasis;
@@ -47,7 +50,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from app.domain.text.html_scan import Stack, render, tokens
-from app.domain.text.invisible import LINE_END, MAX_CHARS, cap, strip_invisible
+from app.domain.text.invisible import (
+    LINE_END,
+    MAX_CHARS,
+    cap,
+    strip_invisible,
+    strip_percent_encoded,
+)
 from app.domain.text.prose_lines import LineReader
 from app.domain.text.reader_view import Reader
 
@@ -74,11 +83,17 @@ _PROSE_TAGS: Final = frozenset(
 _PARAGRAPH_BREAKS: Final = frozenset({"p", "div", "br", "li", "tr", "blockquote", "pre", "hr"})
 _MD_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 _RAW_TAG = re.compile(r"<[A-Za-z/]")
+_CODE_BLOCK = re.compile(r"(\d+):\d+-(\d+):\d+")
 _BLOCK_START = re.compile(r'<[a-z0-9]+ data-sourcepos="(\d+):(\d+)-(\d+):(\d+)"')
 
 
-def reader_text(text: str) -> str:
-    """What a reader of `text` (Markdown with raw HTML) sees, as plain Markdown-like text."""
+def reader_text(text: str, *, styles: bool = True) -> str:
+    """What a reader of `text` (Markdown with raw HTML) sees, as plain Markdown-like text.
+
+    `styles=False` reads it as GitHub renders it (no inline styles); by default a style that
+    hides text hides it, as on Azure DevOps. The final text goes through the invisible pass
+    again, %XX escapes included: nothing decoding produced survives (`invisible`'s docstring).
+    """
     source, dropped = _prepare(text)
     if _too_many_delimiters(source):
         return (
@@ -92,7 +107,8 @@ def reader_text(text: str) -> str:
             f"[pairbot: withheld, this text renders to more than {MAX_ELEMENTS} HTML elements; "
             "too complex to read safely]"
         )
-    body = "\n".join(Reader().read(markup)).strip("\n")
+    body = "\n".join(Reader(styles=styles).read(markup))
+    body = strip_percent_encoded(strip_invisible(body)).strip("\n")
     if dropped:
         body += f"\n[pairbot: {dropped} more characters over the {MAX_CHARS}-character cap]"
     return body
@@ -128,8 +144,10 @@ def html_paragraphs(markup: str) -> str:
                 lines.append(current)
                 current = ""
         elif tok.kind == "text" and not stack.hidden and not stack.quiet:
-            current += " ".join(strip_invisible(tok.text).split("\n"))
+            current += " ".join(tok.text.split("\n"))
     lines.append(current)
+    # Decoded pieces (html_scan.Tok) joined: now their bidi runs can be dropped whole.
+    lines = [strip_invisible(line) for line in lines]
     text = "\n".join(_MD_PUNCTUATION.sub(r"\\\g<0>", " ".join(line.split())) for line in lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
@@ -143,8 +161,12 @@ class VisibleLines:
     prose: list[bool]
 
 
-def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> VisibleLines:
+def visible_lines(
+    text: str, addressed: re.Pattern[str] | None = None, *, styles: bool = True
+) -> VisibleLines:
     """The visible text of each source line and which lines are top-level prose.
+
+    `styles` as for `reader_text`. Every piece is decoded, then stripped (`html_scan.Tok`).
 
     With `addressed`, only the top-level blocks holding a line that matches it (after invisible
     characters and bidi runs are gone) are read; the other lines come back empty, never prose.
@@ -172,7 +194,7 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
     raw_html = _RAW_TAG.search(source) is not None
     if raw_html and markup.count("<") > MAX_ELEMENTS:
         return VisibleLines(lines, prose)
-    stack = Stack()
+    stack = Stack(styles=styles)
     for first, end, segment in _segments(markup, len(source_lines)):
         if wanted is not None and not _any_between(wanted, first, end):
             if raw_html:
@@ -187,10 +209,46 @@ def visible_lines(text: str, addressed: re.Pattern[str] | None = None) -> Visibl
                 lines[line] += piece
                 prose[line] = prose[line] or plain
                 quiet[line] = quiet[line] or not plain
+    # Decoded pieces (html_scan.Tok) joined: now their bidi runs can be dropped whole.
+    lines = [strip_invisible(line) for line in lines]
     return VisibleLines(
         lines,
         [p and not q and bool(t.strip()) for p, q, t in zip(prose, quiet, lines, strict=True)],
     )
+
+
+def visible_code(text: str) -> list[str] | None:
+    """The source's lines (CRLF, CR and LF each end one), each blank unless it belongs to a
+    code block a reader sees outside a quote; None when the text is too complex to read.
+
+    A code block is seen where cmark-gfm renders one (its `data-sourcepos` names its source
+    lines) outside hidden elements: one inside an HTML comment, a `hidden` or hiding-styled
+    element, or spelled with entities (`&#96;&#96;&#96;json`) is no code block, so its lines come
+    back blank. Invisible characters are gone. Not capped at MAX_CHARS (cmark is linear and the
+    element budget holds), so a long decision keeps its line numbers.
+    """
+    source = _SOURCEPOS.sub("data-x-", strip_invisible(LINE_END.sub("\n", text)))
+    source_lines = source.split("\n")
+    kept = [""] * len(source_lines)
+    if "```" not in source and "~~~" not in source:
+        return kept
+    if _too_many_delimiters(source):
+        return None
+    markup = render(source)
+    if markup.count("<") > MAX_ELEMENTS:
+        return None
+    stack = Stack()
+    for tok in tokens(markup):
+        if tok.kind == "start":
+            quoted = stack.quiet
+            element = stack.push(tok)
+            where = _CODE_BLOCK.fullmatch(tok.attrs.get("data-sourcepos", "") or "-")
+            if tok.tag == "pre" and where and not element.hidden and not quoted:
+                first, last = int(where.group(1)) - 1, int(where.group(2)) - 1
+                kept[first : last + 1] = source_lines[first : last + 1]
+        elif tok.kind == "end":
+            stack.pop(tok.tag)
+    return kept
 
 
 # Text in which Markdown and HTML can make nothing: ASCII letters, digits, spaces and the
