@@ -129,6 +129,13 @@ def _card_verbs(verbs: Any) -> None:
         help="every card's outcome: completion rate, cycles to done, fix rounds, tokens, cost",
     )
     cohort.add_argument("--json", action="store_true")
+    cohort.add_argument(
+        "--pair-state",
+        nargs="?",
+        const="origin",
+        metavar="REMOTE",
+        help="also the cards CI runs keep on REMOTE's pair-state branch (default: origin)",
+    )
     replay = reports.add_parser(
         "replay",
         help="rebuild a batch's books (metrics.json, metrics.md) from its journal alone",
