@@ -78,11 +78,11 @@ def test_a_bad_remote_and_a_corrupt_journal_on_the_branch_are_named(tmp_path: Pa
     git(tmp_path, "clone", "-q", str(origin), str(path))
 
     url = cli("report", "cohort", "--pair-state", "https://x@example.com/r.git", cwd=path)
-    assert url.returncode != 0 and "the name of a git remote" in url.stderr
+    assert url.returncode == 2 and "the name of a git remote" in url.stderr
     assert "Traceback" not in url.stderr
 
     unknown = cli("report", "cohort", "--pair-state", "upstream", cwd=path)
-    assert unknown.returncode != 0 and "could not fetch pair-state from upstream" in unknown.stderr
+    assert unknown.returncode == 2 and "could not fetch pair-state from upstream" in unknown.stderr
 
     corrupt = cli("report", "cohort", "--pair-state", cwd=path)
     assert corrupt.returncode != 0, corrupt.stdout
