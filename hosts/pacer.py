@@ -13,6 +13,10 @@ The spacing is the same for both lanes: a turn is granted `spacing_s` after the 
 ended, to the oldest waiting acknowledgement, else to the oldest waiting bulk write. The turn
 is decided when the gap has elapsed, not when it began, so an acknowledgement queued while a
 bulk write waits out the gap still goes first.
+
+A bulk write that has to wait tells whoever runs it (`waiting_for_turn`, a context variable
+the App's worker sets per job): the worker then counts that job as parked and claims the next,
+so the next command's acknowledgement is queued at once instead of behind a busy slot.
 """
 
 from __future__ import annotations
@@ -21,10 +25,16 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from typing import Literal
 
 Lane = Literal["ack", "bulk"]
 LANES: tuple[Lane, ...] = ("ack", "bulk")
+
+# Called with True when a bulk write starts waiting for its turn, False when it has it.
+waiting_for_turn: ContextVar[Callable[[bool], None] | None] = ContextVar(
+    "pairbot_waiting_for_turn", default=None
+)
 
 
 class Pacer:
@@ -62,6 +72,9 @@ class Pacer:
         if self._busy or self.waiting:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiting[lane].append(future)
+            parked = waiting_for_turn.get() if lane == "bulk" else None
+            if parked is not None:
+                parked(True)
             try:
                 await future
             except asyncio.CancelledError:
@@ -70,6 +83,9 @@ class Pacer:
                 else:
                     self._waiting[lane].remove(future)
                 raise
+            finally:
+                if parked is not None:
+                    parked(False)
         else:
             self._busy = True
             gap = self._last + self._spacing_s - self._clock()

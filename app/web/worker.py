@@ -13,7 +13,8 @@ A poll every `poll_s` catches jobs whose retry time has come. With a store share
 (PostgreSQL), a replica whose slots are all taken when a job is queued announces it, and the
 others' workers wake at once (LISTEN/NOTIFY) instead of at their next poll.
 
-With `own_loop=True` (the App's), the claims and the jobs run on the worker's own event loop,
+With `own_loop=True` (an option: the App keeps its jobs on the edge's loop, for the reason measured
+in app.web.service), the claims and the jobs run on the worker's own event loop,
 in a thread of its own (`WorkerLoop`): a job's HTTP calls, its JSON and githubkit's models
 never run between the edge's requests, so the edge's loop only parses, verifies, stores and
 wakes. The store stays on the loop that opened it: every store call the worker and its jobs
@@ -38,6 +39,7 @@ from app.store.base import JobRecord, Store
 from app.web.checkouts import RepoId, acting_as, find_checkout
 from app.web.handling import Executor
 from app.web.jobs import Job, ScopeDecisionJob
+from hosts.pacer import waiting_for_turn
 
 if TYPE_CHECKING:
     from app.hosting import HostSettings
@@ -53,6 +55,9 @@ DELIVERY_RETENTION_S = 30 * 24 * 3600.0  # GitHub redelivers for days; keep a mo
 # record: never shorter than the deliveries' own window. Keep it >= DELIVERY_RETENTION_S.
 JOB_RETENTION_S = DELIVERY_RETENTION_S
 PRUNE_EVERY_S = 3600.0
+# A job waiting for its turn to write (hosts.pacer) is parked: it holds no slot, so the next
+# job (the next command's 👀) starts. At most this many times `concurrency` are parked.
+PARKED_PER_SLOT = 8
 
 
 class WorkerLoop:
@@ -170,6 +175,7 @@ class Worker:
         # not. While it is clear, a job's end claims nothing (the poll still looks).
         self._more = True
         self._stopping = False
+        self._parked = 0  # running jobs waiting for a write turn (they hold no slot)
         self.max_parallel = 0  # the most jobs that ran at once (for tests and the status page)
 
     @property
@@ -185,7 +191,7 @@ class Worker:
         """A job was queued here. When every slot is taken, a store shared by replicas is
         asked to tell the others (`announce`), so an idle one runs it now, not at its poll."""
         self._here(self._others_queued)
-        if len(self._running) >= self._concurrency:
+        if self._free() <= 0:
             announce = getattr(self._store, "announce", None)
             if announce is not None:
                 announce()
@@ -262,7 +268,7 @@ class Worker:
         # cancellation arrives (a wake() just before stop()) returns instead of raising.
         while not self._stopping:
             self._wakeup.clear()  # before claiming: a wake() during the claim is not lost
-            free = self._concurrency - len(self._running)
+            free = self._free()
             claimed: list[JobRecord] = []
             if free > 0:
                 busy = len(self._running)
@@ -286,12 +292,34 @@ class Worker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), self._poll_s)
 
+    def _free(self) -> int:
+        """Slots to claim into: the parked jobs hold none, within their own bound."""
+        active = len(self._running) - self._parked
+        bound = PARKED_PER_SLOT * self._concurrency - len(self._running)
+        return max(0, min(self._concurrency - active, bound))
+
+    def _park(self, parked: bool) -> None:
+        self._parked += 1 if parked else -1
+        if parked and self._more:
+            self._wakeup.set()  # a slot is free while this job waits: claim into it
+
     async def _run(self, job: JobRecord) -> None:
+        parked = False
+
+        def park(waiting: bool) -> None:
+            nonlocal parked
+            if waiting != parked:
+                parked = waiting
+                self._park(waiting)
+
+        waiting_for_turn.set(park)  # this task's own context: its writes report here
         try:
             await self._handle(job)
         except Exception:
             # The handler records every outcome itself; this is a store failure while doing so.
             log.exception("job %s: its outcome could not be recorded", job.id)
+        finally:
+            park(False)
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
