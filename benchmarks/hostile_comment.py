@@ -7,11 +7,16 @@ Each body is about 64 KB and addresses pairbot (`/pair status` on its last line)
 "is pairbot addressed at all?" scan lets it through and the whole path runs: the command
 grammar (`app.domain.intake.comment_commands.parse_commands`: the raw-line checks, the size cap, the
 Markdown/HTML reading of `app.domain.text.sanitize.visible_lines`) and the text the agent would be
-given (`app.domain.text.sanitize.reader_text`). The shapes are the ones that made the old regex
+given (`app.domain.text.sanitize.reader_text`); beside them, as "others", the two other readings
+of untrusted text (`html_paragraphs` of an Azure work-item comment, `visible_code` for a scope
+decision). The shapes are the ones that made the old regex
 loops quadratic or that stress a Markdown parser: nested HTML comments (`<!-<!-…-->->`), deep lists
 and quotes, one long line, nested brackets, links and images, nested emphasis, backtick runs,
-nested raw HTML and a stack of bidi controls; "emphasis at limit" holds as many `*` and `_`
-as the sanitizer reads before it calls a text too complex (more are refused unparsed). They
+nested raw HTML and a stack of bidi controls, and the hidden-text shapes of issue #27 (invisible
+characters spelled as entities, %XX-escaped ones in link targets, styles that hide text, nested
+relative font sizes, a decision fence in an HTML comment); "emphasis at limit" holds as many
+`*` and `_` as the sanitizer reads before it calls a text too complex (more are refused
+unparsed). They
 are timed side by side with a plain comment (prose paragraphs, lists, code, links) in the same
 run, and the ratio is printed.
 
@@ -27,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -34,7 +40,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.domain.intake.comment_commands import parse_commands
-from app.domain.text.sanitize import MAX_DELIMITERS, reader_text
+from app.domain.text.sanitize import MAX_DELIMITERS, html_paragraphs, reader_text, visible_code
 
 SIZE = 64 * 1024
 GOAL_MS = 50.0
@@ -85,19 +91,33 @@ SHAPES: dict[str, Callable[[], str]] = {
     "nested html": lambda: "<div>\n" + _nested("<span hidden>", "x", "</span>") + TAIL,
     "bidi stack": lambda: _fill("\u202e\u2066") + TAIL,
     "zero width": lambda: _fill("\u200b/\u200bpair ") + TAIL,
+    "entity tags": lambda: _fill("&#xE0053;&#x202E;&#x200B;&#xFE0F;x ") + TAIL,
+    "entity bidi tokens": lambda: _fill("<b>&#x202E;</b>a&#x2066;") + TAIL,
+    "encoded links": lambda: _fill("[a](https://x.example/%F3%A0%81%93%E2%80%8B%25) ") + TAIL,
+    "hiding styles": lambda: (
+        _fill('<span style="color:#fefefe;font-size:1px;/* x */transform:scale(0) !important">a')
+        + TAIL
+    ),
+    "nested font sizes": lambda: (
+        "<div>\n" + _nested('<span style="font-size:99%">', "x", "</span>") + TAIL
+    ),
+    "long style": lambda: '<span style="' + "color:#000;" * (SIZE // 11 - 4) + '">x</span>' + TAIL,
+    "commented fences": lambda: _fill("<!--\n```json\n{}\n```\n-->\n") + TAIL,
+    "many fences": lambda: _fill("```json\n{}\n```\n") + TAIL,
 }
 
 
 @dataclass(frozen=True)
 class Row:
-    """One shape: its size, the median times of the command grammar and of the agent's text,
-    and the total's ratio to the plain comment's."""
+    """One shape: its size, the median times of the command grammar, of the agent's text and
+    of the other two readings (`_others`), and the first two's ratio to the plain comment's."""
 
     shape: str
     chars: int
     commands_ms: float
     reader_ms: float
     ratio: float
+    others_ms: float = 0.0
 
     @property
     def total_ms(self) -> float:
@@ -113,6 +133,13 @@ def _median_ms(call: Callable[[], object], repeats: int) -> float:
     return statistics.median(samples)
 
 
+def _others(body: str) -> None:
+    """The other two readings of untrusted text: an Azure work-item comment's paragraphs and
+    the code blocks a scope decision is read from."""
+    html_paragraphs(body)
+    visible_code(body)
+
+
 def main(
     shapes: Sequence[str] | None = None,
     repeats: int = 5,
@@ -123,21 +150,27 @@ def main(
     rows: list[Row] = []
     for name in names:
         body = SHAPES[name]()
-        commands = _median_ms(lambda body=body: parse_commands(body), repeats)
-        reader = _median_ms(lambda body=body: reader_text(body), repeats)
+        commands = _median_ms(partial(parse_commands, body), repeats)
+        reader = _median_ms(partial(reader_text, body), repeats)
+        others = _median_ms(partial(_others, body), repeats)
         base = rows[0].total_ms if rows else commands + reader
-        rows.append(Row(name, len(body), commands, reader, (commands + reader) / base))
-    out(f"{'shape':<18} {'chars':>7} {'commands ms':>12} {'reader ms':>10} {'x plain':>8}")
+        rows.append(Row(name, len(body), commands, reader, (commands + reader) / base, others))
+    out(
+        f"{'shape':<18} {'chars':>7} {'commands ms':>12} {'reader ms':>10} {'x plain':>8} "
+        f"{'others ms':>10}"
+    )
     for row in rows:
         out(
             f"{row.shape:<18} {row.chars:>7} {row.commands_ms:>12.2f} {row.reader_ms:>10.2f} "
-            f"{row.ratio:>8.2f}"
+            f"{row.ratio:>8.2f} {row.others_ms:>10.2f}"
         )
     worst = max(rows, key=lambda r: r.total_ms)
     verdict = "met" if worst.total_ms < GOAL_MS else "NOT met"
+    slowest = max(rows, key=lambda r: r.others_ms)
     out(
         f"goal: commands + reader under {GOAL_MS:.0f} ms for every shape; worst {worst.shape} "
-        f"{worst.total_ms:.2f} ms: {verdict}"
+        f"{worst.total_ms:.2f} ms: {verdict}; others (Azure paragraphs + decision code) "
+        f"worst {slowest.shape} {slowest.others_ms:.2f} ms"
     )
     return rows
 
