@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +21,14 @@ from app.store.factory import make_store
 from app.web.app import create_app
 from app.web.forge import GitHubForges
 from app.web.pages.read import read_local
-from app.web.pages.remote_state import RemoteState, github_fetch, store_repos
-from hosts.github.state_branch import BranchFile, BranchFiles
-from tests.support.card_project import CardProject
+from app.web.pages.remote_state import (
+    RemoteState,
+    derive_files,
+    github_fetch,
+    store_repos,
+    wanted,
+)
+from hosts.github.state_branch import BranchFile, BranchFiles, StateBranchReader
 from tests.support.fake_github import rsa_key
 from tests.support.github_server import WallClock, serve_fake_github
 from tests.support.pair_state import (
@@ -40,30 +46,41 @@ INSTALLATION = 42
 @dataclass
 class World:
     """Real cards on `octo/widget`'s pair-state, a damaged `octo/broken`, an `octo/empty`
-    with no such branch, and the fake GitHub that serves them."""
+    with no such branch, and the fake GitHub that serves them. `root` is the checkout the
+    cards ran in (their run-state as this machine would hold it)."""
 
-    project: CardProject
+    root: Path
     widget: Path
     fake: StateGitHub
     base_url: str
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    project = run_real_cards(tmp_path / "cards", 2)
-    widget = state_repo(tmp_path / "widget.git")
-    push_run_state(project.root, widget)
-    broken = state_repo(tmp_path / "broken.git")
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repositories, built once per module (two real cycles); each test copies them."""
+    base = tmp_path_factory.mktemp("pair-state")
+    project = run_real_cards(base / "cards", 2)
+    push_run_state(project.root, state_repo(base / "widget.git"))
     damaged = {
         ".pair/batches/card-5/run/journal.jsonl": b'{"kind": "cycle"}\nnot json at all\n',
         ".pair/batches/card-6/run/journal.jsonl": b'{"kind": "cycle", "key": "card-6"}\n',
         ".pair/batches/card-6/run/state.json": b'{"version": 1, "parks": []}',
     }
-    push_run_state(files_repo(tmp_path / "broken", damaged), broken)
-    repos = {"octo/widget": widget, "octo/broken": broken, "octo/empty": state_repo(tmp_path / "e")}
-    fake = StateGitHub(clock=WallClock(), state_repos=repos)
+    push_run_state(files_repo(base / "broken", damaged), state_repo(base / "broken.git"))
+    state_repo(base / "empty.git")
+    return base
+
+
+@pytest.fixture
+def world(template: Path, tmp_path: Path) -> Iterator[World]:
+    here = tmp_path / "world"
+    shutil.copytree(template, here, symlinks=True)
+    names = ("widget", "broken", "empty")
+    fake = StateGitHub(
+        clock=WallClock(), state_repos={f"octo/{n}": here / f"{n}.git" for n in names}
+    )
     with serve_fake_github(fake, bare_repo=None) as base_url:
-        yield World(project, widget, fake, base_url)
+        yield World(here / "cards" / "repo", here / "widget.git", fake, base_url)
     assert fake.unexpected == []
 
 
@@ -121,7 +138,7 @@ def cards_json(app: Served) -> dict[tuple[str, int], dict[str, object]]:
 def test_the_dashboard_shows_each_card_from_pair_state_as_a_local_card_and_asks_again_with_etag(
     world: World, tmp_path: Path
 ) -> None:
-    local = {c.key: c.derive().view for c in read_local(world.project.root, None).cards}
+    local = {c.key: c.derive().view for c in read_local(world.root, None).cards}
     assert len(local) == 2
     with served(remote_app(world, tmp_path, refresh_s=0.0)) as app:
         cards = cards_json(app)
@@ -160,9 +177,9 @@ def test_a_branch_that_moved_is_read_again_fetching_only_the_blobs_that_changed(
 ) -> None:
     with served(remote_app(world, tmp_path, refresh_s=0.0)) as app:
         cards_json(app)
-        journal = world.project.root / ".pair/batches/card-1/run/journal.jsonl"
+        journal = world.root / ".pair/batches/card-1/run/journal.jsonl"
         append_record(journal, {"kind": "progress", "key": "card-1", "at": "x", "message": "m"})
-        push_run_state(world.project.root, world.widget, run_id="run-2")
+        push_run_state(world.root, world.widget, run_id="run-2")
         before = len(world.fake.git_gets)
         card = app.page("/api/v1/cards/octo/widget/1").json()["card"]  # its repository only
         paths = [path for path, _ in world.fake.git_gets[before:]]
@@ -188,6 +205,26 @@ def test_what_cannot_be_read_on_the_branch_is_shown_as_unreadable_and_the_page_s
     assert "pairbot-pair-state-" not in json.dumps(list(cards.values()))  # no temp path
     assert overview.status_code == 200 and "unreadable" in overview.text
     assert cohort["cards"] == 4 and cohort["byStatus"]["unreadable"] == 2
+
+
+def test_a_journal_over_the_size_bound_is_named_and_not_fetched(world: World) -> None:
+    forges = forges_of(world)
+
+    async def read() -> BranchFiles | None:
+        try:
+            reader = StateBranchReader.of(forges.session(INSTALLATION), max_bytes=100)
+            return await reader.read("octo/widget", None, wanted)
+        finally:
+            await forges.aclose()
+
+    files = asyncio.run(read())
+    assert files is not None
+    path = ".pair/batches/card-1/run/journal.jsonl"
+    journal, state = files.files[path], files.files[".pair/batches/card-1/run/state.json"]
+    assert journal.data is None and "over the 100 this reader fetches" in journal.problem
+    assert not any(journal.sha in p for p, _ in world.fake.git_gets)  # never asked for
+    derived = derive_files("octo/widget", "card-1", journal, state)
+    assert derived.view.status == "unreadable" and path in derived.view.why
 
 
 # -- the bounds, without a network ------------------------------------------------------------

@@ -15,7 +15,8 @@ Every route asks `viewer_of(request)` who is looking and shows only the reposito
 viewer can read (a card or job of another repository answers 404, as if it did not exist).
 The shell is thin: it reads the store and the run-state (in a worker thread) and hands them to
 `app.web.pages.model`, whose values (`app.web.pages.views`) both the HTML and the JSON are
-rendered from.
+rendered from. Under `execution: actions` the run-state of the repositories the viewer can read
+also comes from their `pair-state` branches (`app.web.pages.remote_state`, bounded per view).
 
 The live part of a card's page comes as server-sent events (`text/event-stream`): a
 `fragment` event carries the part's HTML whenever it changed (looked at every `live_s`), a
