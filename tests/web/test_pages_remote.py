@@ -16,15 +16,18 @@ import pytest
 from starlette.applications import Starlette
 
 from app.engine.jsonl import append_record
+from app.errors import ConfigError
 from app.store.base import InstallationChange, NewJob, Store
 from app.store.factory import make_store
 from app.web.app import create_app
-from app.web.forge import GitHubForges
+from app.web.forge import GitHubForges, LocalForges
 from app.web.pages.read import read_local
 from app.web.pages.remote_state import (
     RemoteState,
     derive_files,
     github_fetch,
+    refresh_settings,
+    remote_state_for,
     store_repos,
     wanted,
 )
@@ -275,3 +278,18 @@ def test_a_page_view_reads_at_most_n_repositories_and_each_at_most_every_m_secon
     clock.now += 31
     assert view("octo/r3") == ["octo/r3"]  # a card's page reads its own repository only
     assert view() == ["octo/r0", "octo/r1"]  # then the longest unread
+
+
+def test_the_app_reads_pair_state_only_on_github_with_execution_actions(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s.sqlite3")
+    github = GitHubForges(app_id=1, private_key="k", base_url="http://127.0.0.1:9")
+    env = {"PAIR_STATE_REFRESH_MAX": "3", "PAIR_STATE_REFRESH_S": "12.5"}
+    remote = remote_state_for("actions", github, store, env)
+    assert remote is not None and (remote.refresh_max, remote.refresh_s) == (3, 12.5)
+    assert remote_state_for("worker", github, store, env) is None
+    assert remote_state_for("actions", LocalForges(tmp_path / "forge"), store, env) is None
+    defaults = remote_state_for("actions", github, store, {})
+    assert defaults is not None and (defaults.refresh_max, defaults.refresh_s) == (8, 30.0)
+    for name, value in (("PAIR_STATE_REFRESH_MAX", "0"), ("PAIR_STATE_REFRESH_S", "soon")):
+        with pytest.raises(ConfigError, match=f"{name} is '{value}': expected"):
+            refresh_settings({name: value})
