@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
-from hosts.models import MergeMethod
+if TYPE_CHECKING:
+    # Types only: the manifest imports this module, and `batch status` loads no host module.
+    from hosts.models import MergeMethod
 
 MergeMethodSetting = Literal["auto", "squash", "merge", "rebase"]
 MERGE_METHOD_SETTINGS: Final = get_args(MergeMethodSetting)
