@@ -15,7 +15,9 @@ are top-level prose).
                            CommonMark + GFM tables, task lists, strikethrough, autolinks) and
                            its raw HTML by a linear tokenizer, rendered back as the text a
                            reader sees: no HTML comments, no tags or attributes, no content of
-                           hidden elements (`hidden`, `display:none`, `<script>`, …), no image
+                           hidden elements (`hidden`, `<script>`, a style that hides text:
+                           `app.domain.text.css_hide`), no invisible character however it is
+                           spelled (entities, %XX in link targets), no image
                            alt text, no link titles; links keep their target, code its text
     html_paragraphs(html)  the top-level paragraphs of an HTML fragment (an Azure Boards
                            work-item comment) as escaped text: quoted, code, list, table and
