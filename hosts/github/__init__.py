@@ -8,6 +8,9 @@
     translate.py     githubkit/httpx errors → `hosts.errors`
     payloads.py      GitHub's JSON → host-neutral models
     push.py          `git push` with the token in environment config (through `hosts.git`)
+    session.py       what the hosts of one installation share: the connection pool, the
+                     token, the rate window, the write pacer (the App keeps one per
+                     installation for its life)
     connection.py    what every part of the host stands on: credentials, clients, the call
                      discipline (`hosts.calls`), identity
     issues.py        cards (issues) and state labels
