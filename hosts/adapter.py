@@ -297,13 +297,18 @@ class HostAdapter(ABC):
         return compute_card_hash(card.title, card.body)
 
     async def read_scope_decision(
-        self, pull: int, comment_ref: str | None = None
+        self,
+        pull: int,
+        comment_ref: str | None = None,
+        *,
+        prefer: Callable[[Comment], bool] | None = None,
     ) -> Comment | None:
-        """The referenced comment, or the newest one holding a fenced scope-decision JSON;
-        pairbot's own packet is never the maintainer's answer (`hosts.decisions`)."""
+        """The referenced comment, or the newest one holding a fenced scope-decision JSON
+        (the newest `prefer` accepts, when it accepts any); pairbot's own packet is never the
+        maintainer's answer (`hosts.decisions`)."""
         me = await self.identity()
         comments = await self.list_comments(Target("pull", pull))
-        return scope_decision_in(comments, comment_ref, identity=me)
+        return scope_decision_in(comments, comment_ref, identity=me, prefer=prefer)
 
 
 def _keeper_id(plan: UpsertPlan) -> str:

@@ -22,6 +22,7 @@ reconciliation, state-label exclusivity, marker lookup, the card hash, scope-dec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -121,9 +122,14 @@ class Host(Protocol):
         ...
 
     async def read_scope_decision(
-        self, pull: int, comment_ref: str | None = None
+        self,
+        pull: int,
+        comment_ref: str | None = None,
+        *,
+        prefer: Callable[[Comment], bool] | None = None,
     ) -> Comment | None:
-        """The referenced comment, or the newest one holding a fenced scope-decision JSON."""
+        """The referenced comment, or the newest one holding a fenced scope-decision JSON
+        (the newest `prefer` accepts, when it accepts any)."""
         ...
 
     async def merge_methods(self) -> frozenset[MergeMethod] | None:

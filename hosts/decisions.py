@@ -11,7 +11,7 @@ candidate; one in a hidden element is found here and refused there (`no-decision
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hosts.errors import NotFound
 from hosts.markers import is_own
@@ -27,7 +27,11 @@ _DECISION = re.compile(
 
 
 def scope_decision_in(
-    comments: Sequence[Comment], comment_ref: str | None, *, identity: Author | None = None
+    comments: Sequence[Comment],
+    comment_ref: str | None,
+    *,
+    identity: Author | None = None,
+    prefer: Callable[[Comment], bool] | None = None,
 ) -> Comment | None:
     """The referenced comment (by id or URL), or the newest holding a fenced scope decision.
 
@@ -37,6 +41,11 @@ def scope_decision_in(
     the JSON to copy, and it is not the maintainer's answer. A reference that matches nothing is
     NotFound: the caller named a decision that is not there. Who wrote the comment and whether
     its JSON is valid are app/domain's to judge (`not-maintainer`, `malformed-json`, …).
+
+    `prefer` (the caller's judge: written by the one who decides, a decision a reader sees)
+    picks the newest candidate it accepts, so someone else's later comment, or a decision
+    hidden from readers, cannot shadow the maintainer's; only when it accepts none is the
+    newest candidate returned, for its refusal to be answered.
     """
     if comment_ref is not None:
         for comment in comments:
@@ -49,7 +58,10 @@ def scope_decision_in(
         if not (identity and is_own(c.author, identity)) and holds_scope_decision(c.body)
     ]
     # Newest by creation time; for equal times the later in host order (stable sort).
-    return sorted(holding, key=lambda c: c.created_at)[-1] if holding else None
+    ordered = sorted(holding, key=lambda c: c.created_at)
+    preferred = [c for c in ordered if prefer(c)] if prefer is not None else []
+    chosen = preferred or ordered
+    return chosen[-1] if chosen else None
 
 
 def holds_scope_decision(body: str) -> bool:

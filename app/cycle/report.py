@@ -12,6 +12,7 @@ Each ends with `app.cycle.status_publish.publish_status`: the label and the trac
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from app import __version__
@@ -48,6 +49,7 @@ from app.domain.scope.decision import (
     ScopeDecision,
     ScopeState,
     apply_decisions,
+    is_deciders_decision,
     rewrite_card,
     validate_decision,
 )
@@ -364,12 +366,18 @@ async def _publish_synthesis(state: CardState, pull: Pull) -> bool:
 async def _scope(state: CardState, pull: Pull, card: Card, derived: Derivation) -> CardStep:
     key, rec, pub, hosts = state.key, state.rec, state.pub, state.env.hosts
     pending = pending_scope(state)
-    comment = await hosts.code.read_scope_decision(pull.number, state.scope_comment)
+    assignees = pull.assignees or card.assignees
+    deciders = partial(
+        is_deciders_decision, maintainer=state.project.maintainer, assignees=assignees
+    )
+    comment = await hosts.code.read_scope_decision(
+        pull.number, state.scope_comment, prefer=deciders
+    )
     if comment is not None and comment.id not in rec.applied_refs:
         checked = validate_decision(
             comment,
             maintainer=state.project.maintainer,
-            assignees=pull.assignees or card.assignees,
+            assignees=assignees,
             pending=pending,
         )
         if isinstance(checked, Refusal):

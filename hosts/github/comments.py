@@ -109,11 +109,15 @@ class GitHubComments(GitHubConnection):
         )
 
     async def read_scope_decision(
-        self, pull: int, comment_ref: str | None = None
+        self,
+        pull: int,
+        comment_ref: str | None = None,
+        *,
+        prefer: Callable[[Comment], bool] | None = None,
     ) -> Comment | None:
         if comment_ref is None:
             # Discovery is the rule every adapter shares (pairbot's own packet is skipped).
-            return await super().read_scope_decision(pull)
+            return await super().read_scope_decision(pull, prefer=prefer)
         match = _COMMENT_REF.search(comment_ref.strip())
         if match is None:
             raise NotFound(f"{comment_ref!r} does not name a GitHub comment")

@@ -362,6 +362,19 @@ def _conflict_refusal(items: Sequence[DecisionItem]) -> Refusal | None:
     )
 
 
+def is_deciders_decision(
+    comment: Comment, *, maintainer: str | None, assignees: Sequence[str]
+) -> bool:
+    """Whether `comment` is one the one who decides wrote, holding a decision a reader sees:
+    the comment to prefer when several hold one (`hosts.decisions.scope_decision_in`), so
+    nobody else's later comment, and no decision hidden from readers, shadows it."""
+    principal = resolve_maintainer(maintainer, assignees)
+    if isinstance(principal, Refusal) or _author_refusal(comment.author, principal) is not None:
+        return False
+    seen = visible_code(comment.body)
+    return seen is not None and any('"schemaVersion"' in line for line in seen)
+
+
 def validate_decision(
     comment: Comment,
     *,

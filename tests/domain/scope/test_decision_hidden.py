@@ -4,9 +4,11 @@ Discovery (`hosts.decisions`) skips HTML comments too."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
-from app.domain.scope.decision import ScopeDecision
+from app.domain.scope.decision import ScopeDecision, is_deciders_decision
 from hosts.decisions import holds_scope_decision, scope_decision_in
 from hosts.models import Author, Comment
 from tests.domain.scope.test_decision import GOOD, check, refused
@@ -65,3 +67,18 @@ def test_discovery_skips_a_fence_in_an_html_comment() -> None:
 
 def _comment(ident: str, body: str, author: Author, created: str) -> Comment:
     return Comment(id=ident, body=body, author=author, created_at=created, url=f"u/{ident}")
+
+
+def test_a_later_comment_by_someone_else_or_hidden_does_not_shadow_the_maintainer_s() -> None:
+    maintainer = Author(login="octocat", id="1", is_bot=False)
+    stranger = Author(login="mallory", id="7", is_bot=False)
+    honest = _comment("1", FENCE, maintainer, "2026-01-01T00:00:00Z")
+    hidden = _comment("2", f"<div hidden>\n\n{FENCE}\n\n</div>", maintainer, "2026-01-02T00:00:00Z")
+    shadow = _comment("3", FENCE, stranger, "2026-01-03T00:00:00Z")
+    prefer = partial(is_deciders_decision, maintainer="octocat", assignees=())
+    assert scope_decision_in([honest, hidden, shadow], None, prefer=prefer) == honest
+    # With no comment the decider wrote, the newest is still chosen, for its refusal.
+    assert scope_decision_in([shadow], None, prefer=prefer) == shadow
+    assert not is_deciders_decision(hidden, maintainer="octocat", assignees=())
+    assert not is_deciders_decision(shadow, maintainer="octocat", assignees=())
+    assert is_deciders_decision(honest, maintainer=None, assignees=("octocat",))
