@@ -45,6 +45,7 @@ from app.domain.intake.intent import (
     intake,
 )
 from app.domain.intake.pair_request import PayloadError
+from app.engine.names import NAME_PATTERN
 from app.errors import OperatorError, UserError
 
 if TYPE_CHECKING:
@@ -103,8 +104,6 @@ def classify(event_name: str, payload: Mapping[str, Any], policy: Policy | None 
     )
     if isinstance(intent, Malformed):
         raise MalformedEventError(intent.reason)
-    from app.engine.names import NAME_PATTERN  # noqa: PLC0415
-
     if (
         event_name == "workflow_dispatch"
         and isinstance(intent, Tick)
