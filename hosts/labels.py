@@ -32,6 +32,14 @@ class PrState(Enum):
     FAILED_FIX = "pr-state:failed-fix"
     FAILED_VERIFY = "pr-state:failed-verify"
     FAILED_PUBLICATION = "pr-state:failed-publication"
+    # Seed 004's contract and seal path (docs/cycle.md, "The contract and its seal").
+    TARGET_READY = "pr-state:target-ready"
+    ESCALATE = "pr-state:escalate"
+    FAILED_CONTRACT = "pr-state:failed-contract"
+    FAILED_SEAL = "pr-state:failed-seal"
+    FAILED_CUSTODY = "pr-state:failed-custody"
+    FAILED_RESUME = "pr-state:failed-resume"
+    INCOMPATIBLE = "pr-state:incompatible"
     INTERRUPTED = "pr-state:interrupted"
     ABANDONED = "pr-state:abandoned"
 

@@ -18,6 +18,7 @@ from typing import Any
 from app.cycle import snapshot
 from app.cycle import worktree as wt
 from app.cycle.card_vet import Vetter
+from app.cycle.contract import CUSTODY, custody_breach, hold
 from app.cycle.head_checks import evidence_quotes, read_head_evidence, recorded_evidence
 from app.cycle.lesson_files import lessons_for_proposal
 from app.cycle.records import CycleRecord
@@ -26,7 +27,9 @@ from app.cycle.state import CardState, CardStep
 from app.cycle.status_publish import publish_status
 from app.domain.card.budget import budget_of
 from app.domain.reports.lesson import Lesson
+from app.domain.review.contract import CONTRACT_FILE
 from app.domain.review.evidence import Evidence, waiting_reason
+from app.domain.review.routing import Routing
 from app.domain.text.mdtext import one_line
 from app.engine import lock
 from app.engine.change_context import ChangeStepContext
@@ -49,10 +52,17 @@ async def run_transition(
     transition: Transition,
     *,
     delta: str | None = None,
+    routing: Routing | None = None,
 ) -> CardStep:
     """Run one agent `transition` of the card on `tree` (`delta`: why a verify re-reviews
-    only what changed since the reviewed head), then publish what it left."""
+    only what changed since the reviewed head; `routing`: where the review sent the card),
+    then publish what it left. Every step of a run that sealed a contract first checks the
+    custody of its seals (before a fix or a verify above all: the seal is what they trust)."""
     env, rec = state.env, state.rec
+    if rec.seals:
+        breach = await asyncio.to_thread(custody_breach, state, tree.path, tree.start)
+        if breach:
+            return await _custody_failed(state, transition, tree.start, breach)
     card = await env.hosts.pm.get_card(state.card)
     taken = rec.snapshot
     if taken is None:  # a cycle bound before snapshots were kept: take one now, once
@@ -69,7 +79,13 @@ async def run_transition(
     )
     lessons = await _lessons(state, tree, base, transition, taken)
     vetter = Vetter(
-        state=state, tree=tree, transition=transition, card=card, base=base, settings=settings
+        state=state,
+        tree=tree,
+        transition=transition,
+        card=card,
+        base=base,
+        settings=settings,
+        routing=routing,
     )
     await asyncio.to_thread(vetter.measure_before)
     prepare_parks = transition == "propose" and state.gate("prepare").fires(card.labels)
@@ -81,7 +97,7 @@ async def run_transition(
         gate="after-propose" if prepare_parks else "voluntary",
         phase=manifest.phase_of(state.key),
         card=snapshot.quotes(dict(taken)),
-        notes=_notes(rec, delta),
+        notes=(*_notes(rec, delta), *_contract_notes(state, transition, routing)),
         lessons=lessons,
         evidence=evidence,
         vet=vetter.vet,
@@ -96,6 +112,49 @@ async def run_transition(
         journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
         raise
     return await after_transition(state, result, tree, base, card)
+
+
+async def _custody_failed(
+    state: CardState, transition: Transition, head: str, problems: list[str]
+) -> CardStep:
+    """A custody breach: journaled, the card parked `failed-custody`; the seal (the trusted
+    snapshot) is kept and the branch is left as it is — nothing is reset."""
+    reason = f"custody check before {transition} at {head[:12]}: " + "; ".join(problems)
+    data = {"event": "custody-breach", "head": head, "problems": problems}
+    journal_event(state.locus, state.env.deps.clock, kind="cycle", key=state.key, data=data)
+    hold(state, "blocked", CUSTODY, reason)
+    result = StepResult("blocked", state.key, transition, message=reason, blocker=reason)
+    return await publish_status(state, result, PrState.FAILED_CUSTODY, None)
+
+
+def _contract_notes(
+    state: CardState, transition: Transition, routing: Routing | None
+) -> tuple[str, ...]:
+    """What a red must write beside its tests (the contract the red verifier checks), and what
+    a routed step is for: a green-fix on the same seal, a red-spec revision, a re-plan."""
+    notes: list[str] = []
+    if routing is not None and routing.route != "red":
+        notes.append(f"Routed by the review's findings ({routing.route}): {routing.reason}.")
+    if transition == "red":
+        where = f".pair/changes/{state.key}/{CONTRACT_FILE}"
+        notes.append(
+            f"Write the acceptance contract to {where}: "
+            '{"fixScope": [paths or globs the fix may touch], "rows": [{"id": <finding id>, '
+            '"ac": <its AC>, "tests": [<test ids as the JUnit report names them, '
+            "classname::name>]}]}: one row per blocking finding, each naming tests that fail "
+            "now. A later contract may only add to fixScope."
+        )
+        if routing is not None and routing.route == "red-spec" and routing.group is not None:
+            notes.append(
+                f"Revise only seal group g{routing.group}: keep every row id of it, change the "
+                "rows the contract gap is about, add rows for what was missing."
+            )
+    if transition == "fix" and routing is not None and routing.route == "green-fix":
+        notes.append(
+            "Green-fix: an approved test fails on the production code. Make it pass on the "
+            "same seal, touching only the sealed fixScope; do not edit any test."
+        )
+    return tuple(notes)
 
 
 def _notes(rec: CycleRecord, delta: str | None) -> tuple[str, ...]:

@@ -20,9 +20,10 @@ from app.cycle import worktree as wt
 from app.cycle.agent_step import run_transition
 from app.cycle.batch import card_branch
 from app.cycle.bookkeeper import bookkeep
+from app.cycle.contract import ESCALATE, QUESTION, hold, record_route, route_of
 from app.cycle.metrics_observer import observing
 from app.cycle.records import CycleRecord
-from app.cycle.report import act_on_decision, close_abandoned, publish_review
+from app.cycle.report import act_on_decision, close_abandoned, escalate_review, publish_review
 from app.cycle.run_inputs import record_inputs
 from app.cycle.schedule import card_key
 from app.cycle.state import (
@@ -43,6 +44,7 @@ from app.cycle.status_publish import interrupted_reason, publish_status
 from app.domain.card import cycle_end as ce
 from app.domain.card.binding import Binding, for_card
 from app.domain.review.regression import active_risks
+from app.domain.review.routing import Routing
 from app.domain.text.mdtext import one_line
 from app.engine import lock
 from app.engine.manifest import load_manifest, load_project_config
@@ -154,7 +156,9 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
             "",
             message="refined: the plan is ready; comment `/pair implement` to build it",
         )
-        return await publish_status(state, result, PrState.READY, derived)
+        return await publish_status(state, result, PrState.TARGET_READY, derived)
+    if derived.next == "red" and state.history.feedback is None:
+        return await _routed(state, held, tree, base, derived)
     if derived.next is not None:
         return await run_transition(state, held, tree, base, _guarded_next(state, derived.next))
     if derived.status == "failed-fix":
@@ -166,6 +170,39 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
         )
         return await publish_status(state, result, PrState.FAILED_FIX, derived)
     return await _cycle_end(state, held, tree, base, derived)
+
+
+async def _routed(
+    state: CardState, held: lock.LockProof, tree: wt.Worktree, base: str, derived: Derivation
+) -> CardStep:
+    """A review that blocks, routed by its findings' kinds (`app.cycle.contract.route_of`)."""
+    routing = route_of(state, tree.path)
+    if routing.failed_fix:
+        message = f"failed-fix: {routing.reason} ({', '.join(routing.findings)})"
+        result = StepResult("nothing-ready", state.key, "", message=message, blocker=message)
+        return await publish_status(state, result, PrState.FAILED_FIX, derived)
+    if routing.route in ("needs-input", "escalate"):
+        return await _held_by_review(state, routing, derived)
+    if routing.route == "verify":
+        return await run_transition(state, held, tree, base, "verify", delta=routing.reason)
+    record_route(state, routing)
+    transition: Transition = {"green-fix": "fix", "re-plan": "propose"}.get(  # type: ignore[assignment]
+        routing.route, "red"
+    )
+    return await run_transition(state, held, tree, base, transition, routing=routing)
+
+
+async def _held_by_review(state: CardState, routing: Routing, derived: Derivation) -> CardStep:
+    """The review asked a question (needs-input, `/pair answer`) or handed a finding to a person
+    (the review's escalate, one escalation comment, `/pair retry` once decided)."""
+    if routing.route == "needs-input":
+        hold(state, "needs-input", QUESTION, routing.reason)
+        status = PrState.NEEDS_INPUT
+    else:
+        hold(state, "blocked", ESCALATE, routing.reason)
+        status = await escalate_review(state, routing.findings, routing.reason)
+    result = StepResult("nothing-ready", state.key, "", message=routing.reason)
+    return await publish_status(state, result, status, derived)
 
 
 def _escalation_result(state: CardState, ids: list[str], *, rewritten: bool) -> StepResult:

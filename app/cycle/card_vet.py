@@ -46,10 +46,12 @@ from pathlib import Path
 
 from app.cycle import worktree as wt
 from app.cycle.propose_stamp import write_stamp
+from app.cycle.sealing import RedJudgement, judge_red, scope_problems, unsealed_for
 from app.cycle.state import CardState, last_review_findings, rewrite_escalation, risk_ledger
 from app.cycle.testrun import run_tests
 from app.domain.review.guarded import guarded_violations, stage_policy
 from app.domain.review.regression import ReviewFacts, RiskEvent, plan_repairs, plan_review
+from app.domain.review.routing import Routing
 from app.domain.review.testgate import detect_test_commands, no_gate_note
 from app.domain.review.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
 from app.domain.review.verdict import (
@@ -81,6 +83,7 @@ class Vetter:
     verdict: IterationVerdict | None = None
     pushed: str | None = None
     refused: str | None = None
+    routing: Routing | None = None  # where the review sent the card (green-fix, red-spec, …)
 
     def _tests(self) -> TestRun:
         tests = self.state.project.tests
@@ -132,7 +135,7 @@ class Vetter:
             violation.reason
             for violation in guarded_violations(
                 wt.changed_paths(path, start, end),
-                sealed_paths=rec.sealed_paths,
+                sealed_paths=unsealed_for(self.state, self.routing),
                 may_modify=tests.may_modify_tests,
                 may_modify_manifests=tests.may_modify_manifests,
                 junit=junit,
@@ -149,6 +152,18 @@ class Vetter:
             )
             if not self.verdict.accepted:
                 problems.append(self.verdict.reason)
+        if self.transition == "fix" and not problems:
+            problems += scope_problems(self.state, path, start, end)
+        judged = RedJudgement()
+        if self.transition == "red" and not problems and self.verdict is not None:
+            judged = self._judge_red(end, self.verdict)
+            problems += judged.problems
+            if judged.refused is not None:  # the sealer refused: no retry makes it sealable
+                wt.reset(path, start)
+                self.refused = judged.refused
+                return replace(
+                    outcome, state="failed", message=judged.refused, blocker=judged.refused
+                )
         if problems:
             wt.reset(path, start)
             return self._send_back(outcome, problems)
@@ -158,20 +173,17 @@ class Vetter:
             self.state.rec.pushed = self.pushed
         if self.transition == "fix":
             self._record_remediation(self.pushed or end)
-        if policy.seals and self.verdict is not None:
-            since = self.state.rec.reviewed_head or start
-            # Only the files red created: an existing file it may have touched under an
-            # allowance is not its test, and sealing it would bar fix from the code under test.
-            sealed = [
-                c.path
-                for c in wt.changed_paths(path, since, end)
-                if c.kind in ("added", "renamed", "copied")
-            ]
+        if policy.seals and judged.seal is not None:
+            # Only the files red created (and a revised group's own): an existing file it may
+            # have touched under an allowance is not its test, and sealing it would bar fix
+            # from the code under test.
+            seal = judged.seal
             self.state.pub.record(
                 "sealed",
-                paths=sealed,
-                ids=sorted(self.verdict.seal),
+                paths=list(seal.paths),
+                ids=list(seal.ids),
                 round=self.state.history.accepted_count("red") + 1,
+                **seal.to_json(),
             )
         if self.verdict is not None and not self.verdict.checked:
             # Never silently nothing: the step's message (its row in the tracking comment)
@@ -179,6 +191,18 @@ class Vetter:
             note = no_gate_note(detect_test_commands(*tree_listing(path, end)))
             outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
         return outcome
+
+    def _judge_red(self, end: str, verdict: IterationVerdict) -> RedJudgement:
+        """The red verifier and the sealer on red's commit (`app.cycle.sealing`)."""
+        return judge_red(
+            self.state,
+            self.tree.path,
+            routing=self.routing,
+            base=self.base,
+            start=self.tree.start,
+            end=end,
+            failing=frozenset(verdict.seal),
+        )
 
     def _reported(self) -> FindingsReport | None:
         """The findings this verify reported (its completion, the newest for the card)."""

@@ -12,7 +12,14 @@ re-run tick knows what is already published and never does it twice:
                                                  the first one recorded holds for good
     pushed           {sha, transition}           the branch was pushed after an accepted step
     pr               {number, url}               the card's (draft) pull request
-    sealed           {paths, ids, round}         red's failing tests, sealed for later steps
+    sealed           {paths, ids, round, seal?, group?, revision?, commit?, blobs?,
+                      fixScope?, rows?, acs?, supersedes?}
+                                                 red's failing tests, sealed for later steps: the
+                                                 contract's seal (app.domain.review.seal)
+    routed           {route, findings, round, seal?}  where a blocking review sent the card
+                                                 (app.domain.review.routing), once per review
+    custody-breach   {head, problems}            the custody check refused a head before a fix
+                                                 or verify: nothing reset, the seal kept
     evidence         {head, checks: [{name, source, state, url, required, summary}]}
                                                  the checks others reported on the head, read
                                                  before a verify (app.domain.review.evidence);
@@ -65,6 +72,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain.review.seal import Seal
+
 
 @dataclass
 class CycleRecord:
@@ -83,6 +92,10 @@ class CycleRecord:
     pr_url: str = ""
     sealed_paths: dict[str, int] = field(default_factory=dict)  # test file -> fix round
     sealed_ids: tuple[str, ...] = ()
+    # This run's named seals, in order (a revision after its group); a new cycle's branch
+    # holds none of them, so custody is checked against the seals of the run that made them.
+    seals: tuple[Seal, ...] = ()
+    routes: tuple[Mapping[str, Any], ...] = ()  # this run's `routed` entries
     reviewed_head: str | None = None
     reviewed_card_hash: str | None = None
     review_converged: bool | None = None
@@ -245,6 +258,11 @@ def _apply_work(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         for sealed in _strs(data.get("paths")):
             rec.sealed_paths.setdefault(sealed, round_ if isinstance(round_, int) else 0)
         rec.sealed_ids = tuple(dict.fromkeys((*rec.sealed_ids, *_strs(data.get("ids")))))
+        seal = Seal.from_json(data)
+        if seal is not None and seal.name not in {s.name for s in rec.seals}:
+            rec.seals = (*rec.seals, seal)
+    elif event == "routed":
+        rec.routes = (*rec.routes, data)
     elif event == "remediation":
         batch = str(data.get("batch"))
         rec.remediations[batch] = str(data.get("head"))
@@ -327,7 +345,10 @@ _GROUPS: tuple[tuple[_Reader, tuple[str, ...]], ...] = (
             "command",
         ),
     ),
-    (_apply_work, ("pushed", "pr", "pr-closed", "sealed", "remediation", "risk")),
+    (
+        _apply_work,
+        ("pushed", "pr", "pr-closed", "sealed", "routed", "remediation", "risk"),
+    ),
     (
         _apply_review,
         ("reviewed", "rewrite-retry", "evidence", "review-published", "synthesis"),

@@ -12,6 +12,7 @@ Each ends with `app.cycle.status_publish.publish_status`: the label and the trac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -113,8 +114,12 @@ async def after_transition(
         )
     elif derived.status == "done":
         status = PrState.IN_PROGRESS  # converged: the cycle end runs on the next step
-    if accepted and result.transition == "verify" and rewrite_escalation(state):
-        status = PrState.AWAITING_HUMAN  # before any red, seal or fix: a human decides
+    rewrite = rewrite_escalation(state) if accepted and result.transition == "verify" else []
+    if rewrite:
+        # Before any red, seal or fix: a human decides; the run's one escalation comment says so.
+        why = "only a rewrite of the branch's Git history fixes it"
+        await escalate_review(state, rewrite, why, stage="history-rewrite")
+        status = PrState.AWAITING_HUMAN
     plan = _plan_text(tree, state.key) if result.transition == "propose" else None
     return await publish_status(state, result, status, derived, plan=plan)
 
@@ -269,6 +274,18 @@ async def _escalate(
         state.rec, render_escalation(what), stage=stage, conditions=list(conditions)
     )
     return PrState.ESCALATED
+
+
+async def escalate_review(
+    state: CardState, findings: Sequence[str], reason: str, *, stage: Stage = "review"
+) -> PrState:
+    """The review's escalate through the run's one escalation comment: a finding handed to a
+    person (`escalate`), or one only a history rewrite fixes (`awaiting-human`)."""
+    what = Escalation(state.card, stage, reason, tuple(findings), state.project.trigger)
+    await state.pub.escalation(
+        state.rec, render_escalation(what), stage=stage, conditions=list(findings)
+    )
+    return PrState.ESCALATE if stage == "review" else PrState.AWAITING_HUMAN
 
 
 async def _review_refusal(state: CardState, pull: Pull, head: str) -> str | None:

@@ -160,6 +160,26 @@ FAILED_AT: Mapping[str, PrState] = {
 }
 
 
+# Parks the contract path writes (`app.cycle.contract`), by their transition.
+HELD_AT: Mapping[str, PrState] = {
+    "escalate": PrState.ESCALATE,
+    "custody": PrState.FAILED_CUSTODY,
+}
+
+
+def _failed_red(outcome: Mapping[str, Any]) -> PrState | None:
+    """A failed `red` is `failed-seal` when the sealer refused its contract, `failed-contract`
+    when the red verifier refused it until the step gave up; any other failure stays blocked."""
+    if outcome.get("transition") != "red":
+        return None
+    message = str(outcome.get("message", ""))
+    if message.startswith("failed-seal"):
+        return PrState.FAILED_SEAL
+    if "contract-incomplete" in message:
+        return PrState.FAILED_CONTRACT
+    return None
+
+
 def last_outcome(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
     """The newest `outcome` the engine journaled for `key`."""
     for record in reversed(records):
@@ -203,9 +223,12 @@ def park_status(park: Park, records: Sequence[Mapping[str, Any]], key: str) -> P
     """The label of a parked card: the park's own state, or `failed-<stage>` when the step
     that parked it failed (its outcome is `failed`, not an agent's blocker)."""
     if park.state == "blocked":
+        held = HELD_AT.get(park.transition)
+        if held is not None:
+            return held
         last = last_outcome(records, key)
         if last is not None and last.get("state") == "failed":
-            failed = FAILED_AT.get(str(last.get("transition")))
+            failed = _failed_red(last) or FAILED_AT.get(str(last.get("transition")))
             if failed is not None and last.get("transition") == park.transition:
                 return failed
     if park.state == "awaiting-approval" and _escalated_since_step(records, key):

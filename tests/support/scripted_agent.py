@@ -36,8 +36,16 @@ Each call consumes the next behaviour of the most specific list (counters persis
     edit-manifest      do the work and add a dependency to package.json (refused)
     file:<name>        (verify) report the findings file $PAIR_TEST_AGENT_DIR/<name>.json as it
                        is (its optional "verdict" key is the completion line)
+    no-contract        (red) write the failing checks but no contract.json (the red verifier
+                       refuses it)
+    narrow-scope       (red) do the work with a contract whose fixScope is only README.md (a
+                       narrowed fixScope after an earlier seal: failed-seal)
+    widen-fix          (fix) do the work and also write outside.txt (outside the fixScope)
 
-`red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
+`red` (ok) also writes the contract `.pair/changes/<change>/contract.json`: a row per active
+blocking finding (every finding, resolved ones too, when its instructions ask for a revision of
+a seal group), its test `checks::<id>`, and `fixScope` from $PAIR_TEST_FIX_SCOPE (comma-separated)
+when set. `red` (ok) writes `checks/<finding>.check` files that fail until `fix` (ok) writes "fixed"
 into `<change>.txt` (or, for a finding whose reproducer says `needs <word>`, that word; an
 open finding of kind `regression` gets a check that fails until fix writes "repaired <id>");
 tests/support/checks.py runs the checks and writes JUnit XML.
@@ -66,6 +74,7 @@ TRANSITION = os.environ["PAIR_TRANSITION"]
 # On a review panel the instructions name this reviewer (`r<round>-<slug>-<n>`): its findings
 # carry the slug, its script may be `verify@<slug>`, and its findings file is its own.
 REVIEWER = ""
+INSTRUCTIONS = ""  # what the engine told this call (a red-spec revision names its group)
 
 
 def report(*args: str) -> None:
@@ -125,11 +134,12 @@ def do_work() -> None:
         # A check (tests/checks.py runs them) that fails until fix writes "fixed".
         checks = ROOT / "checks"
         checks.mkdir(exist_ok=True)
-        for finding in previous_findings() or [{"id": "r1-1"}]:
+        for finding in red_findings():
             word = needed(finding) or "fixed"
             if finding.get("kind") == "regression" and finding.get("transition", "open") == "open":
                 word = f"repaired {finding['id']}"
             (checks / f"{finding['id']}.check").write_text(f"{CHANGE}.txt contains {word}\n")
+        write_contract(os.environ.get("PAIR_TEST_FIX_SCOPE", ""))
     elif TRANSITION == "fix":
         target = ROOT / f"{CHANGE}.txt"
         words = ["fixed", *(w for f in previous_findings() if (w := needed(f)))]
@@ -149,6 +159,32 @@ def do_work() -> None:
             if phase["name"] == CHANGE and not phase.get("changes"):
                 phase["changes"] = [f"{CHANGE}-a", f"{CHANGE}-b"]
         write_atomic(manifest, yaml.safe_dump(data, sort_keys=False))
+
+
+def red_findings() -> list[dict[str, object]]:
+    """What red answers: the findings file this agent last reported, else the blocking findings
+    its instructions list (a panel reviewer's file is its own), else r1-1."""
+    asked = [
+        {"id": ident, "kind": kind, "blocking": True}
+        for ident, kind in re.findall(
+            r"^- (r\d+-(?:[a-z0-9]+-)?\d+) \(([a-z-]+)\):$", INSTRUCTIONS, re.M
+        )
+    ]
+    return previous_findings() or asked or [{"id": "r1-1", "blocking": True}]
+
+
+def write_contract(scope: str) -> None:
+    """The red's contract: one row per finding it answers, each with its check's test id."""
+    revising = "Revise only seal group" in INSTRUCTIONS
+    rows = [
+        {"id": f["id"], "tests": [f"checks::{f['id']}"], **({"ac": f["ac"]} if f.get("ac") else {})}
+        for f in red_findings()
+        if revising or (f.get("blocking") and f.get("transition", "open") in ("open", "human"))
+    ]
+    contract: dict[str, object] = {"rows": rows}
+    if scope:
+        contract["fixScope"] = scope.split(",")
+    write_atomic(ROOT / ".pair" / "changes" / CHANGE / "contract.json", json.dumps(contract))
 
 
 def needed(finding: dict[str, object]) -> str | None:
@@ -219,8 +255,9 @@ def stream_json(text: str) -> None:
 
 
 def main() -> int:
-    global REVIEWER  # noqa: PLW0603 - read once from the instructions, used throughout
+    global REVIEWER, INSTRUCTIONS  # noqa: PLW0603 - read once from the instructions
     instructions = sys.stdin.read()
+    INSTRUCTIONS = instructions
     on_panel = re.search(r"`r\d+-([a-z0-9]+)-<n>`", instructions)
     REVIEWER = on_panel.group(1) if on_panel and TRANSITION == "verify" else ""
     log = SCRATCH / "agent-log.jsonl"
@@ -296,6 +333,21 @@ def main() -> int:
         do_work()
         tamper(behaviour)
         report("--complete", f"{TRANSITION} done ({behaviour})")
+        return 0
+    if behaviour == "no-contract":
+        do_work()
+        (ROOT / ".pair" / "changes" / CHANGE / "contract.json").unlink()
+        report("--complete", "red done (no contract)")
+        return 0
+    if behaviour == "narrow-scope":
+        os.environ["PAIR_TEST_FIX_SCOPE"] = "README.md"
+        do_work()
+        report("--complete", "red done (narrowed fixScope)")
+        return 0
+    if behaviour == "widen-fix":
+        do_work()
+        (ROOT / "outside.txt").write_text("not in the fixScope\n")
+        report("--complete", "fix done (outside the fixScope)")
         return 0
     if behaviour == "red-passing":
         checks = ROOT / "checks"

@@ -134,12 +134,13 @@ def test_the_worker_takes_the_demo_card_to_a_review_approved_pull_request(
     assert review["state"] == "success"
     branch = forge_of(root).branch_sha("pair/card-1")
     assert branch == shout.reviewed_head
-    # What the card's branch holds: the plan and its stamp, the helper, its tests, the sealed
-    # red test; no bytecode.
+    # What the card's branch holds: the plan and its stamp, the red's contract, the helper,
+    # its tests, the sealed red test; no bytecode.
     tree = git(forge_of(root).repo, "ls-tree", "-r", "--name-only", "pair/card-1").split()
     added = sorted(set(tree) - set(git(root, "ls-tree", "-r", "--name-only", "main").split()))
     assert added == [
         ".pair/changes/card-1/.pair.yaml",  # the propose stamp (docs/cycle.md)
+        ".pair/changes/card-1/contract.json",  # the red's sealed contract (docs/cycle.md)
         ".pair/changes/card-1/plan.md",
         "shout.py",
         "tests/test_finding_r1_1.py",

@@ -64,6 +64,19 @@ FAILED_WHY: Final[Mapping[str, str]] = {
     "failed-preparation": "refining the card into criteria and a plan failed",
     "failed-implement": "implementing the plan failed",
     "failed-verify": "the review could not be completed or trusted",
+    "failed-contract": "the red tests did not make a complete contract for the findings",
+    "failed-seal": "the contract could not be sealed",
+}
+
+# The contract and seal path's other stops (docs/cycle.md, "The contract and its seal"): what
+# each means; none is cleared by running the same step again unchanged.
+HELD_WHY: Final[Mapping[str, str]] = {
+    "failed-custody": "the sealed tests are not what was sealed on the branch's head; the "
+    "trusted snapshot is kept and nothing was reset",
+    "failed-resume": "the run-state of this card cannot be resumed",
+    "incompatible": "the run-state was written by a workflow this pairbot cannot resume",
+    "escalate": "the review handed a decision to a person",
+    "target-ready": "the command's target is reached: the plan is ready",
 }
 
 
@@ -327,6 +340,8 @@ def _status_why(facts: CardFacts) -> str:
         )
     if status == "failed-publication":
         return "the synthesis comment could not be confirmed; only its publication is retried"
+    if status in HELD_WHY:
+        return f"{HELD_WHY[status]}: {reason}" if reason else HELD_WHY[status]
     if status in FAILED_WHY:
         return f"{FAILED_WHY[status]}: {reason}" if reason else FAILED_WHY[status]
     if status == "ready-for-merge":
@@ -376,6 +391,15 @@ def _actions(facts: CardFacts, gate: GateKind | None) -> tuple[str, ...]:
         return (f"{t} retry", f"{t} feedback <text>", f"{t} abandon")
     if status == "failed-publication":
         return (f"{t} retry", f"{t} abandon")
+    if status == "failed-custody":
+        return (f"push the sealed tests back as sealed, then {t} retry", f"{t} abandon")
+    if status in ("failed-resume", "incompatible"):
+        card = f"card-{facts.card}"
+        return (f"pairbot clean {card} --archive-run, then {t} implement", f"{t} abandon")
+    if status == "escalate":
+        return (f"decide, then {t} retry (the next review reads your word)", f"{t} abandon")
+    if status == "target-ready":
+        return (f"{t} implement", f"{t} abandon")
     if status in FAILED_WHY:
         return (f"{t} retry", f"{t} feedback <text>", f"{t} abandon")
     if status.startswith("failed-"):

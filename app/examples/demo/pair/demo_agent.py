@@ -236,7 +236,11 @@ def card_step(change: str, transition: str, instructions: str) -> None:
         covered = {ac for ac, _ in red_tests().values()}
         failing = [c for c in checks if c.ac not in covered and not c.passes()]
         asked = ASKED.findall(instructions)
+        rows = []  # the acceptance contract the red verifier checks (docs/cycle.md)
         for fid, check in zip(asked, failing, strict=False):
+            module = Path(red_file(fid)).stem
+            tests = [f"{module}.TestFinding::{check.test_name}"]
+            rows.append({"id": fid, "ac": check.ac, "tests": tests})
             claim = f"{check.call} should return {check.expected!r}"
             Path(red_file(fid)).write_text(
                 f'"""Finding {fid} ({check.ac}): {claim}."""\n\n'
@@ -244,6 +248,8 @@ def card_step(change: str, transition: str, instructions: str) -> None:
                 f"class TestFinding(unittest.TestCase):\n{check.test_source()}",
                 encoding="utf-8",
             )
+        contract = plan.parent / "contract.json"
+        contract.write_text(json.dumps({"rows": rows}), encoding="utf-8")
         report("--complete", f"wrote failing tests for {', '.join(asked) or 'nothing'}")
     elif transition == "fix":
         write_helper(func, HELPERS[func][1])
