@@ -1,11 +1,14 @@
 """One step of a card: lock its batch, derive the next step from its branch, run ONE, release.
 
     advance_card(env, card)   what every command, push and tick of a card comes to: under the
-                              card's lock, read its journal; an abandoned, parked, interrupted
-                              or history-rewrite-escalated card runs nothing (its status is
-                              published); else the worktree is made fresh on its branch, what an
-                              earlier step left due is published (`_catch_up`), and the
-                              transition its plan names runs (`app.cycle.agent_step`), or, once
+                              card's lock, read its journal (a run-state it cannot carry on
+                              shows `incompatible` or `failed-resume`, and the error is raised);
+                              an abandoned, parked, interrupted or history-rewrite-escalated
+                              card runs nothing (its status is published); else the worktree is
+                              made fresh on its branch, what an earlier step left due is
+                              published (`_catch_up`), and a review that blocks is routed by
+                              its findings' kinds (`app.cycle.contract`); else the transition
+                              its plan names runs (`app.cycle.agent_step`), or, once
                               converged, the cycle end (`app.domain.card.cycle_end`) acts
     card_hosts(env, card, …)  `env` on the hosts the card runs on (its stored binding)
 
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from app.cycle import worktree as wt
 from app.cycle.agent_step import run_transition
@@ -22,7 +26,7 @@ from app.cycle.batch import card_branch
 from app.cycle.bookkeeper import bookkeep
 from app.cycle.contract import ESCALATE, QUESTION, hold, record_route, route_of
 from app.cycle.metrics_observer import observing
-from app.cycle.records import CycleRecord
+from app.cycle.records import CycleRecord, fold_cycle
 from app.cycle.report import act_on_decision, close_abandoned, escalate_review, publish_review
 from app.cycle.run_inputs import record_inputs
 from app.cycle.schedule import card_key
@@ -46,14 +50,16 @@ from app.domain.card.binding import Binding, for_card
 from app.domain.review.regression import active_risks
 from app.domain.review.routing import Routing
 from app.domain.text.mdtext import one_line
-from app.engine import lock
+from app.engine import jsonl, lock
 from app.engine.manifest import load_manifest, load_project_config
-from app.engine.runstate import RunLocus, read_parks
+from app.engine.runstate import IncompatibleRunStateError, RunLocus, read_parks
 from app.engine.step import StepResult, journal_event, parked_result
 from app.engine.transition import Derivation, Transition, derive_change, read_change_disk
+from app.errors import JournalCorruptError, StateCorruptError
 from hosts.cardhash import card_hash
+from hosts.errors import HostError
 from hosts.labels import PrState
-from hosts.models import Pull
+from hosts.models import Pull, Target
 
 
 def card_hosts(
@@ -86,7 +92,15 @@ async def advance_card(
     locus = RunLocus.for_batch(env.root, key)
     held = lock.acquire(locus.lock, now=env.deps.clock())
     try:
-        records, history, rec = read_card(locus, key)
+        try:
+            records, history, rec = read_card(locus, key)
+            parks = read_parks(locus)
+        except IncompatibleRunStateError:
+            await _show_unusable(env, card, locus, PrState.INCOMPATIBLE)
+            raise
+        except (StateCorruptError, JournalCorruptError):
+            await _show_unusable(env, card, locus, PrState.FAILED_RESUME)
+            raise
         env = card_hosts(env, card, locus, rec, store=True)
         state = CardState(
             env=env,
@@ -96,7 +110,7 @@ async def advance_card(
             records=records,
             history=history,
             rec=rec,
-            parks=read_parks(locus),
+            parks=parks,
             pub=publisher_for(env, card, locus),
             scope_comment=scope_comment,
             held=held,
@@ -106,6 +120,20 @@ async def advance_card(
             return await _step(state, held, run=run)
     finally:
         lock.release(held)
+
+
+async def _show_unusable(env: CycleEnv, card: int, locus: RunLocus, status: PrState) -> None:
+    """A run-state the step cannot carry on shows on the card (and its PR, when the journal
+    still names it) as `incompatible` or `failed-resume`. Nothing in the run directory is
+    written: the error that follows says what is wrong and what to do. A host that cannot be
+    reached now leaves the label as it was; the error is still raised."""
+    pr: int | None = None
+    with contextlib.suppress(JournalCorruptError):
+        pr = fold_cycle(jsonl.read_records(locus.journal), card_key(card)).pr
+    with contextlib.suppress(HostError):
+        await env.hosts.pm.set_state_label(Target("card", card), status)
+        if pr is not None:
+            await env.hosts.code.set_state_label(Target("pull", pr), status)
 
 
 async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardStep:

@@ -1,12 +1,19 @@
-"""The seed's seven added statuses exist as labels, and each explains itself with what to do."""
+"""The seed's seven added statuses exist as labels, and each explains itself with what to do;
+a run-state a step cannot carry on shows as `incompatible` or `failed-resume`."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
 from app.cycle.schedule import PASSIVE
 from app.domain.reports.explain import CardFacts, explain
+from app.engine.runstate import IncompatibleRunStateError, RunLocus
+from app.errors import StateCorruptError
 from hosts.labels import PrState
+from tests.support.card_project import CardProject
 
 ADDED = {
     "target-ready": ("the plan is ready", "/pair implement"),
@@ -32,3 +39,36 @@ def test_each_added_status_is_a_label_a_tick_leaves_alone_and_explains_itself(
     assert explanation.why.endswith("the reason")
     assert any(action in item for item in explanation.what_you_can_do)
     assert explanation.what_you_can_do[-1] == "/pair abandon"
+
+
+def run_files(locus: RunLocus) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(locus.directory.iterdir()) if p.is_file()}
+
+
+def test_an_incompatible_run_state_shows_on_the_card_and_its_pr_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    project = CardProject.create(tmp_path)
+    project.command("implement")
+    project.until_quiet()  # a PR exists
+    locus = RunLocus.for_batch(project.root, f"card-{project.card}")
+    state = json.loads(locus.state.read_text())
+    state["workflow"]["version"] = "2.0"
+    locus.state.write_text(json.dumps(state))
+    before = run_files(locus)
+    with pytest.raises(IncompatibleRunStateError):
+        project.step()
+    assert project.labels(project.card) == ["pr-state:incompatible"]
+    pull = project.pull()
+    assert pull is not None and project.labels(pull) == ["pr-state:incompatible"]
+    assert run_files(locus) == before
+
+
+def test_a_run_state_found_unusable_on_resume_is_failed_resume(tmp_path: Path) -> None:
+    project = CardProject.create(tmp_path, cycle={"prepare": "always"})
+    project.command("implement")  # parked awaiting approval
+    locus = RunLocus.for_batch(project.root, f"card-{project.card}")
+    locus.state.write_text('{"version": 1, "parks": []}')
+    with pytest.raises(StateCorruptError, match="`parks` is not an object"):
+        project.step()
+    assert project.labels(project.card) == ["pr-state:failed-resume"]
