@@ -23,6 +23,13 @@ ATTENTION: Mapping[str, int] = {
     "failed-fix": 2,
     "failed-verify": 2,
     "failed-publication": 2,
+    "escalate": 1,  # the review handed a finding to a person
+    "failed-contract": 2,
+    "failed-seal": 2,
+    "failed-custody": 2,
+    "failed-resume": 2,
+    "incompatible": 2,
+    "target-ready": 3,  # the refine's plan is ready: `/pair implement` builds it
     "interrupted": 2,
     "unreadable": 2,  # its run-state on `pair-state` could not be read: someone should look
     "ready-for-merge": 3,
@@ -35,12 +42,15 @@ ATTENTION: Mapping[str, int] = {
 }
 # The colour family of each status's badge (the badge always carries the status's text too).
 TONE: Mapping[str, str] = {
-    **dict.fromkeys(("needs-input", "blocked", "interrupted", "unreadable"), "alert"),
     **dict.fromkeys(
-        ("awaiting-approval", "awaiting-scope-decision", "awaiting-human", "escalated"), "wait"
+        ("needs-input", "blocked", "interrupted", "unreadable", "incompatible"), "alert"
+    ),
+    **dict.fromkeys(
+        ("awaiting-approval", "awaiting-scope-decision", "awaiting-human", "escalated", "escalate"),
+        "wait",
     ),
     **{s: "alert" for s in ATTENTION if s.startswith("failed-")},
-    **dict.fromkeys(("ready-for-merge", "merged"), "good"),
+    **dict.fromkeys(("ready-for-merge", "merged", "target-ready"), "good"),
     **dict.fromkeys(("in-progress", "awaiting-verify", "ready"), "busy"),
 }
 # A step whose outcome is one of these was accepted (a fix or a review that counts).
