@@ -40,7 +40,7 @@ from hosts.errors import Conflict, Forbidden, HostError, NotFound
 from hosts.github import GitHubCredentials
 from hosts.github.host import GitHubHost
 
-__all__ = ["INPUT", "WorkflowTarget", "dispatch", "workflow_target"]
+__all__ = ["INPUT", "WorkflowTarget", "credentials_of", "dispatch", "workflow_target"]
 
 INPUT: Final = "continued-from"
 _WORKFLOW_FILE = re.compile(r"[A-Za-z0-9._-]+\.ya?ml")
@@ -78,7 +78,7 @@ def workflow_target(env: Mapping[str, str], event: Mapping[str, Any]) -> Workflo
     return WorkflowTarget(workflow, ref)
 
 
-def _credentials(ctx: ActionContext) -> GitHubCredentials | None:
+def credentials_of(ctx: ActionContext) -> GitHubCredentials | None:
     """Who the run acts as, by the rule of `ActionContext.host_settings`."""
     if ctx.app_id is not None and ctx.installation_id is not None and ctx.private_key:
         return GitHubCredentials.app(
@@ -94,7 +94,7 @@ def _credentials(ctx: ActionContext) -> GitHubCredentials | None:
 
 async def dispatch(ctx: ActionContext, target: WorkflowTarget, after: Continuation) -> Requested:
     """Ask GitHub for the next run of `target`; what it answered, as one line."""
-    credentials = _credentials(ctx)
+    credentials = credentials_of(ctx)
     if credentials is None:
         return Requested(False, "no github-token: no next run is asked for")
     what = f"{target.workflow} on {target.ref}"

@@ -13,6 +13,10 @@
     continuation    the `continue` and `continue-limit` inputs; the next run is a
                     `workflow_dispatch` of this workflow (`action.continuation`, loaded only
                     when a run asks for one)
+    catch-up        PAIR_CATCHUP_WINDOW_S and PAIR_CATCHUP_GRACE_S; a tick lists the
+                    repository's recent comments (`action.github_catchup`, loaded only by a tick
+                    that looks) and, for a missed command, becomes that comment's run: its
+                    delivery `comment-<id>`, its 👀 owed and posted once it is recorded
 
 The workflow commands themselves are `action.workflow.WorkflowCommands`.
 """
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 from action.context import ActionContext
 from action.early import Receipt, acknowledge
 from action.event import Comment, Intent, Run, classify, policy_of
+from action.run.catchup import CatchupSettings, CatchupSource, Found, read_catchup
 from action.run.continuation import (
     Continuation,
     ContinuationSettings,
@@ -51,18 +56,20 @@ class GitHubActions:
     """One `python -m action` run."""
 
     pull_ref = "#"
-    delivery = None  # GitHub does not redeliver a run: a re-run is the cycle's repeat check
 
     def __init__(
         self,
         ctx: ActionContext,
         log: LogCommands,
         continuation: ContinuationSettings | None = None,
+        catchup: CatchupSettings | None = None,
     ) -> None:
         self._ctx = ctx
         self._log = log
         self._receipt = Receipt()  # not asked early: the usual way
         self._continuation = continuation or ContinuationSettings()
+        self._catchup = catchup or CatchupSettings()
+        self._caught: Found | None = None  # the missed command this tick became the run of
 
     @classmethod
     def start(cls, env: dict[str, str], log: LogCommands) -> GitHubActions:
@@ -73,7 +80,7 @@ class GitHubActions:
             limit=("INPUT_CONTINUE_LIMIT", "INPUT_CONTINUE-LIMIT"),
             labels=("input continue", "input continue-limit"),
         )
-        return cls(ActionContext.from_env(env), log, continuation)
+        return cls(ActionContext.from_env(env), log, continuation, read_catchup(env))
 
     @property
     def settings(self) -> ActionContext:
@@ -90,6 +97,12 @@ class GitHubActions:
     @property
     def lock_owner(self) -> str:
         return f"actions:{self.run_id}"
+
+    @property
+    def delivery(self) -> str | None:
+        # GitHub does not redeliver a run (a re-run is the cycle's repeat check); a tick that
+        # caught up on a missed comment is that comment's run, remembered under its key.
+        return self._caught.key if self._caught is not None else None
 
     def work(self) -> Intent:
         ctx = self._ctx
@@ -138,6 +151,24 @@ class GitHubActions:
     def comment_handling(self) -> CommentHandling:
         early = self._receipt
         return CommentHandling(self._ctx, acknowledge=early.owed, permission=early.permission)
+
+    @property
+    def catchup(self) -> CatchupSettings:
+        return self._catchup
+
+    def catchup_source(self) -> CatchupSource | None:
+        # The seam: githubkit loads only for a tick that looks for missed commands.
+        from action.github_catchup import GitHubCatchup  # noqa: PLC0415
+
+        return GitHubCatchup.build(self._ctx)
+
+    def catch_up(self, found: Found) -> Comment:
+        self._caught = found
+        self._receipt = Receipt()  # its 👀 is owed, posted once the command is recorded
+        return found.intent
+
+    def comment_key(self, intent: Comment) -> str:
+        return f"comment-{intent.comment.id}"  # the delivery its command journals, too
 
     @property
     def continuation(self) -> ContinuationSettings:

@@ -2,8 +2,8 @@
 
     is_state_path     a branch-relative path is a run-state file the branch carries (not the
                       lock): a batch's `journal.jsonl` and `state.json`, a card batch's
-                      `batch.yaml`, a finished card's lesson, the acks, deliveries and
-                      continuation files
+                      `batch.yaml`, a finished card's lesson, the acks, deliveries,
+                      continuation and catch-up files
     state_paths       the run-state files under a directory that a push lays over the branch
     lock_is_stale     whether a `lock.json` is old enough (or unreadable) to be reclaimed
     write_bytes_atomic  a pulled file written whole or not at all
@@ -26,7 +26,8 @@ from app.engine.names import NAME_PATTERN
 LOCK_FILE = "lock.json"
 DELIVERIES_FILE = ".pair/deliveries.json"
 CONTINUATION_FILE = ".pair/continuation.json"  # chained runs today (action.run.continuation)
-_STATE_FILES = (ACKS_FILE, DELIVERIES_FILE, CONTINUATION_FILE)
+CATCHUP_FILE = ".pair/catchup.json"  # how far the catch-up looked (action.run.catchup)
+_STATE_FILES = (ACKS_FILE, DELIVERIES_FILE, CONTINUATION_FILE, CATCHUP_FILE)
 _BATCH = NAME_PATTERN.pattern.removeprefix("^").removesuffix("$")
 _RUN_FILE = re.compile(rf"^\.pair/batches/(?P<batch>{_BATCH})/run/(?:journal\.jsonl|state\.json)$")
 _MANIFEST = re.compile(rf"^\.pair/batches/(?P<batch>{_BATCH})/batch\.yaml$")
@@ -48,7 +49,8 @@ def state_paths(
 ) -> list[str]:
     """The run-state files under `from_dir` a push lays over the branch, sorted: each batch's
     `journal.jsonl` and `state.json`, each lesson, the `batch.yaml` of every batch in
-    `card_batches` or already recorded among the paths `on_branch`, the acks and deliveries."""
+    `card_batches` or already recorded among the paths `on_branch`, the acks, deliveries,
+    continuation and catch-up files."""
     paths: set[str] = set()
     batches_dir = from_dir / ".pair" / "batches"
     for pattern in ("*/run/journal.jsonl", "*/run/state.json"):

@@ -15,6 +15,9 @@ never a silent no-op; every failure is one of `hosts.errors`.
     state        set_state_label* (exactly one `pr-state:*`)
     scope        read_scope_decision* (the maintainer's comment; validated in app/domain)
 
+One optional capability, not part of `Host` (the action code checks for it):
+`RecentCommentsSource.comments_since`, the comments made anywhere since a moment.
+
 * is written once for every adapter, in `hosts.adapter.HostAdapter` (the base class of every
 adapter), over a few primitives each adapter provides: comment upsert with its locking and
 reconciliation, state-label exclusivity, marker lookup, the card hash, scope-decision discovery.
@@ -23,6 +26,8 @@ reconciliation, state-label exclusivity, marker lookup, the card hash, scope-dec
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -142,4 +147,24 @@ class Host(Protocol):
 
     async def close(self, target: Target) -> None:
         """Close a card or a pull request."""
+        ...
+
+
+@dataclass(frozen=True)
+class RecentComments:
+    """The comments a host listed since a moment, oldest first: each with the card or pull
+    request it is on. `complete`: the listing reached its end (not a page cap)."""
+
+    comments: tuple[tuple[Target, Comment], ...]
+    complete: bool = True
+
+
+class RecentCommentsSource(Protocol):
+    """An optional capability (not every `Host` has it): the comments made on any card or pull
+    request since `since`, in one bounded listing — how a CI run finds a command whose own run
+    never happened (`action.run.catchup`). GitHub: `hosts.github.recent`; Azure DevOps (work
+    items only): `hosts.azure_devops.recent`."""
+
+    async def comments_since(self, since: datetime) -> RecentComments:
+        """Every comment created at or after `since` that the listing's bound reaches."""
         ...

@@ -18,6 +18,10 @@
     continuation    PAIR_CONTINUE and PAIR_CONTINUE_LIMIT; the next run is a run of this
                     pipeline (SYSTEM_DEFINITIONID) on this branch (BUILD_SOURCEBRANCH), queued
                     through the SDK (`action.azure.continuation`, loaded only when asked for)
+    catch-up        PAIR_CATCHUP_WINDOW_S and PAIR_CATCHUP_GRACE_S; a scheduled or manual run
+                    lists the project's recent work-item comments (`action.azure.catchup`)
+                    and, for a command no notification brought, becomes that comment's run:
+                    delivery `wi<item>:c<comment>`, a like once it is recorded
 
 The logging commands themselves are `action.azure.vso.LoggingCommands`.
 """
@@ -39,6 +43,7 @@ from action.azure.hook import (
 )
 from action.azure.settings import PipelineSettings
 from action.azure.vso import LoggingCommands
+from action.run.catchup import CatchupSettings, CatchupSource, Found, read_catchup
 from action.run.continuation import (
     Continuation,
     ContinuationSettings,
@@ -48,6 +53,7 @@ from action.run.continuation import (
 from action.run.outcome import Outcome
 from action.run.platform import CommentHandling
 from action.run.settings import get
+from app.domain.intake.azure_hooks import workitem_comment_key
 from app.domain.intake.intent import Comment, Ignore, Intent, Malformed, Policy, Tick
 from hosts.azure_devops.push import push_config
 from hosts.git import git_env
@@ -56,9 +62,20 @@ from hosts.models import Target
 if TYPE_CHECKING:
     from app.cycle.card_cycle import CardCycle
 
-__all__ = ["SUMMARY_FILE", "AzurePipelines"]
+__all__ = ["SUMMARY_FILE", "AzurePipelines", "comment_key"]
 
 SUMMARY_FILE = "pairbot-summary.md"
+
+
+def comment_key(target: Target, comment_id: str) -> str:
+    """How a handled comment is remembered in `.pair/deliveries.json`: `wi<item>:c<comment>`
+    on a work item (`workitem_comment_key`: Azure Boards numbers comments per item),
+    `pr<pull>:<thread>/<comment>` on a pull request; "" without an id. Pure."""
+    if target.kind == "pull":
+        return f"pr{target.number}:{comment_id}" if comment_id else ""
+    if not comment_id.isdigit():
+        return ""
+    return workitem_comment_key(target.number, int(comment_id), None, None, "")
 
 
 @dataclass(frozen=True)
@@ -85,12 +102,15 @@ class AzurePipelines:
         log: LoggingCommands,
         continuation: ContinuationSettings | None = None,
         env: Mapping[str, str] | None = None,
+        catchup: CatchupSettings | None = None,
     ) -> None:
         self._settings = settings
         self._log = log
         self._notification: Notification | None = None  # a ResourceTrigger run's, once read
         self._continuation = continuation or ContinuationSettings()
         self._env = dict(env or {})  # the job's: SYSTEM_DEFINITIONID, BUILD_SOURCEBRANCH
+        self._catchup = catchup or CatchupSettings()
+        self._caught: Found | None = None  # the missed command this tick became the run of
 
     @classmethod
     def start(cls, env: dict[str, str], log: LoggingCommands) -> AzurePipelines:
@@ -101,7 +121,8 @@ class AzurePipelines:
             limit=("PAIR_CONTINUE_LIMIT",),
             labels=("PAIR_CONTINUE", "PAIR_CONTINUE_LIMIT"),
         )
-        return cls(PipelineSettings.from_env(env), log, continuation, env)
+        settings = PipelineSettings.from_env(env)
+        return cls(settings, log, continuation, env, read_catchup(env))
 
     @property
     def settings(self) -> PipelineSettings:
@@ -121,6 +142,8 @@ class AzurePipelines:
 
     @property
     def delivery(self) -> str | None:
+        if self._caught is not None:
+            return self._caught.key  # a caught-up comment: remembered under its own key
         return self._notification.id if self._notification is not None else None
 
     def work(self) -> Intent:
@@ -169,7 +192,10 @@ class AzurePipelines:
     async def read_back(self, cycle: CardCycle, intent: Comment) -> Comment:
         """The comment as Azure DevOps holds it: the notification is a claim
         (`action.azure.hook`). A work-item notification may name no comment id: the like that
-        acknowledges the command goes to the one found."""
+        acknowledges the command goes to the one found. A comment the catch-up listed is the
+        host's own, not a claim: it is taken as listed."""
+        if self._caught is not None:
+            return intent
         target = Target("pull" if intent.is_pull else "card", intent.card)
         host = cycle.hosts.code if intent.is_pull else cycle.hosts.pm
         found = confirms(await host.list_comments(target), intent, self._policy())
@@ -193,6 +219,24 @@ class AzurePipelines:
             identity_allowlist=settings.allowlist,
         )
         return CommentHandling(run, delivery=f"azure-{self.delivery}", reaction="+1")
+
+    @property
+    def catchup(self) -> CatchupSettings:
+        return self._catchup
+
+    def catchup_source(self) -> CatchupSource | None:
+        # The seam: the SDK loads only for a tick that looks for missed commands.
+        from action.azure.catchup import AzureCatchup  # noqa: PLC0415
+
+        return AzureCatchup.build(self._settings)
+
+    def catch_up(self, found: Found) -> Comment:
+        self._caught = found
+        return found.intent
+
+    def comment_key(self, intent: Comment) -> str:
+        target = Target("pull" if intent.is_pull else "card", intent.card)
+        return comment_key(target, intent.comment.id)
 
     @property
     def continuation(self) -> ContinuationSettings:

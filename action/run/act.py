@@ -7,7 +7,8 @@ acknowledgements owed              posted first (an earlier run's), then after t
                                    command is recorded, then at the end (`action.acks`)
 dispatch                           a tick, a moved head, a dispatched request, a scope
                                    decision, or a comment (read back, authorized and
-                                   acknowledged as the platform says)
+                                   acknowledged as the platform says; remembered as handled
+                                   for the catch-up, `action.run.catchup`)
 a command that could not run       answered once on its comment (`action.replies`), then
                                    re-raised: still the error line and exit code 2
 """
@@ -74,7 +75,7 @@ async def act_on(
     await flush_acks()
     try:
         try:
-            outcome = await _dispatch(platform, cycle, intent)
+            outcome = await _dispatch(platform, cycle, intent, log)
         except UserError:
             if delivery is not None:
                 deliveries.remember(root, delivery, log.line)  # answered: never again
@@ -86,8 +87,13 @@ async def act_on(
         await flush_acks()
 
 
-async def _dispatch(platform: CiPlatform, cycle: CardCycle, intent: Intent) -> Outcome:
-    """Hand `intent` to the card cycle; a `UserError` from a comment is answered there."""
+async def _dispatch(
+    platform: CiPlatform, cycle: CardCycle, intent: Intent, log: AgentLog
+) -> Outcome:
+    """Hand `intent` to the card cycle; a `UserError` from a comment is answered there.
+
+    A comment handled (run, answered or refused) is remembered under its key, so a later
+    tick's catch-up (`action.run.catchup`) never takes it again."""
     if isinstance(intent, Tick):
         return outcome_of(await cycle.tick(intent.batch))
     if isinstance(intent, HeadMoved):
@@ -101,6 +107,7 @@ async def _dispatch(platform: CiPlatform, cycle: CardCycle, intent: Intent) -> O
             # A refused or malformed comment is answered there and returns; what raises comes
             # from running the command of an authorized author.
             intent = await platform.read_back(cycle, intent)
+            handled = platform.comment_key(intent)
             how = platform.comment_handling()
             step = await handle_comment(
                 how.context,
@@ -111,8 +118,12 @@ async def _dispatch(platform: CiPlatform, cycle: CardCycle, intent: Intent) -> O
                 reaction=how.reaction,
                 permission=how.permission,
             )
+            if handled:
+                deliveries.remember(platform.settings.workspace, handled, log.line)
             return outcome_of(step)
     except UserError as err:
+        if isinstance(intent, Comment) and (key := platform.comment_key(intent)):
+            deliveries.remember(platform.settings.workspace, key, log.line)  # answered
         origin = reply_origin(intent, platform.settings.trigger)
         if origin is not None:
             if isinstance(err, CommandNotRun):  # the cycle wrote the card's status back

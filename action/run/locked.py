@@ -4,7 +4,9 @@
                                 before any agent can read `.git/config`; pairbot's own git
                                 authenticated through this process's environment
     an idle tick                of every batch: judged from the state branch without the lock,
-                                and answered without building a host or loading the manifest
+                                and answered without loading the manifest; the catch-up's one
+                                listing first (`action.run.catchup`): a command whose own run
+                                never happened is handled instead of the tick
     take the lock               `action.statebranch.run_locked`: the pull, the checkpoints, the
                                 push (even of a failed step) and the release are its
     act                         `action.run.act`, in the agent's log group
@@ -32,11 +34,12 @@ from pathlib import Path
 
 from action.acks import read_pending
 from action.credentials import drop_persisted_credentials
+from action.run.catchup import Choice, look, write_cursor
 from action.run.continuation import Plan
 from action.run.next_run import continue_after, plan_continuation
 from action.run.outcome import Outcome, lock_held
 from action.run.platform import CiPlatform
-from action.statebranch import StateBranch, run_locked
+from action.statebranch import DELIVERIES_FILE, StateBranch, run_locked
 from app.cycle.schedule import IDLE_MESSAGE, tick_candidates
 from app.domain.intake.intent import Intent, Tick
 from hosts.git import run_git
@@ -65,14 +68,23 @@ async def _locked(platform: CiPlatform, intent: Intent, env: dict[str, str]) -> 
         stale_after_s=settings.stale_after_s,
     )
     every_batch = isinstance(intent, Tick) and intent.batch is None
-    if every_batch and _idle_unlocked(branch, root):
-        return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
+    choice = None
+    if every_batch:
+        idle, choice = await _peek(platform, branch, root)
+        if idle and (choice is None or (choice.pick is None and not choice.push)):
+            return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
+    wait = 0.0 if isinstance(intent, Tick) else settings.lock_wait_s
+    if choice is not None and choice.pick is not None:
+        intent = platform.catch_up(choice.pick)  # this run is the comment's own run now
+    ticking = isinstance(intent, Tick) and intent.batch is None
 
     plan = Plan()
 
     async def act(save: Callable[[], Awaitable[None]]) -> Outcome:
         nonlocal plan
-        if every_batch and _idle(root):
+        if choice is not None and choice.cursor is not None:
+            write_cursor(root, choice.cursor)  # pushed with the run-state, whatever follows
+        if ticking and _idle(root):
             return Outcome(status="nothing-ready", message=IDLE_MESSAGE)
         from action.run.act import act_on  # noqa: PLC0415  # the seam: the card cycle loads here
 
@@ -81,10 +93,12 @@ async def _locked(platform: CiPlatform, intent: Intent, env: dict[str, str]) -> 
         # A tick that ran no transition took no step; a command moved its card either way.
         stepped = bool(done.transition) or not isinstance(intent, Tick)
         today = datetime.now(UTC).date().isoformat()
-        plan = plan_continuation(root, done, platform.continuation, today, stepped=stepped)
+        more = choice is not None and choice.more > 0  # missed commands still waiting
+        plan = plan_continuation(
+            root, done, platform.continuation, today, stepped=stepped, pending=more
+        )
         return done
 
-    wait = 0.0 if isinstance(intent, Tick) else settings.lock_wait_s
     run_id = f"{platform.run_id}-{uuid.uuid4().hex[:8]}"
     outcome = await run_locked(branch, root, run_id, act, lambda o: o.status, wait_s=wait)
     if outcome is None:
@@ -106,22 +120,35 @@ def _authenticate_git(platform: CiPlatform, root: Path) -> None:
         os.environ.update(platform.git_credentials(url, os.environ))
 
 
-def _idle_unlocked(branch: StateBranch, root: Path) -> bool:
-    """Whether a scheduled tick of every batch has nothing to do, judged without the lock.
+async def _peek(
+    platform: CiPlatform, branch: StateBranch, root: Path
+) -> tuple[bool, Choice | None]:
+    """Whether a tick of every batch has nothing to do, judged without the lock, and what the
+    catch-up found (`action.run.catchup`: None when it is off or could not list).
 
     An idle tick writes nothing, so it needs no lock: the state branch is read (one fetch,
     no push) into a scratch directory, never into the checkout — a file another run deletes
     before this one takes the lock must not come back with its push. Idle means: no batch on
     the checkout's branch or the state branch that a tick would look at, no acknowledgement
     owed, and no lock on the branch (a lock, even a dead run's, takes the locked path, which
-    reclaims a stale one). Anything else takes the locked path, which judges again.
+    reclaims a stale one). Anything else takes the locked path, which judges again. The
+    catch-up's one listing is judged against the same scratch copy (its cursor, the handled
+    comments).
     """
-    if tick_candidates(root):  # a batch committed on the checkout's branch
-        return False
     with tempfile.TemporaryDirectory(prefix="pairbot-peek-") as scratch:
         state = Path(scratch)
         peek = branch.pull(state)
-        return not (peek.locked or read_pending(state) or tick_candidates(state))
+        idle = not (
+            tick_candidates(root) or peek.locked or read_pending(state) or tick_candidates(state)
+        )
+        settings = platform.catchup
+        if not settings.enabled:
+            return idle, None
+        source = platform.catchup_source()
+        if source is None:
+            return idle, None
+        choice = await look(source, state, settings, DELIVERIES_FILE, platform.log.say)
+        return idle, choice
 
 
 def _idle(root: Path) -> bool:

@@ -15,6 +15,8 @@ queued run, `action.azure.continuation`) instead of leaving the card to the cron
   failed, blocked, escalated, parked) is no tick candidate: when every card is at one, no run
   is asked for. A run that took no step (nothing ready, ignored, a duplicate, an error, a
   blocked step, a tick that ran no transition) asks for none either, so a chain always ends.
+- Missed commands (`action.run.catchup`): while more wait behind the one a tick caught up
+  on, the next run is asked for whatever this run's outcome was, one command a run.
 - A runaway loop is bounded: the chained runs each card's steps asked for today (UTC) are
   counted in `.pair/continuation.json` on the state branch; a card at its `daily_limit` asks
   for no more today, and its next step waits for the schedule.
@@ -41,6 +43,7 @@ __all__ = ["NO_STEP", "continue_after", "plan_continuation"]
 # A run with one of these statuses took no step: it asks for no next run.
 NO_STEP: Final = frozenset({"nothing-ready", "ignored", "duplicate", "error"})
 PLAIN_BATCHES: Final = "batches"  # the counter's key for a step of a batch that is no card's
+CATCH_UP: Final = "catch-up"  # the counter's key for missed commands that name no card yet
 
 
 def plan_continuation(
@@ -50,19 +53,23 @@ def plan_continuation(
     today: str,
     *,
     stepped: bool,
+    pending: bool = False,
 ) -> Plan:
     """Whether this run asks for the next one; counts it in the state branch's file.
 
     `root` holds the run-state as this run leaves it (under the lock, before the push);
     `stepped`: the run took a step or applied a command (a tick that ran no transition did
-    not); `today` is the UTC date (`YYYY-MM-DD`) the daily count is for."""
-    if not settings.enabled or not stepped:
+    not); `today` is the UTC date (`YYYY-MM-DD`) the daily count is for; `pending`: missed
+    commands wait behind the one this run caught up on (`action.run.catchup`), so the next run
+    is asked for whatever this one's outcome was (each takes one; the daily bound still holds)."""
+    if not settings.enabled:
         return Plan()
-    if outcome.status in NO_STEP or outcome.code != 0:
-        return Plan()
-    if not tick_candidates(root):  # every card waits for a person or is done
-        return Plan()
-    key = card_key(outcome.card) if outcome.card else PLAIN_BATCHES
+    if not pending:
+        if not stepped or outcome.status in NO_STEP or outcome.code != 0:
+            return Plan()
+        if not tick_candidates(root):  # every card waits for a person or is done
+            return Plan()
+    key = card_key(outcome.card) if outcome.card else (CATCH_UP if pending else PLAIN_BATCHES)
     counts = _read_counts(root / CONTINUATION_FILE, today)
     done = counts.get(key, 0)
     if done >= settings.daily_limit:

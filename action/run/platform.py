@@ -6,8 +6,9 @@
     CiPlatform    the rest: its settings (`action.run.settings.CiSettings`), what the run is
                   for (`work`: the event, or the service-hook notification), the agent's
                   environment and git's credentials, the outputs and the job summary, how
-                  a command is read back and acknowledged (👀 on GitHub, a like on Azure), and
-                  how it asks for the next run (`action.run.next_run`)
+                  a command is read back and acknowledged (👀 on GitHub, a like on Azure), how
+                  it asks for the next run (`action.run.next_run`), and where a tick looks for
+                  commands whose own run never happened (`action.run.catchup`)
 
 `action.github_actions.GitHubActions` and `action.azure.pipelines.AzurePipelines` implement
 them (with `action.workflow.WorkflowCommands` and `action.azure.vso.LoggingCommands`); the
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from action.comments import CommentContext
+    from action.run.catchup import CatchupSettings, CatchupSource, Found
     from action.run.continuation import Continuation, ContinuationSettings, Requested
     from action.run.outcome import Outcome
     from action.run.settings import CiSettings
@@ -123,3 +125,19 @@ class CiPlatform(Protocol):
     async def request_continuation(self, after: Continuation) -> Requested:
         """Ask the CI for another run of this workflow or pipeline (after the lock's release);
         a refusal is an answer, never raised."""
+
+    @property
+    def catchup(self) -> CatchupSettings:
+        """How far a tick of every batch looks back for missed commands (0: it does not)."""
+
+    def catchup_source(self) -> CatchupSource | None:
+        """The host's recent comments as this CI's comment event reads them (None: no
+        credential to list them with); builds the host's client, so only a tick calls it."""
+
+    def catch_up(self, found: Found) -> Comment:
+        """Make this run the run `found`'s comment never got: its delivery, read-back and
+        acknowledgement are then that comment's. Returns the intent to act on."""
+
+    def comment_key(self, intent: Comment) -> str:
+        """How `.pair/deliveries.json` remembers a comment this run handled (the key the
+        catch-up checks)."""

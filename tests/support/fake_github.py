@@ -749,6 +749,7 @@ class FakeGitHub:
             ("POST", repo + r"/issues", self._create_issue),
             ("GET", repo + r"/issues/(\d+)", self._get_issue),
             ("PATCH", repo + r"/issues/(\d+)", self._update_issue),
+            ("GET", repo + r"/issues/comments", self._list_repo_comments),
             ("GET", repo + r"/issues/(\d+)/comments", self._list_comments),
             ("POST", repo + r"/issues/(\d+)/comments", self._create_comment),
             ("GET", repo + r"/issues/comments/(\d+)", self._get_comment),
@@ -894,6 +895,38 @@ class FakeGitHub:
         link = self._link(url, per_page, page, len(comments))
         extra = {"link": link} if link else {}
         return self._json(200, [self.comment_json(c) for c in chunk], extra)
+
+    def _list_repo_comments(self, call: _Request) -> httpx.Response:
+        """`GET /repos/{o}/{r}/issues/comments`: every issue's and pull request's comments;
+        `since` keeps those updated at or after it, `sort` (created or updated) and
+        `direction` order them (GitHub's defaults: created, asc), paged like the others.
+        https://docs.github.com/rest/issues/comments#list-issue-comments-for-a-repository"""
+        since = _instant(call.query.get("since", ""))
+        field_name = "updated_at" if call.query.get("sort") == "updated" else "created_at"
+        comments = [
+            c
+            for c in self.comments.values()
+            if since is None or (_instant(c.updated_at) or since) >= since
+        ]
+        comments.sort(key=lambda c: (getattr(c, field_name), c.id))
+        if call.query.get("direction") == "desc":
+            comments.reverse()
+        per_page, page = self._paging(call)
+        chunk = comments[(page - 1) * per_page : page * per_page]
+        link = self._link(
+            self._api(f"{self._repo_path()}/issues/comments"), per_page, page, len(comments)
+        )
+        body = []
+        for comment in chunk:
+            data = self.comment_json(comment)
+            issue = self.issues.get(comment.issue)
+            if comment.issue in self.pulls or (issue is not None and issue.is_pull):
+                # GitHub links a pull request's conversation comment under /pull/.
+                data["html_url"] = data["html_url"].replace(
+                    f"/issues/{comment.issue}#", f"/pull/{comment.issue}#"
+                )
+            body.append(data)
+        return self._json(200, body, {"link": link} if link else {})
 
     @staticmethod
     def _paging(call: _Request) -> tuple[int, int]:
@@ -1226,3 +1259,12 @@ class FakeGitHub:
                 "contexts_url": f"{url}/contexts",
             },
         )
+
+
+def _instant(text: str) -> datetime | None:
+    """An ISO 8601 time as GitHub reads a `since` (`Z` or an offset); None when it is none."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
