@@ -199,6 +199,13 @@ LOCATIONS: tuple[tuple[str, str, str, str, int], ...] = (
         1,
     ),
     (
+        "1a9c53f7-f243-4447-b110-35ef023636e4",
+        "wit",
+        "wiql",
+        "{project}/{team}/_apis/{area}/{resource}/{id}",
+        2,
+    ),
+    (
         "7c9d7a76-4a09-43e8-b5df-bd792f4ac6aa",
         "wit",
         "states",
@@ -377,6 +384,9 @@ class FakeAzureDevOps:
         # (a comment posted between two pages of a listing). It runs under the fake's lock.
         self.before_answer: Callable[[str, str], None] | None = None
         self._server: loopback.LoopbackServer | None = None
+        # Where the fake's clock starts (every timestamp it writes is a later instant); a test
+        # of something that compares them with the real clock moves it near today.
+        self.epoch = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
         self._git_init()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -715,7 +725,7 @@ class FakeAzureDevOps:
     def _now(self) -> str:
         """The next instant, in Azure DevOps' variable-precision form (`…:05.12Z`, `…:06Z`)."""
         tick = next(self._clock)
-        when = datetime(2024, 5, 1, 9, 0, tzinfo=UTC) + timedelta(milliseconds=370 * tick)
+        when = self.epoch + timedelta(milliseconds=370 * tick)
         text = when.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".")
         return text + "Z"
 
@@ -1623,6 +1633,39 @@ class FakeAzureDevOps:
         value = [{"name": n, "color": "b2b2b2", "category": c} for n, c in states]
         return 200, {"count": len(value), "value": value}
 
+    def _wiql(self, req: _Request, *, project: str) -> tuple[int, Any]:
+        """Query By Wiql, for the one query shape pairbot sends: the project's work items
+        changed at or after a time (`[System.ChangedDate] >= '…'`), oldest change first, at
+        most `$top`. Adding a comment changes its work item on the service (a new revision),
+        so an item's newest comment counts as a change here."""
+        self._check_project(project)
+        query = str((req.json() or {}).get("query", ""))
+        found = re.search(r"\[System\.ChangedDate\]\s*>=\s*'([^']+)'", query)
+        if found is None or "@project" not in query:
+            raise _Unknown(f"a WIQL query pairbot does not send: {query!r}")
+        since = _when(found.group(1))
+        changed: list[tuple[datetime, int]] = []
+        for item in self._work_items.values():
+            stamps = [str(item.fields.get("System.ChangedDate", ""))]
+            stamps += [str(c["createdDate"]) for c in self._wi_comments.get(item.id, [])]
+            newest = max(_when(stamp) for stamp in stamps)
+            if newest >= since:
+                changed.append((newest, item.id))
+        changed.sort()
+        top = int(req.params().get("$top", "20000"))
+        refs = [
+            {"id": number, "url": f"{self.base_url}/_apis/wit/workItems/{number}"}
+            for _, number in changed[:top]
+        ]
+        return 200, {
+            "queryType": "flat",
+            "queryResultType": "workItem",
+            "asOf": self._now(),
+            "columns": [{"referenceName": "System.Id", "name": "ID"}],
+            "sortColumns": [],
+            "workItems": refs,
+        }
+
     def _list_wi_comments(self, req: _Request, *, project: str, number: str) -> tuple[int, Any]:
         self._item(project, number)
         query = req.params()
@@ -1834,6 +1877,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Callable[..., tuple[int, Any]]], ...]
         ("POST", _PR + r"/labels", FakeAzureDevOps._create_label),
         ("DELETE", _PR + r"/labels/(?P<name>[^/]+)", FakeAzureDevOps._delete_label),
         ("POST", _P + r"/_apis/wit/workItems/\$(?P<item_type>[^/]+)", FakeAzureDevOps._create_wi),
+        ("POST", _P + r"/_apis/wit/wiql", FakeAzureDevOps._wiql),
         ("GET", _WI, FakeAzureDevOps._get_wi),
         ("PATCH", _WI, FakeAzureDevOps._update_wi),
         ("GET", _WI + r"/comments", FakeAzureDevOps._list_wi_comments),
@@ -1905,3 +1949,12 @@ class AzureHarness:
 
     def writes(self) -> int:
         return self.fake.writes()
+
+
+def _when(text: str) -> datetime:
+    """An Azure DevOps timestamp (`…:05.12Z`), or the distant past when it is none."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
