@@ -21,12 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from action.acks import ACKS_FILE
+from action.run.catchup import CATCHUP_FILE  # how far the catch-up looked
 from app.engine.names import NAME_PATTERN
 
 LOCK_FILE = "lock.json"
 DELIVERIES_FILE = ".pair/deliveries.json"
 CONTINUATION_FILE = ".pair/continuation.json"  # chained runs today (action.run.continuation)
-CATCHUP_FILE = ".pair/catchup.json"  # how far the catch-up looked (action.run.catchup)
 _STATE_FILES = (ACKS_FILE, DELIVERIES_FILE, CONTINUATION_FILE, CATCHUP_FILE)
 _BATCH = NAME_PATTERN.pattern.removeprefix("^").removesuffix("$")
 _RUN_FILE = re.compile(rf"^\.pair/batches/(?P<batch>{_BATCH})/run/(?:journal\.jsonl|state\.json)$")

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
 from action.run.settings import get
-from action.statefiles import CATCHUP_FILE, write_bytes_atomic
 from app.errors import UserError
 from hosts.errors import HostError
 
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
     from app.domain.intake.intent import Comment
 
 __all__ = [
+    "CATCHUP_FILE",
     "CatchupSettings",
     "CatchupSource",
     "Choice",
@@ -61,6 +61,7 @@ __all__ = [
     "write_cursor",
 ]
 
+CATCHUP_FILE: Final = ".pair/catchup.json"  # on the state branch (`action.statefiles`)
 ENV_WINDOW: Final = "PAIR_CATCHUP_WINDOW_S"
 ENV_GRACE: Final = "PAIR_CATCHUP_GRACE_S"
 DEFAULT_WINDOW_S: Final = 24 * 3600.0
@@ -184,7 +185,11 @@ def read_cursor(root: Path) -> datetime | None:
 def write_cursor(root: Path, cursor: datetime) -> None:
     """Keep `cursor` under `root` (pushed with the run-state)."""
     text = json.dumps({"version": _VERSION, "cursor": cursor.astimezone(UTC).isoformat()})
-    write_bytes_atomic(root / CATCHUP_FILE, (text + "\n").encode("utf-8"))
+    path = root / CATCHUP_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")  # whole or not at all
+    temporary.write_text(text + "\n", encoding="utf-8")
+    temporary.replace(path)
 
 
 def look_from(cursor: datetime | None, now: datetime, settings: CatchupSettings) -> datetime:

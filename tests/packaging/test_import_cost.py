@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.engine_scale import BATCH, Shape, build_project
+from tests.support.fake_github import FakeGitHub
+from tests.support.github_server import serve_fake_github
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,7 +109,14 @@ def test_batch_status_loads_no_host_runtime_or_journal_writer(tmp_path: Path) ->
     assert under(modules, "app.cycle.card_status", "app.cycle.state", "asyncio", "app.proc") == []
 
 
-def test_an_idle_scheduled_tick_builds_no_host_and_loads_no_manifest(tmp_path: Path) -> None:
+def test_an_idle_scheduled_tick_loads_no_card_cycle_or_manifest(tmp_path: Path) -> None:
+    # The tick's one catch-up listing (action.run.catchup) is answered by the fake GitHub.
+    fake = FakeGitHub()
+    with serve_fake_github(fake, bare_repo=None) as api:
+        _idle_tick(tmp_path, fake, api)
+
+
+def _idle_tick(tmp_path: Path, fake: FakeGitHub, api: str) -> None:
     # A real run on a real state branch: a bare origin, a checkout of it, a schedule event.
     origin, workspace = tmp_path / "origin.git", tmp_path / "ws"
     git_env = {"HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"]}
@@ -127,12 +136,13 @@ def test_an_idle_scheduled_tick_builds_no_host_and_loads_no_manifest(tmp_path: P
         **git_env,
         "GITHUB_EVENT_NAME": "schedule",
         "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": "octo/hello",
+        "GITHUB_REPOSITORY": f"{fake.owner}/{fake.repo}",
+        "GITHUB_API_URL": api,
         "GITHUB_WORKSPACE": str(workspace),
         "GITHUB_OUTPUT": str(tmp_path / "output"),
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
         "GITHUB_RUN_ID": "7",
-        "INPUT_GITHUB_TOKEN": "ghs_" + "x" * 36,
+        "INPUT_GITHUB_TOKEN": fake.pat,
     }
     code = (
         "import io, os\n"
@@ -143,10 +153,14 @@ def test_an_idle_scheduled_tick_builds_no_host_and_loads_no_manifest(tmp_path: P
     )
     modules = loaded_after(code)
     assert "action.statebranch" in modules  # it read the state branch (without the lock)
-    assert under(modules, *HOST_SDKS, *RUNTIME, *WEB, *CLI_EXTRAS, "cryptography", "yaml") == []
-    # No hosts are built and no manifest is read: the card cycle, the engine's step machinery,
-    # the manifest's models and pydantic itself stay unloaded.
-    assert under(modules, "pydantic", "githubkit") == []
+    # Deliberately changed with the catch-up: an idle tick now lists the repository's recent
+    # comments (one request), so it builds that listing's GitHub client (githubkit, httpx —
+    # and, in this venv only, httpx's click; action.yml uninstalls it). Nothing else loads.
+    assert [p for p, _, _ in fake.gets] == [f"/repos/{fake.owner}/{fake.repo}/issues/comments"]
+    assert "hosts.github.recent" in modules
+    assert under(modules, *RUNTIME, *WEB, "azure", "msrest", "requests", "yaml") == []
+    # No card cycle is built and no manifest is read: the card cycle, the engine's step
+    # machinery and the manifest's models stay unloaded.
     assert under(modules, "app.cycle.card_cycle", "app.cycle.driver", "app.engine.step") == []
     assert under(modules, "app.engine.manifest", "app.engine.runner", "app.runtime.launcher") == []
-    assert under(modules, "hosts.github.host", "hosts.github.auth", "hosts.azure_devops") == []
+    assert under(modules, "hosts.azure_devops") == []
