@@ -16,8 +16,11 @@ gets. Measured side by side in one run, alternated so that the machine's load hi
                not on the allowlist): process start to the Action's first API request, the
                author's permission lookup, sent before the `pair-state` lock, the pull and
                the engine's imports (`action.early`; the 👀 follows it)
-    idle tick  a `schedule` event with no card: the whole run's wall time (it makes no API
-               request and takes no lock: it reads `pair-state` once and finds nothing)
+    idle tick  a `schedule` event with no card: the whole run's wall time (it takes no lock:
+               it reads `pair-state` once, makes its one catch-up listing of the repository's
+               recent comments, `action.run.catchup`, and finds nothing)
+    idle tick, no catch-up   the same with `PAIR_CATCHUP_WINDOW_S=0` (no API request, no
+               GitHub client): the catch-up's extra time is the ratio of the two
 
 Both processes run as action.yml installs pairbot: without click (the install step uninstalls
 it; installed, it makes every `import httpx` load httpx's command-line tool, about 0.1 s). A
@@ -59,11 +62,17 @@ class Report:
     baseline_s: list[float]
     comment_s: list[float]
     tick_s: list[float]
+    tick_off_s: list[float]
 
     @property
     def ratio(self) -> float:
         """Median comment first request / median baseline."""
         return statistics.median(self.comment_s) / statistics.median(self.baseline_s)
+
+    @property
+    def catchup_ratio(self) -> float:
+        """Median idle tick with its catch-up listing / median idle tick without."""
+        return statistics.median(self.tick_s) / statistics.median(self.tick_off_s)
 
 
 def without_click(directory: Path) -> dict[str, str]:
@@ -119,16 +128,19 @@ def tick_once(repo: ActionRepo, env: dict[str, str] | None = None) -> float:
 
 def measure(runs: int, workdir: Path, *, with_click: bool = False) -> Report:
     """`runs` of each, alternated; one warm-up of each first (the page cache, .pyc files)."""
-    report = Report([], [], [])
+    report = Report([], [], [], [])
     (workdir / "comment").mkdir()
     (workdir / "tick").mkdir()
     env = None if with_click else without_click(workdir / "no-click")
+    off = {**(env or {}), "PAIR_CATCHUP_WINDOW_S": "0"}  # the same tick without its listing
     with action_repo(workdir / "comment") as repo, action_repo(workdir / "tick") as idle:
         baseline_once(repo, env), comment_once(repo, env), tick_once(idle, env)
+        tick_once(idle, off)
         for _ in range(runs):
             report.baseline_s.append(baseline_once(repo, env))
             report.comment_s.append(comment_once(repo, env))
             report.tick_s.append(tick_once(idle, env))
+            report.tick_off_s.append(tick_once(idle, off))
     return report
 
 
@@ -149,6 +161,9 @@ def format_report(report: Report) -> str:
             f'baseline `python -c "import httpx; httpx.get(url)"`: {_spread(report.baseline_s)}',
             f"Action, comment event, to the first API request: {_spread(report.comment_s)}",
             f"Action, idle tick (no card), wall time:           {_spread(report.tick_s)}",
+            f"Action, idle tick without catch-up, wall time:    {_spread(report.tick_off_s)}",
+            f"ratio idle tick with its catch-up listing / without: {report.catchup_ratio:.2f}x "
+            f"(+{statistics.median(report.tick_s) - statistics.median(report.tick_off_s):.3f} s)",
             f"ratio first request / baseline: {ratio:.2f}x",
             f"target: first API request ≤ {TARGET_RATIO:g}x the baseline: {ratio_met} "
             f"({ratio:.2f}x)",
