@@ -11,8 +11,10 @@ hook `run_change_step` calls with an accepted outcome, before the outcome is jou
                    unless `tests.mayModifyTests` / `tests.mayModifyManifests` allows the path);
                    run the tests and refuse new failures and passing tests that went missing
                    or skipped (fix: every sealed red test must pass); then push
-    red            commit; the same guard; the tests red wrote must fail — their ids and files
-                   are sealed; push
+    red            commit; the same guard (a red-spec revision may rewrite its own seal group);
+                   the tests red wrote must fail; the red verifier holds its contract to the
+                   findings (sent back) and the sealer refuses a narrowed fixScope (failed-seal);
+                   push; the seal is journaled (`app.cycle.sealing`)
     verify         the reviewer changes nothing: its edits are discarded; the reviewed head is
                    the pushed head the step started from. Its findings are held to what only
                    the cycle knows (a verification that fails any of these fails closed):
@@ -20,8 +22,9 @@ hook `run_change_step` calls with an accepted outcome, before the outcome is jou
                    the card's required findings are re-proved on this exact head; every
                    regression-risk ledger event the review implies is accepted by the one
                    authority (`app.domain.review.regression`), then journaled before the outcome
-    fix            also records its remediation batch (`fix-<round>`, the head it produced)
-                   and a repair of every active regression risk
+    fix            also held to the sealed fixScope (sent back); records its remediation batch
+                   (`fix-<round>`, the head it produced) and a repair of every active
+                   regression risk
 
 Which stage is guarded, runs the tests, may add tests and seals is the table
 `app.domain.review.guarded.STAGE_POLICY`. With no `tests.command`, an accepted apply / red / fix
@@ -152,18 +155,12 @@ class Vetter:
             )
             if not self.verdict.accepted:
                 problems.append(self.verdict.reason)
-        if self.transition == "fix" and not problems:
-            problems += scope_problems(self.state, path, start, end)
-        judged = RedJudgement()
-        if self.transition == "red" and not problems and self.verdict is not None:
-            judged = self._judge_red(end, self.verdict)
-            problems += judged.problems
-            if judged.refused is not None:  # the sealer refused: no retry makes it sealable
-                wt.reset(path, start)
-                self.refused = judged.refused
-                return replace(
-                    outcome, state="failed", message=judged.refused, blocker=judged.refused
-                )
+        judged = RedJudgement() if problems else self._contract(end)
+        problems += judged.problems
+        if judged.refused is not None:  # the sealer refused: no retry makes it sealable
+            wt.reset(path, start)
+            self.refused = judged.refused
+            return replace(outcome, state="failed", message=judged.refused, blocker=judged.refused)
         if problems:
             wt.reset(path, start)
             return self._send_back(outcome, problems)
@@ -191,6 +188,17 @@ class Vetter:
             note = no_gate_note(detect_test_commands(*tree_listing(path, end)))
             outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
         return outcome
+
+    def _contract(self, end: str) -> RedJudgement:
+        """What the contract path holds an otherwise accepted result to (`app.cycle.sealing`):
+        a fix, the sealed fixScope; a red, the red verifier and the sealer on its commit."""
+        if self.transition == "fix":
+            return RedJudgement(
+                problems=scope_problems(self.state, self.tree.path, self.tree.start, end)
+            )
+        if self.transition != "red" or self.verdict is None:
+            return RedJudgement()
+        return self._judge_red(end, self.verdict)
 
     def _judge_red(self, end: str, verdict: IterationVerdict) -> RedJudgement:
         """The red verifier and the sealer on red's commit (`app.cycle.sealing`)."""

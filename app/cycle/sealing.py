@@ -34,7 +34,8 @@ from app.domain.review.seal import (
 
 @dataclass
 class RedJudgement:
-    """What the sealer and the red verifier decided about one red."""
+    """What the contract path decided about one result: the red verifier's or the fixScope's
+    problems, the sealer's refusal, or the seal."""
 
     problems: list[str] = field(default_factory=list)  # sent back (the red verifier)
     refused: str | None = None  # the sealer refused: failed-seal
