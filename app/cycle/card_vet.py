@@ -56,7 +56,13 @@ from app.domain.review.guarded import guarded_violations, stage_policy
 from app.domain.review.regression import ReviewFacts, RiskEvent, plan_repairs, plan_review
 from app.domain.review.routing import Routing
 from app.domain.review.testgate import detect_test_commands, no_gate_note
-from app.domain.review.testsets import IterationVerdict, NoTestCommand, TestRun, iteration_verdict
+from app.domain.review.testsets import (
+    IterationVerdict,
+    JUnitResult,
+    NoTestCommand,
+    TestRun,
+    iteration_verdict,
+)
 from app.domain.review.verdict import (
     ACTIVE_TRANSITIONS,
     FindingsReport,
@@ -83,6 +89,7 @@ class Vetter:
     base: str
     settings: ResolvedSettings
     before: TestRun = field(default_factory=NoTestCommand)
+    after: TestRun = field(default_factory=NoTestCommand)
     verdict: IterationVerdict | None = None
     pushed: str | None = None
     refused: str | None = None
@@ -146,11 +153,11 @@ class Vetter:
             )
         ]
         if policy.runs_tests and not problems:
-            after = await asyncio.to_thread(self._tests)  # off the event loop: it may be long
+            self.after = await asyncio.to_thread(self._tests)  # off the loop: it may be long
             self.verdict = iteration_verdict(
                 self.transition,  # type: ignore[arg-type]  # narrowed by the stage policy
                 self.before,
-                after,
+                self.after,
                 rec.sealed_ids,
             )
             if not self.verdict.accepted:
@@ -210,6 +217,7 @@ class Vetter:
             start=self.tree.start,
             end=end,
             failing=frozenset(verdict.seal),
+            errored=self.after.errored if isinstance(self.after, JUnitResult) else frozenset(),
         )
 
     def _reported(self) -> FindingsReport | None:

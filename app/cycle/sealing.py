@@ -100,6 +100,7 @@ def judge_red(
     start: str,
     end: str,
     failing: frozenset[str],
+    errored: frozenset[str] = frozenset(),
 ) -> RedJudgement:
     """The red verifier, then the sealer (see the module docstring)."""
     read = read_contract(_contract_text(path, state.key))
@@ -115,6 +116,7 @@ def judge_red(
         findings=_to_answer(state, routing),
         newly_failing=failing,
         sealed_ids=state.rec.sealed_ids,
+        errored=errored,
         predecessor=predecessor,
     )
     if problems:

@@ -9,6 +9,7 @@ failed-custody before the next verify, with nothing reset.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,43 @@ def test_a_rewritten_branch_breaks_custody_too(tmp_path: Path) -> None:
     assert f"seal r1-g1's commit {seal['commit'][:12]} is not an ancestor" in (
         step.result.message or ""
     )
+
+
+# A test runner like tests/support/checks.py that reports an `error:` check as a JUnit <error>
+# (a test that could not run), the way pytest reports a broken fixture.
+ERRORING_RUNNER = """\
+import sys
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+cases = []
+for check in sorted(Path("checks").glob("*.check")):
+    line, name = check.read_text().strip(), quoteattr(check.stem)
+    if line.startswith("error:"):
+        body = '<error message="fixture missing"/>'
+    else:
+        path, _, text = line.partition(" contains ")
+        ok = Path(path).is_file() and text in Path(path).read_text()
+        body = "" if ok else '<failure message="lacks the text"/>'
+    cases.append(f'<testcase classname="checks" name={name}>{body}</testcase>')
+out = Path(sys.argv[1])
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text('<testsuite name="checks">' + "".join(cases) + "</testsuite>\\n")
+"""
+
+
+def test_a_red_test_that_errors_fails_for_the_wrong_reason(tmp_path: Path) -> None:
+    project = CardProject.create(
+        tmp_path,
+        files={"run_checks.py": ERRORING_RUNNER},
+        tests={"command": f"{sys.executable} run_checks.py .pair/junit.xml"},
+    )
+    project.script({"verify": ["findings-blocking"], "red": ["red-erroring"] * 3})
+    project.command("implement")
+    steps = project.until_quiet()
+    refused = [s for s in steps if s.result.transition == "red"]
+    assert "contract-incomplete:r1-1:wrong-reason (checks::r1-1 errors" in (
+        refused[0].result.message or ""
+    )
+    assert steps[-1].status == "failed-contract"
+    assert project.cycle_events("sealed") == []

@@ -41,6 +41,8 @@ Each call consumes the next behaviour of the most specific list (counters persis
     narrow-scope       (red) do the work with a contract whose fixScope is only README.md (a
                        narrowed fixScope after an earlier seal: failed-seal)
     widen-fix          (fix) do the work and also write outside.txt (outside the fixScope)
+    red-erroring       (red) do the work, then make each check it wrote an `error:` line (a
+                       runner that reports those as JUnit <error>s: it fails for the wrong reason)
 
 `red` (ok) also writes the contract `.pair/changes/<change>/contract.json`: a row per active
 blocking finding (every finding, resolved ones too, when its instructions ask for a revision of
@@ -343,6 +345,12 @@ def main() -> int:
         os.environ["PAIR_TEST_FIX_SCOPE"] = "README.md"
         do_work()
         report("--complete", "red done (narrowed fixScope)")
+        return 0
+    if behaviour == "red-erroring":
+        do_work()
+        for finding in red_findings():
+            (ROOT / "checks" / f"{finding['id']}.check").write_text("error: fixture missing\n")
+        report("--complete", "red done (its checks error)")
         return 0
     if behaviour == "widen-fix":
         do_work()

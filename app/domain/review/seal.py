@@ -9,6 +9,9 @@ findings before anything is sealed; each problem is `contract-incomplete:<row>:<
     no-test         a row names no test
     not-failing     a row's test does not fail after red (and is not sealed already): it
                     proves nothing about the finding
+    wrong-reason    a row's test fails with an error (the runner's `<error>`: a fixture, a
+                    setup or the test itself could not run), not an assertion: it fails for a
+                    reason other than the finding
     row-dropped     a revision lost a row of the group it revises (row ids are stable)
 
 The sealer (`app.cycle.sealing.judge_red`) turns an accepted red into a `Seal`: which tests
@@ -137,10 +140,11 @@ def verify_contract(
     findings: Sequence[str],
     newly_failing: Iterable[str],
     sealed_ids: Iterable[str] = (),
+    errored: Iterable[str] = (),
     predecessor: Seal | None = None,
 ) -> list[str]:
     """The red verifier: every problem of the contract, `contract-incomplete:<row>:<family>`."""
-    failing, sealed = set(newly_failing), set(sealed_ids)
+    failing, sealed, broken = set(newly_failing), set(sealed_ids), set(errored)
     rows = {row.id: row for row in contract.rows}
     problems = [f"contract-incomplete:{f}:no-row" for f in findings if f not in rows]
     if not contract.rows:
@@ -152,6 +156,11 @@ def verify_contract(
         for test in row.tests:
             if test not in failing and not (kept and test in sealed):
                 problems.append(f"contract-incomplete:{row.id}:not-failing ({test} does not fail)")
+            elif test in broken:
+                problems.append(
+                    f"contract-incomplete:{row.id}:wrong-reason ({test} errors: it could not "
+                    "run, so its failure says nothing about the finding)"
+                )
     if predecessor is not None:
         problems += [
             f"contract-incomplete:{r}:row-dropped" for r in predecessor.rows if r not in rows

@@ -160,3 +160,14 @@ def test_custody_holds_only_for_unchanged_sealed_tests_on_a_descendant() -> None
         )
         == []
     )
+
+
+def test_a_row_test_that_errors_fails_for_the_wrong_reason() -> None:
+    written = contract(rows=[{"id": "r1-1", "tests": ["t::a", "t::b"]}])
+    problems = verify_contract(
+        written, findings=["r1-1"], newly_failing={"t::a", "t::b"}, errored={"t::b"}
+    )
+    assert problems == [
+        "contract-incomplete:r1-1:wrong-reason (t::b errors: it could not run, so its failure "
+        "says nothing about the finding)"
+    ]
