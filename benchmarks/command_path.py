@@ -2,6 +2,8 @@
 
     python benchmarks/command_path.py                       1,000 commands, 5 ms forge, 3 runs
     python benchmarks/command_path.py --latency-ms 20 --runs 1 --burst-seconds 0
+    python benchmarks/command_path.py --replicas            two PostgreSQL replicas vs one
+                                                            SQLite App (command_replicas.py)
 
 Three processes on loopback, each one uvicorn process as `pairbot serve` runs (httptools,
 uvloop, access log off):
@@ -48,7 +50,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -62,7 +64,15 @@ from benchmarks.answering_forge import (
     add_comments,
     fetch_stats,
 )
+from benchmarks.command_replicas import (
+    Comparison,
+    Targets,
+    compare,
+    format_comparison,
+    postgres_admin_url,
+)
 from benchmarks.command_servers import SECRET, new_key
+from benchmarks.edge_targets import Database
 from benchmarks.webhook_load import (
     _OPEN,
     Measured,
@@ -74,6 +84,7 @@ from benchmarks.webhook_load import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issue_comment"
 GOAL_CPU = 2.0
 GOAL_P99 = 2.0
@@ -340,7 +351,57 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
     return results
 
 
-def _run(main: Coroutine[Any, Any, list[Figures]]) -> list[Figures]:
+async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> list[Comparison]:
+    """Two App replicas on one fresh PostgreSQL database against one SQLite App, the same
+    commands to each (benchmarks/command_replicas.py)."""
+    key = workdir / "app.pem"
+    key.write_text(new_key())
+    common = ("--key", str(key))
+    database = Database(args.postgres or postgres_admin_url())
+    results: list[Comparison] = []
+    try:
+        with start("forge", workdir, "--latency-ms", str(args.latency_ms), *common) as forge:
+            await wait_ready(forge.port)
+            deliveries = Deliveries(forge.port)
+            url = ("--forge", str(forge.port), *common)
+            sqlite = workdir / "one.sqlite3"
+            pg = ("--store", str(workdir / "unused.sqlite3"), "--store-url", database.url)
+            with (
+                start("app", workdir, *url, "--store", str(sqlite)) as one,
+                start("app", workdir, *url, *pg) as first,
+                start("app", workdir, *url, *pg) as second,
+            ):
+                servers = (one, first, second)
+                for server in servers:
+                    await wait_ready(server.port)
+                targets = Targets(
+                    one.port,
+                    one.process.pid,
+                    sqlite,
+                    (first.port, second.port),
+                    (first.process.pid, second.process.pid),
+                    database,
+                    forge.port,
+                )
+
+                def build(n: int) -> list[bytes]:
+                    return deliveries.build(n, first.port, command=True)[0]
+
+                await compare(targets, build, 50, None, 0)  # warm: connections, tokens, plans
+                rates = [None] + ([args.rate] if args.rate > 0 else [])
+                for index in range(1, args.runs + 1):
+                    for rate in rates:
+                        n = args.requests if rate is None else int(rate * args.rate_seconds)
+                        comparison = await compare(targets, build, n, rate, index)
+                        results.append(comparison)
+                        for line in format_comparison(comparison, index):
+                            out(line)
+    finally:
+        database.drop()
+    return results
+
+
+def _run(main: Coroutine[Any, Any, T]) -> T:
     """The driver on uvloop when installed (as webhook_load.py's: a cheap client)."""
     if importlib.util.find_spec("uvloop"):
         import uvloop  # noqa: PLC0415
@@ -356,19 +417,25 @@ def _app_args(workdir: Path, args: argparse.Namespace) -> list[str]:
     return app
 
 
-def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures]:
+def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures] | list[Comparison]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=1_000, help="per server and kind")
     parser.add_argument("--latency-ms", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--burst-seconds", type=float, default=2.0, help="0: no burst")
     parser.add_argument("--profile", type=Path, help="a directory: the App's cProfile there")
+    parser.add_argument("--replicas", action="store_true", help="2 PostgreSQL replicas vs SQLite")
+    parser.add_argument("--postgres", help="an admin URL (default: PAIR_TEST_POSTGRES_URL)")
+    parser.add_argument("--rate", type=float, default=100.0, help="--replicas: 0 for none")
+    parser.add_argument("--rate-seconds", type=float, default=5.0)
     args = parser.parse_args(list(argv))
     out(
         f"command path: {args.requests:,} deliveries per server and kind at 16 connections, "
         f"forge latency {args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
     )
     with tempfile.TemporaryDirectory(prefix="pairbot-command-path-") as tmp:
+        if args.replicas:
+            return _run(drive_replicas(Path(tmp), args, out))
         return _run(drive(Path(tmp), args, out))
 
 

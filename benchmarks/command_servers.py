@@ -3,6 +3,7 @@
     python -m benchmarks.command_servers --serve floor --fd N --forge PORT --key app.pem
     python -m benchmarks.command_servers --serve app --fd N --forge PORT --key app.pem
                                          --store app.sqlite3 [--spacing 1] [--profile out.prof]
+                                         [--store-url postgresql://…]  (a replica on PostgreSQL)
 
 floor  webhook_load.py's edge floor (read, verify, parse, 202), then for a `/pair` command the
        API calls the App's job makes for it, sent by one bare `httpx.AsyncClient` (keep-alive,
@@ -176,7 +177,9 @@ class CommandFloor:
         sent.raise_for_status()
 
 
-def app_server(forge_url: str, private_key: str, store: Path, spacing_s: float) -> Any:
+def app_server(
+    forge_url: str, private_key: str, store: Path, spacing_s: float, store_url: str | None = None
+) -> Any:
     from app.web.app import create_app  # noqa: PLC0415  # the App's stack, in its child only
     from app.web.forge import GitHubForges  # noqa: PLC0415
     from app.web.settings import AppSettings  # noqa: PLC0415
@@ -184,6 +187,7 @@ def app_server(forge_url: str, private_key: str, store: Path, spacing_s: float) 
     settings = AppSettings(
         root=store.parent,
         store=store,
+        store_url=SecretStr(store_url) if store_url else None,
         webhook_secret=SecretStr(SECRET),
         app_slug="pairbot",
         app_id=APP_ID,
@@ -214,7 +218,7 @@ def serve(args: argparse.Namespace) -> None:
     if args.serve == "floor":
         app: Any = CommandFloor(forge_url, key)
     else:
-        app = app_server(forge_url, key, args.store, args.spacing)
+        app = app_server(forge_url, key, args.store, args.spacing, args.store_url)
     _, loop = server_options()
     server = uvicorn.Server(server_config(app, EdgeLimits(), loop=loop))
     settle_gc()
@@ -235,6 +239,7 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--key", type=Path, required=True)
     parser.add_argument("--store", type=Path)
     parser.add_argument("--spacing", type=float, default=0.0)
+    parser.add_argument("--store-url", help="a PostgreSQL store (replicas share it)")
     parser.add_argument("--profile", type=Path)
     serve(parser.parse_args(argv))
 

@@ -53,23 +53,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import copy
 import dataclasses
 import importlib.util
-import json
-import logging
 import os
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -80,405 +72,47 @@ if __package__ in (None, ""):
 from benchmarks.answering_forge import add_comments, forge_process
 from benchmarks.command_servers import new_key
 
-ROOT = Path(__file__).resolve().parents[1]
-SECRET = "webhook-load-benchmark-secret"  # noqa: S105 - a throwaway secret for loopback
-PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issue_comment"
+# The client and the servers live in their own modules; these names are re-exported for the
+# benchmarks that import them from here (command_path.py, edge_targets.py).
+from benchmarks.load_client import (
+    Connection,
+    Measured,
+    cpu_seconds,
+    fixed_rate,
+    max_rate,
+    wait_ready,
+)
+from benchmarks.webhook_servers import (
+    SECRET,
+    Server,
+    _floor_app,
+    _NullForges,
+    describe,
+    serve,
+    server_options,
+    signed_requests,
+    start_server,
+)
+
+__all__ = [
+    "SECRET",
+    "Connection",
+    "Measured",
+    "Server",
+    "_NullForges",
+    "_floor_app",
+    "cpu_seconds",
+    "fixed_rate",
+    "main",
+    "max_rate",
+    "server_options",
+    "signed_requests",
+    "wait_ready",
+]
+
 GOAL_RATIO = 0.5
 GOAL_P99_MS = 50.0
 RATE = 100.0
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def server_options() -> tuple[str, str]:
-    """(http, loop) as uvicorn's "auto" resolves them here: httptools and uvloop if installed."""
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    return http, loop
-
-
-def describe(http: str, loop: str) -> str:
-    def version(name: str) -> str:
-        try:
-            return f"{name} {metadata.version(name)}"
-        except metadata.PackageNotFoundError:
-            return name
-
-    return (
-        f"all three servers: {version('uvicorn')}, http {version(http)}, loop "
-        f"{version(loop) if loop == 'uvloop' else 'asyncio'}, one process each, access log off"
-    )
-
-
-# -- the servers (run in child processes) ---------------------------------------------------------
-
-
-class _NullForge:
-    """GitHub that answers at once. Not used here (the App talks to the answering forge);
-    benchmarks/edge_targets.py still imports it."""
-
-    async def permission(self, user: str) -> Any:
-        return "admin"
-
-    async def react(self, target: Any, comment_id: str | None, reaction: Any) -> None:
-        return None
-
-    async def upsert_comment(self, target: Any, marker: str, body: str) -> Any:
-        return None
-
-    async def dispatch(self, client_payload: Mapping[str, Any]) -> None:
-        return None
-
-
-class _NullForges:
-    def __call__(self, repo: str, installation: int | None) -> _NullForge:
-        return _NullForge()
-
-    async def aclose(self) -> None:
-        return None
-
-
-def _bare_app() -> Any:
-    from starlette.applications import Starlette  # noqa: PLC0415
-    from starlette.requests import Request  # noqa: PLC0415
-    from starlette.responses import Response  # noqa: PLC0415
-    from starlette.routing import Route  # noqa: PLC0415
-
-    async def ok(_request: Request) -> Response:
-        return Response(status_code=200)
-
-    return Starlette(routes=[Route("/webhooks/github", ok, methods=["POST"])])
-
-
-def _floor_app() -> Any:
-    """The edge's mandatory work and nothing else (see the module docstring), as a raw ASGI
-    endpoint like the App's own, so the floor pays no framework cost the App does not."""
-    from starlette.applications import Starlette  # noqa: PLC0415
-    from starlette.routing import Route  # noqa: PLC0415
-    from starlette.types import Receive, Scope, Send  # noqa: PLC0415
-
-    from app.web.app import Answer, headers_of, parse_json  # noqa: PLC0415
-    from app.web.limits import BodyBudget, read_body  # noqa: PLC0415
-    from app.web.settings import EdgeLimits  # noqa: PLC0415
-    from app.web.signature import SIGNATURE_HEADER, verify_github  # noqa: PLC0415
-
-    key = SECRET.encode()
-    wanted = frozenset({b"content-length", SIGNATURE_HEADER.encode()})
-    limits = EdgeLimits()
-    budget = BodyBudget(limits)
-
-    class Floor:
-        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            headers = headers_of(scope, wanted)
-            with budget.hold() as hold:
-                body = await read_body(receive, headers.get("content-length"), hold, limits)
-                if not verify_github(key, body, headers.get(SIGNATURE_HEADER)):
-                    await Answer(401).send(send)
-                    return
-                parse_json(body)
-            await Answer(202, b'{"status":"checked"}').send(send)
-
-    return Starlette(routes=[Route("/webhooks/github", Floor(), methods=["POST"])])
-
-
-def _pairbot_app(store: Path, forge: int, key: Path) -> Any:
-    from pydantic import SecretStr  # noqa: PLC0415
-
-    from app.web.app import create_app  # noqa: PLC0415
-    from app.web.forge import GitHubForges  # noqa: PLC0415
-    from app.web.settings import AppSettings  # noqa: PLC0415
-    from benchmarks.command_servers import APP_ID  # noqa: PLC0415
-
-    settings = AppSettings(
-        root=store.parent, store=store, webhook_secret=SecretStr(SECRET), app_slug="pairbot"
-    )
-    forges = GitHubForges(
-        app_id=APP_ID,
-        private_key=key.read_text(),
-        base_url=f"http://127.0.0.1:{forge}",
-        host_options={"write_spacing_s": 0.0},
-    )
-    return create_app(settings, github=forges)
-
-
-def serve(
-    role: str,
-    fd: int,
-    store: Path,
-    http: str,
-    loop: str,
-    *,
-    forge: int = 0,
-    key: Path | None = None,
-) -> None:
-    """Child process: serve `role` on the inherited listening socket `fd` until killed."""
-    import uvicorn  # noqa: PLC0415
-
-    from app.web.serve import server_config, settle_gc  # noqa: PLC0415
-    from app.web.settings import EdgeLimits  # noqa: PLC0415
-
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    app: Any
-    if role == "app":
-        assert key is not None  # the driver always passes it
-        app = _pairbot_app(store, forge, key)
-    else:
-        app = _floor_app() if role == "floor" else _bare_app()
-    # As `pairbot serve` configures uvicorn (app/web/serve.py: its limits, and httptools behind
-    # the read deadlines of app.web.protocol), with the HTTP parser and loop named explicitly
-    # so that all three surely run the same ones.
-    config = server_config(
-        app,
-        EdgeLimits(),
-        **({"http": http} if http != "httptools" else {}),  # argparse's choices: or "h11"
-        loop=loop,  # "uvloop" or "asyncio"
-    )
-    server = uvicorn.Server(config)
-    settle_gc()  # as `pairbot serve` does, for every server measured
-    server.run(sockets=[socket.socket(fileno=fd)])
-
-
-# -- the driver -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Server:
-    name: str
-    port: int
-    process: subprocess.Popen[bytes]
-    store: Path | None = None
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system, every thread) the process `pid` has used; 0 without /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-@contextlib.contextmanager
-def start_server(
-    role: str, workdir: Path, http: str, loop: str, forge: Sequence[str] = ()
-) -> Iterator[Server]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1024)
-    port = sock.getsockname()[1]
-    store = workdir / f"{role}.sqlite3"
-    log = (workdir / f"{role}.log").open("ab")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.webhook_load",
-            "--serve",
-            role,
-            "--fd",
-            str(sock.fileno()),
-            "--store",
-            str(store),
-            "--http",
-            http,
-            "--loop",
-            loop,
-            *forge,
-        ],
-        cwd=ROOT,
-        pass_fds=[sock.fileno()],
-        stdout=log,
-        stderr=log,
-    )
-    sock.close()
-    try:
-        yield Server(role, port, process, store if role == "app" else None)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-
-
-def _template() -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads((PAYLOAD / "created.with-installation.json").read_text())
-    return payload
-
-
-def signed_requests(
-    count: int, port: int, start: int = 0, comment_ids: Sequence[int] | None = None
-) -> list[bytes]:
-    """`count` distinct signed deliveries of `/pair status`, as raw HTTP/1.1 requests (on the
-    comments `comment_ids`, when they were stored on a forge first)."""
-    from app.web.signature import sign  # noqa: PLC0415
-
-    template = _template()
-    requests: list[bytes] = []
-    for n in range(start, start + count):
-        payload = copy.deepcopy(template)
-        payload["issue"]["number"] = 1 + n % 50
-        payload["comment"]["id"] = 10_000_000 + n if comment_ids is None else comment_ids[n - start]
-        payload["comment"]["body"] = "/pair status"
-        body = json.dumps(payload).encode()
-        head = (
-            "POST /webhooks/github HTTP/1.1\r\n"
-            f"Host: 127.0.0.1:{port}\r\n"
-            "User-Agent: GitHub-Hookshot/benchmark\r\n"
-            "Content-Type: application/json\r\n"
-            "X-GitHub-Event: issue_comment\r\n"
-            f"X-GitHub-Delivery: {uuid.uuid4()}\r\n"
-            f"X-Hub-Signature-256: {sign(SECRET.encode(), body)}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        requests.append(head.encode() + body)
-    return requests
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection: send a request, read one response."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-
-    @classmethod
-    async def open(cls, port: int) -> Connection:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
-
-    async def send(self, request: bytes) -> int:
-        self.writer.write(request)
-        await self.writer.drain()
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(head.split(b" ", 2)[1])
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if length:
-            await self.reader.readexactly(length)
-        return status
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self.writer.wait_closed()
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One run against one server."""
-
-    requests: int
-    seconds: float
-    latencies_ms: tuple[float, ...]
-    failures: int
-    server_cpu_s: float = 0.0  # the server process's CPU time during the run
-    driver_cpu_s: float = 0.0  # this process's
-    jobs_done: int | None = None  # the App's jobs finished during the run (of `requests`)
-    drain_s: float | None = None  # then how long until every job was done
-
-    @property
-    def throughput(self) -> float:
-        return self.requests / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def cpu_us_per_request(self) -> float:
-        return 1e6 * self.server_cpu_s / self.requests if self.requests else 0.0
-
-    def busy(self, cpu_s: float) -> float:
-        """`cpu_s` as a share of the run's wall time, in %."""
-        return 100 * cpu_s / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def end_to_end(self) -> float | None:
-        """Deliveries answered and their jobs run, per second of run plus drain."""
-        if self.drain_s is None:
-            return None
-        return self.requests / (self.seconds + self.drain_s)
-
-    def percentile(self, q: float) -> float:
-        ordered = sorted(self.latencies_ms)
-        if not ordered:
-            return float("nan")
-        index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
-        return ordered[index]
-
-
-async def wait_ready(port: int, within_s: float = 60.0) -> None:
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            connection = await Connection.open(port)
-            await connection.close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
-
-
-async def max_rate(
-    port: int | Sequence[int], requests: Sequence[bytes], concurrency: int
-) -> Measured:
-    """Closed loop: `concurrency` connections, each sends its next request when answered.
-    Several ports: the connections are spread over them in turn (replicas)."""
-    ports = [port] if isinstance(port, int) else list(port)
-    connections = [await Connection.open(ports[i % len(ports)]) for i in range(concurrency)]
-    queue = iter(requests)
-    latencies: list[float] = []
-    failures = 0
-
-    async def worker(connection: Connection) -> None:
-        nonlocal failures
-        for request in queue:
-            began = time.perf_counter()
-            status = await connection.send(request)
-            latencies.append((time.perf_counter() - began) * 1000)
-            failures += not 200 <= status < 300
-
-    began = time.perf_counter()
-    await asyncio.gather(*(worker(c) for c in connections))
-    seconds = time.perf_counter() - began
-    for connection in connections:
-        await connection.close()
-    return Measured(len(latencies), seconds, tuple(latencies), failures)
-
-
-async def fixed_rate(
-    port: int | Sequence[int], requests: Sequence[bytes], rate: float, connections: int = 16
-) -> Measured:
-    """Open loop: request i is due at start + i / rate; latency counts from when it was due (a
-    late send counts). Several ports: the connections are spread over them (replicas)."""
-    ports = [port] if isinstance(port, int) else list(port)
-    pool: asyncio.Queue[Connection] = asyncio.Queue()
-    for i in range(connections):
-        pool.put_nowait(await Connection.open(ports[i % len(ports)]))
-    latencies: list[float] = []
-    failures = 0
-    start = time.perf_counter() + 0.05
-
-    async def one(index: int, request: bytes) -> None:
-        nonlocal failures
-        due = start + index / rate
-        await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        connection = await pool.get()
-        try:
-            status = await connection.send(request)
-        finally:
-            pool.put_nowait(connection)
-        latencies.append((time.perf_counter() - due) * 1000)
-        failures += not 200 <= status < 300
-
-    await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
-    seconds = time.perf_counter() - start
-    while not pool.empty():
-        await pool.get_nowait().close()
-    return Measured(len(latencies), seconds, tuple(latencies), failures)
 
 
 _OPEN = "state IN ('queued', 'running')"  # as the store's partial indexes spell it

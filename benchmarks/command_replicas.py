@@ -1,0 +1,174 @@
+"""Two App replicas on one PostgreSQL store against one App on SQLite: CPU per command,
+answered and run, against the GitHub that answers (issue #29 item 6).
+
+    python benchmarks/command_path.py --replicas            3 runs, 1,000 commands each
+    python benchmarks/command_path.py --replicas --runs 1 --requests 300 --rate 0
+
+Processes on loopback, each as `pairbot serve` runs (benchmarks/command_servers.py):
+
+    forge     benchmarks/answering_forge.py, every answer `--latency-ms` late
+    sqlite    one App on a SQLite store in a temp dir
+    replicas  two Apps sharing one fresh PostgreSQL database (created for the run, dropped
+              afterwards), the sender's 16 connections dealt between them in turn, as a
+              round-robin load balancer would
+
+Each run sends the same kind of deliveries (distinct signed `/pair status` commands) to both
+sides, at max rate (16 connections), then at `--rate` a second; which side goes first
+alternates from run to run, so other work on the shared machine weighs on both alike. CPU is
+counted from the first delivery until the last job behind them is done (its API calls
+answered): the App processes (every thread, from /proc), and apart from them the PostgreSQL
+backends serving the benchmark's database (the server's background processes, shared with
+any other database on it, are not counted). The issue's target compares the App's CPU per
+command; the line with PostgreSQL's backends says what the shared store costs besides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.answering_forge import fetch_stats
+from benchmarks.edge_targets import CpuMeter, Database, sqlite_open_jobs
+from benchmarks.webhook_load import Measured, cpu_seconds, fixed_rate, max_rate
+
+GOAL_REPLICAS = 1.25
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+CONNECTIONS = 16
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's figures for one kind of load."""
+
+    measured: Measured
+    app_cpu_s: float  # the App processes, until their last job was done
+    database_cpu_s: float  # the PostgreSQL backends serving the database (0 for SQLite)
+    forge_requests: int
+
+    def us(self, cpu_s: float) -> float:
+        return 1e6 * cpu_s / self.measured.requests if self.measured.requests else 0.0
+
+    @property
+    def app_us(self) -> float:
+        return self.us(self.app_cpu_s)
+
+    @property
+    def total_us(self) -> float:
+        return self.us(self.app_cpu_s + self.database_cpu_s)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two replicas against one SQLite App, one load, one run."""
+
+    load: str
+    sqlite: Side
+    replicas: Side
+
+    @property
+    def app_ratio(self) -> float:
+        return self.replicas.app_us / self.sqlite.app_us
+
+    @property
+    def total_ratio(self) -> float:
+        return self.replicas.total_us / self.sqlite.app_us
+
+
+async def settle(open_jobs: Callable[[], int], timeout_s: float = 300.0) -> None:
+    """Until no job is queued or running (its API calls answered)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while open_jobs():
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError(f"the jobs were not done in {timeout_s:.0f} s")
+        await asyncio.sleep(0.02)
+
+
+async def measure_side(  # noqa: PLR0917 - one call site per side, every argument named
+    ports: Sequence[int],
+    pids: Sequence[int],
+    requests: Sequence[bytes],
+    open_jobs: Callable[[], int],
+    forge_port: int,
+    rate: float | None,
+    database: Callable[[], Sequence[int]] | None = None,
+) -> Side:
+    before = fetch_stats(forge_port)["requests"]
+    app = {pid: cpu_seconds(pid) for pid in pids}
+    backends = CpuMeter(database) if database is not None else None
+    if rate is None:
+        measured = await max_rate(list(ports), requests, CONNECTIONS)
+    else:
+        measured = await fixed_rate(list(ports), requests, rate, CONNECTIONS)
+    await settle(open_jobs)
+    app_cpu = sum(cpu_seconds(pid) - start for pid, start in app.items())
+    after = fetch_stats(forge_port)["requests"]
+    return Side(measured, app_cpu, backends.used() if backends else 0.0, after - before)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The two sides as started: ports, pids, and how to see their open jobs."""
+
+    sqlite_port: int
+    sqlite_pid: int
+    sqlite_store: Path
+    replica_ports: tuple[int, ...]
+    replica_pids: tuple[int, ...]
+    database: Database
+    forge_port: int
+
+
+async def compare(
+    targets: Targets, build: Callable[[int], list[bytes]], n: int, rate: float | None, index: int
+) -> Comparison:
+    """Both sides under the same load, the side that goes first alternating with `index`."""
+    t = targets
+
+    async def sqlite() -> Side:
+        return await measure_side(
+            [t.sqlite_port],
+            [t.sqlite_pid],
+            build(n),
+            lambda: sqlite_open_jobs(t.sqlite_store),
+            t.forge_port,
+            rate,
+        )
+
+    async def replicas() -> Side:
+        return await measure_side(
+            t.replica_ports,
+            t.replica_pids,
+            build(n),
+            t.database.open_jobs,
+            t.forge_port,
+            rate,
+            t.database.backends,
+        )
+
+    if index % 2:
+        one, two = await sqlite(), await replicas()
+    else:
+        two, one = await replicas(), await sqlite()
+    return Comparison("max rate" if rate is None else f"{rate:g}/s", one, two)
+
+
+def format_comparison(c: Comparison, index: int) -> list[str]:
+    s, r = c.sqlite, c.replicas
+    return [
+        f"run {index}, {c.load}: two PostgreSQL replicas / one SQLite App, CPU per command "
+        f"answered and run: App processes {c.app_ratio:.2f} ({r.app_us:.0f} / {s.app_us:.0f} us; "
+        f"target <= {GOAL_REPLICAS}), with PostgreSQL's backends {c.total_ratio:.2f} "
+        f"({r.total_us:.0f} us = {r.app_us:.0f} + {r.us(r.database_cpu_s):.0f})",
+        f"  answered/s {r.measured.throughput:.0f} vs {s.measured.throughput:.0f}; p99 "
+        f"{r.measured.percentile(99):.1f} vs {s.measured.percentile(99):.1f} ms; forge requests "
+        f"per command {r.forge_requests / r.measured.requests:.2f} vs "
+        f"{s.forge_requests / s.measured.requests:.2f}; failures "
+        f"{r.measured.failures} vs {s.measured.failures}",
+    ]
+
+
+def postgres_admin_url() -> str:
+    return os.environ.get("PAIR_TEST_POSTGRES_URL") or DEFAULT_POSTGRES
