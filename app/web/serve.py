@@ -17,6 +17,7 @@ import gc
 import ipaddress
 import logging
 import os
+import resource
 import secrets
 import socket
 import sys
@@ -112,6 +113,40 @@ def settings_for(root: Path, env: Mapping[str, str], *, dev: bool) -> AppSetting
 
 STOP_GRACE_S = 5.0
 
+# Open files kept for everything but connections: the store, logs, the worker's git and agent
+# subprocesses' pipes, uvloop's own. A quarter of the limit, and never fewer than this.
+FD_RESERVE = 128
+
+
+def raise_open_file_limit() -> int:
+    """Raise this process's soft open-file limit (RLIMIT_NOFILE) to its hard limit; the soft
+    limit it now has. Every connection is a file descriptor: with a soft limit of 1024 (a
+    common default) the server would run out long before its connection cap."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass  # a hard limit the kernel will not grant: keep the soft one
+    return soft
+
+
+def fit_connections(limits: EdgeLimits, open_files: int) -> EdgeLimits:
+    """`limits` with `max_connections` lowered, if need be, to fit well under `open_files`
+    (less a quarter of it, at least FD_RESERVE, for everything else); a WARNING says so."""
+    room = max(1, open_files - max(FD_RESERVE, open_files // 4))
+    if limits.max_connections <= room:
+        return limits
+    logging.getLogger(__name__).warning(
+        "PAIR_MAX_CONNECTIONS=%d does not fit the open-file limit (%d): at most %d open "
+        "connections; raise `ulimit -n` (the hard limit) to allow more",
+        limits.max_connections,
+        open_files,
+        room,
+    )
+    return limits.model_copy(update={"max_connections": room})
+
 
 # Young collections this far apart: a delivery's parse allocates a few hundred containers that
 # die with the request, so at the default (700) a collection ran every other delivery or so.
@@ -137,11 +172,12 @@ def settle_gc() -> None:
 def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
     """The `uvicorn.Config` pairbot serves `app` with, under `limits` (`options` override).
 
-    uvicorn's own limits: `limit_concurrency` (past it a request is answered 503 at once),
-    `timeout_keep_alive` (an idle kept-alive connection closes) and, should uvicorn ever
-    speak h11 here, `h11_max_incomplete_event_size` (the header cap). The protocol is
-    uvicorn's httptools one with per-request deadlines and a header cap (app.web.protocol):
-    uvicorn alone lets a connection trickle its headers or body forever. The loop stays
+    uvicorn's own limits: `timeout_keep_alive` (an idle kept-alive connection closes) and,
+    should uvicorn ever speak h11 here, `h11_max_incomplete_event_size` (the header cap). The
+    protocol is uvicorn's httptools one with per-request deadlines, a header cap and the cap on
+    open connections (app.web.protocol): uvicorn alone lets a connection trickle its headers or
+    body forever, and its `limit_concurrency` (not set) answers 503 to every request past it,
+    a signed delivery as much as a stranger's idle socket. The loop stays
     "auto": uvloop, a pinned dependency (the App's edge is CPU-bound under load, see
     benchmarks/webhook_load.py). uvicorn's access log is off unless `access_log=True` is
     passed (`PAIR_ACCESS_LOG=1` in `serve`): the edge writes one line per delivery itself, and
@@ -160,7 +196,6 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
         "http": guarded_protocol(limits),
         "ws": "none",  # no route speaks WebSocket: an upgrade is an ordinary request
         "access_log": False,
-        "limit_concurrency": limits.max_connections,
         # A stop waits this long for requests still running, then cancels them: a card page's
         # live stream (app.web.pages.routes) would otherwise hold it for up to a minute.
         "timeout_graceful_shutdown": STOP_GRACE_S,
@@ -234,9 +269,8 @@ def serve(
         local=LocalReader(root, settings.worker_checkouts),
     )
     _announce(host, port, settings.store_label)
-    config = server_config(
-        app, settings.limits, host=host, port=port, access_log=settings.access_log
-    )
+    limits = fit_connections(settings.limits, raise_open_file_limit())
+    config = server_config(app, limits, host=host, port=port, access_log=settings.access_log)
     # Bound here, before anything is printed as served: a port in use is one line naming it
     # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
     # pairbot's CLI reserves for "lock held").

@@ -49,7 +49,8 @@ class EdgeLimits(BaseModel):
     is kept for bodies of at most `SMALL_BODY` bytes, so large uploads cannot crowd out
     ordinary deliveries. `read_timeout_s`: the headers must arrive within it of a request's
     start, and the body within it of the headers; a slower request is dropped.
-    `max_connections`: open connections (uvicorn's `limit_concurrency`: past it, 503).
+    `max_connections`: open connections; past it the oldest idle one is closed to admit a new
+    one (app.web.protocol), and `serve` lowers it to fit the open-file limit.
     `max_header_bytes`: a request's line and headers together (431 past it).
     `keep_alive_s`: how long an idle kept-alive connection stays open.
     `parse_threads`: worker threads that verify large bodies and parse deliveries, off the

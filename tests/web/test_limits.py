@@ -270,23 +270,48 @@ def test_headers_over_the_cap_are_431(tmp_path: Path) -> None:
         assert status_of(until_closed(sock)) == 431
 
 
-def test_connections_past_the_limit_are_answered_503_but_healthz(tmp_path: Path) -> None:
-    # A long read timeout: the idle connections must stay open until the test closes them.
+def test_past_the_connection_cap_the_oldest_idle_connection_makes_room_for_a_delivery(
+    tmp_path: Path,
+) -> None:
+    # A long read timeout, and heads begun but never ended: the idle connections stay open
+    # until shed (one that sent nothing would be closed at the first-byte deadline anyway).
     with edge(tmp_path, max_connections=8, read_timeout_s=60.0) as server:
         idle = [connect(server) for _ in range(8)]
+        for sock in idle:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n")
         body, headers = signed_delivery()
-
-        def delivered() -> int:
-            return server.post("/webhooks/github", body, headers, timeout=_BOUND_S).status_code
-
         try:
-            wait_for(lambda: delivered() == 503, "the limit to be reached")
-            # The liveness probe is exempt: strangers cannot make the server look dead.
-            assert httpx.get(server.url + "/healthz?probe=1", timeout=_BOUND_S).status_code == 200
+            answer = server.post("/webhooks/github", body, headers, timeout=_BOUND_S)
+            assert answer.status_code == 200, answer.text
+            assert until_closed(idle[0]) == b""  # the oldest, closed without a word
+            idle[-1].setblocking(False)
+            with pytest.raises(BlockingIOError):  # the newest is still open
+                idle[-1].recv(1)
         finally:
             for sock in idle:
                 sock.close()
-        wait_for(lambda: delivered() == 200, "the connections to be released")
+
+
+def test_a_connection_with_a_signed_delivery_is_never_shed(tmp_path: Path) -> None:
+    # Every slot holds a delivery claiming a signature, its body still to come: those are
+    # kept, and the newcomer is closed at once instead.
+    with edge(tmp_path, max_connections=8, read_timeout_s=60.0) as server:
+        held = [connect(server) for _ in range(8)]
+        try:
+            for sock in held:
+                # 100 Continue: the server has the headers and the app waits for the body.
+                sock.sendall(
+                    head(Content_Type="application/json", Content_Length=100, Expect="100-continue")
+                )
+                assert sock.recv(64).startswith(b"HTTP/1.1 100 ")
+            wait_for(lambda: until_closed(connect(server)) == b"", "a newcomer refused")
+            for sock in held:
+                sock.setblocking(False)
+                with pytest.raises(BlockingIOError):
+                    sock.recv(1)
+        finally:
+            for sock in held:
+                sock.close()
 
 
 # -- the pieces, without a server -----------------------------------------------------------------
