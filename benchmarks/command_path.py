@@ -67,6 +67,7 @@ from benchmarks.answering_forge import (
 from benchmarks.command_replicas import (
     Comparison,
     Targets,
+    Watch,
     compare,
     format_comparison,
     postgres_admin_url,
@@ -289,11 +290,33 @@ def format_figures(figures: Figures, index: int) -> str:
         f"(target <= {GOAL_P99})",
         f"  non-command throughput / floor's: {figures.non_command_ratio:.2f} "
         f"(target >= {GOAL_NON_COMMAND})",
+        tail_line(figures),
     ]
     failures = figures.app_cmd.measured.failures + figures.app_non.measured.failures
     if failures:
         lines.append(f"  non-2xx answers from the App: {failures}")
     return "\n".join(lines)
+
+
+def mean_ms(run: Run) -> float:
+    latencies = run.measured.latencies_ms
+    return sum(latencies) / len(latencies) if latencies else float("nan")
+
+
+def tail_line(figures: Figures) -> str:
+    """The p99 ratio as its two factors: the mean latencies' ratio (at 16 connections, closed
+    loop, 16 over the throughput: Little's law) and each run's tail, its p99 over its mean. A
+    tail made by pauses (the collector's, a slow fsync, a long turn of the loop) shows as the
+    App's p99/mean above the floor's; a slower answer on average shows in the first factor."""
+    app, floor = figures.app_cmd, figures.floor_non
+    app_mean, floor_mean = mean_ms(app), mean_ms(floor)
+    app_tail = app.measured.percentile(99) / app_mean
+    floor_tail = floor.measured.percentile(99) / floor_mean
+    return (
+        f"  command p99 / edge floor's p99 = mean latency ratio {app_mean / floor_mean:.2f} "
+        f"({app_mean:.1f} / {floor_mean:.1f} ms) x tail ratio {app_tail / floor_tail:.2f} "
+        f"(p99/mean: app {app_tail:.1f}, floor {floor_tail:.1f})"
+    )
 
 
 async def burst(app: Server, forge: Server, deliveries: Deliveries, seconds: float) -> list[float]:
@@ -374,13 +397,14 @@ async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> l
                 servers = (one, first, second)
                 for server in servers:
                     await wait_ready(server.port)
+                watch = Watch(database)  # after the replicas made the schema
                 targets = Targets(
                     one.port,
                     one.process.pid,
                     sqlite,
                     (first.port, second.port),
                     (first.process.pid, second.process.pid),
-                    database,
+                    watch,
                     forge.port,
                 )
 
@@ -396,6 +420,7 @@ async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> l
                         results.append(comparison)
                         for line in format_comparison(comparison, index):
                             out(line)
+                watch.close()
     finally:
         database.drop()
     return results
@@ -414,6 +439,8 @@ def _app_args(workdir: Path, args: argparse.Namespace) -> list[str]:
     app = ["--store", str(workdir / "app.sqlite3")]
     if args.profile is not None:
         app += ["--profile", str(args.profile.resolve() / "app.prof")]
+    if args.no_gc:
+        app.append("--no-gc")
     return app
 
 
@@ -424,6 +451,7 @@ def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures] | list[Com
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--burst-seconds", type=float, default=2.0, help="0: no burst")
     parser.add_argument("--profile", type=Path, help="a directory: the App's cProfile there")
+    parser.add_argument("--no-gc", action="store_true", help="the App's cyclic GC off")
     parser.add_argument("--replicas", action="store_true", help="2 PostgreSQL replicas vs SQLite")
     parser.add_argument("--postgres", help="an admin URL (default: PAIR_TEST_POSTGRES_URL)")
     parser.add_argument("--rate", type=float, default=100.0, help="--replicas: 0 for none")

@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+
 from benchmarks.answering_forge import fetch_stats
 from benchmarks.edge_targets import CpuMeter, Database, sqlite_open_jobs
 from benchmarks.webhook_load import Measured, cpu_seconds, fixed_rate, max_rate
@@ -47,6 +49,7 @@ class Side:
     app_cpu_s: float  # the App processes, until their last job was done
     database_cpu_s: float  # the PostgreSQL backends serving the database (0 for SQLite)
     forge_requests: int
+    transactions: int = 0  # PostgreSQL's commits in the benchmark's database (0 for SQLite)
 
     def us(self, cpu_s: float) -> float:
         return 1e6 * cpu_s / self.measured.requests if self.measured.requests else 0.0
@@ -93,11 +96,12 @@ async def measure_side(  # noqa: PLR0917 - one call site per side, every argumen
     open_jobs: Callable[[], int],
     forge_port: int,
     rate: float | None,
-    database: Callable[[], Sequence[int]] | None = None,
+    database: Watch | None = None,
 ) -> Side:
     before = fetch_stats(forge_port)["requests"]
     app = {pid: cpu_seconds(pid) for pid in pids}
-    backends = CpuMeter(database) if database is not None else None
+    backends = CpuMeter(database.backends) if database is not None else None
+    commits = transactions(database.database) if database is not None else 0
     if rate is None:
         measured = await max_rate(list(ports), requests, CONNECTIONS)
     else:
@@ -105,7 +109,45 @@ async def measure_side(  # noqa: PLR0917 - one call site per side, every argumen
     await settle(open_jobs)
     app_cpu = sum(cpu_seconds(pid) - start for pid, start in app.items())
     after = fetch_stats(forge_port)["requests"]
-    return Side(measured, app_cpu, backends.used() if backends else 0.0, after - before)
+    used = backends.used() if backends else 0.0
+    commits = transactions(database.database) - commits if database is not None else 0
+    return Side(measured, app_cpu, used, after - before, commits)
+
+
+class Watch:
+    """The benchmark's own look at the database: its open jobs, on one connection kept open
+    (a connection per poll would add backends, and their CPU, to what is measured), and the
+    replicas' backends, that connection's left out."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.conn = psycopg.connect(database.url, autocommit=True)
+        row = self.conn.execute("SELECT pg_backend_pid()").fetchone()
+        self.pid = int(row[0]) if row else 0
+
+    def open_jobs(self) -> int:
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def backends(self) -> list[int]:
+        return [pid for pid in self.database.backends() if pid != self.pid]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def transactions(database: Database) -> int:
+    """Commits in the benchmark's database so far (the statistics collector's count: each
+    autocommit statement is one). Read from a connection of the benchmark's own, in a fresh
+    snapshot of the statistics, so its own reads count a handful at most."""
+    admin = database._admin
+    admin.execute("SELECT pg_stat_clear_snapshot()")
+    row = admin.execute(
+        "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (database.name,)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 @dataclass(frozen=True)
@@ -117,7 +159,7 @@ class Targets:
     sqlite_store: Path
     replica_ports: tuple[int, ...]
     replica_pids: tuple[int, ...]
-    database: Database
+    database: Watch
     forge_port: int
 
 
@@ -145,7 +187,7 @@ async def compare(
             t.database.open_jobs,
             t.forge_port,
             rate,
-            t.database.backends,
+            t.database,
         )
 
     if index % 2:
@@ -166,7 +208,8 @@ def format_comparison(c: Comparison, index: int) -> list[str]:
         f"{r.measured.percentile(99):.1f} vs {s.measured.percentile(99):.1f} ms; forge requests "
         f"per command {r.forge_requests / r.measured.requests:.2f} vs "
         f"{s.forge_requests / s.measured.requests:.2f}; failures "
-        f"{r.measured.failures} vs {s.measured.failures}",
+        f"{r.measured.failures} vs {s.measured.failures}; PostgreSQL transactions per command "
+        f"{r.transactions / r.measured.requests:.2f} (its polls of the queue included)",
     ]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import json
 import logging
 import socket
@@ -222,6 +223,8 @@ def serve(args: argparse.Namespace) -> None:
     _, loop = server_options()
     server = uvicorn.Server(server_config(app, EdgeLimits(), loop=loop))
     settle_gc()
+    if args.no_gc:
+        gc.disable()  # an experiment: is the command's tail the collector's pauses?
     profile = cProfile.Profile() if args.profile else None
     if profile is not None:
         profile.enable()
@@ -240,6 +243,7 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--store", type=Path)
     parser.add_argument("--spacing", type=float, default=0.0)
     parser.add_argument("--store-url", help="a PostgreSQL store (replicas share it)")
+    parser.add_argument("--no-gc", action="store_true", help="the cyclic collector off")
     parser.add_argument("--profile", type=Path)
     serve(parser.parse_args(argv))
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from benchmarks import command_path
+from benchmarks.command_replicas import Comparison
+from tests.support.postgres import require_server
 
 
 def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
@@ -26,3 +28,28 @@ def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
         assert (measured.measured.requests, measured.measured.failures) == (20, 0)
     # Both answered the commands and made their calls: the App's jobs ran against the forge.
     assert run.app_cmd.forge_requests >= 3 * 20 and run.floor_cmd.forge_requests >= 3 * 20
+
+
+def test_the_replicas_comparison_runs_against_postgresql() -> None:
+    """Two replicas on a fresh PostgreSQL database against one SQLite App, at a tiny size:
+    both answered and ran every command with the same calls (skips without a PostgreSQL)."""
+    url = require_server()
+    printed: list[str] = []
+    args = ["--replicas", "--postgres", url, "--requests", "20", "--runs", "1"]
+    comparisons = command_path.main(
+        [*args, "--rate", "20", "--rate-seconds", "1", "--latency-ms", "1"], out=printed.append
+    )
+    table = "\n".join(printed)
+    assert "two PostgreSQL replicas / one SQLite App" in table, table
+    assert "PostgreSQL transactions per command" in table, table
+    assert [c.load for c in comparisons] == ["max rate", "20/s"]
+    for comparison in comparisons:
+        assert isinstance(comparison, Comparison)
+        for side in (comparison.sqlite, comparison.replicas):
+            assert (side.measured.requests, side.measured.failures) == (
+                comparison.sqlite.measured.requests,
+                0,
+            )
+            assert side.forge_requests >= 3 * side.measured.requests  # the jobs ran
+        assert comparison.sqlite.database_cpu_s == 0  # SQLite has no server to count
+        assert comparison.replicas.transactions >= comparison.replicas.measured.requests
