@@ -109,12 +109,18 @@ class FloodStats:
 class Flood:
     """`count` connections to 127.0.0.1:`port` that send nothing (`slow=False`) or endless
     headers a byte every `every_s` seconds, from `__enter__` until `__exit__`; each one the
-    server closes is opened again `reopen_s` later. They run on an asyncio loop in a process
-    of their own, so that the probes' timings in this one never wait for the flood's share of
-    the interpreter lock; its counts are shared memory (`stats`)."""
+    server closes is opened again `reopen_s` later (never, with None). They run on an asyncio
+    loop in a process of their own, so that the probes' timings in this one never wait for the
+    flood's share of the interpreter lock; its counts are shared memory (`stats`)."""
 
     def __init__(
-        self, port: int, count: int, *, slow: bool, every_s: float = 1.0, reopen_s: float = 0.0
+        self,
+        port: int,
+        count: int,
+        *,
+        slow: bool,
+        every_s: float = 1.0,
+        reopen_s: float | None = 0.0,
     ) -> None:
         self.port = port
         self.count = count
@@ -178,7 +184,7 @@ class Flood:
                 reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
             except OSError:
                 self._count("connect_errors")
-                await asyncio.sleep(max(self.reopen_s, 0.1))
+                await asyncio.sleep(max(self.reopen_s or 0.0, 0.1))
                 continue
             self._count("opened")
             self._count("open")
@@ -189,6 +195,8 @@ class Flood:
             finally:
                 self._count("open", -1)
                 writer.close()
+            if self.reopen_s is None:
+                return
             await asyncio.sleep(self.reopen_s)
 
     async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
@@ -266,7 +274,7 @@ def main(
     connections: int = 10_000,
     probes: int = 50,
     every_s: float = 1.0,
-    reopen_s: float = 0.0,
+    reopen_s: float | None = 0.0,
     interval_s: float = 0.25,
     settle_s: float = 3.0,
     env: dict[str, str] | None = None,
@@ -310,13 +318,18 @@ def report(
     *,
     connections: int,
     every_s: float,
-    reopen_s: float,
+    reopen_s: float | None,
     cap: int,
     out: Callable[[str], None],
 ) -> None:
+    reopened = (
+        "held, never reopened"
+        if reopen_s is None
+        else f"each reopened {reopen_s:g} s after the server closes it"
+    )
     out(
         f"edge flood: {connections} connections (idle: send nothing; slow: headers a byte every "
-        f"{every_s:g} s), each reopened {reopen_s:g} s after the server closes it; server cap "
+        f"{every_s:g} s), {reopened}; server cap "
         f"{cap} connections (PAIR_MAX_CONNECTIONS); probes time out at {GITHUB_TIMEOUT_S:g} s"
     )
     out(f"{'':28}" + "".join(f"{phase.name:>14}" for phase in phases))

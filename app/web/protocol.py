@@ -22,8 +22,8 @@ new connection is never refused while an idle one is open: the oldest idle conne
 request in progress, or its headers still arriving) is closed to admit it, then the oldest
 with a request that claims no signature; a request whose headers are complete and carry
 `X-Hub-Signature-256` (or Azure DevOps' Basic auth) on its webhook route is never shed, so a
-crowd of idle or slow strangers cannot crowd out a delivery. Only when every open connection
-holds such a request is the new one closed at once. (uvicorn's own `limit_concurrency`, which
+crowd of idle or slow strangers cannot crowd out a delivery, and neither is a connection
+accepted so lately that the server has not yet read it. (uvicorn's own `limit_concurrency`, which
 answered 503 to every request past its limit, signed or not, is not used.) The app's own body
 limits (app.web.limits) apply on top, to the webhook routes.
 """
@@ -53,9 +53,15 @@ log = logging.getLogger(__name__)
 class Tier(enum.IntEnum):
     """What a connection is doing, in the order connections are shed."""
 
-    IDLE = 0  # nothing sent yet, between requests, or headers still arriving
-    UNSIGNED = 1  # a request in progress that claims no delivery signature
-    SIGNED = 2  # a delivery claiming a signature on its webhook route: never shed
+    NEW = 0  # accepted, and not yet had a turn to read: kept (see Connections)
+    IDLE = 1  # nothing sent yet, between requests, or headers still arriving
+    UNSIGNED = 2  # a request in progress that claims no delivery signature
+    SIGNED = 3  # a delivery claiming a signature on its webhook route: never shed
+
+
+def ceiling(cap: int) -> int:
+    """Open connections at most, counting the NEW ones admitted past `cap` for their turn."""
+    return cap + max(64, cap // 4)
 
 
 def tier_of(scope: Mapping[str, Any]) -> Tier:
@@ -78,10 +84,21 @@ def tier_of(scope: Mapping[str, Any]) -> Tier:
 
 class Connections:
     """One server's open connections, by tier, each tier oldest first (a dict keeps the order
-    of insertion, and a connection that changes tier goes to the end of its new one)."""
+    of insertion, and a connection that changes tier goes to the end of its new one).
+
+    A connection is NEW from its acceptance until the event loop has had a turn to read it
+    (a callback `connection_made` schedules runs after the next poll): uvloop accepts a whole
+    burst before any of it is read, so a delivery accepted early in a burst of strangers
+    would otherwise be shed before its headers were even looked at. Past the cap, the oldest
+    IDLE connection is shed to admit a new one, else the oldest UNSIGNED; with neither, the
+    new one is admitted anyway, up to the `ceiling`, and the excess is shed as the NEW ones
+    ripen. Only past the ceiling (a burst of more than a quarter of the cap within one turn
+    of the loop) or when every connection holds a signed delivery is the new one closed.
+    """
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
+        self.ceiling = ceiling(cap)
         self.tiers: dict[Tier, dict[GuardedHttpProtocol, None]] = {tier: {} for tier in Tier}
         self.where: dict[GuardedHttpProtocol, Tier] = {}
         self.shed = 0  # connections closed to admit others, ever: what tests and logs read
@@ -92,22 +109,35 @@ class Connections:
         return len(self.where)
 
     def admit(self, connection: GuardedHttpProtocol) -> bool:
-        """Make room for `connection` (shedding others as needed) and register it as IDLE;
-        False when every open connection holds a signed request (nothing is registered)."""
-        while len(self.where) >= self.cap:
+        """Make room for `connection` (shedding others as needed) and register it as NEW;
+        False when it cannot be had (nothing is registered)."""
+        self._trim(self.cap - 1)
+        if len(self.where) >= self.ceiling:
+            self.refused += 1
+            self._note(connection.loop.time())
+            return False
+        self.where[connection] = Tier.NEW
+        self.tiers[Tier.NEW][connection] = None
+        if self.shed:
+            self._note(connection.loop.time())
+        return True
+
+    def ripen(self, connection: GuardedHttpProtocol) -> None:
+        """`connection` has had its turn to read: IDLE unless its headers are in; then back
+        down to the cap."""
+        if self.where.get(connection) == Tier.NEW:
+            self.place(connection, Tier.IDLE)
+        self._trim(self.cap)
+
+    def _trim(self, keep: int) -> None:
+        """Shed IDLE, then UNSIGNED connections, oldest first, until at most `keep` are open."""
+        while len(self.where) > keep:
             victim = self._sheddable()
             if victim is None:
-                self.refused += 1
-                self._note(connection.loop.time())
-                return False
+                return
             self.drop(victim)
             self.shed += 1
             victim.shed()
-        self.where[connection] = Tier.IDLE
-        self.tiers[Tier.IDLE][connection] = None
-        if self.shed or self.refused:
-            self._note(connection.loop.time())
-        return True
 
     def place(self, connection: GuardedHttpProtocol, tier: Tier) -> None:
         """Move `connection` to the end of `tier` (a connection already gone stays gone)."""
@@ -138,7 +168,7 @@ class Connections:
         log.warning(
             "%d open connections at the cap (%d, PAIR_MAX_CONNECTIONS): closed %d idle or "
             "unsigned ones to admit new ones, and refused %d new ones (every open one held a "
-            "signed delivery), since the last such line",
+            "signed delivery, or was not yet read), since the last such line",
             len(self.where),
             self.cap,
             self.shed - shed,
@@ -168,8 +198,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if not type(self).registry.admit(self):
-            transport.close()  # every slot holds a signed delivery: this one cannot be had
+            transport.close()  # nothing could make room for it
             return
+        # Two hops: on asyncio's own loop one `call_soon` would still run before the next read.
+        self.loop.call_soon(self.loop.call_soon, type(self).registry.ripen, self)
         self._opened = self.loop.time()
         self._arm(min(FIRST_BYTE_S, self.read_timeout_s), self._head_too_slow)
 
