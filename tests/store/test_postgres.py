@@ -93,6 +93,7 @@ def test_a_live_replicas_running_job_is_its_own_past_its_first_lease(url: str) -
                 await asyncio.sleep(0.05)
             stolen = await other.recover() + len(await other.claim(5, 1e12))
             await live.finish(claimed.id, "done", "ok")
+            await live.job(claimed.id)  # its outcome sent (else its next claim carries it)
             counts = await other.counts()
             return stolen, counts["done"], counts["running"]
         finally:
@@ -119,6 +120,7 @@ def test_a_replica_that_lost_its_lease_cannot_finish_the_job_another_took(url: s
                 await asyncio.sleep(0.05)
             await dead.advance(claimed.id, "late")
             await dead.finish(claimed.id, "failed", "late")
+            await dead.job(claimed.id)  # its outcome sent: refused, the job is the taker's
             record = await taker.job(claimed.id)
             assert record is not None
             return record.state, record.stage, record.attempts

@@ -47,7 +47,8 @@ _CLAIM_PICK = f"""
               ORDER BY e.id LIMIT 1)
           AND NOT EXISTS (
               SELECT 1 FROM jobs AS r
-              WHERE r.state = 'running' AND r.serial_key = j.serial_key)
+              WHERE r.state = 'running' AND r.serial_key = j.serial_key
+                AND NOT (r.owner = %(owner)s AND r.id = ANY(%(fin_id)s::bigint[])))
         ORDER BY j.id
         LIMIT %(limit)s
         FOR UPDATE OF j SKIP LOCKED
@@ -60,7 +61,21 @@ _CLAIM_PICK = f"""
     SELECT {_JOB_COLUMNS}, (SELECT c.verb FROM commands AS c WHERE c.job_id = j.id) AS verb
     FROM j ORDER BY j.id
 """  # noqa: S608 - constant SQL
-CLAIM = f"WITH {_CLAIM_PICK}"
+# The outcomes (done, failed) of this replica's jobs that ended since its last statement ride
+# with its next claim: the job's end and the claim of the job that takes its slot are one
+# round trip, not two. One statement sees one snapshot, where those jobs still run: `picked`
+# counts them as ended (`fin_id`, only while this replica owns them), so the next job of
+# their card is claimable at once. `finished` and `picked` never touch one row (running
+# jobs, queued jobs). With no outcome to carry, the arrays are empty and it updates nothing.
+_FINISHED = """
+    finished AS (
+        UPDATE jobs SET state = v.state, result = v.result, updated_at = v.stamp
+        FROM unnest(%(fin_id)s::bigint[], %(fin_stamp)s::float8[], %(fin_state)s::text[],
+                    %(fin_result)s::text[]) AS v (id, stamp, state, result)
+        WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = %(owner)s
+    )
+"""
+CLAIM = f"WITH {_FINISHED}, {_CLAIM_PICK}"
 # A claim that also queues again the jobs of a replica that stopped renewing its lease (they
 # are claimable from the next claim on, by any replica). Sent at most once per EXPIRE_EVERY_S
 # by each replica: it reads every running job's index entry. `expired` and `picked` never
@@ -69,7 +84,8 @@ CLAIM_EXPIRING = f"""
     WITH expired AS (
         UPDATE jobs SET state = 'queued', not_before = 0, owner = '', updated_at = %(stamp)s
         WHERE state = 'running' AND lease_until < {DB_NOW}
-    ), {_CLAIM_PICK}
+          AND NOT (owner = %(owner)s AND id = ANY(%(fin_id)s::bigint[]))
+    ), {_FINISHED}, {_CLAIM_PICK}
 """  # noqa: S608 - constant SQL
 SELECT_JOBS = (
     f"SELECT {_JOB_COLUMNS}, c.verb FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
@@ -103,6 +119,16 @@ UPDATE = (
     "%s::float8[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner) "
     "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
 )
+
+
+def finishing(updates: Sequence[Update]) -> dict[str, list[object]]:
+    """The claim's `fin_*` parameters: the outcomes it carries (see `_FINISHED`)."""
+    return {
+        "fin_id": [u.job_id for u in updates],
+        "fin_stamp": [u.stamp for u in updates],
+        "fin_state": [u.state for u in updates],
+        "fin_result": [u.result for u in updates],
+    }
 
 
 def same_job(a: Update, b: Update) -> bool:

@@ -4,8 +4,11 @@ Its parts: the connections and pools (app/store/postgres/pools.py), the schema (
 deliveries recorded with their jobs (deliveries.py), the job queue's statements (queue.py).
 Here: the `Store` methods, the group commits, and what replicas do for one another.
 
-- The worker's stage and outcome writes, like deliveries, are group-committed
-  (app/store/batching.py): the writes that arrive while one statement is out go in the next.
+- The worker's stage writes, like deliveries, are group-committed (app/store/batching.py):
+  the writes that arrive while one statement is out go in the next. A job's outcome (done,
+  failed) rides the worker's next claim, in the same statement (`finish`): a job's end and the
+  claim of the job that takes its slot cost one round trip; with no claim within a few
+  milliseconds it goes alone, group-committed with the stages.
 - Jobs are claimed with `UPDATE … WHERE id = ANY(SELECT … FOR UPDATE SKIP LOCKED)`: replicas
   claiming at once never wait for each other and never take one job twice. Only the oldest
   queued job of a serial key is claimable, and only while none of its key runs, so one card
@@ -68,6 +71,7 @@ from app.store.postgres.queue import (
     SELECT_JOBS,
     UPDATE,
     Update,
+    finishing,
     same_job,
     select_jobs,
 )
@@ -92,6 +96,9 @@ NOTIFY_CHANNEL = "pairbot_jobs"
 ANNOUNCE_EVERY_S = 0.05
 EXPIRE_EVERY_S = 1.0  # a replica's claims look for expired leases at most this often
 LEASE_S = 60.0  # a dead replica's running job is queued again this long after its last renewal
+# A job's outcome waits this long for the worker's next claim to carry it (see `finish`);
+# then it goes alone.
+OUTCOME_WAIT_S = 0.005
 
 
 class PostgresStore:
@@ -128,6 +135,10 @@ class PostgresStore:
         self._updates: Batcher[Update, None] | None = None
         # Deliveries too, each batch one durable commit: SqliteStore's group commit.
         self._enqueues: Batcher[Delivery, Outcome] | None = None
+        # Outcomes (done, failed) not yet sent: the next claim carries them (`finish`).
+        self._outcomes: list[Update] = []
+        self._outcomes_due: asyncio.TimerHandle | None = None
+        self._sending: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
         self._announcing: asyncio.Task[None] | None = None
         self._announced_at = float("-inf")
@@ -166,6 +177,8 @@ class PostgresStore:
         if self._work is None:
             return
         await self._stop_tasks()
+        with contextlib.suppress(psycopg.Error):
+            await self._send_outcomes()  # before the requeue below: these jobs are done
         for batcher in (self._updates, self._enqueues):
             if batcher is not None:
                 with contextlib.suppress(psycopg.Error):
@@ -183,6 +196,9 @@ class PostgresStore:
         """Drop the connections as they are (a killed process's): no lease renewed, no job
         handed back. `close` ends with it; tests call it alone."""
         await self._stop_tasks()
+        if self._outcomes_due is not None:
+            self._outcomes_due.cancel()  # a killed process's outcomes are lost: run again
+        self._outcomes_due, self._outcomes = None, []
         self._updates = self._enqueues = None
         pools = (self._pool, self._work)
         self._pool = self._work = None
@@ -360,15 +376,62 @@ class PostgresStore:
         expiring = now_s - self._expired_at >= EXPIRE_EVERY_S
         if expiring:
             self._expired_at = now_s
-        async with self._worker_pool().connection() as conn:
-            cursor = await conn.execute(CLAIM_EXPIRING if expiring else CLAIM, values)
-            return [job_record(row) for row in await cursor.fetchall()]
+        outcomes = self._take_outcomes()
+        try:
+            async with self._worker_pool().connection() as conn:
+                cursor = await conn.execute(
+                    CLAIM_EXPIRING if expiring else CLAIM, {**values, **finishing(outcomes)}
+                )
+                return [job_record(row) for row in await cursor.fetchall()]
+        except BaseException:
+            # Not written, or not known to be: sent again (writing one twice changes nothing).
+            self._defer(outcomes)
+            raise
 
     async def advance(self, job_id: int, stage: str) -> None:
         await self._bookkeeping().submit(Update(job_id, self._clock(), stage=stage))
 
     async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:
-        await self._bookkeeping().submit(Update(job_id, self._clock(), state, result=result))
+        """Recorded with the worker's next claim, its next statement: the job's slot is taken
+        by the next job in the same round trip that ends this one. A claim that does not come
+        within OUTCOME_WAIT_S leaves it to go alone. Like the worker's other bookkeeping it is
+        not durable (`synchronous_commit = off`): a replica that dies before it is sent
+        leaves the job running until its lease passes, then it runs again (at least once).
+        This replica's own reads (`job`, `jobs`, `counts`) send it first."""
+        self._bookkeeping()  # open, or raise as the other writes do
+        self._defer([Update(job_id, self._clock(), state, result=result)])
+
+    def _defer(self, outcomes: Sequence[Update]) -> None:
+        if not outcomes or self._updates is None:
+            return
+        self._outcomes[:0] = [u for u in outcomes if u not in self._outcomes]
+        if self._outcomes_due is None:
+            loop = asyncio.get_running_loop()
+            self._outcomes_due = loop.call_later(OUTCOME_WAIT_S, self._outcomes_alone)
+
+    def _take_outcomes(self) -> list[Update]:
+        if self._outcomes_due is not None:
+            self._outcomes_due.cancel()
+            self._outcomes_due = None
+        taken, self._outcomes = self._outcomes, []
+        return taken
+
+    def _outcomes_alone(self) -> None:
+        """No claim came: the outcomes go in the worker's group-committed updates."""
+        self._outcomes_due = None
+        task = asyncio.create_task(self._send_outcomes(), name="pairbot-store-outcomes")
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send_outcomes(self) -> None:
+        outcomes = self._take_outcomes()
+        if not outcomes:
+            return
+        try:
+            await asyncio.gather(*(self._bookkeeping().submit(u) for u in outcomes))
+        except (psycopg.Error, RuntimeError) as err:
+            # As a replica that died: the jobs stay running until their lease passes.
+            log.warning("could not record %d job outcomes (%s)", len(outcomes), err)
 
     async def retry_later(self, job_id: int, not_before: float, result: str) -> None:
         await self._bookkeeping().submit(
@@ -397,16 +460,19 @@ class PostgresStore:
     # -- reading ------------------------------------------------------------------------------
 
     async def job(self, job_id: int) -> JobRecord | None:
+        await self._send_outcomes()
         async with self._connection().connection() as conn:
             found = await select_jobs(conn, [job_id])
         return found[0] if found else None
 
     async def jobs(self, limit: int = 100) -> list[JobRecord]:
+        await self._send_outcomes()
         async with self._connection().connection() as conn:
             cursor = await conn.execute(f"{SELECT_JOBS} ORDER BY j.id DESC LIMIT %s", (limit,))
             return [job_record(row) for row in await cursor.fetchall()]
 
     async def counts(self) -> dict[str, int]:
+        await self._send_outcomes()
         async with self._connection().connection() as conn:
             cursor = await conn.execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state")
             return job_counts((row["state"], row["n"]) for row in await cursor.fetchall())
@@ -457,6 +523,7 @@ class PostgresStore:
                 return pruned
 
     async def prune_jobs(self, before: float) -> PrunedJobs:
+        await self._send_outcomes()  # this replica's finished jobs are finished for it too
         pruned = PrunedJobs()
         while True:
             async with self._connection().connection() as conn, conn.transaction():
