@@ -14,6 +14,8 @@ that was not read is never waited for.
 
 The budget is a plain counter: the event loop is one thread, and nothing awaits between a
 check and its update.
+
+Connections are bounded in app.web.protocol; `connection_ceiling` is the most it holds open.
 """
 
 from __future__ import annotations
@@ -26,6 +28,21 @@ from dataclasses import dataclass
 from starlette.types import Receive
 
 from app.web.settings import SMALL_BODY, EdgeLimits
+
+
+def connection_ceiling(cap: int) -> int:
+    """The most connections the server holds open under a cap of `cap` (`max_connections`):
+    past the cap, connections accepted but not yet read are kept for their first read, up to a
+    quarter of the cap more (at least 64) — see app.web.protocol.Connections."""
+    return cap + max(64, cap // 4)
+
+
+def connections_within(room: int) -> int:
+    """The largest cap whose `connection_ceiling` is at most `room` (at least 1)."""
+    cap = max(1, min(room - 64, room * 4 // 5))
+    while connection_ceiling(cap + 1) <= room:  # a step or two past the rounding
+        cap += 1
+    return cap
 
 
 class Refused(Exception):

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from app.web.limits import connection_ceiling
 from app.web.settings import EdgeLimits
 from app.web.signature import SIGNATURE_HEADER, well_formed
 
@@ -51,17 +52,12 @@ log = logging.getLogger(__name__)
 
 
 class Tier(enum.IntEnum):
-    """What a connection is doing, in the order connections are shed."""
+    """What a connection is doing: IDLE ones are shed first, then UNSIGNED; never the others."""
 
     NEW = 0  # accepted, and not yet had a turn to read: kept (see Connections)
     IDLE = 1  # nothing sent yet, between requests, or headers still arriving
     UNSIGNED = 2  # a request in progress that claims no delivery signature
     SIGNED = 3  # a delivery claiming a signature on its webhook route: never shed
-
-
-def ceiling(cap: int) -> int:
-    """Open connections at most, counting the NEW ones admitted past `cap` for their turn."""
-    return cap + max(64, cap // 4)
 
 
 def tier_of(scope: Mapping[str, Any]) -> Tier:
@@ -92,13 +88,14 @@ class Connections:
     would otherwise be shed before its headers were even looked at. Past the cap, the oldest
     IDLE connection is shed to admit a new one, else the oldest UNSIGNED; with neither, the
     new one is admitted anyway, up to the `ceiling`, and the excess is shed as the NEW ones
-    ripen. Only past the ceiling (a burst of more than a quarter of the cap within one turn
-    of the loop) or when every connection holds a signed delivery is the new one closed.
+    ripen. Only past the ceiling (app.web.limits.connection_ceiling: a burst of more than a
+    quarter of the cap, at least 64, within one turn of the loop) or when every connection
+    holds a signed delivery is the new one closed.
     """
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.ceiling = ceiling(cap)
+        self.ceiling = connection_ceiling(cap)
         self.tiers: dict[Tier, dict[GuardedHttpProtocol, None]] = {tier: {} for tier in Tier}
         self.where: dict[GuardedHttpProtocol, Tier] = {}
         self.shed = 0  # connections closed to admit others, ever: what tests and logs read

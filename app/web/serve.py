@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from app.errors import PortInUseError, UserError
+from app.web.limits import connection_ceiling, connections_within
 from app.web.settings import AppSettings, EdgeLimits
 
 DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
@@ -133,19 +134,21 @@ def raise_open_file_limit() -> int:
 
 
 def fit_connections(limits: EdgeLimits, open_files: int) -> EdgeLimits:
-    """`limits` with `max_connections` lowered, if need be, to fit well under `open_files`
-    (less a quarter of it, at least FD_RESERVE, for everything else); a WARNING says so."""
-    room = max(1, open_files - max(FD_RESERVE, open_files // 4))
-    if limits.max_connections <= room:
+    """`limits` with `max_connections` lowered, if need be, so that every connection the server
+    may hold (app.web.limits.connection_ceiling) fits well under `open_files` — less a quarter
+    of it, at least FD_RESERVE, for everything else; a WARNING says so."""
+    room = open_files - max(FD_RESERVE, open_files // 4)
+    if connection_ceiling(limits.max_connections) <= room:
         return limits
+    fitted = connections_within(room)
     logging.getLogger(__name__).warning(
         "PAIR_MAX_CONNECTIONS=%d does not fit the open-file limit (%d): at most %d open "
         "connections; raise `ulimit -n` (the hard limit) to allow more",
         limits.max_connections,
         open_files,
-        room,
+        fitted,
     )
-    return limits.model_copy(update={"max_connections": room})
+    return limits.model_copy(update={"max_connections": fitted})
 
 
 # Young collections this far apart: a delivery's parse allocates a few hundred containers that

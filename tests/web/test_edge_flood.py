@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from app.web.protocol import Connections, Tier, ceiling, tier_of
+from app.web.limits import connection_ceiling as ceiling
+from app.web.protocol import Connections, Tier, tier_of
 from app.web.serve import fit_connections
 from app.web.settings import EdgeLimits
 from benchmarks import edge_flood
@@ -148,8 +149,12 @@ def test_a_delivery_claims_a_signature_only_on_its_webhook_route() -> None:
 def test_the_cap_is_fitted_under_the_open_file_limit() -> None:
     limits = EdgeLimits(max_connections=5000)
     assert fit_connections(limits, 20_000) is limits
-    assert fit_connections(limits, 1024).max_connections == 768  # a quarter kept back
-    assert fit_connections(limits, 256).max_connections == 128  # at least 128 kept back
+    for open_files in (1024, 256, 100):
+        fitted = fit_connections(limits, open_files).max_connections
+        room = open_files - max(128, open_files // 4)  # a quarter kept back, at least 128
+        assert ceiling(fitted) <= room or fitted == 1, open_files
+        assert ceiling(fitted + 1) > room, open_files  # and no fewer than fit
+    assert fit_connections(limits, 1024).max_connections == 615
 
 
 def test_serve_raises_the_soft_open_file_limit_to_the_hard_one() -> None:
