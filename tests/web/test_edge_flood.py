@@ -28,6 +28,7 @@ from app.web.settings import EdgeLimits
 from benchmarks import edge_flood
 from benchmarks.edge_abuse import app_server, probe
 from benchmarks.edge_flood import GITHUB_TIMEOUT_S, FdPeak, Flood, open_fds
+from tests.web.test_limits import connect, edge, status_of, until_closed
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +80,15 @@ def test_the_flood_benchmark_runs_at_a_tiny_size() -> None:
     table = "\n".join(printed)
     for line in ("delivery p99 ms", "server fds, peak", "idle flood:", "cap 64 connections"):
         assert line in table
+
+
+def test_a_connection_that_sends_nothing_is_closed_long_before_the_read_timeout(
+    tmp_path: Path,
+) -> None:
+    # A 60 s read timeout: only the first-byte deadline (3 s) can close this one within the
+    # bound until_closed keeps (20 s).
+    with edge(tmp_path, read_timeout_s=60.0) as server:
+        assert status_of(until_closed(connect(server))) == 408
 
 
 # -- the pieces, without a server -----------------------------------------------------------------
