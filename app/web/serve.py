@@ -25,11 +25,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from pydantic import SecretStr
 
 from app.errors import PortInUseError, UserError
+from app.store.factory import alone_across_replicas, make_store
+from app.web.app import create_app
 from app.web.limits import connection_ceiling, connections_within
+from app.web.pages.read import LocalReader
+from app.web.protocol import guarded_protocol
 from app.web.settings import AppSettings, EdgeLimits
+from app.web.ticker import checkout_tick
+from app.web.worker import cycle_executor
 
 DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
 
@@ -186,10 +193,6 @@ def server_config(app: Any, limits: EdgeLimits, **options: Any) -> Any:
     passed (`PAIR_ACCESS_LOG=1` in `serve`): the edge writes one line per delivery itself, and
     a second line for every request cost the edge a tenth of its CPU under load.
     """
-    import uvicorn  # noqa: PLC0415  # only `serve` needs the server
-
-    from app.web.protocol import guarded_protocol  # noqa: PLC0415
-
     values: dict[str, Any] = {
         "log_config": None,  # the logging `serve` configures; uvicorn's own would replace it
         "server_header": False,
@@ -223,14 +226,6 @@ def serve(
     `deps(checkout)` builds the engine's deps for a checkout the worker runs a step on (the
     root, or one under PAIR_WORKER_CHECKOUTS): an agent's runtime is bound to its tree.
     """
-    import uvicorn  # noqa: PLC0415  # only `serve` needs the server
-
-    from app.store.factory import alone_across_replicas, make_store  # noqa: PLC0415
-    from app.web.app import create_app  # noqa: PLC0415
-    from app.web.pages.read import LocalReader  # noqa: PLC0415
-    from app.web.ticker import checkout_tick  # noqa: PLC0415
-    from app.web.worker import cycle_executor  # noqa: PLC0415
-
     _refuse_dev_off_loopback(host, dev=dev)
     settings = settings_for(root, env, dev=dev)
     listen_socket = bind(host, port)  # before the store: a port in use leaves nothing behind
