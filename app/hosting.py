@@ -57,6 +57,9 @@ class HostSettings(BaseModel):
     # The SDK's on-disk resource-location cache. The SDK reads AZURE_DEVOPS_CACHE_DIR only when
     # it is first imported, into module singletons; passed explicitly, it holds for every host.
     azure_cache_dir: str | None = None
+    # Completing a card's pull request moves its linked work item to its resolved or done
+    # state (`transitionWorkItems`); PAIR_AZURE_DEVOPS_TRANSITION_WORK_ITEMS=false leaves it.
+    azure_transition_work_items: bool = True
     local_forge: str | None = None
     # GitHub asks for a pause between mutations (secondary rate limits); tests set 0.
     github_write_spacing_s: float = 1.0
@@ -90,6 +93,13 @@ class HostSettings(BaseModel):
             raise ConfigError(
                 f"PAIR_GITHUB_WRITE_SPACING_S={spacing!r} is not a number of seconds from 0 to 60"
             )
+        transition = (get("PAIR_AZURE_DEVOPS_TRANSITION_WORK_ITEMS") or "true").lower()
+        if transition not in ("true", "false"):
+            raise ConfigError(
+                f"PAIR_AZURE_DEVOPS_TRANSITION_WORK_ITEMS={transition!r} is not a switch; "
+                "allowed: true (completing a pull request moves its work item on, the default) "
+                "or false"
+            )
         return cls(
             github_write_spacing_s=spacing_s,
             github_repository=get("PAIR_GITHUB_REPOSITORY", "GITHUB_REPOSITORY"),
@@ -104,6 +114,7 @@ class HostSettings(BaseModel):
             azure_repository=get("PAIR_AZURE_DEVOPS_REPOSITORY", "BUILD_REPOSITORY_NAME"),
             azure_token=SecretStr(azure_token) if azure_token else None,
             azure_cache_dir=get("AZURE_DEVOPS_CACHE_DIR"),
+            azure_transition_work_items=transition == "true",
             local_forge=get("PAIR_LOCAL_FORGE"),
         )
 
@@ -221,6 +232,7 @@ def build_host(name: str, settings: HostSettings, root: Path) -> Host:
             repository=str(settings.azure_repository),
             token=token,
             cache_dir=settings.azure_cache_dir,
+            transition_work_items=settings.azure_transition_work_items,
         )
     # The binding has already refused unknown names; this guards direct callers.
     raise ConfigError(f"no adapter named {name!r}")

@@ -53,6 +53,7 @@ from hosts.errors import Conflict, HostError, HostUnavailable
 from hosts.labels import LabelPlan, PrState, plan_state_labels
 from hosts.markers import UpsertPlan, check_marker, owned_comments, plan_upsert, same_text
 from hosts.models import Author, Card, Comment, MergeMethod, Target, Upserted, UpsertResult
+from hosts.vocabulary import GITHUB, Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +108,27 @@ class HostAdapter(ABC):
     """
 
     name: str
+    # What this host calls cards, labels, acknowledgements… in the messages users read
+    # (`hosts.vocabulary`); an adapter of another host sets its own.
+    vocabulary: Vocabulary = GITHUB
 
     def __init__(self) -> None:
         self._publishing = KeyedLocks()
+
+    # -- how a card's pull request names the card ---------------------------------------------
+
+    def closing_reference(self, card: int) -> str:
+        """The sentence a card's pull request description opens with, in this host's syntax
+        (GitHub: `Closes #7.`, which closes the issue on merge)."""
+        return self.vocabulary.closing_reference(card)
+
+    async def link_card(self, pull: int, card: int) -> None:
+        """Link pull request `pull` to card `card` of the same host, where the host links
+        them through its API (Azure DevOps: the work item's Pull Request artifact link).
+
+        Default: nothing, the description's closing reference does it (GitHub) or there is
+        nothing to link (the local forge). Idempotent."""
+        return None
 
     # -- primitives every adapter provides ---------------------------------------------------
 

@@ -46,6 +46,7 @@ from hosts.models import (
     Target,
     UpsertResult,
 )
+from hosts.vocabulary import Vocabulary
 
 Reaction = Literal["eyes", "+1", "-1", "rocket", "confused"]
 
@@ -54,6 +55,16 @@ class Host(Protocol):
     """One PM tool and/or code host."""
 
     name: str
+    # What this host calls its things in user-visible messages (hosts.vocabulary).
+    vocabulary: Vocabulary
+
+    def closing_reference(self, card: int) -> str:
+        """The sentence a card's pull request description opens with, in this host's syntax."""
+        ...
+
+    async def link_card(self, pull: int, card: int) -> None:
+        """Link pull request `pull` to card `card` where the host links them by API."""
+        ...
 
     async def identity(self) -> Author:
         """pairbot's own identity on this host (markers count only on its comments)."""

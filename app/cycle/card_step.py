@@ -297,7 +297,7 @@ async def _catch_up(state: CardState, tree: wt.Worktree, base: str, *, applied: 
     rec = state.rec
     if applied and rec.pr is None:
         card = await state.env.hosts.pm.get_card(state.card)
-        await state.pub.ensure_pull(rec, tree.branch, base, *pull_text(card))
+        await state.pub.ensure_pull(rec, tree.branch, base, *pull_text(card, state.env.hosts.code))
     if rec.reviewed_head is not None and rec.review_published != rec.reviewed_head:
         await publish_review(state)
 

@@ -59,6 +59,10 @@ class Publisher:
             await self.code.push_branch(self.root, base)
             pull = await self.code.open_pull(branch, base, title, body, draft=True)
         if rec.pr != pull.number:
+            if self.pm is self.code:
+                # Where the host links a pull to its card by API (Azure DevOps' work item
+                # link), once per PR: before the record, so a killed run links it again.
+                await self.code.link_card(pull.number, self.card)
             self.record("pr", number=pull.number, url=pull.url)
             rec.pr, rec.pr_url = pull.number, pull.url
         return pull

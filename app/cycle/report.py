@@ -88,7 +88,7 @@ async def after_transition(
     await state.env.save()
     rec = state.rec
     if accepted and result.transition in ("apply", "fix", "red") and rec.pushed is not None:
-        await state.pub.ensure_pull(rec, tree.branch, base, *pull_text(card))
+        await state.pub.ensure_pull(rec, tree.branch, base, *pull_text(card, state.env.hosts.code))
     if accepted and result.transition == "verify":
         await publish_review(state)
 

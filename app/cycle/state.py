@@ -40,6 +40,7 @@ from app.engine.runstate import Park, RunLocus
 from app.engine.step import EngineDeps, StepResult
 from app.engine.transition import Derivation
 from app.hosting import BoundHosts
+from hosts.base import Host
 from hosts.labels import PrState
 from hosts.models import Card
 
@@ -249,13 +250,18 @@ def _escalated_since_step(records: Sequence[Mapping[str, Any]], key: str) -> boo
     return False
 
 
-def pull_text(card: Card) -> tuple[str, str]:
+def pull_text(card: Card, code: Host) -> tuple[str, str]:
+    """The title and description of `card`'s pull request on `code`: the description opens
+    with the host's own closing reference (`Host.closing_reference`: GitHub's `Closes #7.`,
+    Azure DevOps' linked work item), never another host's syntax."""
     title = strip_hidden(card.title).strip() or f"card #{card.number}"
+    words = code.vocabulary
+    closing = code.closing_reference(card.number)
     body = (
-        f"Closes #{card.number}.\n\nImplemented by pairbot, test-first, on this branch; an "
-        "independent reviewer checks each pushed head (`pair-review`)."
+        f"Implemented by pairbot, test-first, on this branch; an independent reviewer checks "
+        f"each {words.head_update} of this {words.pull} (the `pair-review` {words.review_status})."
     )
-    return f"pair: {title}"[:240], body
+    return f"pair: {title}"[:240], f"{closing}\n\n{body}" if closing else body
 
 
 def pending_scope(state: CardState) -> list[ScopeChange]:

@@ -70,7 +70,21 @@ MERGEABLE: Final[Mapping[str, bool]] = {
 }
 MERGE_STRATEGY: Final[Mapping[str, str]] = {"squash": "squash", "merge": "noFastForward"}
 CARD_REACTIONS: Final[Mapping[str, str]] = {"+1": "like", "-1": "dislike", "confused": "confused"}
-CLOSED_CATEGORIES: Final = frozenset({"Completed", "Removed"})
+# A work item in one of these state categories is a closed card: Resolved is where Azure
+# DevOps' own completion of a linked pull request moves it (`transitionWorkItems`: "the next
+# logical state, i.e. Active -> Resolved"), Completed is done, Removed is dropped.
+CLOSED_CATEGORIES: Final = frozenset({"Resolved", "Completed", "Removed"})
+# The relation that links a work item to a pull request (the Development section of the work
+# item, the Work Items panel of the pull request): an artifact link to the PR's artifact URI.
+PULL_LINK_REL: Final = "ArtifactLink"
+PULL_LINK_NAME: Final = "Pull Request"
+
+
+def pull_artifact(project_id: str, repository_id: str, pull: int) -> str:
+    """The artifact URI of a pull request, as its work item link names it. Pure.
+
+    `vstfs:///Git/PullRequestId/{project id}%2F{repository id}%2F{pull request id}`."""
+    return f"vstfs:///Git/PullRequestId/{project_id}%2F{repository_id}%2F{pull}"
 
 
 def permission_from_bits(allow: int) -> Permission:

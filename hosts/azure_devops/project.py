@@ -22,6 +22,7 @@ from hosts.azure_devops.connection import SdkConnection
 from hosts.azure_devops.sdk import Clients, Sdk
 from hosts.models import Author
 from hosts.secrets import Secret
+from hosts.vocabulary import AZURE_DEVOPS
 
 T = TypeVar("T")
 
@@ -41,6 +42,7 @@ class AzureProject(HostAdapter):
     """The state and the calls every part of `AzureDevOpsHost` shares."""
 
     name = "azure-devops"
+    vocabulary = AZURE_DEVOPS
 
     def __init__(
         self,
@@ -58,6 +60,7 @@ class AzureProject(HostAdapter):
         backoff_s: float = 1.0,
         merge_polls: int = 10,
         push_timeout_s: float = 300.0,
+        transition_work_items: bool = True,
     ) -> None:
         super().__init__()
         if not token:
@@ -70,6 +73,9 @@ class AzureProject(HostAdapter):
         self._token = Secret(token)
         self._merge_polls = merge_polls
         self._push_timeout_s = push_timeout_s
+        # Completing a card's pull request moves its linked work item on, as Azure DevOps'
+        # own "Complete associated work items after merging" does (`transitionWorkItems`).
+        self.transition_work_items = transition_work_items
         self._sleep = sleep
         self._sdk = SdkConnection(
             self.organization_url,

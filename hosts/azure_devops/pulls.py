@@ -3,7 +3,9 @@
 `open_pull` returns the active pull request of a head branch if there is one (a create that
 raced one, TF401179, or failed after being stored is re-read, not retried). `merge` completes
 the pull request at the reviewed head (squash or merge; a draft is published first) and polls a
-queued completion a bounded number of times. A pull's state labels are its PR labels.
+queued completion a bounded number of times, with `transitionWorkItems` as the host is set
+(on by default: the linked work item moves to its resolved or done state, as Azure DevOps'
+"Complete associated work items after merging" does). A pull's state labels are its PR labels.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ from hosts.models import MergeMethod, MergeResult, Pull
 
 class AzurePullRequests(AzureProject):
     """Open, read, label, complete and abandon pull requests."""
+
+    def closing_reference(self, card: int) -> str:
+        """`Work item #7 is linked to this pull request.` (the link itself is `link_card`'s),
+        and what completing it does when `transition_work_items` is on. `#7` is Azure Repos'
+        work item mention; GitHub's `Closes #7` means nothing here."""
+        return self.vocabulary.closing_reference(card, transitions=self.transition_work_items)
 
     def _pull_from(self, pr: Sdk, web_url: str) -> Pull:
         mergeable = convert.MERGEABLE.get(
@@ -184,7 +192,9 @@ class AzurePullRequests(AzureProject):
         update = git.GitPullRequest(
             status="completed",
             last_merge_source_commit=git.GitCommitRef(commit_id=head_sha),
-            completion_options=git.GitPullRequestCompletionOptions(merge_strategy=strategy),
+            completion_options=git.GitPullRequestCompletionOptions(
+                merge_strategy=strategy, transition_work_items=self.transition_work_items
+            ),
         )
         done = await self._call(
             f"complete PR #{pull}",

@@ -3,7 +3,9 @@
 A card is a work item (System.Title, System.Description, System.Tags, System.AssignedTo), open
 or closed by its state's category for its type (looked up once per type); a new card is a
 `User Story`, closing moves it to its type's first Completed state. Tags are written whole, in
-one JSON patch conditional on the revision they were read at.
+one JSON patch conditional on the revision they were read at. A card's pull request is linked
+to it by an artifact link (`link_card`), which Azure DevOps' completion of the pull request
+follows (`transitionWorkItems`) to move the work item to its resolved or done state.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from hosts.adapter import Labels
 from hosts.azure_devops import convert
 from hosts.azure_devops.project import AzureProject
 from hosts.azure_devops.sdk import Sdk, models
-from hosts.errors import Unsupported
+from hosts.errors import HostUnavailable, Unsupported
 from hosts.labels import LabelPlan
 from hosts.models import Card
 
@@ -113,6 +115,48 @@ class AzureWorkItems(AzureProject):
             lambda c: c.wit.update_work_item(ops, number, project=self.project),
             write=True,
         )
+
+    # -- the link to a card's pull request ------------------------------------------------------
+
+    async def _linked(self, number: int, artifact: str) -> bool:
+        """Whether work item `number` already links the artifact `artifact`."""
+        item = await self._call(
+            f"links of work item #{number}",
+            lambda c: c.wit.get_work_item(number, project=self.project, expand="Relations"),
+        )
+        return any(
+            str(rel.rel) == convert.PULL_LINK_REL and str(rel.url).casefold() == artifact.casefold()
+            for rel in item.relations or []
+        )
+
+    async def link_card(self, pull: int, card: int) -> None:
+        """Link work item `card` to pull request `pull` (its Pull Request artifact link): the
+        pull request's Work Items panel shows it, and completing the pull request with
+        `transitionWorkItems` moves it on. Once: an existing link is left as it is; a write
+        whose outcome is unknown counts when the link reads back."""
+        repo = await self._repository()
+        artifact = convert.pull_artifact(repo.project_id, repo.id, pull)
+        if await self._linked(card, artifact):
+            return
+        link = {
+            "rel": convert.PULL_LINK_REL,
+            "url": artifact,
+            "attributes": {"name": convert.PULL_LINK_NAME},
+        }
+        ops = [self._patch("add", "/relations/-", link)]
+        try:
+            await self._call(
+                f"link work item #{card} to PR #{pull}",
+                lambda c: c.wit.update_work_item(ops, card, project=self.project),
+                write=True,
+            )
+        except HostUnavailable:
+
+            async def landed() -> bool | None:
+                return True if await self._linked(card, artifact) else None
+
+            if await self._settle(f"link of work item #{card}", landed) is None:
+                raise
 
     # -- tags (a card's state labels) -----------------------------------------------------------
 

@@ -50,6 +50,7 @@ from hosts.models import (
     ReviewStatus,
     Target,
 )
+from hosts.vocabulary import LOCAL
 
 if TYPE_CHECKING:
     from hosts.base import Host
@@ -59,6 +60,7 @@ class LocalHost(HostAdapter):
     """`Host` over a local forge directory (created on first use)."""
 
     name = "local"
+    vocabulary = LOCAL
 
     def __init__(
         self, root: Path, *, identity: Author | None = None, store: Store | None = None

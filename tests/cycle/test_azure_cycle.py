@@ -177,7 +177,13 @@ def test_merge_always_completes_the_pr_pinned_to_the_reviewed_head(
     assert (approved.result.transition, approved.status) == ("merge", "merged")
     pr = fake.pull(pull)
     assert (pr.status, pr.draft, pr.head) == ("completed", False, reviewed)
-    assert pr.completion == {"mergeStrategy": "squash"}
+    assert pr.completion == {"mergeStrategy": "squash", "transitionWorkItems": True}
+    # Linked to its work item through the API, described in Azure's words, and the completion
+    # moved the work item on (Active -> Resolved: a closed card).
+    assert fake.linked_pulls(project.card) == [pull]
+    assert pr.description.startswith(f"Work item #{project.card} is linked to this pull request.")
+    assert "Closes #" not in pr.description
+    assert fake.card(project.card)["System.State"] == "Resolved"
     # A real squash commit on main with the reviewed tree, recorded with the merged head.
     main = fake.branch_sha("main")
     assert main == pr.merge_commit == project.cycle_events("merged")[-1]["sha"]

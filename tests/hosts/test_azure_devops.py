@@ -523,7 +523,9 @@ def test_squash_merge_payload_pins_the_reviewed_head(
     head = fake.head_of(pull)
     result = run(host.merge(pull, head, "squash"))
     stored = fake.pull(pull)
-    assert stored.completion == {"mergeStrategy": "squash"}
+    # transitionWorkItems: Azure DevOps' "Complete associated work items after merging", on
+    # by default (PAIR_AZURE_DEVOPS_TRANSITION_WORK_ITEMS).
+    assert stored.completion == {"mergeStrategy": "squash", "transitionWorkItems": True}
     assert (result.merged, result.sha) == (True, stored.merge_commit)
     assert not stored.draft, "a draft is published before it is completed"
     parents = git(fake.repo, "rev-list", "--parents", "-n", "1", str(stored.merge_commit)).split()
@@ -573,7 +575,7 @@ def test_merge_method_merge_is_no_fast_forward(
     pull = fake.seed_pull("pair/noff")
     run(host.merge(pull, fake.head_of(pull), "merge"))
     stored = fake.pull(pull)
-    assert stored.completion == {"mergeStrategy": "noFastForward"}
+    assert stored.completion == {"mergeStrategy": "noFastForward", "transitionWorkItems": True}
     parents = git(fake.repo, "rev-list", "--parents", "-n", "1", str(stored.merge_commit)).split()
     assert parents[2] == fake.head_of(pull)
 

@@ -32,6 +32,7 @@ HOSTS_PURE = (
     "hosts.cardhash",
     "hosts.decisions",
     "hosts.identities",
+    "hosts.vocabulary",
 )
 SURFACES = ("app.web", "app.cli", "action")
 # The kernel every layer shares, in app/'s root: the settings cascade, the error tree, and the

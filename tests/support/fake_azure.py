@@ -11,8 +11,9 @@ the fake GitHub uses too) and answers what the SDK really asks —
     GET     {org}/_apis/AccessControlLists/…   effective Git permissions (permission)
     …/{project}/_apis/git/…                    repository, pull requests, threads, comments,
                                                likes, iterations, iteration statuses, labels
-    …/{project}/_apis/wit/…                    work items (JSON patch), comments, reactions,
-                                               work item type states
+    …/{project}/_apis/wit/…                    work items (JSON patch; artifact links to
+                                               pull requests, `$expand=relations`), comments,
+                                               reactions, work item type states
     …/{project}/_git/{repo}/…                  git smart HTTP through `git http-backend`
                                                (loopback's `git_http_backend`)
 
@@ -27,7 +28,9 @@ that in `unexpected` (the fixture fails a test on it), and can inject failures: 
 of the answer (`fail_next`), a 5xx after the write was stored (`fail_after_store`), or a
 `Retry-After` on a successful answer (`delay_next`); `complete_async` makes PR completion
 queue (answered `active`/`queued`, merged on a later read) as it can on the service, and
-`queued_reads` is how many reads still find it queued (0: it merges on the next read).
+`queued_reads` is how many reads still find it queued (0: it merges on the next read). A
+completion with `transitionWorkItems` moves every work item linked to the pull request to its
+type's Resolved state (else its Completed one), as the service does.
 
 Listings page as the service does: work-item comments come newest first (`order=asc` to
 reverse), at most `$top` or `page_size` a page (200: the most the service gives), and a page
@@ -277,6 +280,7 @@ class _WorkItem:
     id: int
     rev: int
     fields: Json
+    relations: list[Json] = field(default_factory=list)
 
 
 @dataclass
@@ -940,6 +944,8 @@ class FakeAzureDevOps:
             sha = self._commit_tree(tree, [base, pr.head], message, self.pairbot)
         self._git("update-ref", f"refs/heads/{pr.target}", sha, base)
         pr.status, pr.merge_commit, pr.closed = "completed", sha, self._now()
+        if (pr.completion or {}).get("transitionWorkItems"):
+            self._transition_linked(pr)
 
     # -- internals: JSON ------------------------------------------------------------------------
 
@@ -1563,6 +1569,9 @@ class FakeAzureDevOps:
                         "WorkItemRevisionMismatchException",
                     )
                 continue
+            if path == "/relations/-" and kind == "add":
+                self._add_relation(item, value)
+                continue
             if not path.startswith("/fields/"):
                 raise _Unknown(f"patch of {path}")
             name = path.removeprefix("/fields/")
@@ -1600,7 +1609,58 @@ class FakeAzureDevOps:
         item.rev += 1
 
     def _get_wi(self, req: _Request, *, project: str, number: str) -> tuple[int, Any]:
-        return 200, self._wi_json(self._item(project, number))
+        body = self._wi_json(self._item(project, number))
+        if req.params().get("$expand", "").casefold() in ("relations", "all"):
+            body["relations"] = copy.deepcopy(self._item(project, number).relations)
+        return 200, body
+
+    @staticmethod
+    def _add_relation(item: _WorkItem, value: Any) -> None:
+        """`add /relations/-`: a link (only artifact links to a pull request are known here);
+        the same link twice is the service's 400."""
+        if not isinstance(value, dict) or value.get("rel") != "ArtifactLink":
+            raise _Unknown(f"relation {value!r}")
+        url = str(value.get("url") or "")
+        if not url.startswith("vstfs:///Git/PullRequestId/"):
+            raise _Unknown(f"artifact link {url!r}")
+        if any(r["url"].casefold() == url.casefold() for r in item.relations):
+            raise AzureError(
+                400,
+                f"TF201035: The link to {url} already exists on work item {item.id}.",
+                "WorkItemLinkAlreadyExistsException",
+            )
+        item.relations.append(
+            {"rel": "ArtifactLink", "url": url, "attributes": dict(value.get("attributes") or {})}
+        )
+
+    def linked_pulls(self, number: int) -> list[int]:
+        """The pull requests work item `number` links (its Pull Request artifact links)."""
+        prefix = f"vstfs:///Git/PullRequestId/{PROJECT_ID}%2F{REPO_ID}%2F"
+        return [
+            int(r["url"][len(prefix) :])
+            for r in self._work_items[number].relations
+            if r["url"].startswith(prefix)
+        ]
+
+    def _transition_linked(self, pr: _Pull) -> None:
+        """`completionOptions.transitionWorkItems`: every work item linked to `pr` moves to "the
+        next logical state (i.e. Active -> Resolved)": its type's first Resolved-category state,
+        else its first Completed one; one already there stays."""
+        for item in self._work_items.values():
+            if pr.id not in self.linked_pulls(item.id):
+                continue
+            states = STATES.get(str(item.fields.get("System.WorkItemType")), ())
+            category = dict(states).get(str(item.fields.get("System.State")))
+            if category in ("Resolved", "Completed", "Removed"):
+                continue
+            done = next((n for n, c in states if c == "Resolved"), None) or next(
+                (n for n, c in states if c == "Completed"), None
+            )
+            if done is not None:
+                item.fields["System.State"] = done
+                item.fields["System.ChangedDate"] = self._now()
+                item.fields["System.ChangedBy"] = self._identity_ref(self.pairbot)
+                item.rev += 1
 
     def _create_wi(self, req: _Request, *, project: str, item_type: str) -> tuple[int, Any]:
         self._check_project(project)
