@@ -24,6 +24,7 @@ def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
     ):
         assert line in table, table
     run = figures[0]
+    assert isinstance(run, command_path.Figures)
     for measured in (run.floor_non, run.app_non, run.floor_cmd, run.app_cmd):
         assert (measured.measured.requests, measured.measured.failures) == (20, 0)
     # Both answered the commands and made their calls: the App's jobs ran against the forge.
@@ -36,15 +37,15 @@ def test_the_replicas_comparison_runs_against_postgresql() -> None:
     url = require_server()
     printed: list[str] = []
     args = ["--replicas", "--postgres", url, "--requests", "20", "--runs", "1"]
-    comparisons = command_path.main(
+    returned = command_path.main(
         [*args, "--rate", "20", "--rate-seconds", "1", "--latency-ms", "1"], out=printed.append
     )
+    comparisons = [c for c in returned if isinstance(c, Comparison)]
     table = "\n".join(printed)
     assert "two PostgreSQL replicas / one SQLite App" in table, table
     assert "PostgreSQL transactions per command" in table, table
     assert [c.load for c in comparisons] == ["max rate", "20/s"]
     for comparison in comparisons:
-        assert isinstance(comparison, Comparison)
         for side in (comparison.sqlite, comparison.replicas):
             assert (side.measured.requests, side.measured.failures) == (
                 comparison.sqlite.measured.requests,
