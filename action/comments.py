@@ -88,12 +88,13 @@ async def handle_comment(
     # The early acknowledgement (action.early) loads this module and sends its first request
     # before pydantic loads; the step's result type brings the engine's models.
     from app.engine.step import StepResult  # noqa: PLC0415
+
     code = cycle.hosts.code
     target = Target("pull" if intent.is_pull else "card", intent.card)
-    identities = ctx.identity_allowlist  # Azure DevOps' (GUIDs); a GitHub run's is empty
+    identities = ctx.identity_allowlist  # Azure DevOps' ids and accounts; GitHub's: empty
     if permission is None and needs_permission(intent.author, ctx.allowlist, identities):
         permission = await code.permission(intent.author_login)
-    decision = decide(intent.author, permission, ctx.allowlist, identities)
+    decision = decide(intent.author, permission, ctx.allowlist, identities, code.vocabulary)
     reply = comment_answer(intent, decision, ctx.trigger, ctx.run_id or "action")
     if reply is not None:
         await _reply(cycle, target, reply)

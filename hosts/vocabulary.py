@@ -38,8 +38,10 @@ class Vocabulary:
     carries `pr-state:*`; `ack`: the acknowledgement a command's comment gets, as a noun
     (`its 👀`, `its like`); `review_status`: what `pair-review` is; `head_update`: what a new
     head of a pull request is called; `who_may_act`: who may run commands without the
-    allowlist; `allowlist_entries`: what `PAIR_ALLOWLIST` holds; `transition`: what merging does
-    to the card (`closing_reference`'s second sentence, empty when nothing)."""
+    allowlist; `allowlist_entries`: what `PAIR_ALLOWLIST` holds; `user_ids`: whether a refusal
+    names the author by a user id too (GitHub's numeric ids; Azure DevOps names the account);
+    `allowlist_hint`: how an operator admits someone (`{login}` stands for the author);
+    `transition`: what merging does to the card (`closing_reference`'s second sentence)."""
 
     host: str
     card: str
@@ -53,6 +55,8 @@ class Vocabulary:
     allowlist_entries: str
     closing: str  # "{card}" stands for the card's number; "" where nothing links them
     transition: str = ""
+    user_ids: bool = False
+    allowlist_hint: str = ""
 
     def card_ref(self, number: int) -> str:
         """`issue #7`, `work item #7`, `card #7`."""
@@ -78,9 +82,10 @@ GITHUB: Final = Vocabulary(
     ack="👀",
     review_status="commit status",
     head_update="push",
-    who_may_act="people with write, maintain or admin permission on this repository",
+    who_may_act="people with write, maintain or admin permission",
     allowlist_entries="user ids",
     closing="Closes #{card}.",
+    user_ids=True,
 )
 
 AZURE_DEVOPS: Final = Vocabulary(
@@ -92,10 +97,14 @@ AZURE_DEVOPS: Final = Vocabulary(
     ack="like",
     review_status="pull request status",
     head_update="iteration",
-    who_may_act=("project members with Contribute permission on this repository's default branch"),
+    who_may_act="project members with Contribute permission on its default branch",
     allowlist_entries="accounts or identity ids",
     closing="Work item #{card} is linked to this pull request.",
     transition="Completing the pull request moves #{card} to its resolved or done state.",
+    allowlist_hint=(
+        " An operator can admit {login} by adding that account (or its identity id) to "
+        "PAIR_ALLOWLIST."
+    ),
 )
 
 LOCAL: Final = Vocabulary(
@@ -107,7 +116,7 @@ LOCAL: Final = Vocabulary(
     ack="reaction",
     review_status="review status",
     head_update="push",
-    who_may_act="people with write permission on the local forge",
+    who_may_act="people with write permission",
     allowlist_entries="user ids",
     closing="Implements card #{card}.",
 )

@@ -12,7 +12,7 @@
     act on it                                       app.cycle.card_cycle (one step at most);
                                                     a comment is read back, then authorized as
                                                     the App does (action.comments.handle_comment;
-                                                    bots and PAIR_ALLOWLIST by identity id)
+                                                    bots and PAIR_ALLOWLIST by account or id)
     acknowledge it                                  a like on the command's comment once its
                                                     record is pushed (action.acks)
     push the run-state, release the lock            even when the step failed

@@ -13,8 +13,10 @@ only), so the connection is left without a secret and its URL is public: anyone 
 webhook's name can queue a run with a payload of their choosing. The payload is therefore a
 claim, never a fact. Before a command runs, the entry reads the comment back from Azure DevOps
 with the job's token (`confirms`): a comment by the claimed author, holding the same command,
-must be on that work item (on a pull request: the comment with that id). Then the commenter's
-permission is looked up exactly as the App does (`action.comments.handle_comment`). A scope
+must be on that work item (on a pull request: the comment with that id). Then the commenter, as
+Azure DevOps names them (`as_confirmed`: the identity id and account of the comment's author,
+whatever the notification's text said), is authorized exactly as the App does
+(`action.comments.handle_comment`). A scope
 decision and a moved head are read back by the card cycle itself (the decision comment and its
 author, the pull request's head), as for the App. The notification must also name this
 pipeline's project (a work item) or project and repository (a pull request).
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from action.event import MalformedEventError
@@ -34,7 +36,13 @@ from app.errors import OperatorError, UserError
 from hosts.models import Author
 from hosts.models import Comment as HostComment
 
-__all__ = ["Notification", "UnconfirmedNotification", "confirms", "read_notification"]
+__all__ = [
+    "Notification",
+    "UnconfirmedNotification",
+    "as_confirmed",
+    "confirms",
+    "read_notification",
+]
 
 
 class UnconfirmedNotification(OperatorError):
@@ -134,6 +142,14 @@ def confirms(
         if isinstance(again, Comment) and _line(again) == _line(intent):
             return found
     return None
+
+
+def as_confirmed(intent: Comment, found: HostComment) -> Comment:
+    """`intent` as Azure DevOps holds it, once `confirms` found it: the comment's id, and its
+    author as the host names them (the identity id, the account, a service identity's kind)
+    rather than as the notification claimed (`Name <account>` text carries no id). Pure."""
+    author = found.author if found.author.login or found.author.id else intent.author
+    return replace(intent, comment=replace(intent.comment, id=found.id), author=author)
 
 
 def _line(intent: Comment) -> tuple[int, str]:

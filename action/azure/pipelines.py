@@ -14,7 +14,7 @@
     acknowledgement the comment read back from Azure DevOps first (the payload is a claim,
                     `action.azure.hook.confirms`), then a like on it once its command's record
                     is pushed (`action.acks`); who may act as the App decides, with
-                    PAIR_ALLOWLIST's identity ids
+                    PAIR_ALLOWLIST's identity ids and accounts
     continuation    PAIR_CONTINUE and PAIR_CONTINUE_LIMIT; the next run is a run of this
                     pipeline (SYSTEM_DEFINITIONID) on this branch (BUILD_SOURCEBRANCH), queued
                     through the SDK (`action.azure.continuation`, loaded only when asked for)
@@ -31,13 +31,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from action.azure.hook import (
     Notification,
     UnconfirmedNotification,
+    as_confirmed,
     confirms,
     read_notification,
 )
@@ -86,7 +87,7 @@ class _CommentRun:
     trigger: str
     run_id: str
     # Azure DevOps identities are GUIDs: GitHub's numeric allowlist never applies here; the
-    # pipeline's PAIR_ALLOWLIST holds identity ids.
+    # pipeline's PAIR_ALLOWLIST holds identity ids and accounts.
     allowlist: frozenset[int] = frozenset()
     identity_allowlist: frozenset[str] = frozenset()
 
@@ -208,7 +209,7 @@ class AzurePipelines:
                 f"{where} that Azure DevOps does not hold; nothing ran (a forged or stale "
                 "payload: check who can reach the incoming webhook)"
             )
-        return replace(intent, comment=replace(intent.comment, id=found.id))
+        return as_confirmed(intent, found)
 
     def comment_handling(self) -> CommentHandling:
         settings = self._settings

@@ -20,9 +20,10 @@ pairbot's own, set in the YAML (docs/azure-pipelines.md):
 
     PAIR_WEBHOOK_PAYLOAD_PATH   the file holding the notification of a ResourceTrigger run
     PAIR_TRIGGER                the command word (default `pair`, for `/pair …`)
-    PAIR_ALLOWLIST              Azure DevOps identity ids (GUIDs, comma-separated) whose
-                                comments act without a permission lookup: another bot or a
-                                service principal that may drive pairbot
+    PAIR_ALLOWLIST              Azure DevOps accounts (alice@contoso.com) and identity ids
+                                (GUIDs), comma-separated, whose comments act without a
+                                permission lookup: a person without Contribute, another bot
+                                or a service principal that may drive pairbot
     PAIR_STATE_LOCK_WAIT_S      how long a command waits for a running step (default 900)
     PAIR_STATE_STALE_AFTER_S    after how long a dead run's lock is reclaimed (default 1800)
 

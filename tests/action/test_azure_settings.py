@@ -149,9 +149,12 @@ def test_a_group_closes_when_its_body_raises() -> None:
     assert out.getvalue() == "##[group]step\n##[endgroup]\n"
 
 
-def test_the_allowlist_is_identity_ids_and_a_bad_entry_is_named() -> None:
+def test_the_allowlist_is_identity_ids_and_accounts_and_a_bad_entry_is_named() -> None:
     guid = "2b1c4c5b-8e1a-4f3e-9c1d-0a1b2c3d4e5f"
-    settings = PipelineSettings.from_env(pipeline_env(PAIR_ALLOWLIST=guid.upper()))
-    assert settings.allowlist == frozenset({guid})
-    with pytest.raises(UserError, match=r"PAIR_ALLOWLIST entry '583231' is not an Azure DevOps"):
+    allow = f"{guid.upper()}, Alice@Contoso.com FABRIKAM\\bob"
+    settings = PipelineSettings.from_env(pipeline_env(PAIR_ALLOWLIST=allow))
+    assert settings.allowlist == frozenset({guid, "alice@contoso.com", "fabrikam\\bob"})
+    with pytest.raises(
+        UserError, match=r"PAIR_ALLOWLIST entry '583231' is neither an Azure DevOps account"
+    ):
         PipelineSettings.from_env(pipeline_env(PAIR_ALLOWLIST=f"{guid},583231"))

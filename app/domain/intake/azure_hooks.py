@@ -14,8 +14,10 @@ decision whichever of the two runs it. The comment itself is decided by the shar
 - `git.pullrequest.updated` on a pairbot branch (`BRANCH_PREFIX`) is a moved head;
 - a pull request from a fork (`forkSource`) never acts: a command on it is answered with
   `FORK_REFUSAL`, a scope decision or a moved head is ignored;
-- service identities, apps and groups are bots (`hosts.identities`): ignored unless their
-  identity id is on the allowlist (`parse_identity_allowlist`), as on GitHub;
+- the commenter is read from what the notification carries (`azure_identities`: an
+  IdentityRef, a work item's `revisedBy`, or `System.ChangedBy`'s `Name <account>` text);
+  service identities, apps and groups are bots (`hosts.identities`): ignored unless their
+  identity id or account is on the allowlist (`parse_identity_allowlist`), as on GitHub;
 - a service hook names no identity for pairbot, so a comment that opens with a pair marker
   (`OWN_MARKER`) is pairbot's own and is dropped silently;
 - work-item comments arrive as HTML: only their top-level paragraphs can hold a command
@@ -32,6 +34,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from app.domain.intake.azure_identities import (
+    commenter,
+    parse_identity_allowlist,
+    workitem_commenter,
+)
 from app.domain.intake.comment_commands import CommandError
 from app.domain.intake.intent import (
     BRANCH_PREFIX,
@@ -47,8 +54,6 @@ from app.domain.intake.intent import (
     positive_reason,
 )
 from app.domain.text.sanitize import html_paragraphs
-from hosts.identities import is_service_identity
-from hosts.models import Author
 
 __all__ = [
     "AZURE_EVENTS",
@@ -59,11 +64,6 @@ __all__ = [
     "read_azure_hook",
     "workitem_comment_key",
 ]
-
-# An Azure DevOps identity id: a GUID in its 8-4-4-4-12 form.
-_GUID: Final = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE
-)
 
 Payload = Mapping[str, Any]
 HookIntent = Comment | ScopeDecision | HeadMoved | Ignore | Malformed
@@ -122,25 +122,6 @@ def _repo(repository: Payload) -> str:
     return f"{project}/{name}" if project and name else ""
 
 
-def _identity(value: Any) -> Author:
-    """An identity object, or the `Name <account>` text work-item fields hold; `is_bot` for a
-    service identity, an app or a group (`hosts.identities`)."""
-    if isinstance(value, dict):
-        unique = _text(value.get("uniqueName")) or _text(value.get("displayName"))
-        is_bot = is_service_identity(
-            descriptor=_text(value.get("descriptor")),
-            display_name=_text(value.get("displayName")),
-            is_container=value.get("isContainer") is True,
-            subject_kind=_text(value.get("subjectKind")),
-        )
-        return Author(login=unique, id=_text(value.get("id")) or unique, is_bot=is_bot)
-    text = _text(value)
-    account = re.search(r"<([^<>]+)>\s*\Z", text)
-    login = account.group(1) if account else text
-    name = text[: account.start()] if account else text
-    return Author(login=login, id=login, is_bot=is_service_identity(display_name=name))
-
-
 def _thread_id(comment: Payload) -> str:
     href = _text(_obj(_obj(comment.get("_links")).get("threads")).get("href"))
     match = re.search(r"/threads/(\d+)(?:[/?#]|\Z)", href)
@@ -174,7 +155,7 @@ def _pr_comment(event: str, payload: Payload, policy: Policy, delivery: str) -> 
         comment_id=f"{thread}/{comment_number}",
         url=_text(_obj(_obj(comment.get("_links")).get("self")).get("href")),
         body=body,
-        author=_identity(comment.get("author")),
+        author=commenter(comment.get("author")),
     )
     intent: HookIntent = comment_intent(new, policy)
     if _is_fork(pull):
@@ -228,7 +209,7 @@ def _workitem_commented(event: str, payload: Payload, policy: Policy, delivery: 
         comment_id=str(named) if named is not None else "",
         url=_text(resource.get("url")),
         body=html_to_text(history),
-        author=_identity(fields.get("System.ChangedBy")),
+        author=workitem_commenter(resource, fields),
     )
     revision_number = _int(resource.get("rev")) or _int(revision.get("rev"))
     dedupe = workitem_comment_key(
@@ -304,25 +285,3 @@ def read_azure_hook(payload: Payload, policy: Policy, delivery: str = "") -> Azu
         reason = f"{event or 'an event without eventType'} is not for pairbot"
         return AzureHook(event, Ignore(reason))
     return reader(event, payload, policy, delivery)
-
-
-def parse_identity_allowlist(text: str, name: str) -> frozenset[str]:
-    """The Azure DevOps allowlist in variable `name`: comma- or whitespace-separated identity
-    ids (GUIDs, any case), lower-cased. Pure.
-
-    `ValueError` names the first bad entry and the allowed form: a login or an e-mail can change
-    hands, an identity id cannot (GitHub's numeric allowlist has the same rule)."""
-    ids: set[str] = set()
-    for entry in re.split(r"[\s,]+", text.strip()):
-        if not entry:
-            continue
-        if not _GUID.fullmatch(entry):
-            shown = entry if len(entry) <= 60 else entry[:59] + "…"
-            raise ValueError(
-                f"{name} entry {shown!r} is not an Azure DevOps identity id; allowed: identity "
-                "ids (GUIDs such as 6b1f8ce2-53a3-4a8b-9d14-0d2f5f3c1a7e), separated by commas, "
-                "never logins or e-mail addresses (an identity's `id`, as a comment's "
-                "`createdBy.id` shows it)"
-            )
-        ids.add(entry.casefold())
-    return frozenset(ids)

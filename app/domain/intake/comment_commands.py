@@ -58,6 +58,7 @@ from typing import Final, Literal
 from app.domain.card.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.text.invisible import BIDI_CONTROLS
 from app.domain.text.sanitize import visible_lines
+from hosts.vocabulary import GITHUB, Vocabulary
 
 Verb = Literal[
     "implement",
@@ -302,13 +303,15 @@ def may_act(
     permission: str | None,
     allowlist: frozenset[int],
     own_bot_id: int | None,
+    words: Vocabulary = GITHUB,
 ) -> Decision:
     """Who may act (docs/security.md), decided on numeric ids and permission only.
 
     In order: pairbot's own events are ignored silently; another bot is ignored silently unless
     its id is allowlisted; an allowlisted id may act whatever its login or permission; a human
     with write, maintain or admin permission may act; everyone else gets a polite refusal.
-    `author_login` only names the author in that refusal: a login can change hands.
+    `author_login` only names the author in that refusal: a login can change hands. `words`:
+    the host's vocabulary the refusal speaks (`refusal`).
     """
     if own_bot_id is not None and author_id == own_bot_id:
         return Decision(False, "pairbot's own event", silent=True)
@@ -322,12 +325,19 @@ def may_act(
     level = (permission or "").strip().lower()
     if level in _WRITE_PERMISSIONS:
         return Decision(True, f"{level} permission on the repository", silent=False)
-    return Decision(
-        False,
-        f"Sorry, {author_login} (id {author_id}) has {level or 'no'} permission on this "
-        "repository: pairbot takes commands from people with write, maintain or admin "
-        "permission, or from user ids on the operator's allowlist.",
-        silent=False,
+    return Decision(False, refusal(author_login, author_id, level, words), silent=False)
+
+
+def refusal(login: str, author_id: int, level: str, words: Vocabulary = GITHUB) -> str:
+    """The polite reply to someone who may not act, in the host's words (`hosts.vocabulary`):
+    on GitHub the login and its numeric id; on Azure DevOps the account, who may act there
+    (Contribute) and how an operator admits the account. Pure."""
+    who = f"{login} (id {author_id})" if words.user_ids else login or "this commenter"
+    hint = words.allowlist_hint.format(login=login) if login else ""
+    return (
+        f"Sorry, {who} has {level or 'no'} permission on this repository: pairbot takes "
+        f"commands from {words.who_may_act}, or from {words.allowlist_entries} on the "
+        f"operator's allowlist.{hint}"
     )
 
 

@@ -76,6 +76,7 @@ from app.domain.intake.pair_request import (
 )
 from hosts.decisions import holds_scope_decision
 from hosts.models import Author
+from hosts.vocabulary import AZURE_DEVOPS, GITHUB, LOCAL, Vocabulary
 
 __all__ = [
     "ACTIONS_BOT_ID",
@@ -138,7 +139,8 @@ class Policy:
     app_slug: str | None = None
     app_id: int | None = None
     allowlist: frozenset[int] = frozenset()
-    # Azure DevOps identity ids (GUIDs, lower-cased): its allowlist (`parse_identity_allowlist`).
+    # Azure DevOps identity ids and accounts, case-folded: its allowlist
+    # (`app.domain.intake.azure_identities.parse_identity_allowlist`).
     identity_allowlist: frozenset[str] = frozenset()
     actions_token: bool = False
     own_id: int | None = None
@@ -489,11 +491,13 @@ def _installation(event: str, action: str, payload: Payload) -> Intent:
 def allowlisted(
     author: Author, allowlist: frozenset[int], identities: frozenset[str] = frozenset()
 ) -> bool:
-    """Whether the author's id is on the operator's allowlist: a numeric GitHub user id in
-    `allowlist`, or an Azure DevOps identity id (a GUID, any case) in `identities`."""
+    """Whether the author is on the operator's allowlist: a numeric GitHub user id in
+    `allowlist`, or on Azure DevOps an identity id (a GUID) or an account (the unique name,
+    `alice@contoso.com`) in `identities`, any case (`azure_identities`)."""
     if _numeric(author.id) in allowlist:
         return True
-    return bool(author.id) and author.id.casefold() in identities
+    named = {author.id.casefold(), author.login.casefold()} - {""}
+    return bool(named & identities)
 
 
 def needs_permission(
@@ -513,14 +517,21 @@ def decide(
     permission: str | None,
     allowlist: frozenset[int],
     identities: frozenset[str] = frozenset(),
+    words: Vocabulary | None = None,
 ) -> Decision:
     """`may_act` for a comment's author; pairbot's own never get here (the intake drops them).
 
-    An Azure DevOps identity id on `identities` may act like an allowlisted GitHub id."""
-    if _numeric(author.id) is None and allowlisted(author, allowlist, identities):
-        kind = "bot" if author.is_bot else "user"
-        return Decision(True, f"{kind} identity {author.id} is on the operator's allowlist", False)
+    An Azure DevOps identity id or account on `identities` may act like an allowlisted GitHub
+    id. `words`: the host's vocabulary a refusal speaks; by default the one the author's id
+    belongs to (a number: GitHub's; `local:…`: the local forge's; else Azure DevOps')."""
     uid = _numeric(author.id)
+    if uid is None and allowlisted(author, allowlist, identities):
+        kind = "bot" if author.is_bot else "user"
+        who = author.login or author.id
+        return Decision(True, f"{kind} {who} is on the operator's allowlist", False)
+    if uid is None and author.is_bot:
+        who = author.login or author.id
+        return Decision(False, f"bot {who} is not on the operator's allowlist", silent=True)
     return may_act(
         author_id=uid if uid is not None else -1,
         author_login=author.login,
@@ -528,7 +539,15 @@ def decide(
         permission=permission,
         allowlist=allowlist,
         own_bot_id=None,
+        words=words or _words_of(author.id),
     )
+
+
+def _words_of(author_id: str) -> Vocabulary:
+    """The vocabulary of the host an author id comes from, when the caller did not say."""
+    if _numeric(author_id) is not None:
+        return GITHUB
+    return LOCAL if author_id.startswith("local:") else AZURE_DEVOPS
 
 
 # -- small readers: untrusted shapes in, plain values out -----------------------------------

@@ -242,7 +242,14 @@ def test_the_identity_allowlist_reads_guids(text: str, expected: frozenset[str])
 
 
 @pytest.mark.parametrize(
-    "bad", ["jamal@fabrikam.com", "12345", "{54d1a2b3-0000-4000-8000-00000000abcd}", "x" * 99]
+    "bad",
+    [
+        "jamal",  # a display name is no account
+        "<jamal@fabrikam.com>",
+        "12345",
+        "{54d1a2b3-0000-4000-8000-00000000abcd}",
+        "x" * 99,
+    ],
 )
 def test_a_bad_allowlist_entry_is_named_with_the_allowed_form(bad: str) -> None:
     with pytest.raises(ValueError, match="PAIR_ALLOWLIST entry") as err:
