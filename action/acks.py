@@ -37,6 +37,7 @@ from hosts.base import Host
 from hosts.errors import HostError, NotFound, Unsupported
 from hosts.markers import make_marker
 from hosts.models import Target
+from hosts.vocabulary import ack_word
 
 __all__ = ["ACKS_FILE", "MAX_ATTEMPTS", "PendingAck", "flush", "read_pending", "record"]
 
@@ -165,7 +166,8 @@ async def flush(
             except Unsupported:
                 await where.upsert_comment(ack.target, _ack_marker(ack), ACK_REPLY)
         except NotFound:
-            say(f"pairbot: comment {ack.comment_id} is gone; its 👀 is dropped")
+            gone = ack_word(ack.reaction)
+            say(f"pairbot: comment {ack.comment_id} is gone; its {gone} is dropped")
         except HostError as err:  # its message never carries a token (hosts.errors)
             if ack.last_run == run:  # this run already counted (and said) its failure
                 remaining.append(ack)
@@ -179,7 +181,7 @@ async def flush(
             else:
                 say(
                     f"pairbot: could not acknowledge comment {ack.comment_id} ({err}); "
-                    "the command is recorded, the next run retries the 👀"
+                    f"the command is recorded, the next run retries the {ack_word(ack.reaction)}"
                 )
                 remaining.append(tried)
     write_pending(root, remaining)

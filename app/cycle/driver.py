@@ -71,6 +71,7 @@ from app.errors import BatchLockedError, CommandNotRun, UserError
 from hosts.errors import NotFound
 from hosts.labels import PrState
 from hosts.models import Target
+from hosts.vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ async def handle_request(env: CycleEnv, request: PairRequest) -> CardStep:
     A command that changes the card is recorded with the delivery it came in (the webhook
     delivery id the App forwards), so a redelivered dispatch is recognised and runs nothing.
     """
-    request = _on_its_card(env.root, request)
+    request = _on_its_card(env.root, request, env.hosts.pm.vocabulary)
     key = card_key(request.card)
     locus = RunLocus.for_batch(env.root, key)
     env = card_hosts(env, request.card, locus, read_card(locus, key)[2], store=False)
@@ -227,7 +228,7 @@ async def _at_rewrite_escalation(
     return await _recorded(env, locus, request)
 
 
-def _on_its_card(root: Path, request: PairRequest) -> PairRequest:
+def _on_its_card(root: Path, request: PairRequest, words: Vocabulary) -> PairRequest:
     """A command commented on a pull request acts on the card whose cycle opened that pull
     request (docs/cycle.md: a command is a line of an issue or PR comment). The App and the Action
     both name the number the comment was on; only the run-state knows the card behind it."""
@@ -239,7 +240,8 @@ def _on_its_card(root: Path, request: PairRequest) -> PairRequest:
     if request.verb == "implement":
         return request  # a pull request nobody's cycle opened may become a card of its own
     raise UserError(
-        f"PR #{request.card} is not a pairbot card's pull request; comment on the card's issue"
+        f"PR #{request.card} is not a pairbot card's pull request; comment on the card's "
+        f"{words.card} instead"
     )
 
 

@@ -114,6 +114,7 @@ async def publish_status(
         plan=plan,
         notes=run_notes(state),
         run_url=state.env.run_url,
+        words=state.pub.pm.vocabulary,
     )
     shown = {"status": explanation.status, "next": explanation.next, "why": explanation.why}
     await state.pub.tracking(state.rec, body, shown)

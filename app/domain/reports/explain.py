@@ -32,6 +32,7 @@ from app.domain.reports.metrics import reduce_metrics
 from app.domain.reports.metrics_model import Quantity
 from app.domain.text import mdtext
 from hosts.labels import PrState
+from hosts.vocabulary import GITHUB, Vocabulary
 
 NextStep = Literal["propose", "apply", "verify", "red", "fix", "publish", "merge"]
 GateKind = Literal["prepare", "merge", "batch-gate", "scope-decision"]
@@ -192,7 +193,7 @@ class Explanation:
             lines.append("what you can do: " + "; ".join(self.what_you_can_do))
         return "\n".join(lines)
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, words: Vocabulary = GITHUB) -> str:
         """A Markdown section: every piece of user or agent text escaped."""
         heading = f"**Card #{self.card}**"
         if self.title:
@@ -206,7 +207,7 @@ class Explanation:
         lines = [
             heading,
             "",
-            f"- **Status:** `{self.status}` (label `{self.label}`)",
+            f"- **Status:** `{self.status}` ({words.label} `{self.label}`)",
             f"- **Next step:** {mdtext.inline(self.next_text)}",
             f"- **Blocked by:** {mdtext.inline(self.gate_text)}",
             f"- **Why:** {mdtext.inline(self.why)}",

@@ -27,6 +27,7 @@ from typing import Final
 from app.domain.reports.explain import CardFacts, Explanation
 from app.domain.reports.metrics import AGENT_TRANSITIONS
 from app.domain.text import mdtext
+from hosts.vocabulary import GITHUB, Vocabulary
 
 MAX_STEPS: Final = 30
 PLAN_LIMIT: Final = 20_000
@@ -113,6 +114,7 @@ def render_tracking(
     max_steps: int = MAX_STEPS,
     notes: Sequence[str] = (),
     run_url: str | None = None,
+    words: Vocabulary = GITHUB,
 ) -> str:
     """The owned body of the card's tracking comment (no marker): same input, same text.
 
@@ -120,7 +122,8 @@ def render_tracking(
     (oldest first); `plan` is the proposed plan, shown when given; `notes` are pairbot's own
     one-line facts about the run (the budget's figures, a step handed to a fallback agent),
     shown under the step history; `run_url` the run that writes the comment (the Action's
-    workflow run, the App's job), linked when given and safe.
+    workflow run, the App's job), linked when given and safe; `words`: the card's host's
+    vocabulary (a `tag` on Azure DevOps where GitHub shows a `label`).
     """
     if facts.card != explanation.card:
         raise ValueError(
@@ -141,7 +144,7 @@ def render_tracking(
     run = mdtext.safe_url(run_url)
     if run is not None:
         status.append(f"[the run that wrote this]({run})")
-    lines += [" · ".join(status), "", explanation.to_markdown(), ""]
+    lines += [" · ".join(status), "", explanation.to_markdown(words), ""]
 
     if plan is not None and mdtext.clean(plan).strip():
         lines += [*_plan(plan), ""]
