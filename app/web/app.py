@@ -110,6 +110,7 @@ from app.web.events import AZURE, GITHUB, GITHUB_EVENTS, Routed, route_github
 from app.web.forge import AzureForges, Forges, GitHubForges, LocalForges
 from app.web.handling import Executor
 from app.web.limits import Gone, Hold, Refused, read_body
+from app.web.pages.actions import Commands
 from app.web.pages.read import Local
 from app.web.pages.remote_state import RemoteState, remote_state_for
 from app.web.pages.routes import Pages
@@ -422,6 +423,10 @@ def create_app(
             remote
             if remote is not None or not default_github
             else remote_state_for(settings.execution, github, service.store)
+        ),
+        # A card page's buttons: the comment path's forges, permission cache and policy.
+        commands=Commands(
+            service.store, github, service.handler.permissions, lambda: service.policy
         ),
     )
     signin = SignInService(settings, transport=oauth_transport, clock=wallclock)

@@ -19,6 +19,7 @@ from app.domain.reports.cohort import Cohort, render_cohort
 from app.store.base import DeliveryRecord, InstallationRecord
 from app.web.dashboard import BatchView
 from app.web.pages.views import (
+    MAX_ANSWER_CHARS,
     TONE,
     CardView,
     JobView,
@@ -307,7 +308,9 @@ def steps_fragment(card: CardView) -> str:
     )
 
 
-def card_page(card: CardView, viewer: Viewer) -> str:
+def card_page(card: CardView, viewer: Viewer, controls: str = "") -> str:
+    """A card's page; `controls` is its `act_section` (outside the live part, so a form being
+    filled in is never swapped away)."""
     links = [f'<a href="{e(card_path(card.repo, card.number))}">this page</a>']
     if card.url:
         links.append(_link("the card", card.url))
@@ -318,8 +321,62 @@ def card_page(card: CardView, viewer: Viewer) -> str:
         f'<a href="/api/v1{e(card_path(card.repo, card.number))}">JSON</a></p>'
         f'<div id="live" data-live="{e(live)}/fragment" data-live-stream="{e(live)}/stream" '
         f'data-live-every="{LIVE_S}" aria-live="polite">{steps_fragment(card)}</div>'
+        f"{controls}"
     )
     return layout(title, body, viewer)
+
+
+_BUTTON_TEXT = {
+    "approve": "Approve",
+    "answer": "Send the answer",
+    "implement": "Implement",
+    "retry": "Retry the step",
+}
+
+
+def act_section(
+    card: CardView,
+    verbs: Sequence[str],
+    *,
+    csrf: str,
+    trigger: str,
+    refusal: str = "",
+    queued: str = "",
+) -> str:
+    """The card's buttons: one form per command that applies (`verbs`), each posting the
+    session's CSRF token; or why this viewer has none (`refusal`). `queued`: the verb just
+    queued, announced."""
+    parts = ['<section aria-labelledby="act-h"><h2 id="act-h">Act on this card</h2>']
+    if queued:
+        parts.append(
+            f'<p role="status" class="notice">Queued <code>/{e(trigger)} {e(queued)}</code>: '
+            "it runs as your comment would, and the card's tracking comment follows it.</p>"
+        )
+    if refusal:
+        parts.append(f"<p>{e(refusal)}</p></section>")
+        return "".join(parts)
+    action = f"{card_path(card.repo, card.number)}/commands"
+    for verb in verbs:
+        field = ""
+        if verb == "answer":
+            field = (
+                '<label for="answer-text">Your answer (plain text; it reaches the card as '
+                'quoted text, never as a command)</label><textarea id="answer-text" '
+                f'name="text" rows="4" maxlength="{MAX_ANSWER_CHARS}" required></textarea>'
+            )
+        parts.append(
+            f'<form method="post" action="{e(action)}" class="act">'
+            f'<input type="hidden" name="csrf" value="{e(csrf)}">'
+            f'<input type="hidden" name="verb" value="{e(verb)}">{field}'
+            f'<button type="submit">{_BUTTON_TEXT.get(verb, verb)} '
+            f"<small>(<code>/{e(trigger)} {e(verb)}</code>)</small></button></form>"
+        )
+    parts.append(
+        "<p><small>Each button queues the same command a comment would, as you: pairbot checks "
+        "your permission on the repository (write, maintain or admin) with GitHub first."
+        "</small></p></section>"
+    )
+    return "".join(parts)
 
 
 def batches_page(batches: Sequence[BatchView], viewer: Viewer) -> str:

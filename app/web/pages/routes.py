@@ -5,6 +5,8 @@
                                         /stream the same as server-sent events
     GET  /batches                       batches: phases, changes, gates, proofs-of-work
     GET  /jobs                          operator view: jobs, failed first, with a retry control
+    POST /cards/{repo}/{n}/commands     a signed-in writer's `/pair approve|answer|implement|
+                                        retry`, queued as their comment would be (actions.py)
     POST /jobs/{id}/retry               operators only: queue a failed job again
     GET  /api/v1/cards[/{repo}/{n}]     the same view-model as JSON
     GET  /api/v1/batches, /api/v1/jobs
@@ -33,6 +35,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import (
@@ -50,6 +53,7 @@ from app.domain.reports.cohort import Cohort
 from app.store.base import Store
 from app.web.dashboard import BatchView
 from app.web.pages import html
+from app.web.pages.actions import BUTTONS, Commands, Refused, offered, read_answer
 from app.web.pages.model import job_views, overview
 from app.web.pages.read import Local, card_views, cohort_of_local, with_remote
 from app.web.pages.remote_state import RemoteState
@@ -90,8 +94,10 @@ class Pages:
         clock: Callable[[], float],
         wake: Callable[[], None],
         remote: RemoteState | None = None,
+        commands: Commands | None = None,
     ) -> None:
         self.store = store
+        self.commands = commands  # None: the pages only show (no button acts)
         self.local = local
         self.remote = remote  # the `pair-state` branches of the installed repositories
         self.root_repo = root_repo
@@ -145,7 +151,65 @@ class Pages:
         card = await self._card(request)
         if card is None:
             return _not_found(request)
-        return _page(html.card_page(card, viewer_of(request)))
+        viewer = viewer_of(request)
+        return _page(html.card_page(card, viewer, await self._controls(request, card)))
+
+    async def _controls(self, request: Request, card: CardView) -> str:
+        """The card page's buttons (or why this viewer has none); "" where none apply."""
+        verbs = offered(card)
+        if self.commands is None or not verbs:
+            return ""
+        viewer = viewer_of(request)
+        refusal = await self.commands.may_act(viewer, card.repo)
+        queued = request.query_params.get("queued", "")
+        return html.act_section(
+            card,
+            verbs,
+            csrf=str(request.scope.get(CSRF_KEY, "")),
+            trigger=self.commands.trigger,
+            refusal=refusal.text if refusal is not None else "",
+            queued=queued if queued in BUTTONS else "",
+        )
+
+    async def card_command(self, request: Request) -> Response:
+        """One of the card's buttons: checked as the page offered it, authorized as a comment
+        is, queued as the comment's job (app.web.pages.actions). The sign-in layer has checked
+        the CSRF token and the Origin already."""
+        card = await self._card(request)
+        if card is None or self.commands is None:
+            return _not_found(request)
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        chosen = (form.get("verb") or [""])[0]
+        verb = next((v for v in BUTTONS if v == chosen), None)
+        trigger = self.commands.trigger
+        if verb is None:
+            allowed = ", ".join(BUTTONS)
+            return _refused(
+                request, 400, f"{chosen!r} is not a command this page sends; allowed: {allowed}."
+            )
+        if verb not in offered(card):
+            now = "; ".join(card.actions) or "nothing"
+            return _refused(
+                request,
+                409,
+                f"Card #{card.number} is {card.status}: /{trigger} {verb} does not apply to it "
+                f"now. What applies: {now}.",
+            )
+        text: str | None = None
+        if verb == "answer":
+            read = read_answer((form.get("text") or [""])[0])
+            if isinstance(read, Refused):
+                return _refused(request, read.status, read.text)
+            text = read
+        viewer = viewer_of(request)
+        refusal = await self.commands.may_act(viewer, card.repo)
+        if refusal is not None:
+            return _refused(request, refusal.status, refusal.text)
+        await self.commands.queue(viewer, card, verb, text)
+        self.wake()
+        return RedirectResponse(
+            f"{html.card_path(card.repo, card.number)}?queued={verb}", status_code=303
+        )
 
     async def card_fragment(self, request: Request) -> Response:
         card = await self._card(request)
@@ -272,6 +336,7 @@ class Pages:
             Route(card + "/fragment", self.card_fragment, methods=["GET"]),
             Route(card + "/stream", self.card_stream, methods=["GET"]),
             Route(card, self.card_page, methods=["GET"]),
+            Route(card + "/commands", self.card_command, methods=["POST"]),
             Route("/batches", self.batches_page, methods=["GET"]),
             Route("/jobs", self.jobs_page, methods=["GET"]),
             Route("/jobs/{id:int}/retry", self.retry, methods=["POST"]),
@@ -305,5 +370,11 @@ def _not_found(request: Request) -> Response:
 
 
 def _refused(request: Request, status: int, text: str) -> Response:
-    titles = {403: "Not allowed", 404: "Not found", 409: "Not now"}
+    titles = {
+        400: "Not understood",
+        403: "Not allowed",
+        404: "Not found",
+        409: "Not now",
+        503: "Try again",
+    }
     return _page(html.message_page(titles.get(status, "Refused"), text, viewer_of(request)), status)

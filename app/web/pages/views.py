@@ -53,6 +53,8 @@ TONE: Mapping[str, str] = {
     **dict.fromkeys(("ready-for-merge", "merged", "target-ready"), "good"),
     **dict.fromkeys(("in-progress", "awaiting-verify", "ready"), "busy"),
 }
+# The longest answer a card's page takes (a comment holds 65,536; an answer is a few sentences).
+MAX_ANSWER_CHARS = 10_000
 # A step whose outcome is one of these was accepted (a fix or a review that counts).
 ACCEPTED = frozenset({"advanced", "awaiting-approval"})
 
