@@ -137,6 +137,7 @@ class AppSettings(BaseModel):
     forge: ForgeKind = "github"
     # The credentials of docs/hosts.md, for the worker's Azure DevOps and local hosts.
     hosts: HostSettings = HostSettings()
+    # PAIR_WORKER_CONCURRENCY (1-64): how many jobs the worker runs at once.
     worker_concurrency: int = 4
     permission_ttl_s: float = 60.0
     # `execution: worker` on several repositories: checkouts as `<dir>/<owner>/<name>`
@@ -241,6 +242,7 @@ class AppSettings(BaseModel):
                 get, "PAIR_CATCHUP_WINDOW_S", 3 * 86_400.0, 600.0, 3 * 86_400.0
             ),
             catchup_max=_int_var(get, "PAIR_CATCHUP_MAX", 20, 1, 500),
+            worker_concurrency=_int_var(get, "PAIR_WORKER_CONCURRENCY", 4, 1, 64),
             limits=EdgeLimits.from_env(get),
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
             access_log=_flag(get, "PAIR_ACCESS_LOG"),
