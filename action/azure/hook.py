@@ -122,9 +122,12 @@ def confirms(
     the same first command line (and, on a pull request, the same id) — or None. Pure.
 
     A work-item notification may name no comment id: the one found here is what the
-    acknowledgement reacts to."""
-    for found in comments:
-        if intent.is_pull and found.id != intent.comment.id:
+    acknowledgement reacts to, the newest that matches (the same command written again is a
+    new comment, answered under its own marker). One that names it (`commentVersionRef`)
+    must be that comment."""
+    named = intent.is_pull or bool(intent.comment.id)
+    for found in reversed(list(comments)):
+        if named and found.id != intent.comment.id:
             continue
         if not _same_person(found.author, intent.author):
             continue

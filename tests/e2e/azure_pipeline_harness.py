@@ -45,7 +45,12 @@ class Pipeline:
         self.runs = 0
         self.logs: list[str] = []
 
-    def run(self, reason: str, payload: dict[str, Any] | None = None) -> tuple[int, str]:
+    def run(
+        self,
+        reason: str,
+        payload: dict[str, Any] | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> tuple[int, str]:
         self.runs += 1
         # The job's `checkout: self` of the branch it builds (a schedule's or a service hook's
         # run builds the default branch), at the commit the run was queued for. The fake takes
@@ -76,6 +81,7 @@ class Pipeline:
                 "SYSTEM_ACCESSTOKEN": TOKEN,
                 "AZURE_DEVOPS_CACHE_DIR": str(self.project.cache),
                 "PAIR_TEST_AGENT_DIR": str(self.project.scratch),
+                **(extra_env or {}),
             }
         )
         if payload is not None:
