@@ -43,7 +43,6 @@ class GateCondition:
             label not in present for label in self.lacks
         )
 
-
     def fired(self, labels: Collection[str]) -> tuple[str, ...]:
         """The `when` conditions that hold on `labels`, as written (`has:x`, `lacks:y`)."""
         present = set(labels)
