@@ -103,8 +103,8 @@ def test_the_private_key_can_come_from_a_file_or_a_one_line_variable(tmp_path: P
         ({"PAIR_ALLOWLIST": "583231,octocat"}, "PAIR_ALLOWLIST entry 'octocat' is not a numeric"),
         ({"PAIR_ALLOWLIST": "12,-4"}, "PAIR_ALLOWLIST entry '-4'"),
         (
-            {"PAIR_AZURE_DEVOPS_ALLOWLIST": "jamal@fabrikam.com"},
-            "PAIR_AZURE_DEVOPS_ALLOWLIST entry 'jamal@fabrikam.com' is not an Azure DevOps",
+            {"PAIR_AZURE_DEVOPS_ALLOWLIST": "Jamal"},
+            "PAIR_AZURE_DEVOPS_ALLOWLIST entry 'Jamal' is neither an Azure DevOps account",
         ),
         ({"PAIR_EXECUTION": "lambda"}, "PAIR_EXECUTION='lambda' is not one of: actions, worker"),
         ({"PAIR_APP_ID": "pairbot"}, "PAIR_APP_ID='pairbot' is not a number"),
