@@ -20,10 +20,12 @@ looks like `/pair approve` is part of the answer, never a second command.
 
 Who may act: a person signed in with GitHub, with write, maintain or admin permission on the
 card's repository, read from GitHub by the same lookup and cache the comment path uses
-(`app.web.handling.PermissionCache`, PAIR_PERMISSION_TTL: a revoked collaborator stops within
-it). The operator token is nobody on GitHub, so an operator acts by commenting, or signs in.
-The CSRF token and the Origin of every POST are checked before any of this, by the sign-in
-layer (`app.web.signin`).
+(`app.web.handling.PermissionCache`: a level is kept a minute, so a revoked collaborator stops
+within it). The permission alone decides: the operator's allowlist admits ids, and the session
+knows a login (the job carries id 0 where a comment carries the commenter's). The operator
+token is nobody on GitHub, so an operator acts by commenting, or signs in. The CSRF token and
+the Origin of every POST are checked before any of this, by the sign-in layer
+(`app.web.signin`).
 """
 
 from __future__ import annotations
