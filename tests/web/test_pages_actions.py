@@ -11,6 +11,7 @@ import html
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,14 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
+    with actions_world(tmp_path) as running:
+        yield running
+
+
+@contextmanager
+def actions_world(tmp_path: Path) -> Iterator[World]:
+    """The App serving three cards of the fake's repository (awaiting approval, needing
+    input, not started), GitHub sign-in for a writer (octocat) and a reader (reader-rita)."""
     github = AppGitHub()
     approve = github.seed_issue("Plan me", "")
     needs = github.seed_issue("Ask me", "")
