@@ -303,7 +303,7 @@ def test_an_operator_is_nobody_on_github_and_cannot_act(world: World) -> None:
         posted = client.post(
             f"{path(world.approve)}/commands", headers=BEARER, data={"verb": "approve"}
         )
-    assert "The operator token is nobody on GitHub" in html.unescape(page.text)
+    assert "viewing as the operator, who is nobody" in html.unescape(page.text)
     assert posted.status_code == 403 and world.jobs() == []
 
 

@@ -198,8 +198,9 @@ class Commands:
         if viewer.operator or not viewer.login:
             return Refused(
                 403,
-                "The operator token is nobody on GitHub, so it cannot act on a card: sign in "
-                "with GitHub to act as yourself, or comment the command on the card.",
+                "You are viewing as the operator, who is nobody on the code host and cannot "
+                "act on a card: sign in with GitHub to act here as yourself, or comment the "
+                "command on the card (on `pairbot serve --dev`: `pairbot card <n> <verb>`).",
             )
         level = await self.permission(repo, viewer.login)
         if isinstance(level, Refused):
