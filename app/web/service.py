@@ -69,13 +69,7 @@ class Service:
         self.recent = RecentDeliveries(settings.limits.recent_deliveries)
         self.route_github = github_router
         self.route_azure: AzureRouter = route_azure
-        self.policy = Policy(
-            trigger=settings.trigger,
-            app_slug=settings.app_slug,
-            app_id=settings.app_id,
-            allowlist=settings.allowlist,
-            identity_allowlist=settings.azure_allowlist,
-        )
+        self.policy = _policy(settings)
         self.ado_header = (
             parse_secret_header(settings.ado_secret_header.get_secret_value())
             if settings.ado_secret_header is not None
@@ -109,19 +103,7 @@ class Service:
             if tick is not None and settings.tick_s > 0
             else None
         )
-        # GitHub's lost deliveries, asked for again (app.web.catchup): with the App's own.
-        self.catchup = (
-            CatchUp(
-                hook_deliveries,
-                store=store,
-                interval_s=settings.catchup_s,
-                window_s=settings.catchup_window_s,
-                cap=settings.catchup_max,
-                start_delay_s=min(5.0, settings.catchup_s),
-            )
-            if hook_deliveries is not None and settings.catchup_s > 0
-            else None
-        )
+        self.catchup = _catchup(settings, hook_deliveries, store)
         self._background: set[asyncio.Task[None]] = set()
 
     async def _handle(self, job: JobRecord) -> None:
@@ -197,3 +179,30 @@ class Service:
         if not self.worker.healthy:
             return JSONResponse({"status": "unhealthy", "worker": "stopped"}, status_code=503)
         return JSONResponse({"status": "ok", "worker": "running"})
+
+
+def _policy(settings: AppSettings) -> Policy:
+    """Who may command the App and how it is addressed, from its settings."""
+    return Policy(
+        trigger=settings.trigger,
+        app_slug=settings.app_slug,
+        app_id=settings.app_id,
+        allowlist=settings.allowlist,
+        identity_allowlist=settings.azure_allowlist,
+    )
+
+
+def _catchup(
+    settings: AppSettings, hook_deliveries: HookDeliveries | None, store: Store
+) -> CatchUp | None:
+    """GitHub's lost deliveries, asked for again (app.web.catchup): with the App's own only."""
+    if hook_deliveries is None or settings.catchup_s <= 0:
+        return None
+    return CatchUp(
+        hook_deliveries,
+        store=store,
+        interval_s=settings.catchup_s,
+        window_s=settings.catchup_window_s,
+        cap=settings.catchup_max,
+        start_delay_s=min(5.0, settings.catchup_s),
+    )
