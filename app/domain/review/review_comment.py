@@ -48,7 +48,7 @@ def _plural(n: int, noun: str) -> str:
 
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key putting AC-2 before AC-10."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(text) if p)
+    return tuple((0, int(p)) if p.isdecimal() else (1, p) for p in _DIGITS.split(text) if p)
 
 
 def _verdict(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from app.domain.review.review_comment import (
     STATUS_DESCRIPTION_MAX,
+    _natural,
     render_review,
     review_status_description,
     verdict_line,
@@ -255,3 +256,10 @@ def test_nothing_in_a_report_can_forge_a_marker_or_break_a_table(
             assert columns in header, line
     expected = verdict_from_findings(report)
     assert f"**Verdict:** {verdict_line(expected.converged, expected.blocking)}" in body
+
+
+def test_a_criterion_named_with_a_superscript_digit_sorts_without_a_crash() -> None:
+    # '²'.isdigit() is True but int('²') fails: the sort key reads decimal digits only.
+    assert _natural("AC-²") == ((1, "AC-²"),)
+    assert _natural("²") == ((1, "²"),)
+    assert _natural("AC-10") > _natural("AC-2")
