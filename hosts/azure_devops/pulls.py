@@ -155,6 +155,12 @@ class AzurePullRequests(AzureProject):
 
     # -- merge ----------------------------------------------------------------------------------
 
+    async def merge_methods(self) -> frozenset[MergeMethod] | None:
+        """Squash and merge: the completions pairbot makes on Azure DevOps (a rebase completion
+        rewrites the source branch, so the merged commits would not be the reviewed ones). A
+        branch's "limit merge types" policy is not read: a completion it refuses is the error."""
+        return frozenset(m for m in ("squash", "merge") if m in convert.MERGE_STRATEGY)
+
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
         strategy = convert.MERGE_STRATEGY.get(method)
         if strategy is None:

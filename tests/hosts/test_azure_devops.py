@@ -963,3 +963,8 @@ def test_head_checks_read_build_policies_on_the_prs_current_head(
         "Nightly",
         "Old build",
     }
+
+
+def test_merge_methods_are_the_completions_pairbot_makes(host: AzureDevOpsHost) -> None:
+    # Squash and merge (noFastForward); a rebase completion would rewrite the reviewed commits.
+    assert asyncio.run(host.merge_methods()) == {"squash", "merge"}
