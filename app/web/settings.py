@@ -236,8 +236,20 @@ class AppSettings(BaseModel):
             ado_secret_header=SecretStr(header) if header else None,
             hosts=HostSettings.from_env(host_env),
             worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
-            tick_s=_tick_s(get("PAIR_TICK_S")),
-            catchup_s=_catchup_s(get("PAIR_CATCHUP_S")),
+            tick_s=_interval_s(
+                "PAIR_TICK_S",
+                get("PAIR_TICK_S"),
+                default=60.0,
+                low=1,
+                off="the worker never ticks on its own",
+            ),
+            catchup_s=_interval_s(
+                "PAIR_CATCHUP_S",
+                get("PAIR_CATCHUP_S"),
+                default=600.0,
+                low=60,
+                off="no catch-up of lost deliveries",
+            ),
             catchup_window_s=_seconds_var(
                 get, "PAIR_CATCHUP_WINDOW_S", 3 * 86_400.0, 600.0, 3 * 86_400.0
             ),
@@ -427,32 +439,18 @@ def _web_url(value: str | None) -> str:
     return value.rstrip("/")
 
 
-def _tick_s(value: str | None) -> float:
+def _interval_s(name: str, value: str | None, *, default: float, low: float, off: str) -> float:
+    """A period in seconds, or 0 for `off`: `low` to a day, else a ConfigError naming both."""
     if value is None:
-        return 60.0
+        return default
     try:
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if not (seconds == 0 or 1 <= seconds <= 86_400):  # also refuses nan and inf
+    if not (seconds == 0 or low <= seconds <= 86_400):  # also refuses nan and inf
         raise ConfigError(
-            f"PAIR_TICK_S={value!r} is not allowed; allowed: 0 (the worker never ticks on its "
-            "own) or a number of seconds from 1 to 86400"
-        )
-    return seconds
-
-
-def _catchup_s(value: str | None) -> float:
-    if value is None:
-        return 600.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not (seconds == 0 or 60 <= seconds <= 86_400):  # also refuses nan and inf
-        raise ConfigError(
-            f"PAIR_CATCHUP_S={value!r} is not allowed; allowed: 0 (no catch-up of lost "
-            "deliveries) or a number of seconds from 60 to 86400"
+            f"{name}={value!r} is not allowed; allowed: 0 ({off}) or a number of seconds from "
+            f"{low:g} to 86400"
         )
     return seconds
 
