@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 from urllib.parse import urlsplit
@@ -236,20 +237,8 @@ class AppSettings(BaseModel):
             ado_secret_header=SecretStr(header) if header else None,
             hosts=HostSettings.from_env(host_env),
             worker_checkouts=_checkouts_dir(get("PAIR_WORKER_CHECKOUTS"), base),
-            tick_s=_interval_s(
-                "PAIR_TICK_S",
-                get("PAIR_TICK_S"),
-                default=60.0,
-                low=1,
-                off="the worker never ticks on its own",
-            ),
-            catchup_s=_interval_s(
-                "PAIR_CATCHUP_S",
-                get("PAIR_CATCHUP_S"),
-                default=600.0,
-                low=60,
-                off="no catch-up of lost deliveries",
-            ),
+            tick_s=_tick_s(get("PAIR_TICK_S")),
+            catchup_s=_catchup_s(get("PAIR_CATCHUP_S")),
             catchup_window_s=_seconds_var(
                 get, "PAIR_CATCHUP_WINDOW_S", 3 * 86_400.0, 600.0, 3 * 86_400.0
             ),
@@ -453,6 +442,14 @@ def _interval_s(name: str, value: str | None, *, default: float, low: float, off
             f"{low:g} to 86400"
         )
     return seconds
+
+
+_tick_s = partial(
+    _interval_s, "PAIR_TICK_S", default=60.0, low=1, off="the worker never ticks on its own"
+)
+_catchup_s = partial(
+    _interval_s, "PAIR_CATCHUP_S", default=600.0, low=60, off="no catch-up of lost deliveries"
+)
 
 
 def _int_var(get: Callable[[str], str | None], name: str, default: int, low: int, high: int) -> int:
