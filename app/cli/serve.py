@@ -7,6 +7,7 @@ CLI's own (`app.cli.deps`), built for the checkout each job runs in.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,5 +23,6 @@ def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:
         host=args.host,
         port=args.port,
         dev=args.dev,
-        deps=lambda checkout: engine_deps(env, checkout),
+        # A partial, not a lambda: it travels to the worker's own process (pickled).
+        deps=functools.partial(engine_deps, dict(env)),
     )

@@ -120,9 +120,18 @@ from app.web.settings import AppSettings, EdgeLimits
 from app.web.signature import SIGNATURE_HEADER, verify_azure, verify_github, well_formed
 from app.web.signin import SignIn, SignInService
 from app.web.ticker import Tick
+from app.web.worker_process import WorkerProcess
 
 # What the benchmarks and tests reach here, beside `create_app`.
-__all__ = ["MAX_BODY", "Answer", "create_app", "headers_of", "is_json_type", "parse_json"]
+__all__ = [
+    "MAX_BODY",
+    "Answer",
+    "create_app",
+    "github_forges",
+    "headers_of",
+    "is_json_type",
+    "parse_json",
+]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -372,6 +381,7 @@ def create_app(
     wallclock: Callable[[], float] = time.time,
     hook_deliveries: HookDeliveries | None = None,
     remote: RemoteState | None = None,
+    worker_process: WorkerProcess | None = None,
 ) -> Starlette:
     """The webhook service. Raises ConfigError without a webhook secret (it never serves
     unsigned).
@@ -391,11 +401,13 @@ def create_app(
     app.web.catchup; by default the App's own on GitHub when `github` is the default too),
     `remote` (what reads the installed repositories' `pair-state` for the status pages,
     app.web.pages.remote_state; by default the App's own under `execution: actions` on GitHub
-    when `github` is the default too).
+    when `github` is the default too), `worker_process` (the worker in a process of its own,
+    app.web.worker_process, as `pairbot serve` runs it: this process then only wakes it, and
+    `executor` and `tick` are the child's; None: the worker runs on this process's loop).
     """
     settings.require_webhook_secret()
     default_github = github is None
-    github = github if github is not None else _github_forges(settings)
+    github = github if github is not None else github_forges(settings)
     service = Service(
         settings,
         store=store if store is not None else _store(settings),
@@ -412,6 +424,7 @@ def create_app(
             if hook_deliveries is not None or not default_github
             else catchup_source(settings)
         ),
+        worker_process=worker_process,
     )
     pages = Pages(
         service.store,
@@ -444,7 +457,7 @@ def _store(settings: AppSettings) -> Store:
     )
 
 
-def _github_forges(settings: AppSettings) -> Forges:
+def github_forges(settings: AppSettings) -> Forges:
     """The local forge under `forge: local`, else the GitHub App's (which answers nothing
     without the App's id and key: said once, at start-up)."""
     if settings.forge == "local":

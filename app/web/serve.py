@@ -13,6 +13,7 @@ loopback only.
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import ipaddress
 import logging
@@ -29,6 +30,7 @@ import uvicorn
 from pydantic import SecretStr
 
 from app.errors import PortInUseError, UserError
+from app.store.base import Store
 from app.store.factory import alone_across_replicas, make_store
 from app.web.app import create_app
 from app.web.limits import connection_ceiling, connections_within
@@ -37,6 +39,7 @@ from app.web.protocol import guarded_protocol
 from app.web.settings import AppSettings, EdgeLimits
 from app.web.ticker import checkout_tick
 from app.web.worker import cycle_executor
+from app.web.worker_process import WorkerParts, WorkerProcess, WorkerRecipe
 
 DEV_SECRET = Path(".pair") / "app" / "webhook-secret"
 
@@ -224,7 +227,9 @@ def serve(
     """Run the App until interrupted; returns the exit code.
 
     `deps(checkout)` builds the engine's deps for a checkout the worker runs a step on (the
-    root, or one under PAIR_WORKER_CHECKOUTS): an agent's runtime is bound to its tree.
+    root, or one under PAIR_WORKER_CHECKOUTS): an agent's runtime is bound to its tree. With
+    PAIR_WORKER_PROCESS=own (the default) the worker runs in a process of its own
+    (app.web.worker_process), so `deps` must pickle: an importable function or a partial.
     """
     _refuse_dev_off_loopback(host, dev=dev)
     settings = settings_for(root, env, dev=dev)
@@ -233,7 +238,44 @@ def serve(
     store = make_store(
         settings.store, url.get_secret_value() if url else None, lease_s=settings.store_lease_s
     )
-    # With execution: actions a repository's scheduled workflow ticks; a worker ticks itself.
+    parts = functools.partial(worker_parts, root, dict(env), deps)
+    if settings.worker_process == "own":
+        # The jobs (and the ticks) run in a process of their own, built from this recipe.
+        edge_parts = WorkerParts()
+        worker: WorkerProcess | None = WorkerProcess(WorkerRecipe(settings, parts))
+    else:
+        edge_parts, worker = parts(settings, store), None
+    app = create_app(
+        settings,
+        store=store,
+        tick=edge_parts.tick,
+        executor=edge_parts.executor,
+        local=LocalReader(root, settings.worker_checkouts),
+        worker_process=worker,
+    )
+    _announce(host, port, settings.store_label)
+    limits = fit_connections(settings.limits, raise_open_file_limit())
+    config = server_config(app, limits, host=host, port=port, access_log=settings.access_log)
+    # Bound here, before anything is printed as served: a port in use is one line naming it
+    # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
+    # pairbot's CLI reserves for "lock held").
+    server = uvicorn.Server(config)
+    settle_gc()
+    server.run(sockets=[listen_socket])
+    return 0
+
+
+def worker_parts(
+    root: Path,
+    env: Mapping[str, str],
+    deps: Callable[[Path], Any],
+    settings: AppSettings,
+    store: Store,
+) -> WorkerParts:
+    """What the worker runs jobs with, in whichever process runs it: the card cycle's executor
+    and, with `execution: worker`, the tick (a repository's scheduled workflow ticks under
+    `execution: actions`; a worker ticks itself). Importable, so a `functools.partial` of it
+    travels to the worker's own process (app.web.worker_process) with `deps`."""
     tick = (
         alone_across_replicas(
             store,
@@ -249,33 +291,18 @@ def serve(
         if settings.execution == "worker"
         else None
     )
-    app = create_app(
-        settings,
-        store=store,
-        tick=tick,
-        executor=cycle_executor(
-            root,
-            env,
-            lambda: deps(root),
-            hosts=settings.hosts,
-            checkouts=settings.worker_checkouts,
-            deps_for=deps,
-            # --dev answers every repository on the root's local forge: the root runs them all
-            any_repository=settings.forge == "local",
-            run_url=settings.public_url,
-        ),
-        local=LocalReader(root, settings.worker_checkouts),
+    executor = cycle_executor(
+        root,
+        env,
+        functools.partial(deps, root),
+        hosts=settings.hosts,
+        checkouts=settings.worker_checkouts,
+        deps_for=deps,
+        # --dev answers every repository on the root's local forge: the root runs them all
+        any_repository=settings.forge == "local",
+        run_url=settings.public_url,
     )
-    _announce(host, port, settings.store_label)
-    limits = fit_connections(settings.limits, raise_open_file_limit())
-    config = server_config(app, limits, host=host, port=port, access_log=settings.access_log)
-    # Bound here, before anything is printed as served: a port in use is one line naming it
-    # (uvicorn's own bind failure is a log record and its "startup failure" exit 3, which
-    # pairbot's CLI reserves for "lock held").
-    server = uvicorn.Server(config)
-    settle_gc()
-    server.run(sockets=[listen_socket])
-    return 0
+    return WorkerParts(executor=executor, tick=tick)
 
 
 def _refuse_dev_off_loopback(host: str, *, dev: bool) -> None:

@@ -29,6 +29,7 @@ from app.web.recent import RecentDeliveries
 from app.web.settings import AppSettings, parse_secret_header
 from app.web.ticker import Tick, Ticker
 from app.web.worker import Worker
+from app.web.worker_process import WorkerProcess, describe
 from hosts.errors import HostError
 
 # The edge's logger name: operators' filters (and tests) know the service's lines by it.
@@ -56,8 +57,11 @@ class Service:
         tick: Tick | None,
         github_router: GitHubRouter,
         hook_deliveries: HookDeliveries | None = None,
+        worker_process: WorkerProcess | None = None,
+        role: str = "serves webhooks",
     ) -> None:
         self.settings = settings
+        self.role = role  # the start-up line's words: the edge's, or the worker's process's
         self.secret = settings.require_webhook_secret()
         self.store = store
         self.github = github
@@ -81,16 +85,22 @@ class Service:
         # instead of 2-11x. The jobs' work is Python (httpx, githubkit, JSON) under the GIL:
         # a second thread only interleaves with the edge, and every store call crosses back.
         # A stalled call never holds the edge up either way: it awaits (test_worker_stall.py).
-        self.worker = Worker(
-            store,
-            self._handle,
-            concurrency=settings.worker_concurrency,
-            poll_s=poll_s,
-            own_loop=False,
-        )
-        self.worker.on_stop = github.aclose  # on the worker's loop, which its pools belong to
+        # With `worker_process`, the jobs run in a process of its own (app.web.worker_process):
+        # this one only wakes it.
+        self.worker: Worker | WorkerProcess
+        if worker_process is None:
+            self.worker = Worker(
+                store,
+                self._handle,
+                concurrency=settings.worker_concurrency,
+                poll_s=poll_s,
+                own_loop=False,
+            )
+            self.worker.on_stop = github.aclose  # on the worker's loop, which its pools belong to
+        else:
+            self.worker = worker_process
         self.handler = JobHandler(
-            store=self.worker.jobs_store,
+            store=store,
             github=github,
             azure=azure,
             executor=executor,
@@ -109,9 +119,8 @@ class Service:
     async def _handle(self, job: JobRecord) -> None:
         await self.handler(job)
         if self.ticker is not None:
-            # The card this job touched may have its next step to run (the ticker is on the
-            # edge's loop; this job on the worker's).
-            self.worker.at_home(self.ticker.wake)
+            # The card this job touched may have its next step to run.
+            self.ticker.wake()
 
     # -- lifespan -------------------------------------------------------------------------------
 
@@ -131,7 +140,8 @@ class Service:
         if self.catchup is not None:
             await self.catchup.start()
         log.info(
-            "pairbot serves webhooks (execution: %s, store: %s)",
+            "pairbot %s (execution: %s, store: %s)",
+            self.role,
             self.settings.execution,
             self.settings.store_label,
         )
@@ -177,8 +187,8 @@ class Service:
 
     async def healthz(self, _request: Request) -> Response:
         if not self.worker.healthy:
-            return JSONResponse({"status": "unhealthy", "worker": "stopped"}, status_code=503)
-        return JSONResponse({"status": "ok", "worker": "running"})
+            return JSONResponse({"status": "unhealthy", **describe(self.worker)}, status_code=503)
+        return JSONResponse({"status": "ok", **describe(self.worker)})
 
 
 def _policy(settings: AppSettings) -> Policy:

@@ -32,6 +32,7 @@ from app.store.urls import redact_url
 
 Execution = Literal["actions", "worker"]
 ForgeKind = Literal["github", "local"]
+WorkerProcess = Literal["own", "inline"]
 
 DEFAULT_STORE = Path(".pair") / "app" / "pairbot.sqlite3"
 GITHUB_API = "https://api.github.com"
@@ -140,6 +141,9 @@ class AppSettings(BaseModel):
     hosts: HostSettings = HostSettings()
     # PAIR_WORKER_CONCURRENCY (1-64): how many jobs the worker runs at once.
     worker_concurrency: int = 4
+    # PAIR_WORKER_PROCESS: where `pairbot serve` runs the worker — a process of its own
+    # (app.web.worker_process) or the edge's (`inline`); `create_app` alone always runs it inline.
+    worker_process: WorkerProcess = "own"
     permission_ttl_s: float = 60.0
     # `execution: worker` on several repositories: checkouts as `<dir>/<owner>/<name>`
     # (app.web.checkouts); the root is always a candidate too.
@@ -244,6 +248,7 @@ class AppSettings(BaseModel):
             ),
             catchup_max=_int_var(get, "PAIR_CATCHUP_MAX", 20, 1, 500),
             worker_concurrency=_int_var(get, "PAIR_WORKER_CONCURRENCY", 4, 1, 64),
+            worker_process=_worker_process(get("PAIR_WORKER_PROCESS")),
             limits=EdgeLimits.from_env(get),
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
             access_log=_flag(get, "PAIR_ACCESS_LOG"),
@@ -501,3 +506,14 @@ def _execution(value: str | None) -> Execution:
     if value == "worker":
         return "worker"
     raise ConfigError(f"PAIR_EXECUTION={value!r} is not one of: actions, worker")
+
+
+def _worker_process(value: str | None) -> WorkerProcess:
+    if value is None or value == "own":
+        return "own"
+    if value == "inline":
+        return "inline"
+    raise ConfigError(
+        f"PAIR_WORKER_PROCESS={value!r} is not allowed; allowed: own (the worker in a process "
+        "of its own, the default), inline (in the process that answers webhooks)"
+    )

@@ -14,11 +14,16 @@
   whichever statement SQLite's own threshold lands on.
 - Writes use `BEGIN IMMEDIATE`: the write lock is taken up front, so two processes cannot
   both read "not seen" for one delivery id and then both insert it.
+- Two processes share the file when the worker runs in its own (app.web.worker_process). A
+  durable transaction never waits for the other's write lock on the event loop's thread:
+  its BEGIN is tried there without the busy handler, and when the lock is taken, the whole
+  transaction (BEGIN, statements, COMMIT) runs in the commit's worker thread, which waits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 import threading
 import weakref
@@ -83,28 +88,62 @@ class SqliteConnection:
                 conn = self.get()
                 conn.execute("PRAGMA synchronous = FULL")
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
+                    if not self._begin_at_once(conn):
+                        # Another process (the worker's) holds the write lock: SQLite's busy
+                        # handler would sleep on this loop's thread. The whole transaction
+                        # waits for it in a worker thread instead.
+                        return await self._in_thread(
+                            conn, functools.partial(self._transaction, conn, fn)
+                        )
                     try:
                         result = fn(conn)
                     except BaseException:
                         conn.execute("ROLLBACK")
                         raise
-                    await self._commit_in_thread(conn)
+                    await self._in_thread(conn, functools.partial(self._commit, conn))
                     return result
                 finally:
                     conn.execute("PRAGMA synchronous = NORMAL")
 
-    async def _commit_in_thread(self, conn: sqlite3.Connection) -> None:
+    def _begin_at_once(self, conn: sqlite3.Connection) -> bool:
+        """`BEGIN IMMEDIATE` if the write lock is free now, without the busy handler's wait;
+        False (no transaction begun) if another connection holds it."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            if err.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            return False
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        return True
+
+    def _transaction(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """In a worker thread: `BEGIN IMMEDIATE` (waiting for the lock, up to the busy
+        timeout), `fn`, and the durable COMMIT."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._commit(conn)
+        return result
+
+    async def _in_thread(self, conn: sqlite3.Connection, work: Callable[[], T]) -> T:
+        """`work` (a COMMIT, or a whole transaction) in a worker thread; a transaction it
+        left open is rolled back."""
         # Submitted now, not when a task would first run: another connection's BEGIN on this
         # thread must find this COMMIT already on its way.
         loop = asyncio.get_running_loop()
-        commit = loop.run_in_executor(None, self._commit, conn)
+        done = loop.run_in_executor(None, work)
         try:
             # Never leave the connection while the thread is using it, even if this task is
             # cancelled meanwhile.
-            await asyncio.shield(commit)
+            return await asyncio.shield(done)
         except asyncio.CancelledError:
-            await asyncio.wait([commit])
+            await asyncio.wait([done])
             raise
         except BaseException:
             if conn.in_transaction:
