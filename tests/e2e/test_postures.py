@@ -67,14 +67,12 @@ from tests.support.postures import (
     AGENT_USER,
     CANNOT_ISOLATE,
     REPOSITORY,
-    RUNNER,
     VENV_BIN,
     Name,
     Posture,
-    ensure_users,
     posture,
-    remove_sudoers,
     remove_tree,
+    users_held,
 )
 
 PAIRBOT = VENV_BIN / "pairbot"
@@ -118,11 +116,8 @@ POSTURES: list[Any] = [
 def users() -> Iterator[None]:
     """The runner-like and the plain users (reused when present); the sudoers rule is removed
     afterwards, so no user of this machine keeps root through the suite."""
-    ensure_users()
-    try:
+    with users_held():  # shared with other workers' flows as these users
         yield
-    finally:
-        remove_sudoers(RUNNER)
 
 
 @pytest.fixture

@@ -10,7 +10,10 @@
 
 `ensure_users()` makes the two users with useradd (reusing them when present) and writes the
 runner's sudoers rule; `remove_sudoers()` takes the rule away again. Only root can do either,
-so the flows built on them skip elsewhere.
+so the flows built on them skip elsewhere. Several workers of one suite run flows as these
+users at once (`-n` without `--dist loadgroup` spreads a module over them): `users_held()`
+shares the users between them, so the first resets the runner's HOME and the last removes the
+rule, and none strips the HOME's ACL (the agent's way to its workspace) from another's flow.
 
 `Posture.run` / `Posture.popen` start a command as the posture's user through `setpriv`
 (exec, no session or PAM of its own: a signal reaches pairbot itself) with an environment
@@ -23,13 +26,16 @@ the code under test; the agent inherits it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pwd
 import shutil
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
@@ -50,10 +56,11 @@ SUDOERS: Final = Path("/etc/sudoers.d")
 Name = Literal["root", "runner", "plain"]
 
 
-def ensure_user(name: str, *, sudoer: bool) -> Path:
+def ensure_user(name: str, *, sudoer: bool, reset: bool = True) -> Path:
     """The user `name` with HOME /home/<name> (0750) and bash, made by useradd unless present;
     with `sudoer`, a `NOPASSWD: ALL` rule of its own in /etc/sudoers.d (as GitHub's `runner`
-    has), without, no rule at all. Its HOME."""
+    has), without, no rule at all. `reset`: its HOME as a fresh runner's (never while a flow
+    of another worker runs there). Its HOME."""
     home = Path("/home") / name
     if not isolation.user_exists(name):
         subprocess.run(
@@ -62,12 +69,22 @@ def ensure_user(name: str, *, sudoer: bool) -> Path:
             capture_output=True,
         )
     home.mkdir(exist_ok=True)
+    if reset:
+        _reset_home(home, name)
+    _ensure_sudoers(name, sudoer=sudoer)
+    return home
+
+
+def _reset_home(home: Path, name: str) -> None:
     shutil.chown(home, name, name)
     home.chmod(0o750)  # a hosted runner's HOME: closed to other users (pairbot-agent included)
     if shutil.which("setfacl") is not None:
         # The entry an earlier run's pairbot added for its agent user would open the way before
         # pairbot looks: each run starts from a HOME as closed as a fresh runner's.
         subprocess.run(["setfacl", "-b", str(home)], check=True)
+
+
+def _ensure_sudoers(name: str, *, sudoer: bool) -> None:
     rule = SUDOERS / name
     if sudoer:
         text = f"{name} ALL=(ALL) NOPASSWD: ALL\n"
@@ -80,7 +97,6 @@ def ensure_user(name: str, *, sudoer: bool) -> Path:
             staged.replace(rule)
     else:
         rule.unlink(missing_ok=True)
-    return home
 
 
 def remove_sudoers(name: str) -> None:
@@ -88,10 +104,49 @@ def remove_sudoers(name: str) -> None:
     (SUDOERS / name).unlink(missing_ok=True)
 
 
-def ensure_users() -> None:
+def ensure_users(*, reset: bool = True) -> None:
     """Both users of the non-root postures."""
-    ensure_user(RUNNER, sudoer=True)
-    ensure_user(PLAIN, sudoer=False)
+    ensure_user(RUNNER, sudoer=True, reset=reset)
+    ensure_user(PLAIN, sudoer=False, reset=reset)
+
+
+USERS_LOCK: Final = Path("/tmp/pbt-postures-users.lock")  # root's, one per machine
+_USERS_WAIT_S: Final = 120.0  # another worker's set-up or tear-down: a second or two
+
+
+@contextlib.contextmanager
+def users_held() -> Iterator[None]:
+    """Both users, for as long as the caller runs flows as them: the first worker to come
+    (an exclusive flock on USERS_LOCK) resets them, the others share them as they are (a
+    shared one), and the last to go removes the runner's sudoers rule."""
+    descriptor = os.open(USERS_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        first = _flock(descriptor, fcntl.LOCK_EX, wait=False)
+        if not first:
+            _flock(descriptor, fcntl.LOCK_SH, wait=True)
+        # Not the first: the rule may be gone with a last worker that just left; write it.
+        ensure_users(reset=first)
+        if first:
+            _flock(descriptor, fcntl.LOCK_SH, wait=True)
+        yield
+        if _flock(descriptor, fcntl.LOCK_EX, wait=False):  # nobody else holds the users
+            remove_sudoers(RUNNER)
+    finally:
+        os.close(descriptor)
+
+
+def _flock(descriptor: int, kind: int, *, wait: bool) -> bool:
+    deadline = time.monotonic() + (_USERS_WAIT_S if wait else 0.0)
+    while True:
+        try:
+            fcntl.flock(descriptor, kind | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                if wait:
+                    raise TimeoutError(f"{USERS_LOCK} locked for {_USERS_WAIT_S} s") from None
+                return False
+            time.sleep(0.05)  # polling a lock with a deadline; flock itself cannot time out
 
 
 def _coverage(name: str) -> bool:
@@ -185,7 +240,10 @@ class Posture:
         top.mkdir(parents=True)
         self.made.append(top)
         if self.user != "root":
-            self.own(self.work)
+            # `work` itself, then only the new workspace: another flow's workspace beside it
+            # may be lent to the agent user at this moment.
+            shutil.chown(self.work, self.user, self.user)
+            self.own(top)
         return top
 
     def clean(self) -> None:
