@@ -38,7 +38,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -406,13 +406,16 @@ class AgentAccount:
         """Where setfacl is (package acl), None when it is not installed."""
         return self._setfacl()
 
-    def open_way(self, paths: Sequence[Path]) -> None:
+    def open_way(self, paths: Sequence[Path], skip: Collection[Path] = ()) -> None:
         """Let the agent user pass through every directory above `paths` that other users
         cannot enter (a 0750 HOME such as a runner's holds the workspace): an ACL entry for
-        that one user, search only (`setfacl -m u:<user>:x`), never a wider mode."""
+        that one user, search only (`setfacl -m u:<user>:x`), never a wider mode. `skip`: the
+        directories a live lending lets the agent write in (lending.py), left as they are."""
         closed: list[Path] = []
         for path in (p for p in paths if p.exists()):
             for parent in reversed(path.absolute().parents):
+                if parent in skip:
+                    continue
                 if parent not in closed and not parent.stat().st_mode & 0o001:
                     closed.append(parent)
         if not closed:

@@ -14,114 +14,37 @@ locks look at; the agent gets write access to them through one ACL entry for its
 sticky bit so it cannot rename or remove what it was not lent. Without setfacl they are handed
 over like the rest (the older behaviour; concurrent pairbots then fail until the step ends).
 
-Every lending is written to a ledger before anything changes (`/tmp/pairbot-lendings-<uid>`,
-0700, pairbot's user only), and removed once taken back. A pairbot killed mid-step leaves its
-record; the next pairbot of the same user that lends or starts (`sweep`) finds the recorded
-process gone and takes the files back, so a checkout is never left owned by the agent user.
+Lendings overlap: the App's worker runs several steps at once in one process, and several
+pairbots of one OS user run side by side. Each lending, take-back and sweep runs under the
+ledger's lock (lending_ledger.py), and what one of them leaves lent because another live
+lending still needs it — a shared tree, a held directory, a way through a closed one — is
+decided by lending_shared.py: the last lending of a directory gives it back.
+
+Every lending is written to the ledger before anything changes, and removed once taken back.
+A pairbot killed mid-step leaves its record, and the kernel drops the lock that said it was
+alive; the next pairbot of the same user that lends or starts (`sweep`) takes the files back,
+so a checkout is never left owned by the agent user.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import secrets
 import shutil
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
 
 from app.errors import UserError
+from app.runtime import lending_ledger
 from app.runtime.isolation import AgentAccount, run_tool
+from app.runtime.lending_record import HELD, KEPT_FROM_AGENT, GitEntry, Lending
+from app.runtime.lending_shared import Sharing, held_modes, sharing
 
 __all__ = ["KEPT_FROM_AGENT", "GitEntry", "Lending", "escaping_link", "lend", "sweep", "take_back"]
-
-# Never lent: the repository's git directory (or a worktree's gitfile), pairbot's private
-# directory (the App's --dev webhook secret), the local forge, the run-state of every batch and
-# the cards' worktrees (app/cycle/worktree.py).
-KEPT_FROM_AGENT: Final = (
-    ".git",
-    ".pair/app",
-    ".pair/forge",
-    ".pair/batches",
-    ".pair/worktrees",  # every card's worktree, lent to its own step only
-)
-# Directories holding a kept entry: the agent may write in them, never own them.
-_HELD: Final = ("", ".pair")
-_LEDGER_PREFIX: Final = "pairbot-lendings-"
-
-
-@dataclass(frozen=True)
-class GitEntry:
-    """What `<root>/.git` was before the agent ran: a gitfile's text, or a directory's inode."""
-
-    path: Path
-    text: str | None  # a linked worktree's `gitdir: …` file
-    inode: tuple[int, int] | None  # (st_dev, st_ino) of a repository's .git directory
-
-
-@dataclass(frozen=True)
-class Lending:
-    """One step's lending, as recorded in the ledger: enough to undo it from another process."""
-
-    user: str
-    admin: tuple[str, ...]  # the prefix that runs chown/setfacl with the needed rights
-    root: Path
-    writable: tuple[Path, ...]
-    git: GitEntry
-    held: tuple[tuple[Path, int], ...]  # directories lent by ACL, with their original mode
-    home: Path | None  # the agent's fresh HOME, removed with the lending
-    pid: int  # the pairbot process that lent
-    started: str  # that process's start time (/proc/<pid>/stat), against pid reuse
-    key: str  # names the record: one process may lend several trees at once
-
-    def to_json(self) -> str:
-        """The ledger record."""
-        return json.dumps(
-            {
-                "user": self.user,
-                "admin": list(self.admin),
-                "root": str(self.root),
-                "writable": [str(p) for p in self.writable],
-                "git": {
-                    "path": str(self.git.path),
-                    "text": self.git.text,
-                    "inode": list(self.git.inode) if self.git.inode else None,
-                },
-                "held": [[str(p), mode] for p, mode in self.held],
-                "home": str(self.home) if self.home else None,
-                "pid": self.pid,
-                "started": self.started,
-                "key": self.key,
-            }
-        )
-
-    @staticmethod
-    def from_json(text: str) -> Lending:
-        """A ledger record read back (ValueError, KeyError or TypeError when it is not one)."""
-        data: dict[str, Any] = json.loads(text)
-        git = data["git"]
-        inode = git["inode"]
-        return Lending(
-            user=str(data["user"]),
-            admin=tuple(str(a) for a in data["admin"]),
-            root=Path(data["root"]),
-            writable=tuple(Path(p) for p in data["writable"]),
-            git=GitEntry(
-                Path(git["path"]),
-                None if git["text"] is None else str(git["text"]),
-                (int(inode[0]), int(inode[1])) if inode else None,
-            ),
-            held=tuple((Path(p), int(mode)) for p, mode in data["held"]),
-            home=Path(data["home"]) if data["home"] else None,
-            pid=int(data["pid"]),
-            started=str(data["started"]),
-            key=str(data["key"]),
-        )
 
 
 def lend(
@@ -131,83 +54,109 @@ def lend(
     uid, gid = account.ensure()
     if not root.is_dir():
         raise UserError(f"agent isolation: cannot lend {root} to the agent: not a directory")
-    sweep()
-    account.open_way([root, *writable])
-    setfacl = account.setfacl()
-    held = tuple(
-        (path, path.stat().st_mode & 0o7777)
-        for path in (root / name if name else root for name in _HELD)
-        if setfacl is not None and path.is_dir() and not path.is_symlink()
-    )
-    lending = Lending(
-        user=account.switch.user,
-        admin=account.switch.admin(),
-        root=root,
-        writable=tuple(writable),
-        git=_git_entry(root / ".git"),
-        held=held,
-        home=home,
-        pid=os.getpid(),
-        started=_process_start(os.getpid()) or "",
-        key=secrets.token_hex(8),
-    )
-    record = _record(lending)
-    try:
-        _hand_over(account, lending, f"{uid}:{gid}", setfacl)
-    except BaseException:
-        # Undo what was lent; the failure that stopped the lending is the one to report.
-        unknown = GitEntry(lending.git.path, None, None)  # no gitfile to put back
-        with contextlib.suppress(UserError):
-            _reclaim(dataclasses.replace(lending, git=unknown))
-        if record is not None:
-            record.unlink(missing_ok=True)
-        raise
+    with lending_ledger.locked() as ledger:
+        _sweep(ledger)
+        others = _live(ledger)
+        modes = held_modes(others)
+        # A directory another lending holds already lets the agent write: no search-only entry.
+        account.open_way([root, *writable], skip=frozenset(modes))
+        setfacl = account.setfacl()
+        held = tuple(
+            (path, modes.get(path, path.stat().st_mode & 0o7777))
+            for path in (root / name if name else root for name in HELD)
+            if setfacl is not None and path.is_dir() and not path.is_symlink()
+        )
+        lending = Lending(
+            user=account.switch.user,
+            admin=account.switch.admin(),
+            root=root,
+            writable=tuple(writable),
+            git=_git_entry(root / ".git"),
+            held=held,
+            home=home,
+            pid=os.getpid(),
+            started=lending_ledger.process_start(os.getpid()) or "",
+            key=secrets.token_hex(8),
+        )
+        ledger.write(lending)
+        try:
+            _hand_over(account, lending, f"{uid}:{gid}", setfacl, others)
+        except BaseException:
+            # Undo what was lent; the failure that stopped the lending is the one to report.
+            unknown = GitEntry(lending.git.path, None, None)  # no gitfile to put back
+            with contextlib.suppress(UserError):
+                _reclaim(dataclasses.replace(lending, git=unknown), sharing(lending, others))
+            ledger.forget(lending)
+            raise
     return lending
 
 
 def take_back(lending: Lending) -> str | None:
-    """Take everything back and forget the lending; None, or why pairbot must not run git in
-    its root any more."""
-    try:
-        return _reclaim(lending)
-    finally:
-        path = _ledger_path(lending)
-        if path is not None:
-            path.unlink(missing_ok=True)
+    """Take back what no other live lending needs, and forget the lending; None, or why
+    pairbot must not run git in its root any more."""
+    with lending_ledger.locked() as ledger:
+        try:
+            others = [other for other in _live(ledger) if other.key != lending.key]
+            return _reclaim(lending, sharing(lending, others))
+        finally:
+            ledger.forget(lending)
 
 
 def sweep() -> list[str]:
     """Take back every lending of a pairbot (of this user) that is no longer running; what it
     found wrong with each tree, if anything."""
-    ledger = _ledger(create=False)
-    if ledger is None:
-        return []
+    with lending_ledger.locked() as ledger:
+        return _sweep(ledger)
+
+
+def _sweep(ledger: lending_ledger.Ledger) -> list[str]:
     problems: list[str] = []
-    for path in sorted(ledger.glob("*.json")):
-        try:
-            lending = Lending.from_json(path.read_text())
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
-            path.unlink(missing_ok=True)
-            continue
-        if _alive(lending):
+    for lending in _records(ledger):
+        if ledger.alive(lending):
             continue  # still running: its own step takes back what it lent
-        claimed = path.with_suffix(f".sweeping-{os.getpid()}")
+        # What the dead lending shared with any other record (live, or dead and still to be
+        # swept) stays until the last of them is taken back.
+        others = [other for other in _records(ledger) if other.key != lending.key]
         try:
-            path.rename(claimed)  # one sweeper per record
-        except FileNotFoundError:
-            continue
-        try:
-            problem = _reclaim(lending)
+            problem = _reclaim(lending, sharing(lending, others))
         except (UserError, OSError) as err:  # a sweep never stops the run that found it
             problem = str(err)
         finally:
-            claimed.unlink(missing_ok=True)
+            ledger.forget(lending)
         if problem is not None:
             problems.append(problem)
     return problems
 
 
-def _hand_over(account: AgentAccount, lending: Lending, owner: str, setfacl: str | None) -> None:
+def _records(ledger: lending_ledger.Ledger) -> list[Lending]:
+    """Every lending the ledger knows: this process's own, then the records of the others."""
+    own = [record for record in ledger.own() if isinstance(record, Lending)]
+    seen = {record.key for record in own}
+    found: list[Lending] = []
+    for path in ledger.names():
+        try:
+            record = Lending.from_json(path.read_text())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            path.unlink(missing_ok=True)  # never a record of ours: written whole, then renamed
+            continue
+        if record.key not in seen:
+            found.append(record)
+    return [*own, *found]
+
+
+def _live(ledger: lending_ledger.Ledger) -> list[Lending]:
+    return [record for record in _records(ledger) if ledger.alive(record)]
+
+
+def _hand_over(
+    account: AgentAccount,
+    lending: Lending,
+    owner: str,
+    setfacl: str | None,
+    others: Sequence[Lending],
+) -> None:
     root, admin = lending.root, lending.admin
     held = [path for path, _ in lending.held]
     for path in held:
@@ -225,22 +174,32 @@ def _hand_over(account: AgentAccount, lending: Lending, owner: str, setfacl: str
             [*admin, setfacl, "-m", f"u:{lending.user}:rwx", "--", *map(str, held)],
             f"let {lending.user} write in {held[0]}",
         )
-    run_tool(_chown_tree(lending, owner, lend=True), f"hand {root} to {lending.user}")
+    # Every directory a lending holds stays pairbot's, another lending's inside this tree too.
+    holding = [*held, *(path for path in held_modes(others) if path not in held)]
+    run_tool(_chown_tree(lending, owner, lend=True, held=holding), f"hand {root} to {lending.user}")
     account.chown([p for p in lending.writable if p.exists()], *map(int, owner.split(":")))
 
 
-def _chown_tree(lending: Lending, owner: str, *, lend: bool) -> list[str]:
+def _chown_tree(
+    lending: Lending,
+    owner: str,
+    *,
+    lend: bool,
+    held: Sequence[Path] = (),
+    prune: Sequence[Path] = (),
+) -> list[str]:
     """`find` handing the lent tree to `owner`: a kept path and everything under it is left
     out (a card's worktree under `.git`, another card's journal lent to its own step meanwhile),
-    and so is each held directory itself when lending. Taking back without held directories
-    (no setfacl), the agent owned `.pair` and could have put anything under it: all of it but
-    `.git` comes back. -path takes a pattern, so the names are escaped."""
+    and so is what another live lending still has (`prune`) and each held directory itself
+    (`held`: when lending). Taking back without held directories (no setfacl), the agent owned
+    `.pair` and could have put anything under it: all of it but `.git` comes back. -path takes
+    a pattern, so the names are escaped."""
     root = lending.root
-    kept = list(KEPT_FROM_AGENT) if lend or lending.held else [".git"]
-    argv = [*lending.admin, "find", str(root), *_any_path([str(root / k) for k in kept])]
+    kept = [root / k for k in (KEPT_FROM_AGENT if lend or lending.held else (".git",))]
+    argv = [*lending.admin, "find", str(root), *_any_path([*map(str, kept), *map(str, prune)])]
     argv += ["-prune", "-o"]
-    if lend and lending.held:
-        argv += [*_any_path([str(p) for p, _ in lending.held]), "-o"]
+    if lend and held:
+        argv += [*_any_path([str(p) for p in held]), "-o"]
     return [*argv, "-exec", "chown", "-h", owner, "{}", "+"]
 
 
@@ -251,16 +210,22 @@ def _any_path(paths: Sequence[str]) -> list[str]:
     return [*expression, ")"]
 
 
-def _reclaim(lending: Lending) -> str | None:
+def _reclaim(lending: Lending, shared: Sharing) -> str | None:
+    """Take back what `shared` does not leave to another lending; then the HOME, the git entry
+    and the links are checked as every take-back checks them."""
     admin, mine = lending.admin, f"{os.geteuid()}:{os.getegid()}"
     # A worktree's gitfile the agent may have replaced (by a directory) comes back whole; a
     # repository's .git directory was never the agent's.
     gitfile = [lending.git.path] if lending.git.text is not None else []
-    present = [p for p in (*lending.writable, *gitfile) if p.exists() or p.is_symlink()]
+    present = [
+        p
+        for p in (*lending.writable, *gitfile)
+        if (p.exists() or p.is_symlink()) and p not in shared.writable
+    ]
     try:
-        if lending.root.is_dir():
+        if lending.root.is_dir() and not shared.tree:
             run_tool(
-                _chown_tree(lending, mine, lend=False),
+                _chown_tree(lending, mine, lend=False, prune=shared.prune),
                 f"take {lending.root} back from {lending.user}",
             )
         if present:
@@ -268,16 +233,7 @@ def _reclaim(lending: Lending) -> str | None:
                 [*admin, "chown", "-hR", mine, "--", *map(str, present)],
                 f"take {present[0]} back from {lending.user}",
             )
-        held = [(p, mode) for p, mode in lending.held if p.is_dir() and not p.is_symlink()]
-        tool = shutil.which("setfacl")
-        if held and tool is not None:
-            run_tool(
-                [*admin, tool, "-x", f"u:{lending.user}", "--", *(str(p) for p, _ in held)],
-                f"take {held[0][0]} back from {lending.user}",
-            )
-        for path, mode in held:
-            if stat.S_IMODE(path.stat().st_mode) != mode:  # a failed lending may not have
-                path.chmod(mode)
+        _release_held(lending, shared)
     finally:
         if lending.home is not None:
             with contextlib.suppress(UserError):
@@ -285,64 +241,32 @@ def _reclaim(lending: Lending) -> str | None:
     return _restore_git_entry(lending.git) or escaping_link(lending.root)
 
 
-def _ledger(*, create: bool) -> Path | None:
-    """pairbot's user's ledger directory, or None when it is missing or not safely ours."""
-    # /tmp, not TMPDIR: every pairbot of this user must find the same ledger.
-    path = Path("/tmp") / f"{_LEDGER_PREFIX}{os.geteuid()}"  # noqa: S108  # checked below
-    if create:
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None
-    # Another user could have made it first in a shared /tmp: only our own 0700 directory.
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-        return None
-    return path
-
-
-def _ledger_path(lending: Lending) -> Path | None:
-    ledger = _ledger(create=False)
-    if ledger is None:
-        return None
-    return ledger / f"{lending.pid}-{lending.key}.json"
-
-
-def _record(lending: Lending) -> Path | None:
-    if _ledger(create=True) is None:
-        return None
-    path = _ledger_path(lending)
-    if path is None:
-        return None
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(lending.to_json())
-    temporary.replace(path)
-    return path
-
-
-def _alive(lending: Lending) -> bool:
-    """Whether the pairbot that lent is still running (the same process, not a reused pid)."""
-    if lending.started:
-        return _process_start(lending.pid) == lending.started
-    try:  # no start time was readable: the pid alone, erring on the side of alive
-        os.kill(lending.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _process_start(pid: int) -> str | None:
-    """The start time of process `pid` (clock ticks since boot), None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name in parentheses may hold spaces; the fields after it are plain.
-    fields = text.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
+def _release_held(lending: Lending, shared: Sharing) -> None:
+    """The ACL entry and mode of each held directory no other lending holds: a way through,
+    search only, where another agent still needs one; else nothing, and the mode it had."""
+    held = [
+        (p, mode)
+        for p, mode in lending.held
+        if p.is_dir() and not p.is_symlink() and p not in shared.held
+    ]
+    tool = shutil.which("setfacl")
+    if held and tool is not None:
+        admin, user = lending.admin, lending.user
+        passing = [str(p) for p, _ in held if p in shared.passage]
+        removed = [str(p) for p, _ in held if p not in shared.passage]
+        if passing:
+            run_tool(
+                [*admin, tool, "-m", f"u:{user}:x", "--", *passing],
+                f"leave {user} only a way through {passing[0]}",
+            )
+        if removed:
+            run_tool(
+                [*admin, tool, "-x", f"u:{user}", "--", *removed],
+                f"take {removed[0]} back from {user}",
+            )
+    for path, mode in held:
+        if stat.S_IMODE(path.stat().st_mode) != mode:  # a failed lending may not have
+            path.chmod(mode)
 
 
 def _glob_escape(path: str) -> str:

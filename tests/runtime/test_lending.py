@@ -17,13 +17,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 from app.engine.agent import AgentLaunch, AgentSpawnResult
 from app.errors import UserError
-from app.runtime import isolation, lending
+from app.runtime import isolation, lending, lending_ledger, lending_shared
 from app.runtime.launcher import Launcher
 from app.settings import AgentSpecModel, BatchSettings, resolve_settings
 from tests.support.isolation import needs_isolation
@@ -77,7 +78,8 @@ def test_a_ledger_record_reads_back_as_it_was_written(tmp_path: Path) -> None:
     assert lending.Lending.from_json(record.to_json()) == record
 
 
-def test_a_lending_is_alive_while_the_process_that_lent_runs() -> None:
+def test_a_record_without_a_lock_is_alive_while_the_process_that_lent_runs() -> None:
+    # An older pairbot's record has no liveness lock: its pid and start time decide.
     gone = subprocess.Popen(["true"])
     gone.wait()
     base = lending.Lending(
@@ -89,13 +91,93 @@ def test_a_lending_is_alive_while_the_process_that_lent_runs() -> None:
         held=(),
         home=None,
         pid=os.getpid(),
-        started=lending._process_start(os.getpid()) or "",
+        started=lending_ledger.process_start(os.getpid()) or "",
         key="k",
     )
-    assert lending._alive(base)
-    assert not lending._alive(dataclasses.replace(base, started="1"))  # a reused pid
-    assert lending._alive(dataclasses.replace(base, started=""))  # no start time: the pid
-    assert not lending._alive(dataclasses.replace(base, pid=gone.pid, started=""))
+    ledger = lending_ledger.Ledger(None)
+    assert ledger.alive(base)
+    assert not ledger.alive(dataclasses.replace(base, started="1"))  # a reused pid
+    assert ledger.alive(dataclasses.replace(base, started=""))  # no start time: the pid
+    assert not ledger.alive(dataclasses.replace(base, pid=gone.pid, started=""))
+
+
+def _lent(root: str, *, writable: tuple[str, ...] = (), closed: bool = False) -> lending.Lending:
+    where = Path(root)
+    mode = 0o750 if closed else 0o755
+    return lending.Lending(
+        user="pairbot-agent",
+        admin=(),
+        root=where,
+        writable=tuple(Path(p) for p in writable),
+        git=lending.GitEntry(where / ".git", None, None),
+        held=((where, mode), (where / ".pair", mode)),
+        home=None,
+        pid=1,
+        started="1",
+        key=uuid.uuid4().hex,
+    )
+
+
+_R = "/w/r"
+_CARD = "/w/r/.pair/worktrees/card-1"
+_JOURNAL = "/w/r/.pair/batches/card-1/journal.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("mine", "others", "expected"),
+    [
+        pytest.param(
+            _lent(_R),
+            [],
+            lending_shared.Sharing(False, (), frozenset(), frozenset(), frozenset()),
+            id="alone",
+        ),
+        pytest.param(
+            _lent(_R),
+            [_lent(_R)],
+            lending_shared.Sharing(
+                True, (), frozenset(), frozenset({Path(_R), Path(_R, ".pair")}), frozenset()
+            ),
+            id="one-tree-twice",
+        ),
+        pytest.param(
+            _lent(_R, closed=True),
+            [_lent(_CARD, writable=(_JOURNAL,))],
+            lending_shared.Sharing(
+                False,
+                (Path(_CARD), Path(_JOURNAL)),
+                frozenset(),
+                frozenset(),
+                frozenset({Path(_R), Path(_R, ".pair")}),
+            ),
+            id="checkout-closed-around-a-card",
+        ),
+        pytest.param(
+            _lent(_R),
+            [_lent(_CARD)],
+            lending_shared.Sharing(False, (Path(_CARD),), frozenset(), frozenset(), frozenset()),
+            id="checkout-open-around-a-card",
+        ),
+        pytest.param(
+            _lent(_CARD, writable=(_JOURNAL,)),
+            [_lent(_R, closed=True)],
+            lending_shared.Sharing(False, (), frozenset(), frozenset(), frozenset()),
+            id="card-inside-a-checkout-that-kept-it",
+        ),
+        pytest.param(
+            _lent("/w/a", writable=("/w/j",)),
+            [_lent("/w/b", writable=("/w/j",))],
+            lending_shared.Sharing(False, (), frozenset({Path("/w/j")}), frozenset(), frozenset()),
+            id="a-writable-lent-twice",
+        ),
+    ],
+)
+def test_what_a_take_back_leaves_to_the_other_live_lendings(
+    mine: lending.Lending, others: list[lending.Lending], expected: lending_shared.Sharing
+) -> None:
+    assert (
+        lending_shared.sharing(mine, [o for o in others if o.key != mine.key] or others) == expected
+    )
 
 
 def _checkout(shared: Path) -> Path:
@@ -247,7 +329,7 @@ _KILLED = """
 import os, signal, sys
 from pathlib import Path
 from app.errors import UserError
-from app.runtime import isolation, lending
+from app.runtime import isolation, lending, lending_ledger, lending_shared
 root = Path(sys.argv[1])
 switch = isolation.decide("auto", "local", isolation.probe_host(), "pairbot-agent")
 account = isolation.AgentAccount(switch)
