@@ -14,7 +14,10 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
          `.profile` puts pairbot's bin directory back on a PATH a login shell reset
          (`login_profile`); where that is impossible the run says so once
       6. write the agent's own rules for a bounded posture (rules/: gemini's policy, codex's
-         execpolicy, opencode's permissions) beside it, and point it at them
+         execpolicy, opencode's permissions) beside it, and point it at them: in the isolated
+         agent's HOME, in a scratch directory, or — docker, remote — through the runtime in
+         the step's run directory on the agent's side (`RuleWriter`); a runtime that cannot
+         write them there does not start an agent whose rules are files
       7. spawn it with the secret-stripped environment plus pairbot's keys (app.proc)
       8. take the files back, and render stream-json output for people (streamjson/), usage
          taken from the stream
@@ -38,6 +41,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from app.engine.agent import (
     AgentEvent,
@@ -49,6 +53,7 @@ from app.engine.agent import (
     CommandId,
     CommandResult,
     CommandRun,
+    EventSink,
     LineSink,
     RunAs,
 )
@@ -57,7 +62,7 @@ from app.proc import START_FAILURE_EXIT_CODE, agent_environment
 from app.runtime import commands, isolation, lending
 from app.runtime.adapters import AgentArgv, resolve_argv
 from app.runtime.permissions import WarnOnce
-from app.runtime.rules import AgentRules, RuleContext, agent_rules
+from app.runtime.rules import AgentRules, RuleContext, RulesFor, agent_rules, rules_need_files
 from app.runtime.sandbox import run_isolated
 from app.runtime.streamjson import StreamJsonRenderer
 from app.settings import AgentChoice, ResolvedSettings
@@ -73,6 +78,19 @@ RULES_DIR = ".pairbot-rules"
 
 RuntimeFor = Callable[[ResolvedSettings], AgentRuntime]
 HostProbe = Callable[[], isolation.HostFacts]
+
+
+@runtime_checkable
+class RuleWriter(Protocol):
+    """A runtime that writes a step's rule files on the agent's side before starting it
+    (app/runtime/rex's `RexRuntime`): the directory is only known there, so it asks
+    `rules_for` for the rules and adds their argv and environment to `request`."""
+
+    async def spawn_with_rules(
+        self, request: AgentSpawnRequest, rules_for: RulesFor | None, on_event: EventSink
+    ) -> AgentSpawnResult:
+        """Write the rules' files where the agent runs, then spawn it as `spawn` does."""
+        ...
 
 
 class Launcher:
@@ -154,6 +172,7 @@ class Launcher:
         run_as: RunAs | None = None
         lent: lending.Lending | None = None
         scratch_rules: Path | None = None
+        rules_for: RulesFor | None = None
         contain = _container(plan)
         if isinstance(plan, isolation.Switch):
             try:
@@ -170,8 +189,12 @@ class Launcher:
             env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
         elif settings.locus == "local":
             scratch_rules, rules = _rules_in_scratch(choice.name, context)
-        else:  # the agent's disk is not this one: only rules that need no file
-            rules = agent_rules(choice.name, context)
+        else:  # the agent's disk is not this one: the runtime writes the files there
+            rules = agent_rules(choice.name, context)  # rules_dir None: what needs no file
+            if rules_need_files(choice.name, settings.permissions):
+                if not isinstance(runtime, RuleWriter):
+                    return AgentNotStarted(_no_rule_writer(choice.name, settings))
+                rules, rules_for = AgentRules(), _rules_there(choice.name, context)
         env.update(rules.env)
         request = AgentSpawnRequest(
             command=argv.command,
@@ -184,7 +207,9 @@ class Launcher:
             contain=contain,
         )
         try:
-            result = await self._spawn(runtime, request, argv.adapter.emits_stream_json, on_line)
+            result = await self._spawn(
+                runtime, request, argv.adapter.emits_stream_json, on_line, rules_for
+            )
         finally:
             problem = None if lent is None else await asyncio.to_thread(_take_back, lent)
             if scratch_rules is not None:
@@ -254,7 +279,11 @@ class Launcher:
 
     @staticmethod
     async def _spawn(
-        runtime: AgentRuntime, request: AgentSpawnRequest, stream_json: bool, on_line: LineSink
+        runtime: AgentRuntime,
+        request: AgentSpawnRequest,
+        stream_json: bool,
+        on_line: LineSink,
+        rules_for: RulesFor | None,
     ) -> AgentSpawnResult:
         # Stream-json agents are rendered for people; the accumulated stdout stays the raw stream.
         renderer = StreamJsonRenderer(on_line) if stream_json else None
@@ -266,7 +295,10 @@ class Launcher:
             elif event.kind == "error" and event.message:
                 on_line(f"error: {event.message}")
 
-        result = await runtime.spawn(request, on_event)
+        if rules_for is not None and isinstance(runtime, RuleWriter):
+            result = await runtime.spawn_with_rules(request, rules_for, on_event)
+        else:
+            result = await runtime.spawn(request, on_event)
         if renderer is None:
             return result
         renderer.close()
@@ -305,6 +337,21 @@ def _rules_in_scratch(agent: str, context: RuleContext) -> tuple[Path | None, Ag
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         path.write_text(text, encoding="utf-8")
     return where, rules
+
+
+def _rules_there(agent: str, context: RuleContext) -> RulesFor:
+    """The rules of an agent whose disk is not this one, for the directory the runtime makes
+    for them on its side (app/runtime/rex/rulefiles.py)."""
+    return lambda where: agent_rules(agent, dataclasses.replace(context, rules_dir=where))
+
+
+def _no_rule_writer(agent: str, settings: ResolvedSettings) -> str:
+    return (
+        f"{agent}'s rules for the {settings.permissions.posture} posture are files, and the "
+        f"runtime of the {settings.locus} locus cannot write files where the agent runs: "
+        f"pairbot does not start {agent} without its rules. Run it in locus local, or where "
+        "its runtime can write them (swerex's docker and remote)"
+    )
 
 
 def _take_back(lent: lending.Lending) -> str | None:

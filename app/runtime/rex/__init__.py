@@ -11,6 +11,7 @@ to a `swerex-remote` server. `RexRuntime` implements the `AgentRuntime` seam
     protocol.py    the shell scripts run where the agent runs (launch, poll, signal, finish)
                    and the answers they give
     follow.py      following a started agent: output as lines, the timeout, how it ended
+    rulefiles.py   a step's rule files (codex's, gemini's) written in its run directory
     errors.py      RexError, the one error, and the tree of what it wraps
 
 This package is the one heavy seam of the runtime: importing it imports swerex and aiohttp, so

@@ -2,14 +2,17 @@
 
 `spawn` connects (the locus's `connect`), makes a private run directory, writes the prompt,
 the environment script and the launcher into it and starts the agent (protocol.py's steps 1
-and 2), then follows it (follow.py) to its end. Whatever fails becomes a `RexError` (errors.py)
-and then an `error` event plus a non-zero result, never an exception; a run left behind by a
-failure or a cancellation is stopped and removed, and the connection is always released.
+and 2), then follows it (follow.py) to its end. `spawn_with_rules` does the same after writing
+the step's rule files into the run directory (rulefiles.py), the agent pointed at them.
+Whatever fails becomes a `RexError` (errors.py) and then an `error` event plus a non-zero
+result, never an exception; a run left behind by a failure or a cancellation is stopped and
+removed (its rule files with it), and the connection is always released.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import uuid
 from pathlib import PurePosixPath
 
@@ -30,6 +33,8 @@ from app.runtime.rex.follow import (
 )
 from app.runtime.rex.loci import RexLocus
 from app.runtime.rex.protocol import launch_command, launcher_script
+from app.runtime.rex.rulefiles import write_rules
+from app.runtime.rules import RulesFor
 from app.settings import Locus
 
 __all__ = ["RexRuntime"]
@@ -60,6 +65,13 @@ class RexRuntime:
 
     async def spawn(self, request: AgentSpawnRequest, on_event: EventSink) -> AgentSpawnResult:
         """Start the agent, stream its stdout lines to `on_event`, and return how it ended."""
+        return await self.spawn_with_rules(request, None, on_event)
+
+    async def spawn_with_rules(
+        self, request: AgentSpawnRequest, rules_for: RulesFor | None, on_event: EventSink
+    ) -> AgentSpawnResult:
+        """`spawn`, the agent given the rules `rules_for` makes for a directory on its side,
+        their files written there first (a write that fails: the agent never starts)."""
         events = Collector(on_event, redactor(self._locus.secret))
         run_id = uuid.uuid4().hex[:12]
         connection: RexConnection | None = None
@@ -68,6 +80,11 @@ class RexRuntime:
             cwd = self._locus.agent_cwd(request.cwd)
             connection = await self._connect(run_id)
             run = await self._make_run_dir(connection, request.run_as)
+            if rules_for is not None:
+                rules = await write_rules(run, rules_for)
+                request = dataclasses.replace(
+                    request, args=(*request.args, *rules.args), env={**request.env, **rules.env}
+                )
             await self._launch(run, request, cwd)
             return await follow(run, request, events, self._pace)
         except RexError as err:

@@ -5,25 +5,46 @@ claude takes its rules on the command line (app/runtime/permissions.py). The oth
 from their own configuration, each built by its module here: gemini a policy file (gemini.py),
 codex execpolicy rules (codex.py), opencode a permission map (opencode.py).
 
-`agent_rules` is pure: it says which files to write into a directory the launcher makes for the
-step (`RuleContext.rules_dir`: in the isolated agent's fresh HOME, or a temporary directory),
-and which argv and environment point the agent at them. Under `full-autonomy` nothing is
-needed. Where no file can be written beside the agent (a docker or remote locus,
-`rules_dir` None) a builder returns only what needs no file.
+`agent_rules` is pure: it says which files to write into a directory made for the step
+(`RuleContext.rules_dir`), and which argv and environment point the agent at them. Under
+`full-autonomy` nothing is needed. Where the directory is depends on where the agent runs
+(app/runtime/launcher.py):
+
+    local, isolated      `.pairbot-rules` in the agent's fresh HOME, written before it is lent
+    local, not isolated  a temporary directory of pairbot's user (0700), removed after the step
+    docker, remote       `rules/` in the step's run directory on the agent's side (0700, files
+                         0600), written through the swerex runtime before the agent starts and
+                         removed with the run directory (app/runtime/rex/rulefiles.py); the
+                         path is only known there, so the launcher hands the runtime a
+                         `RulesFor` and the runtime adds the argv and environment it returns
+
+A write that fails there fails the step before the agent starts. `rules_need_files` says which
+agents' rules are files (codex's, gemini's); with `rules_dir` None a builder returns only what
+needs no file (opencode's variable needs none).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from app.settings import ResolvedPermissions
 
-__all__ = ["RULE_AGENTS", "AgentRules", "RuleContext", "agent_rules"]
+__all__ = [
+    "FILE_AGENTS",
+    "RULE_AGENTS",
+    "AgentRules",
+    "RuleContext",
+    "RulesFor",
+    "agent_rules",
+    "rules_need_files",
+]
 
 # The agents with a module here; claude's rules are argv (permissions.py), cursor is untested.
 RULE_AGENTS = frozenset({"codex", "gemini", "opencode"})
+# Those whose bounded rules are files (a CODEX_HOME, a `--policy` file), not only argv or env.
+FILE_AGENTS = frozenset({"codex", "gemini"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +67,15 @@ class AgentRules:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     files: Mapping[str, str] = field(default_factory=dict)
+
+
+# The rules for a step given the directory (on the agent's side) their files go in.
+RulesFor = Callable[[str], AgentRules]
+
+
+def rules_need_files(agent: str, policy: ResolvedPermissions) -> bool:
+    """Whether `agent`'s rules under `policy` include files (a directory must be made for them)."""
+    return agent in FILE_AGENTS and policy.posture != "full-autonomy"
 
 
 def agent_rules(agent: str, context: RuleContext) -> AgentRules:

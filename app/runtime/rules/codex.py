@@ -35,8 +35,14 @@ refused by 0.171 ("approval_policy = \"untrusted\" is no longer supported"). So 
 as under sandboxed, other commands still run — confined to what the sandbox lets them write,
 with no network.
 
-Where the agent's disk is not this one (`rules_dir` None: docker, remote) no rule file can be
-written: the report is not allowed out of the sandbox, and curated still drops /tmp, $TMPDIR.
+The same rules hold on every locus. Locally `rules_dir` is the isolated agent's fresh HOME
+(or a private temporary directory); on docker and remote, where the agent's disk is not
+pairbot's, it is a 0700 directory in the step's run directory on the agent's side, written
+through the swerex runtime before codex starts and removed with it
+(app/runtime/rex/rulefiles.py); the operator's `config.toml` and rules are read from
+pairbot's CODEX_HOME and carried there. A write that fails there fails the step: codex
+never runs without its rule. With `rules_dir` None (no directory made) only the argv is
+returned.
 """
 
 from __future__ import annotations

@@ -31,6 +31,13 @@ commas, so a path with a comma cannot be named). Given any `--policy`, gemini no
 its default user directory (`~/.gemini/policies`, `getPolicyDirectories`) nor the settings'
 `policyPaths`: where the operator points gemini's home elsewhere (GEMINI_CLI_HOME, which the
 isolated agent keeps), that directory is passed back; an isolated agent's own HOME is fresh.
+
+The file is the same on every locus: in the isolated agent's fresh HOME (or a private
+temporary directory) locally, and on docker and remote in a 0700 directory of the step's run
+directory on the agent's side, written through the swerex runtime before gemini starts and
+removed with it (app/runtime/rex/rulefiles.py); `--policy` names it there. A write that fails
+fails the step: gemini never runs without its policy. With `rules_dir` None (no directory
+made) nothing is returned.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ _NO_PARENT = r'(?!\.\.(?:/|"))(?![^"]*/\.\.(?:/|"))'
 
 def rules(context: RuleContext) -> AgentRules:
     """The rules gemini needs to edit and report under `context.policy.posture`."""
-    if context.rules_dir is None:  # gemini's policy is a file: nothing to point it at
+    if context.rules_dir is None:  # gemini's policy is a file: no directory, nothing to name
         return AgentRules()
     blocks = [_report_rule(context.pairbot)]
     if context.policy.posture == "curated-allowlist":
