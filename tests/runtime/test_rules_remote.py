@@ -7,7 +7,8 @@ step — CODEX_HOME, gemini's `--policy` — and reports their text and modes; a
 are gone. The launcher is driven through the docker locus's path with a swerex-remote server
 standing in for the container's (a DockerLocus talks to the swerex-remote in its container the
 same way); this machine has no Docker engine, so a real container is not started. A write that
-fails, or a runtime that cannot write, never starts the agent.
+fails, or a runtime that cannot write, never starts the agent. The real codex (its own
+`execpolicy check`) reads the rule written on the server's side and allows the report by it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Awaitable, Iterator
@@ -47,6 +49,7 @@ from app.settings import (
     ResolvedSettings,
     resolve_settings,
 )
+from tests.agents.real_cli import installed
 from tests.support.swerex_server import SwerexServer, swerex_server
 
 BASE_ENV = {"PYTHONCOERCECLOCALE": "0"}
@@ -299,3 +302,31 @@ def test_a_runtime_that_cannot_write_rules_there_does_not_start_codex(tmp_path: 
     assert isinstance(result, AgentNotStarted)
     assert "codex's rules for the curated-allowlist posture are files" in result.reason
     assert "does not start codex without its rules" in result.reason
+
+
+def test_the_real_codex_allows_the_report_by_the_rule_written_on_the_remote_side(
+    server: SwerexServer, tmp_path: Path
+) -> None:
+    binary = installed("codex")
+    if binary is None:
+        pytest.skip("codex CLI not installed (python3 dev.py test installs it with npm)")
+    runtime = RexRuntime(RemoteLocus(server.settings(), tmp_path), poll_interval_s=0.02)
+    step = context("curated-allowlist", str(tmp_path))
+
+    def rules_for(where: str) -> AgentRules:
+        return agent_rules("codex", dataclasses.replace(step, rules_dir=where))
+
+    # codex's own check, run where it runs, against the rule file its CODEX_HOME holds there.
+    check = shlex.join([str(binary), "execpolicy", "check", "--rules"])
+    rule = '"$CODEX_HOME/rules/pairbot-report.rules"'
+    script = "\n".join(
+        [
+            f"{check} {rule} {PAIRBOT} batch report --complete done",
+            f"{check} {rule} {PAIRBOT} batch status",
+        ]
+    )
+    request = AgentSpawnRequest("/bin/sh", ("-c", script), "", str(tmp_path), BASE_ENV, 60_000)
+    result = bounded(runtime.spawn_with_rules(request, rules_for, lambda _e: None))
+    assert result.exit_code == 0, result.stderr
+    verdicts = [json.loads(line).get("decision") for line in result.stdout.splitlines()]
+    assert verdicts == ["allow", None]
