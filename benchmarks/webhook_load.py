@@ -86,7 +86,6 @@ from benchmarks.webhook_servers import (
     SECRET,
     Server,
     _floor_app,
-    _NullForges,
     describe,
     serve,
     server_options,
@@ -99,7 +98,6 @@ __all__ = [
     "Connection",
     "Measured",
     "Server",
-    "_NullForges",
     "_floor_app",
     "cpu_seconds",
     "fixed_rate",
@@ -166,8 +164,12 @@ class Result:
         return self.ratio >= GOAL_RATIO and self.app_rate.percentile(99) < GOAL_P99_MS
 
 
-def format_table(result: Result, concurrency: int) -> str:
-    rows = [
+Rows = list[tuple[str, float | int, float | int, str]]
+
+
+def _rows(result: Result) -> Rows:
+    """The table's rows: (label, bare, app, format), the CPU rows for both modes last."""
+    rows: Rows = [
         ("max rate: requests", result.bare_max.requests, result.app_max.requests, "{:>10d}"),
         (
             "max rate: throughput /s",
@@ -231,6 +233,11 @@ def format_table(result: Result, concurrency: int) -> str:
                 "{:>10.0f}",
             ),
         ]
+    return rows
+
+
+def format_table(result: Result, concurrency: int) -> str:
+    rows = _rows(result)
     lines = [f"{'':<26}{'bare':>10}{'app':>10}{'app/bare':>10}"]
     for label, bare, app, fmt in rows:
         ratio = f"{app / bare:>10.2f}" if isinstance(bare, float) and bare else f"{'':>10}"
@@ -389,12 +396,22 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--forge", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--key", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", type=Path, help=argparse.SUPPRESS)  # edge_targets.py's
     auto_http, auto_loop = server_options()
     parser.add_argument("--http", choices=("httptools", "h11"), default=auto_http)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default=auto_loop)
     args = parser.parse_args(argv)
     if args.serve is not None:
-        serve(args.serve, args.fd, args.store, args.http, args.loop, forge=args.forge, key=args.key)
+        serve(
+            args.serve,
+            args.fd,
+            args.store,
+            args.http,
+            args.loop,
+            forge=args.forge,
+            key=args.key,
+            profile=args.profile,
+        )
         return
     main(args.requests, args.seconds, args.concurrency, http=args.http, loop=args.loop)
 

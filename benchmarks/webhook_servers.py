@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import cProfile
 import importlib.util
 import json
 import logging
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -49,31 +53,6 @@ def describe(http: str, loop: str) -> str:
 
 
 # -- the servers (run in child processes) ---------------------------------------------------------
-
-
-class _NullForge:
-    """GitHub that answers at once. Not used here (the App talks to the answering forge);
-    benchmarks/edge_targets.py still imports it."""
-
-    async def permission(self, user: str) -> Any:
-        return "admin"
-
-    async def react(self, target: Any, comment_id: str | None, reaction: Any) -> None:
-        return None
-
-    async def upsert_comment(self, target: Any, marker: str, body: str) -> Any:
-        return None
-
-    async def dispatch(self, client_payload: Mapping[str, Any]) -> None:
-        return None
-
-
-class _NullForges:
-    def __call__(self, repo: str, installation: int | None) -> _NullForge:
-        return _NullForge()
-
-    async def aclose(self) -> None:
-        return None
 
 
 def _bare_app() -> Any:
@@ -148,8 +127,10 @@ def serve(
     *,
     forge: int = 0,
     key: Path | None = None,
+    profile: Path | None = None,
 ) -> None:
-    """Child process: serve `role` on the inherited listening socket `fd` until killed."""
+    """Child process: serve `role` on the inherited listening socket `fd` until terminated;
+    with `profile`, under cProfile, its stats written to that file when terminated."""
     import uvicorn  # noqa: PLC0415
 
     from app.web.serve import server_config, settle_gc  # noqa: PLC0415
@@ -175,7 +156,21 @@ def serve(
     )
     server = uvicorn.Server(config)
     settle_gc()  # as `pairbot serve` does, for every server measured
+    if profile is None:
+        server.run(sockets=[socket.socket(fileno=fd)])
+        return
+    profiler = cProfile.Profile(time.thread_time)  # CPU of the event loop's thread, not wall
+
+    def dump(*_: object) -> None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+        os._exit(0)
+
+    # uvicorn re-raises the SIGTERM it stopped on once it is done: the profile is written then.
+    signal.signal(signal.SIGTERM, dump)
+    profiler.enable()
     server.run(sockets=[socket.socket(fileno=fd)])
+    dump()
 
 
 @dataclass
