@@ -76,7 +76,9 @@ __all__ = [
     "stage_choice",
 ]
 
-AgentStage = Literal["propose", "apply", "verify", "red", "fix", "pr", "decompose"]
+# `verify-red` is the red contract verifier (the seed's role `redVerifier`): its own agent and
+# model, like the reviewer's `verify`.
+AgentStage = Literal["propose", "apply", "verify", "red", "verify-red", "fix", "pr", "decompose"]
 AGENT_STAGES: Final[tuple[AgentStage, ...]] = get_args(AgentStage)
 
 Locus = Literal["local", "docker", "remote"]

@@ -34,7 +34,8 @@ def _report(args: argparse.Namespace, root: Path, env: Mapping[str, str], now: d
     key = args.change or env.get("PAIR_CHANGE")
     if not key:
         raise UserError("batch report needs --change (or PAIR_CHANGE in the environment)")
-    findings = humans.load_findings(args.findings) if args.findings else None
+    transition = args.transition or env.get("PAIR_TRANSITION") or None
+    findings = humans.load_findings(args.findings, transition) if args.findings else None
     # A card's agent works in its worktree; the engine says where the run-state is.
     state_root = Path(env["PAIR_STATE_ROOT"]) if env.get("PAIR_STATE_ROOT") else root
     index = humans.record_report(
@@ -43,7 +44,7 @@ def _report(args: argparse.Namespace, root: Path, env: Mapping[str, str], now: d
         key=key,
         kind=REPORT_KINDS[kind_arg],
         message=getattr(args, kind_arg),
-        transition=args.transition or env.get("PAIR_TRANSITION") or None,
+        transition=transition,
         session=env.get("PAIR_SESSION") or None,
         findings=findings,
         now=now,

@@ -6,7 +6,9 @@ verify, the run's remediation batches and required findings for the verifier), b
 engine's `ChangeStepContext` with the card's vet (`app.cycle.card_vet`) and review panel, runs
 `app.engine.change_step.run_change_step` under the card's lock, and hands the result to
 `app.cycle.report.after_transition` to publish. A verify whose head still waits for checks
-others run is not started: the card says what it waits for.
+others run is not started: the card says what it waits for. A `verify-red` (the red contract
+verifier) reads red's contract, test diff and failing output (`app.cycle.red_verifier`); the
+engine parks its third refusal in a row (`failed-contract`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from app.cycle.contract import CUSTODY, custody_breach, hold
 from app.cycle.head_checks import evidence_quotes, read_head_evidence, recorded_evidence
 from app.cycle.lesson_files import lessons_for_proposal
 from app.cycle.records import CycleRecord
+from app.cycle.red_verifier import refusal_notes, verifier_notes
 from app.cycle.report import after_transition
 from app.cycle.state import CardState, CardStep
 from app.cycle.status_publish import publish_status
@@ -97,7 +100,7 @@ async def run_transition(
         gate="after-propose" if prepare_parks else "voluntary",
         phase=manifest.phase_of(state.key),
         card=snapshot.quotes(dict(taken)),
-        notes=(*_notes(rec, delta), *_contract_notes(state, transition, routing)),
+        notes=(*_notes(rec, delta), *_contract_notes(state, tree, transition, routing)),
         lessons=lessons,
         evidence=evidence,
         vet=vetter.vet,
@@ -128,11 +131,14 @@ async def _custody_failed(
 
 
 def _contract_notes(
-    state: CardState, transition: Transition, routing: Routing | None
+    state: CardState, tree: wt.Worktree, transition: Transition, routing: Routing | None
 ) -> tuple[str, ...]:
-    """What a red must write beside its tests (the contract the red verifier checks), and what
-    a routed step is for: a green-fix on the same seal, a red-spec revision, a re-plan."""
-    notes: list[str] = []
+    """What a red must write beside its tests (the contract the red verifier checks) and why
+    the verifier refused the last one, what the verifier reads, and what a routed step is for:
+    a green-fix on the same seal, a red-spec revision, a re-plan."""
+    if transition == "verify-red":
+        return verifier_notes(state, tree)
+    notes: list[str] = list(refusal_notes(state)) if transition == "red" else []
     if routing is not None and routing.route != "red":
         notes.append(f"Routed by the review's findings ({routing.route}): {routing.reason}.")
     if transition == "red":

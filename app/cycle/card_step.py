@@ -173,7 +173,7 @@ async def _step(state: CardState, held: lock.LockProof, *, run: bool) -> CardSte
             data = {"event": "rewrite-retry", "spent": True}
             journal_event(state.locus, env.deps.clock, kind="cycle", key=state.key, data=data)
         result = _escalation_result(state, escalated, rewritten=rewritten)
-        return await publish_status(state, result, PrState.AWAITING_HUMAN, None)
+        return await publish_status(state, result, PrState.ESCALATE, None)
     if not run:
         result = StepResult("nothing-ready", key, "", message="status refreshed")
         return await publish_status(state, result, status_of(derived, rec), derived)
@@ -245,7 +245,7 @@ def _escalation_result(state: CardState, ids: list[str], *, rewritten: bool) -> 
             "(the new head is reviewed afresh)"
         )
     message = (
-        f"awaiting a human: finding {which} can only be fixed by rewriting the branch's Git "
+        f"escalated to a human: finding {which} can only be fixed by rewriting the branch's Git "
         f"history, which pairbot never does and no command waives; {then}"
     )
     return StepResult("nothing-ready", state.key, "", message=message, blocker=message)

@@ -11,10 +11,15 @@ hook `run_change_step` calls with an accepted outcome, before the outcome is jou
                    unless `tests.mayModifyTests` / `tests.mayModifyManifests` allows the path);
                    run the tests and refuse new failures and passing tests that went missing
                    or skipped (fix: every sealed red test must pass); then push
-    red            commit; the same guard (a red-spec revision may rewrite its own seal group);
-                   the tests red wrote must fail; the red verifier holds its contract to the
-                   findings (sent back) and the sealer refuses a narrowed fixScope (failed-seal);
-                   push; the seal is journaled (`app.cycle.sealing`)
+    red            commit; the same guard (a red-spec revision may rewrite its own seal group,
+                   a red after a refused contract its own round's tests); the tests red wrote
+                   must fail; its contract is held to the findings (sent back) and the sealer
+                   refuses a narrowed fixScope (failed-seal); push; the would-be seal is
+                   journaled (`red-contract`, `app.cycle.sealing`)
+    verify-red     the red contract verifier changes nothing (a result that changed a file is
+                   sent back), judges every contract row; accepted: the seal is journaled;
+                   refused: red again with its reasons, the third refusal in a row
+                   `failed-contract` (`app.cycle.red_verifier`)
     verify         the reviewer changes nothing: its edits are discarded; the reviewed head is
                    the pushed head the step started from. Its findings are held to what only
                    the cycle knows (a verification that fails any of these fails closed):
@@ -49,7 +54,14 @@ from pathlib import Path
 
 from app.cycle import worktree as wt
 from app.cycle.propose_stamp import write_stamp
-from app.cycle.sealing import RedJudgement, judge_red, scope_problems, unsealed_for
+from app.cycle.red_verifier import contract_entry, judge_verdict, red_since
+from app.cycle.sealing import (
+    RedJudgement,
+    contract_text,
+    judge_red,
+    scope_problems,
+    unsealed_for,
+)
 from app.cycle.state import CardState, last_review_findings, rewrite_escalation, risk_ledger
 from app.cycle.testrun import run_tests
 from app.domain.review.guarded import guarded_violations, stage_policy
@@ -129,6 +141,8 @@ class Vetter:
         if self.transition == "verify":
             wt.reset(path, start)  # a reviewer's edits are not part of the PR
             return self._judge_review(outcome)
+        if self.transition == "verify-red":
+            return self._judge_verifier(outcome)
         tests = self.state.project.tests
         junit = tests.junit
         if self.transition == "propose":  # the plan's metadata, committed with it
@@ -141,10 +155,13 @@ class Vetter:
         )
         policy = stage_policy(self.transition)
         rec = self.state.rec
+        # A red after a refused contract revises its own round's tests: measured from the
+        # reviewed head, they are new files, not existing tests.
+        since = red_since(self.state, self.tree) if self.transition == "red" else start
         problems = [
             violation.reason
             for violation in guarded_violations(
-                wt.changed_paths(path, start, end),
+                wt.changed_paths(path, since, end),
                 sealed_paths=unsealed_for(self.state, self.routing),
                 may_modify=tests.may_modify_tests,
                 may_modify_manifests=tests.may_modify_manifests,
@@ -180,15 +197,15 @@ class Vetter:
         if policy.seals and judged.seal is not None:
             # Only the files red created (and a revised group's own): an existing file it may
             # have touched under an allowance is not its test, and sealing it would bar fix
-            # from the code under test.
-            seal = judged.seal
-            self.state.pub.record(
-                "sealed",
-                paths=list(seal.paths),
-                ids=list(seal.ids),
-                round=self.state.history.accepted_count("red") + 1,
-                **seal.to_json(),
+            # from the code under test. Sealed once the red verifier accepts the contract.
+            after = self.after
+            entry = contract_entry(
+                judged.seal,
+                round_=self.state.history.accepted_count("red") + 1,
+                messages=after.messages if isinstance(after, JUnitResult) else {},
+                contract=contract_text(path, self.state.key),
             )
+            self.state.pub.record("red-contract", **entry)
         if self.verdict is not None and not self.verdict.checked:
             # Never silently nothing: the step's message (its row in the tracking comment)
             # says that no test gate held it, and what would make one.
@@ -219,6 +236,20 @@ class Vetter:
             failing=frozenset(verdict.seal),
             errored=self.after.errored if isinstance(self.after, JUnitResult) else frozenset(),
         )
+
+    def _judge_verifier(self, outcome: EngineStepOutcome) -> EngineStepOutcome:
+        """The red contract verifier's result (`app.cycle.red_verifier`): sent back when it
+        changed the tree or its verdict does not fit the contract; an accepted contract is
+        sealed; a refused one sends the card to red again (the engine parks the third in a
+        row: `failed-contract`)."""
+        judged = judge_verdict(self.state, self.tree)
+        if judged.problems:
+            return self._send_back(outcome, list(judged.problems))
+        if judged.sealed is not None:
+            self.state.pub.record("sealed", **judged.sealed)
+            return replace(outcome, message=f"contract accepted and sealed: {outcome.message}")
+        reasons = "; ".join(judged.refused)
+        return replace(outcome, message=f"contract refused ({reasons}): red runs again")
 
     def _reported(self) -> FindingsReport | None:
         """The findings this verify reported (its completion, the newest for the card)."""

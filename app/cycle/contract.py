@@ -19,6 +19,7 @@ from typing import Final
 from app.cycle import worktree as wt
 from app.cycle.sealing import blob_at
 from app.cycle.state import CardState, last_review_findings
+from app.domain.review.red_verdict import CONTRACT_PARK
 from app.domain.review.routing import Routing, RoutingFacts, plan_acs, route_findings
 from app.domain.review.seal import ac_groups, current_seals, custody_problems
 from app.engine.runstate import Park, ParkState, read_parks, write_parks
@@ -28,6 +29,7 @@ from app.engine.step import iso_now, journal_event
 # (`app.cycle.state.park_status`).
 ESCALATE: Final = "escalate"
 CUSTODY: Final = "custody"
+CONTRACT: Final = CONTRACT_PARK  # the red verifier refused red's contract three times in a row
 QUESTION: Final = "verify"  # a question answered re-runs the review
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from app.domain.card.budget import BUDGET_APPROVAL
+from app.domain.review.red_verdict import parse_red_verdict
 from app.domain.review.verdict import FindingsReport
 from app.engine import lock
 from app.engine.journal import JournalEntry, append_entry, read_index
@@ -38,8 +39,10 @@ def _check_key(batch: str, key: str, known: list[str], parks: dict[str, Any]) ->
         )
 
 
-def load_findings(path: Path) -> dict[str, Any]:
-    """Read and validate a verifier's findings file; errors name the file and the problem."""
+def load_findings(path: Path, transition: str | None = None) -> dict[str, Any]:
+    """Read and validate a verifier's findings file; errors name the file and the problem.
+    The red contract verifier's (`verify-red`) is its contract verdict
+    (`app.domain.review.red_verdict`)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
@@ -48,6 +51,11 @@ def load_findings(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: cannot read the findings file ({err.strerror or err})") from err
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: findings file is not valid JSON ({err})") from err
+    if transition == "verify-red":
+        verdict = parse_red_verdict(data)
+        if isinstance(verdict, str):
+            raise UserError(f"{path}: {verdict}")
+        return verdict.model_dump(by_alias=True)
     try:
         report = FindingsReport.model_validate(data)
     except ValidationError as err:

@@ -16,6 +16,11 @@ re-run tick knows what is already published and never does it twice:
                       fixScope?, rows?, acs?, supersedes?}
                                                  red's failing tests, sealed for later steps: the
                                                  contract's seal (app.domain.review.seal)
+    red-contract     {…the sealed fields, failing, contract}
+                                                 an accepted red's would-be seal, its tests'
+                                                 failing output and its contract, waiting for the
+                                                 red contract verifier (`verify-red`); cleared by
+                                                 the `sealed` its acceptance writes
     routed           {route, findings, round, seal?}  where a blocking review sent the card
                                                  (app.domain.review.routing), once per review
     custody-breach   {head, problems}            the custody check refused a head before a fix
@@ -96,6 +101,7 @@ class CycleRecord:
     # holds none of them, so custody is checked against the seals of the run that made them.
     seals: tuple[Seal, ...] = ()
     routes: tuple[Mapping[str, Any], ...] = ()  # this run's `routed` entries
+    red_contract: Mapping[str, Any] | None = None  # red's contract waiting for verify-red
     reviewed_head: str | None = None
     reviewed_card_hash: str | None = None
     review_converged: bool | None = None
@@ -253,7 +259,10 @@ def _apply_work(rec: CycleRecord, event: str, data: Mapping[str, Any]) -> None:
         rec.pr_url = str(data.get("url", ""))
     elif event == "pr-closed":
         rec.pr_closed = True
+    elif event == "red-contract":
+        rec.red_contract = data
     elif event == "sealed":
+        rec.red_contract = None
         round_ = data.get("round")
         for sealed in _strs(data.get("paths")):
             rec.sealed_paths.setdefault(sealed, round_ if isinstance(round_, int) else 0)
@@ -347,7 +356,7 @@ _GROUPS: tuple[tuple[_Reader, tuple[str, ...]], ...] = (
     ),
     (
         _apply_work,
-        ("pushed", "pr", "pr-closed", "sealed", "routed", "remediation", "risk"),
+        ("pushed", "pr", "pr-closed", "red-contract", "sealed", "routed", "remediation", "risk"),
     ),
     (
         _apply_review,

@@ -114,12 +114,17 @@ async def after_transition(
         )
     elif derived.status == "done":
         status = PrState.IN_PROGRESS  # converged: the cycle end runs on the next step
+    if accepted and result.transition == "verify-red":
+        state.parks = read_parks(state.locus)  # the red verifier's third refusal parks it
+        parked = state.parks.get(state.key)
+        if parked is not None:
+            status = park_status(parked, state.records, state.key)
     rewrite = rewrite_escalation(state) if accepted and result.transition == "verify" else []
     if rewrite:
         # Before any red, seal or fix: a human decides; the run's one escalation comment says so.
         why = "only a rewrite of the branch's Git history fixes it"
         await escalate_review(state, rewrite, why, stage="history-rewrite")
-        status = PrState.AWAITING_HUMAN
+        status = PrState.ESCALATE  # the review's escalate (seed 004), not a gate's park
     plan = _plan_text(tree, state.key) if result.transition == "propose" else None
     return await publish_status(state, result, status, derived, plan=plan)
 
@@ -280,12 +285,12 @@ async def escalate_review(
     state: CardState, findings: Sequence[str], reason: str, *, stage: Stage = "review"
 ) -> PrState:
     """The review's escalate through the run's one escalation comment: a finding handed to a
-    person (`escalate`), or one only a history rewrite fixes (`awaiting-human`)."""
+    person, or one only a history rewrite fixes; both are the review's `escalate`."""
     what = Escalation(state.card, stage, reason, tuple(findings), state.project.trigger)
     await state.pub.escalation(
         state.rec, render_escalation(what), stage=stage, conditions=list(findings)
     )
-    return PrState.ESCALATE if stage == "review" else PrState.AWAITING_HUMAN
+    return PrState.ESCALATE
 
 
 async def _review_refusal(state: CardState, pull: Pull, head: str) -> str | None:

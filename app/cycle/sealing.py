@@ -1,4 +1,6 @@
-"""The sealer and the red verifier as a card's vet runs them, and the fixScope a fix is held to.
+"""The sealer and red's contract checks as a card's vet runs them, and the fixScope a fix is
+held to. (The red contract verifier, an agent, judges the contract after these pass:
+`app.cycle.red_verifier`.)
 
     unsealed_for(state, routing)       the sealed test files a step may not touch: all of them,
                                        but a red-spec revision may rewrite its own group's
@@ -52,7 +54,8 @@ def unsealed_for(state: CardState, routing: Routing | None) -> dict[str, int]:
     return sealed
 
 
-def _contract_text(path: Path, key: str) -> str | None:
+def contract_text(path: Path, key: str) -> str | None:
+    """The contract red wrote in the worktree at `path`, None when there is none."""
     file = path / ".pair" / "changes" / key / CONTRACT_FILE
     return file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
 
@@ -103,7 +106,7 @@ def judge_red(
     errored: frozenset[str] = frozenset(),
 ) -> RedJudgement:
     """The red verifier, then the sealer (see the module docstring)."""
-    read = read_contract(_contract_text(path, state.key))
+    read = read_contract(contract_text(path, state.key))
     if isinstance(read, str):
         return RedJudgement(problems=[read])
     contract: Contract = read

@@ -165,6 +165,7 @@ FAILED_AT: Mapping[str, PrState] = {
 HELD_AT: Mapping[str, PrState] = {
     "escalate": PrState.ESCALATE,
     "custody": PrState.FAILED_CUSTODY,
+    "contract": PrState.FAILED_CONTRACT,
 }
 
 

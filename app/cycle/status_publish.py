@@ -19,6 +19,7 @@ from app.cycle.state import (
     CardState,
     CardStep,
     pending_scope,
+    rewrite_escalation,
 )
 from app.domain.card import cycle_end as ce
 from app.domain.card.agent_failures import failover_lines
@@ -26,7 +27,7 @@ from app.domain.card.budget import budget_of, check_budget
 from app.domain.reports.explain import CardFacts, explain
 from app.domain.reports.tracking import TrackingStep, render_tracking
 from app.engine.step import StepResult
-from app.engine.transition import Derivation
+from app.engine.transition import TRANSITIONS, Derivation
 from hosts.labels import PrState
 
 
@@ -38,6 +39,12 @@ def card_facts(state: CardState, status: PrState, derived: Derivation | None) ->
     reason = park.reason if park else None
     if status == PrState.INTERRUPTED and rec.interrupted is not None:
         reason = interrupted_reason(rec, state.project.trigger)
+    rewrite = rewrite_escalation(state) if status == PrState.ESCALATE and park is None else []
+    if rewrite:
+        reason = (
+            f"finding {', '.join(rewrite)} can only be fixed by rewriting the branch's Git "
+            f"history: rewrite it, push, then `/{state.project.trigger} retry`"
+        )
     return CardFacts(
         card=state.card,
         status=status.value.removeprefix("pr-state:"),
@@ -75,9 +82,21 @@ def interrupted_reason(rec: CycleRecord, trigger: str) -> str:
 
 def _next_step(state: CardState, status: PrState, derived: Derivation | None) -> str | None:
     """The step that runs next: the engine's transition while the change is being built, and
-    the cycle end's own step (a delta re-review, publish, merge) once it has converged."""
+    the cycle end's own step (a delta re-review, publish, merge) once it has converged; at the
+    review's escalate or a question, the step the person's word leads to (never the `red`
+    the blocking findings would otherwise derive)."""
     done = (PrState.READY_FOR_MERGE, PrState.MERGED, PrState.ABANDONED, PrState.INTERRUPTED)
-    if status in done or derived is None:
+    if status in done:
+        return None
+    if status == PrState.ESCALATE:
+        # A person decides (or rewrites the branch's history); the next review reads it. The
+        # findings' red is not next: nothing is written for them until that review.
+        return "verify"
+    park = state.parks.get(state.key)
+    if status == PrState.NEEDS_INPUT and park is not None:
+        # The answer re-runs the step that asked: the review's question re-runs the review.
+        return park.transition if park.transition in TRANSITIONS else None
+    if derived is None:
         return None
     if derived.next is not None:
         return derived.next

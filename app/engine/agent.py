@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 # pairbot's lifecycle commands: what an agent's prompt delegates to. The engine names them; the
 # launcher knows how each agent invokes them and where their files live.
-CommandId = Literal["propose", "apply", "verify", "red", "fix", "decompose-phase", "open-pr"]
+CommandId = Literal[
+    "propose", "apply", "verify", "red", "verify-red", "fix", "decompose-phase", "open-pr"
+]
 
 
 @dataclass(frozen=True)

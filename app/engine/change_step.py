@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.domain.card.budget import check_budget, park_reason
+from app.domain.review.red_verdict import contract_park_reason, refusals_in_a_row
 from app.domain.review.verdict import Verdict
 from app.engine import jsonl, lock
 from app.engine.agent import AgentUsage
@@ -30,7 +31,7 @@ from app.engine.journal import KeyHistory, read_index
 from app.engine.manifest import TestsConfig
 from app.engine.outcome import EngineStepOutcome, SessionEvidence, map_session_to_outcome
 from app.engine.panel_review import PanelReview, panel_review
-from app.engine.review_verdict import open_findings, verify_verdict
+from app.engine.review_verdict import open_findings, red_contract_verdict, verify_verdict
 from app.engine.spawn import Session, spawn_agent
 from app.engine.step import (
     EngineDeps,
@@ -144,7 +145,9 @@ def _instructions(
                 notes=ctx.notes,
                 answers=tuple(history.answers),
                 feedback=history.feedback[1] if history.feedback else None,
-                open_findings=open_findings(history) if ctx.transition in ("red", "fix") else (),
+                open_findings=open_findings(history)
+                if ctx.transition in ("red", "verify-red", "fix")
+                else (),
                 lessons=ctx.lessons if ctx.transition == "propose" else (),
                 evidence=ctx.evidence,
                 reviewer=reviewer,
@@ -195,9 +198,13 @@ def _review(
     review_round: int,
 ) -> _Review:
     """A verify's verdict (the panel's, or the lone reviewer's); a failing required check
-    others reported on the head keeps it from converging. Nothing for other transitions."""
+    others reported on the head keeps it from converging. A verify-red's contract verdict
+    (converged: the contract accepted). Nothing for other transitions."""
     if panel is not None:
         return _Review(panel.verdict, tuple(panel.problems), panel.findings)
+    if ctx.transition == "verify-red":
+        verdict, problems, findings = red_contract_verdict(spawned.entries)
+        return _Review(verdict, tuple(problems), findings)
     if ctx.transition != "verify":
         return _Review()
     verdict, problems, findings = verify_verdict(
@@ -260,6 +267,7 @@ def _record(
     # Spending counts once the step is accepted, after the vet: a refused step parks nothing.
     accepted = outcome.state in _ACCEPTED
     budget_park = _budget_park(ctx, spawned.session, spawned.usage) if accepted else None
+    contract_park = _contract_park(ctx, review) if accepted else None
     ref = record_outcome(
         ctx.locus,
         deps,
@@ -272,6 +280,7 @@ def _record(
         verdict=review.verdict if accepted else None,
         findings=review.findings,
         budget_park=budget_park,
+        contract_park=contract_park,
     )
     if budget_park is not None:
         return StepResult(
@@ -283,6 +292,15 @@ def _record(
             journal_refs=(spawned.started, ref),
         )
     return to_result(outcome, ctx.change, ctx.transition, (spawned.started, ref))
+
+
+def _contract_park(ctx: ChangeStepContext, review: _Review) -> str | None:
+    """Why this accepted verify-red parks the change: its refusal of red's contract is the
+    third in a row (`app.domain.review.red_verdict`). None for anything else."""
+    if ctx.transition != "verify-red" or review.verdict is None or review.verdict.converged:
+        return None
+    refusals = refusals_in_a_row(jsonl.read_records(ctx.locus.journal), ctx.change) + 1
+    return contract_park_reason(refusals, review.findings or {})
 
 
 def _budget_park(ctx: ChangeStepContext, session: str, usage: AgentUsage) -> str | None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Literal
 
 Gate = Literal["voluntary", "after-propose", "every-phase", "autonomous"]
-StepKind = Literal["propose", "apply", "verify", "red", "fix", "decompose", "pr"]
+StepKind = Literal["propose", "apply", "verify", "red", "verify-red", "fix", "decompose", "pr"]
 
-_CHANGE_TRANSITIONS: frozenset[str] = frozenset({"propose", "apply", "verify", "red", "fix"})
+_CHANGE_TRANSITIONS: frozenset[str] = frozenset(
+    {"propose", "apply", "verify", "red", "verify-red", "fix"}
+)
 
 
 def parks_for_approval(gate: Gate, transition: StepKind) -> bool:

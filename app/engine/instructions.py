@@ -1,7 +1,7 @@
 """The prompt an agent reads on stdin for one step: context, one delegated command, arguments.
 
     context      batch, phase goal / success / proof-of-work, the change's plan, the review
-                 round (verify)
+                 round (verify), the contract verdict's shape (verify-red)
     command      pairbot's command for the step, its shared definition inline (no agent CLI
                  expands a command invoked in the middle of a prompt), with the arguments
                  glued to it as one contiguous block
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.reports.lesson import Lesson
+from app.domain.review.red_verdict import REPORT_SHAPE as RED_REPORT_SHAPE
 from app.domain.text import mdtext
 from app.domain.text.invisible import strip_hidden
 from app.domain.text.sanitize import reader_text
@@ -235,6 +236,14 @@ def build_instructions(ctx: InstructionContext, delegate: Delegate) -> str:
         )
         context.append(review_rules(ctx.severity_floor))
         context += list(ctx.review_notes)
+    elif ctx.transition == "verify-red":
+        context.append(
+            f"Red verification for review round {ctx.review_round - 1}: you are the independent "
+            "red contract verifier. Change no file (a result that changed one is refused). "
+            "The contract, the findings it answers, red's test diff and the failing output "
+            "follow as data. Judge every contract row and report --complete with --findings "
+            f"FILE holding {RED_REPORT_SHAPE}."
+        )
     sections = [
         "\n".join(context),
         delegate(ctx.agent, ctx.transition, ctx.key, _arguments(ctx)),

@@ -136,6 +136,9 @@ def _mismatch(ev: SessionEvidence, completion: JournalEntry) -> str | None:
             )
         if ev.verdict_problems:
             return "verification failed closed: " + "; ".join(ev.verdict_problems)
+    elif ev.transition == "verify-red":
+        if ev.verdict_problems or ev.verdict is None:
+            return "; ".join(ev.verdict_problems) or "the red verifier reported no verdict"
     elif ev.transition == "decompose" and ev.decomposed is False:
         return "the phase still lists no changes in batch.yaml"
     return None
@@ -179,9 +182,14 @@ def map_session_to_outcome(ev: SessionEvidence) -> EngineStepOutcome:
         reason = _mismatch(ev, completion)
         if reason is not None:
             blocker = f"Reported complete but disk disagrees: {reason}"
+            if ev.transition == "verify-red":
+                # No usable verdict is a refusal of the step, never an accepted contract.
+                blocker = f"verify-red gave no usable contract verdict: {reason}"
             # A verify whose verdict cannot be trusted (none, dropped or invented finding ids)
             # failed: the card shows `failed-verify`, not an agent's blocker.
-            state: OutcomeState = "failed" if ev.transition == "verify" else "blocked"
+            state: OutcomeState = (
+                "failed" if ev.transition in ("verify", "verify-red") else "blocked"
+            )
             return EngineStepOutcome(state=state, message=blocker, blocker=blocker)
         # 3b. completion + crash: fail closed
         if crashed:

@@ -4,7 +4,10 @@
                        dropped or invented, blocking under the severity floor, a severity
                        changed without evidence); any problem fails the verification closed
     reviewer_verdict   one reviewer of a panel: the same, with the panel's id rules
-    open_findings      the blocking findings the last review left open, for a red or a fix
+    open_findings      the blocking findings the last review left open, for a red, the red
+                       verifier or a fix
+    red_contract_verdict  the red verifier's contract verdict (`verify-red`), read strictly:
+                       none, or one that does not validate, is a problem (never an accept)
 
 Pure: it takes the journal entries and the change's folded history and returns values.
 """
@@ -18,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.domain.review.panel import panel_id_problems
+from app.domain.review.red_verdict import parse_red_verdict
 from app.domain.review.verdict import (
     DEFAULT_FLOOR,
     FindingsReport,
@@ -142,3 +146,21 @@ def open_findings(history: KeyHistory) -> list[Mapping[str, Any]]:
                 if f.get("blocking") and f.get("transition", "open") in ("open", "human")
             ]
     return []
+
+
+def red_contract_verdict(
+    entries: Sequence[JournalEntry],
+) -> tuple[Verdict | None, list[str], Mapping[str, Any] | None]:
+    """The red verifier's verdict on red's contract: converged when it accepts it, its
+    blocking count the rows it refuses; the report as validated. A completion without a
+    report, or with one that does not validate, is a problem that fails the step: it is never
+    read as an acceptance. Whether it judged every row of the contract is the card's vet's."""
+    completion = next((e for e in reversed(entries) if e.kind == "completion"), None)
+    if completion is None:
+        return None, [], None
+    read = parse_red_verdict(completion.findings)
+    if isinstance(read, str):
+        return None, [read], None
+    refused = sum(1 for row in read.rows if row.verdict == "refuse")
+    verdict = Verdict(converged=read.accepted, blocking=refused, source="findings")
+    return verdict, [], read.model_dump(by_alias=True)

@@ -52,6 +52,7 @@ COMMAND_FOR_STAGE: Mapping[AgentStage, CommandId] = {
     "apply": "apply",
     "verify": "verify",
     "red": "red",
+    "verify-red": "verify-red",
     "fix": "fix",
     "decompose": "decompose-phase",
     "pr": "open-pr",

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from app.domain.review.red_verdict import CONTRACT_PARK
 from app.domain.review.verdict import Verdict
 from app.engine import lock
 from app.engine.agent import AgentLauncher, AgentUsage, LineSink
@@ -177,11 +178,14 @@ def record_outcome(
     findings: Mapping[str, Any] | None = None,
     usage: AgentUsage | None = None,
     budget_park: str | None = None,
+    contract_park: str | None = None,
 ) -> int:
     """Persist (or clear) the park, then journal the outcome: 'done' after the effect.
 
     `budget_park` is why an accepted step parks `awaiting-human`: it took the change (or its
-    batch) over a budget (`app.domain.card.budget`).
+    batch) over a budget (`app.domain.card.budget`). `contract_park` is why an accepted
+    `verify-red` parks the change `blocked` (transition `contract`): its refusal of red's
+    contract is the third in a row (`app.domain.review.red_verdict`); a retry runs red again.
     """
     verdict_record = None
     if verdict is not None:
@@ -204,6 +208,10 @@ def record_outcome(
             transition=transition,
             reason=budget_park,
             at=iso_now(deps.clock),
+        )
+    elif accepted and contract_park is not None:
+        parks[key] = Park(
+            state="blocked", transition=CONTRACT_PARK, reason=contract_park, at=iso_now(deps.clock)
         )
     elif outcome.state in ("blocked", "failed", "awaiting-approval"):
         state: Literal["blocked", "needs-input", "awaiting-approval"] = (

@@ -14,7 +14,11 @@ it is done; status, selection and `run_step` all ask it, so they cannot disagree
       propose/apply                                   verify       awaiting-verify
     last verify converged                             —            done
     last verify blocks, fix accepted since            verify       awaiting-verify (re-review)
-    last verify blocks, red accepted since            fix          in-progress
+    last verify blocks, red accepted since, no
+      verify-red after it                             verify-red   in-progress
+    last verify blocks, the verify-red after the
+      last red accepted its contract                  fix          in-progress
+    last verify blocks, that verify-red refused it    red          in-progress (red again)
     last verify blocks, fix rounds left               red          in-progress
     last verify blocks, maxFixRounds spent            —            failed-fix
 
@@ -31,8 +35,8 @@ from typing import Literal
 from app.domain.card.plan import count_tasks
 from app.engine.journal import KeyHistory
 
-Transition = Literal["propose", "apply", "verify", "red", "fix"]
-TRANSITIONS: tuple[Transition, ...] = ("propose", "apply", "verify", "red", "fix")
+Transition = Literal["propose", "apply", "verify", "red", "verify-red", "fix"]
+TRANSITIONS: tuple[Transition, ...] = ("propose", "apply", "verify", "red", "verify-red", "fix")
 ChangeStatus = Literal[
     "ready",
     "in-progress",
@@ -140,8 +144,15 @@ def derive_change(disk: ChangeDisk, history: KeyHistory, max_fix_rounds: int) ->
         return result("done", None)
     if "fix" in since:
         return result("awaiting-verify", "verify")
-    if "red" in since:
-        return result("in-progress", "fix")
+    after = history.accepted[last_verify + 1 :]
+    reds = [i for i, a in enumerate(after) if a.transition == "red"]
+    if reds:
+        checked = [a for a in after[reds[-1] + 1 :] if a.transition == "verify-red"]
+        if not checked:
+            return result("in-progress", "verify-red")
+        if checked[-1].converged is not False:
+            return result("in-progress", "fix")
+        return result("in-progress", "red")  # the verifier refused the contract: red again
     if fix_rounds >= max_fix_rounds:
         return result("failed-fix", None)
     return result("in-progress", "red")

@@ -1,7 +1,7 @@
 """pairbot's lifecycle commands: the text an agent's prompt carries, and each agent's own
 command file for people who work with the agent interactively.
 
-One shared definition per command (`propose`, `apply`, `verify`, `red`, `fix`,
+One shared definition per command (`propose`, `apply`, `verify`, `red`, `verify-red`, `fix`,
 `decompose-phase`, `open-pr`) has one author. `delegate` writes the prompt's command block: the
 definition inline, followed by its arguments, for every agent. An invocation such as
 `/pair:apply alpha` is not used in the prompt because no supported CLI expands it there:
@@ -101,6 +101,17 @@ DEFINITIONS: Mapping[CommandId, CommandDefinition] = {
         "Write failing tests that reproduce each blocking finding listed in $ARGUMENTS. Change "
         "no production code. Done when every finding has a test that fails for the reason it "
         "names.\n\n" + _REPORT,
+    ),
+    "verify-red": CommandDefinition(
+        "verify-red",
+        "Accept or refuse red's acceptance contract, row by row, without changing anything",
+        "Check the acceptance contract that `red` wrote for the change named first in "
+        "$ARGUMENTS, independently, as someone who wrote neither the findings nor the tests. "
+        "Change no file. For every contract row decide whether its tests fail for the reason "
+        "the finding names and would pass only once the finding is fixed; accept or refuse it "
+        "with a one-sentence reason. Pass the verdict with `--findings FILE` (JSON: "
+        '{"verdict": "accept"|"refuse", "rows": [{"id", "verdict": "accept"|"refuse", '
+        '"reason"}]}: accept only when every row is accepted).\n\n' + _REPORT,
     ),
     "fix": CommandDefinition(
         "fix",

@@ -46,7 +46,16 @@ def all_stages(name: str, scope: Scope, model: str | None = None) -> dict[AgentS
 
 
 def test_constants() -> None:
-    assert AGENT_STAGES == ("propose", "apply", "verify", "red", "fix", "pr", "decompose")
+    assert AGENT_STAGES == (
+        "propose",
+        "apply",
+        "verify",
+        "red",
+        "verify-red",  # the red contract verifier: role redVerifier, its own agent and model
+        "fix",
+        "pr",
+        "decompose",
+    )
     assert DEFAULT_AGENT == "claude"
     assert DEFAULT_DOCKER_IMAGE == "python:3.12"
     assert DEFAULT_AGENT_TIMEOUT_MS == 600_000

@@ -119,7 +119,16 @@ def test_a_blocking_finding_fails_the_status_on_that_iteration_then_converges(
     project.script({"verify": ["findings-blocking", "ok"]})
     steps = _ready(project)
     transitions = [s.result.transition for s in steps if s.result.transition]
-    assert transitions == ["propose", "apply", "verify", "red", "fix", "verify", "publish"]
+    assert transitions == [
+        "propose",
+        "apply",
+        "verify",
+        "red",
+        "verify-red",
+        "fix",
+        "verify",
+        "publish",
+    ]
     pull = project.pull()
     assert pull is not None
     first, last = (e["head"] for e in project.cycle_events("reviewed"))

@@ -123,7 +123,15 @@ def test_usage_by_role_reaches_the_books_and_the_synthesis_and_replay_rebuilds_t
 
     data = metrics(project)
     by_role = data["usage"]["byRole"]
-    assert sorted(by_role) == ["green", "implementation", "preparation", "red", "reviewer"]
+    assert sorted(by_role) == [
+        "green",
+        "implementation",
+        "preparation",
+        "red",
+        "redVerifier",
+        "reviewer",
+    ]
+    assert by_role["redVerifier"]["steps"] == 1  # the red contract verifier: a role of its own
     assert by_role["reviewer"]["steps"] == 2
     assert by_role["reviewer"]["tokens"] == {
         "value": 2 * 1545,
@@ -133,7 +141,7 @@ def test_usage_by_role_reaches_the_books_and_the_synthesis_and_replay_rebuilds_t
     }
     assert by_role["green"]["costUsd"]["value"] == 0.0123
     assert data["usage"]["sharedOverhead"]["tokens"]["coverage"] == "unknown"
-    assert data["usage"]["tokens"]["value"] == 6 * 1545
+    assert data["usage"]["tokens"]["value"] == 7 * 1545
     assert data["status"]["status"] == "ready-for-merge"
     assert data["workflow"]["version"] == "1.0"
     # The synthesis's tail carries the same split (it was reduced from the same steps).

@@ -50,7 +50,15 @@ def test_an_approved_test_failing_goes_to_a_green_fix_on_the_same_seal(tmp_path:
     findings_file(project, "approved", finding(transition="resolved"), approved, **BLOCKS)
     project.command("implement")
     steps = project.until_quiet()
-    assert transitions(steps)[-6:] == ["red", "fix", "verify", "fix", "verify", "publish"]
+    assert transitions(steps)[-7:] == [
+        "red",
+        "verify-red",
+        "fix",
+        "verify",
+        "fix",
+        "verify",
+        "publish",
+    ]
     assert steps[-1].status == "ready-for-merge"
     assert routes(project) == [("red", 1), ("green-fix", 2)]
     green = project.cycle_events("routed")[1]
@@ -176,7 +184,10 @@ def test_a_history_rewrite_is_escalated_through_the_runs_one_escalation_comment(
     project.script({"verify": ["file:rewrite"]})
     project.command("implement")
     steps = project.until_quiet()
-    assert steps[-1].status == "awaiting-human"
+    # The review's escalate (seed 004), not a gate's awaiting-human; the next step a person's
+    # rewrite leads to is a review, never the finding's red.
+    assert steps[-1].status == "escalate"
+    assert steps[-1].explanation.next == "verify"
     project.step()  # waiting again edits nothing and adds nothing
     escalations = [
         c["body"] for c in project.comments(project.card) if "pair:escalation" in c["body"]

@@ -76,7 +76,7 @@ def test_blocking_finding_goes_red_then_fix_then_converges(tmp_path: Path) -> No
     project.command("implement")
     steps = project.until_quiet()
     transitions = [s.result.transition for s in steps if s.result.transition]
-    assert transitions == ["apply", "verify", "red", "fix", "verify", "publish"]
+    assert transitions == ["apply", "verify", "red", "verify-red", "fix", "verify", "publish"]
     pull = project.pull()
     assert pull is not None
     statuses = project.statuses(pull)
@@ -213,6 +213,9 @@ def test_a_red_whose_record_was_lost_after_its_push_is_redone_and_sealed(tmp_pat
     journal.write_text("".join(lines[:started]))  # the run-state push never happened
     redo = project.step()
     assert (redo.result.transition, redo.result.state) == ("red", "advanced")
+    assert project.cycle_events("red-contract")[-1]["ids"] == ["checks::r1-1"]
+    verified = project.step()  # the red contract verifier accepts: then it is sealed
+    assert (verified.result.transition, verified.result.state) == ("verify-red", "advanced")
     assert project.cycle_events("sealed")[-1]["ids"] == ["checks::r1-1"]
     assert project.until_quiet()[-1].status == "ready-for-merge"
 

@@ -66,6 +66,7 @@ def test_a_failing_required_check_blocks_until_a_green_check_on_a_new_head(
 
     # Not converged: a fix round runs, and the fixer is told about the failing checks too.
     assert project.step().result.transition == "red"
+    assert project.step().result.transition == "verify-red"
     fix = project.step()
     assert fix.result.transition == "fix"
     assert "required check 'ci/build'" in _agent_calls(project)[-1]["instructions"]

@@ -65,7 +65,7 @@ def test_one_reviewer_blocking_holds_the_panel_and_the_comment_names_who_said_wh
     # The fix round, then both review again: beta resolves its finding and the panel converges.
     steps = project.until_quiet()
     transitions = [s.result.transition for s in steps if s.result.transition]
-    assert transitions == ["red", "fix", "verify", "publish"]
+    assert transitions == ["red", "verify-red", "fix", "verify", "publish"]
     assert steps[-1].status == "ready-for-merge"
     assert len(_verify_calls(project)) == 4
     final = project.cycle_events("reviewed")[-1]

@@ -55,10 +55,11 @@ def test_a_severity_downgrade_without_evidence_fails_the_review_closed(tmp_path:
     project.script({"verify": ["findings-blocking", "file:downgrade"]})
     project.command("implement")
     steps = project.until_quiet()
-    assert [s.result.transition for s in steps if s.result.transition][:4] == [
+    assert [s.result.transition for s in steps if s.result.transition][:5] == [
         "apply",
         "verify",
         "red",
+        "verify-red",
         "fix",
     ]
     last = steps[-1]
@@ -82,9 +83,13 @@ def test_a_history_rewrite_finding_escalates_and_nothing_waives_it(tmp_path: Pat
     steps = project.until_quiet()
     transitions = [s.result.transition for s in steps if s.result.transition]
     assert transitions == ["apply", "verify"]  # no red, no seal, no fix
-    assert steps[-1].status == "awaiting-human"
+    # Seed 004's review status `escalate` (it used to be `awaiting-human`, a gate's word),
+    # and the next step is the review a person's rewrite leads to, never the finding's red.
+    assert steps[-1].status == "escalate"
+    assert steps[-1].explanation.next == "verify"
     assert "rewriting the branch's Git history" in (steps[-1].result.message or "")
-    assert project.labels(project.card) == ["pr-state:awaiting-human"]
+    assert "rewriting the branch's Git history" in steps[-1].explanation.why
+    assert project.labels(project.card) == ["pr-state:escalate"]
     assert project.cycle_events("sealed") == []
     # No command waives it.
     for verb in ("approve", "feedback drop it", "answer it is fine"):
@@ -94,16 +99,16 @@ def test_a_history_rewrite_finding_escalates_and_nothing_waives_it(tmp_path: Pat
     pull = project.pull()
     assert pull is not None
     woken = asyncio.run(handle_scope_decision(project.env(), pull))
-    assert woken.status == "awaiting-human"  # type: ignore[union-attr]
+    assert woken.status == "escalate"  # type: ignore[union-attr]
     # `/pair retry` on the same head reviews nothing: the history was not rewritten.
     same = project.command("retry")
-    assert same.status == "awaiting-human" and same.result.transition == ""
+    assert same.status == "escalate" and same.result.transition == ""
     assert len(project.cycle_events("reviewed")) == 1
     # The human rewrites the history (a new head) and retries: a new review of the new head,
     # which finds the finding gone, and the card goes on.
     project.forge.move_head(pull)
     waiting = project.step()  # a new head alone is not the human's word: still waiting
-    assert waiting.status == "awaiting-human"
+    assert waiting.status == "escalate"
     assert "the branch has a new head" in (waiting.result.message or "")
     project.script({"verify": ["ok"]})
     rerun = project.command("retry")
@@ -218,7 +223,9 @@ def test_a_remediation_that_breaks_an_obligation_is_rewound_repaired_and_dischar
         f"card-{project.card}:r2-1:fix-1",
         ["r1-1"],
     )
-    assert project.step().result.transition == "red"  # the same path: red, fix, delta review
+    # The same path: red, its contract verified, fix, delta review.
+    assert project.step().result.transition == "red"
+    assert project.step().result.transition == "verify-red"
     assert project.step().result.transition == "fix"
     repaired = project.cycle_events("remediation")[1]["head"]
     assert [e["action"] for e in project.cycle_events("risk")] == ["opened", "repaired"]

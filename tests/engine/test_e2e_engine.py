@@ -76,12 +76,16 @@ def test_blocking_review_runs_red_then_fix_then_re_review(
         ("advanced", "apply", "alpha"),
         ("advanced", "verify", "alpha"),
         ("advanced", "red", "alpha"),
+        ("advanced", "verify-red", "alpha"),
         ("advanced", "fix", "alpha"),
         ("advanced", "verify", "alpha"),
         ("nothing-ready", "", ""),
     ]
     red_call = next(c for c in project.agent_calls() if c["transition"] == "red")
     assert "r1-1" in red_call["instructions"]
+    # The red contract verifier is a dispatch of its own, told the findings it judges against.
+    verifier = next(c for c in project.agent_calls() if c["transition"] == "verify-red")
+    assert "r1-1" in verifier["instructions"] and "Change no file" in verifier["instructions"]
     second_verify = [c for c in project.agent_calls() if c["transition"] == "verify"][1]
     assert "`r2-<n>`" in second_verify["instructions"]
 
@@ -92,7 +96,16 @@ def test_fix_rounds_are_bounded_by_max_fix_rounds(make_project: Callable[..., Pr
         script={"verify": ["findings-blocking", "findings-blocking"]},
     )
     result = steps(project)
-    assert [s[1] for s in result] == ["propose", "apply", "verify", "red", "fix", "verify", ""]
+    assert [s[1] for s in result] == [
+        "propose",
+        "apply",
+        "verify",
+        "red",
+        "verify-red",
+        "fix",
+        "verify",
+        "",
+    ]
     status = json.loads(cli("batch", "status", "demo", "--json", cwd=project.root).stdout)
     assert status["changes"]["alpha"]["status"] == "failed-fix"
     assert status["done"] is False

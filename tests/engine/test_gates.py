@@ -12,7 +12,7 @@ from app.engine.gates import Gate, StepKind, parks_for_approval
 PARKS: dict[Gate, frozenset[StepKind]] = {
     "voluntary": frozenset(),
     "after-propose": frozenset({"propose"}),
-    "every-phase": frozenset({"propose", "apply", "verify", "red", "fix"}),
+    "every-phase": frozenset({"propose", "apply", "verify", "red", "verify-red", "fix"}),
     "autonomous": frozenset(),
 }
 
@@ -25,7 +25,7 @@ MATRIX = [
 
 def test_the_matrix_covers_every_gate_and_step_kind() -> None:
     assert set(PARKS) == set(get_args(Gate))
-    assert len(MATRIX) == 4 * 7
+    assert len(MATRIX) == 4 * 8
 
 
 @pytest.mark.parametrize(("gate", "kind", "parks"), MATRIX)

@@ -31,7 +31,8 @@ def history(*steps: str, feedback: str | None = None, key: str = KEY) -> KeyHist
     """A key's history from compact steps, folded from real journal entries.
 
     `propose` … `fix`: an accepted (advanced) outcome; `verify+` / `verify-`: a verify whose
-    recorded verdict converged / blocks (`verify` alone records no verdict, like a legacy entry);
+    recorded verdict converged / blocks (`verify-red+` / `verify-red-`: the red contract
+    verifier accepted / refused the contract) (`verify` alone records no verdict, like a legacy entry);
     `~apply`: an outcome accepted as awaiting-approval; `!apply`: a blocked (not accepted) one.
     """
     entries: list[JournalEntry] = []
@@ -39,8 +40,8 @@ def history(*steps: str, feedback: str | None = None, key: str = KEY) -> KeyHist
         state = {"~": "awaiting-approval", "!": "blocked"}.get(step[0], "advanced")
         name = step.lstrip("~!")
         verdict = None
-        if name in ("verify+", "verify-"):
-            verdict = {"converged": name == "verify+"}
+        if name in ("verify+", "verify-", "verify-red+", "verify-red-"):
+            verdict = {"converged": name.endswith("+")}
         entries.append(
             JournalEntry(
                 kind="outcome",
@@ -262,12 +263,40 @@ ROWS = [
         APPLIED,
         history("propose", "apply", "verify-", "red"),
         3,
-        derived("in-progress", "fix", review_round=2),
+        derived("in-progress", "verify-red", review_round=2),
         id="blocks-red-accepted-since",
     ),
     pytest.param(
         APPLIED,
-        history("propose", "apply", "verify-", "red", "!fix"),
+        history("propose", "apply", "verify-", "red", "verify-red+"),
+        3,
+        derived("in-progress", "fix", review_round=2),
+        id="blocks-contract-accepted",
+    ),
+    pytest.param(
+        APPLIED,
+        history("propose", "apply", "verify-", "red", "verify-red-"),
+        3,
+        derived("in-progress", "red", review_round=2),
+        id="blocks-contract-refused-red-again",
+    ),
+    pytest.param(
+        APPLIED,
+        history("propose", "apply", "verify-", "red", "verify-red-", "red"),
+        3,
+        derived("in-progress", "verify-red", review_round=2),
+        id="blocks-red-again-verified-again",
+    ),
+    pytest.param(
+        APPLIED,
+        history("propose", "apply", "verify-", "red", "!verify-red"),
+        3,
+        derived("in-progress", "verify-red", review_round=2),
+        id="blocks-verifier-failed-runs-again",
+    ),
+    pytest.param(
+        APPLIED,
+        history("propose", "apply", "verify-", "red", "verify-red+", "!fix"),
         3,
         derived("in-progress", "fix", review_round=2),
         id="blocks-red-accepted-fix-blocked",
@@ -329,7 +358,7 @@ ROWS = [
     ),
     pytest.param(
         APPLIED,
-        history("propose", "apply", "verify-", "red", "!fix", "!fix"),
+        history("propose", "apply", "verify-", "red", "verify-red+", "!fix", "!fix"),
         1,
         derived("in-progress", "fix", review_round=2),
         id="blocked-fixes-do-not-spend-rounds",

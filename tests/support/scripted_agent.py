@@ -43,6 +43,14 @@ Each call consumes the next behaviour of the most specific list (counters persis
     widen-fix          (fix) do the work and also write outside.txt (outside the fixScope)
     red-erroring       (red) do the work, then make each check it wrote an `error:` line (a
                        runner that reports those as JUnit <error>s: it fails for the wrong reason)
+    refuse-contract    (verify-red) refuse every row of red's contract, with a reason
+    no-verdict         (verify-red) report --complete without a verdict file
+    bad-verdict        (verify-red) report a verdict file that does not validate
+    skip-row           (verify-red) accept, judging a row the contract does not have instead of
+                       its own (a verdict that leaves rows unjudged)
+    edit-tree          (verify-red) accept the contract, but write a file into the tree
+
+`verify-red` (ok) accepts every row of the contract in `.pair/changes/<change>/contract.json`.
 
 `red` (ok) also writes the contract `.pair/changes/<change>/contract.json`: a row per active
 blocking finding (every finding, resolved ones too, when its instructions ask for a revision of
@@ -366,6 +374,8 @@ def main() -> int:
     if behaviour == "lie":
         report("--complete", "all done (not really)")
         return 0
+    if TRANSITION == "verify-red":
+        return verify_red(behaviour)
     if TRANSITION == "verify" and behaviour.startswith("file:"):
         data = json.loads((SCRATCH / f"{behaviour.removeprefix('file:')}.json").read_text())
         verdict = str(data.pop("verdict", "Ready for archive"))
@@ -432,6 +442,33 @@ def main() -> int:
     do_work()
     report("--complete", f"{TRANSITION} done for {CHANGE}")
     return 1 if behaviour == "complete-then-crash" else 0
+
+
+def verify_red(behaviour: str) -> int:
+    """The red contract verifier: a verdict on every row of red's contract (see the docstring)."""
+    contract_path = ROOT / ".pair" / "changes" / CHANGE / "contract.json"
+    contract = json.loads(contract_path.read_text()) if contract_path.exists() else {}
+    ids = [str(row.get("id")) for row in contract.get("rows", [])]
+    if behaviour == "no-verdict":
+        report("--complete", "contract looks fine")
+        return 0
+    refuse = behaviour == "refuse-contract"
+    row = "refuse" if refuse else "accept"
+    why = "the test asserts nothing the finding names" if refuse else "fails for the finding"
+    verdict: dict[str, object] = {
+        "verdict": row,
+        "rows": [{"id": ident, "verdict": row, "reason": why} for ident in ids],
+    }
+    if behaviour == "bad-verdict":
+        verdict = {"verdict": "maybe", "rows": []}
+    if behaviour == "skip-row":
+        verdict["rows"] = [{"id": "r9-9", "verdict": "accept", "reason": "not a row"}]
+    if behaviour == "edit-tree":
+        (ROOT / f"{CHANGE}.txt").write_text("the verifier was here\n")
+    path = SCRATCH / f"red-verdict-{CHANGE}.json"
+    write_atomic(path, json.dumps(verdict))
+    report("--complete", f"contract {'refused' if refuse else 'accepted'}", "--findings", str(path))
+    return 0
 
 
 def findings_path() -> Path:

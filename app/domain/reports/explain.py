@@ -34,7 +34,7 @@ from app.domain.text import mdtext
 from hosts.labels import PrState
 from hosts.vocabulary import GITHUB, Vocabulary
 
-NextStep = Literal["propose", "apply", "verify", "red", "fix", "publish", "merge"]
+NextStep = Literal["propose", "apply", "verify", "red", "verify-red", "fix", "publish", "merge"]
 GateKind = Literal["prepare", "merge", "batch-gate", "scope-decision"]
 Until = Literal["ready-for-merge", "merged"]
 
@@ -47,6 +47,7 @@ NEXT_TEXT: Final[Mapping[str, str]] = {
     "apply": "implement the plan test-first on the card's branch",
     "verify": "an independent review of the pushed head",
     "red": "write failing tests for the blocking findings",
+    "verify-red": "an independent agent accepts or refuses red's contract, row by row",
     "fix": "make the sealed failing tests pass",
     "publish": "publish the synthesis comment and read it back",
     "merge": "merge the reviewed head (the merge gate decides)",
@@ -65,7 +66,8 @@ FAILED_WHY: Final[Mapping[str, str]] = {
     "failed-preparation": "refining the card into criteria and a plan failed",
     "failed-implement": "implementing the plan failed",
     "failed-verify": "the review could not be completed or trusted",
-    "failed-contract": "the red tests did not make a complete contract for the findings",
+    "failed-contract": "the red tests did not make a complete contract for the findings, "
+    "three times in a row (red's own checks, or the red contract verifier's refusals)",
     "failed-seal": "the contract could not be sealed",
 }
 
@@ -366,7 +368,7 @@ def _status_why(facts: CardFacts) -> str:
     if facts.next_step is None:
         return reason or "nothing is runnable right now"
     why = f"nothing blocks: the next step runs {facts.next_step}"
-    if facts.next_step in ("red", "fix") and facts.open_blocking:
+    if facts.next_step in ("red", "verify-red", "fix") and facts.open_blocking:
         why += (
             f" (the last review left {_plural(facts.open_blocking, 'blocking finding')}; "
             f"fix round {facts.fix_rounds_used + 1} of {facts.max_fix_rounds})"

@@ -83,7 +83,7 @@ from app.domain.review.regression import RiskEvent, counters
 
 # Transitions that spawn an agent: one of these that never reported usage is unreported usage.
 AGENT_TRANSITIONS: frozenset[str] = frozenset(
-    {"propose", "apply", "verify", "red", "fix", "decompose"}
+    {"propose", "apply", "verify", "red", "verify-red", "fix", "decompose"}
 )
 ACCEPTED_STATES: frozenset[str] = frozenset({"advanced", "awaiting-approval"})
 BLOCKED_STATES: frozenset[str] = frozenset({"blocked", "failed"})

@@ -7,6 +7,7 @@ role, named by its transition:
     apply      implementation    the change, test-first
     verify     reviewer          the independent review (a panel's reviewers summed)
     red        red               failing tests for the blocking findings
+    verify-red redVerifier       the red contract verifier: accepts or refuses red's contract
     fix        green             the fix that makes them pass
     decompose  decomposition     a phase's change intents (plain batches)
 
@@ -32,6 +33,7 @@ ROLES: Mapping[str, str] = {
     "apply": "implementation",
     "verify": "reviewer",
     "red": "red",
+    "verify-red": "redVerifier",
     "fix": "green",
     "decompose": "decomposition",
 }

@@ -184,13 +184,17 @@ class StagePolicy:
 
 
 # The stages of a card (`app.engine.transition`). `verify` is unguarded because its edits are
-# discarded whole (a reviewer changes nothing); `propose` writes the plan and nothing else.
+# discarded whole (a reviewer changes nothing); `verify-red` (the red contract verifier) is
+# read-only too, and stricter: a result that changed any file is refused, not discarded
+# (`app.cycle.card_vet`); `propose` writes the plan and nothing else. `red`'s tests are sealed
+# once the red verifier accepts its contract.
 STAGE_POLICY: Final[Mapping[str, StagePolicy]] = {
     "propose": StagePolicy(guarded=True, runs_tests=False, may_add_tests=False, seals=False),
     "apply": StagePolicy(guarded=True, runs_tests=True, may_add_tests=True, seals=False),
     "red": StagePolicy(guarded=True, runs_tests=True, may_add_tests=True, seals=True),
     "fix": StagePolicy(guarded=True, runs_tests=True, may_add_tests=True, seals=False),
     "verify": StagePolicy(guarded=False, runs_tests=False, may_add_tests=False, seals=False),
+    "verify-red": StagePolicy(guarded=False, runs_tests=False, may_add_tests=False, seals=False),
 }
 # Anything else (a batch's `decompose`) touches no code the gate is about.
 UNGUARDED: Final = StagePolicy(guarded=False, runs_tests=False, may_add_tests=False, seals=False)

@@ -14,12 +14,13 @@ findings before anything is sealed; each problem is `contract-incomplete:<row>:<
                     reason other than the finding
     row-dropped     a revision lost a row of the group it revises (row ids are stable)
 
-The sealer (`app.cycle.sealing.judge_red`) turns an accepted red into a `Seal`: which tests
-(files, ids, their rows), at which commit, expected failing, and the fixScope. A seal belongs
-to a group `g<k>` (one per red round); a red-spec revision of group k makes its successor
-`r<n>-g<k>-rev<m>`, and the earlier seal is history. A revision inherits its predecessor's
-fixScope and may only add paths: a narrowed one is refused (`fixScope-narrowed`, the card is
-`failed-seal`).
+The sealer (`app.cycle.sealing.judge_red`) turns an accepted red into a `Seal`, journaled once
+the red contract verifier, an agent of its own, accepts the contract (`app.cycle.red_verifier`):
+which tests (files, ids, their rows), at which commit, expected failing, and the fixScope. A
+seal belongs to a group `g<k>` (one per red round); a red-spec revision of group k makes its
+successor `r<n>-g<k>-rev<m>`, and the earlier seal is history. A revision inherits its
+predecessor's fixScope and may only add paths: a narrowed one is refused (`fixScope-narrowed`,
+the card is `failed-seal`).
 
 The custody check (`custody_problems`) before each step of a run that sealed (a fix and a verify
 above all): every current seal's commit
@@ -52,8 +53,13 @@ AGENT_COMMAND_FILES: Final[tuple[str, ...]] = (
 )
 
 
+def is_agent_command_file(path: str) -> bool:
+    """Whether `path` is a command file pairbot's runtime renders for an agent."""
+    return any(glob_match(p, path) for p in AGENT_COMMAND_FILES)
+
+
 def _pairbots(path: str) -> bool:
-    return path.startswith(".pair/") or any(glob_match(p, path) for p in AGENT_COMMAND_FILES)
+    return path.startswith(".pair/") or is_agent_command_file(path)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ its message; user-facing, it becomes the refusal reason through `UnreadableJUnit
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 from xml.etree.ElementTree import Element, ParseError
@@ -47,6 +47,8 @@ from defusedxml.ElementTree import fromstring
 MAX_JUNIT_BYTES: Final = 64 * 1024 * 1024
 # How many ids a reason names before it says how many more there are.
 NAMED_IDS: Final = 20
+# How much of a failing test's message is kept (the red contract verifier reads it).
+MESSAGE_CHARS: Final = 2000
 
 IterationKind = Literal["apply", "red", "fix"]
 
@@ -68,6 +70,9 @@ class JUnitResult:
     failing: frozenset[str]  # a <failure> or an <error>
     errored: frozenset[str] = frozenset()  # the failing ids with an <error> (could not run)
     skipped: frozenset[str] = frozenset()  # <skipped> (pytest's xfail too), and not failing
+    # A failing id's first <failure>/<error>: its message and text, cut to MESSAGE_CHARS (what
+    # the red contract verifier reads as "the failing output").
+    messages: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> frozenset[str]:
@@ -172,6 +177,7 @@ def parse_junit(xml_bytes: bytes) -> JUnitResult:
     errored: set[str] = set()
     ran: set[str] = set()  # at least one occurrence that was not skipped
     skipped_any: set[str] = set()
+    messages: dict[str, str] = {}
     for element in root.iter():
         if _local(element.tag) != "testcase":
             continue
@@ -183,6 +189,8 @@ def parse_junit(xml_bytes: bytes) -> JUnitResult:
             failing.add(test_id)
             if "error" in children:
                 errored.add(test_id)
+            if test_id not in messages:
+                messages[test_id] = _failure_text(element)
         if "skipped" in children and not children & {"failure", "error"}:
             skipped_any.add(test_id)
         else:
@@ -193,7 +201,18 @@ def parse_junit(xml_bytes: bytes) -> JUnitResult:
         failing=frozenset(failing),
         errored=frozenset(errored),
         skipped=frozenset(skipped_any - ran - failing),
+        messages=messages,
     )
+
+
+def _failure_text(case: Element) -> str:
+    """A failing testcase's first <failure> or <error>: `message`, then its text, cut short."""
+    for child in case:
+        if _local(child.tag) in ("failure", "error"):
+            parts = [child.get("message") or "", (child.text or "").strip()]
+            text = "\n".join(part for part in parts if part)
+            return text[:MESSAGE_CHARS]
+    return ""  # pragma: no cover - only called for a case that has one
 
 
 def read_run(data: bytes | None, path: str | None, cause: str | None = None) -> TestRun:
