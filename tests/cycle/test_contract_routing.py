@@ -136,6 +136,9 @@ def test_a_question_waits_for_an_answer_that_the_next_review_reads(tmp_path: Pat
     assert steps[-1].status == "needs-input"
     assert "which database should it use?" in (steps[-1].result.message or "")
     assert project.labels(project.card) == ["pr-state:needs-input"]
+    # What the card shows next is the review the answer re-runs, never the finding's red.
+    assert steps[-1].explanation is not None and steps[-1].explanation.next == "verify"
+    assert "**Next step:** verify" in _tracking(project)
     answered = project.command("answer use sqlite")
     assert answered.result.transition == "verify"
     review = [c for c in agent_calls(project) if c["transition"] == "verify"][-1]
@@ -163,11 +166,18 @@ def test_a_finding_handed_to_a_person_is_the_reviews_escalate(tmp_path: Path) ->
     assert "`r1-1`" in escalations[0]
     explanation = steps[-1].explanation
     assert explanation is not None and "review handed a decision" in explanation.why
+    assert explanation.next == "verify"  # the review that reads the person's word, not red
+    assert "**Next step:** red" not in _tracking(project)
     assert project.step().status == "escalate"  # nothing runs until a person's word
     retried = project.command("retry")
     assert retried.result.transition == "verify"
     assert project.until_quiet()[-1].status == "ready-for-merge"
     assert project.cycle_events("sealed") == []
+
+
+def _tracking(project: CardProject) -> str:
+    (body,) = [c["body"] for c in project.comments(project.card) if "pair:tracking" in c["body"]]
+    return str(body)
 
 
 def agent_calls(project: CardProject) -> list[dict[str, Any]]:

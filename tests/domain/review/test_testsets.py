@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from app.domain.review.testsets import (
     MAX_JUNIT_BYTES,
+    MESSAGE_CHARS,
     IterationVerdict,
     JUnitError,
     JUnitResult,
@@ -469,3 +470,17 @@ def test_apply_and_fix_accept_exactly_when_nothing_newly_fails_and_sealed_pass(
     for verdict in (apply, fix, red):
         assert isinstance(verdict, IterationVerdict)
         assert verdict.checked
+
+
+def test_a_failing_tests_message_is_kept_for_the_red_verifier_and_cut_short() -> None:
+    long = "x" * (MESSAGE_CHARS + 50)
+    xml = (
+        '<testsuite><testcase classname="t" name="a"><failure message="assert 1 == 2">'
+        "trace</failure></testcase>"
+        f'<testcase classname="t" name="b"><error message="{long}"/></testcase>'
+        '<testcase classname="t" name="c"/></testsuite>'
+    )
+    result = parse_junit(xml.encode())
+    assert result.messages["t::a"] == "assert 1 == 2\ntrace"
+    assert len(result.messages["t::b"]) == MESSAGE_CHARS
+    assert "t::c" not in result.messages  # a passing test has none
