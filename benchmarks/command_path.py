@@ -77,11 +77,11 @@ from benchmarks.command_replicas import (
 )
 from benchmarks.command_servers import SECRET, new_key
 from benchmarks.edge_targets import Database
+from benchmarks.load_client import tree_cpu_seconds
 from benchmarks.webhook_load import (
     _OPEN,
     Measured,
     _jobs,
-    cpu_seconds,
     fixed_rate,
     max_rate,
     wait_ready,
@@ -218,22 +218,26 @@ def settle(server: Server, timeout_s: float = 300.0) -> None:
 
 async def measure(server: Server, forge: Server, requests: list[bytes]) -> Run:
     before = fetch_stats(forge.port)["requests"]
-    cpu = cpu_seconds(server.process.pid)
+    cpu = tree_cpu_seconds(server.process.pid)  # the edge's process and the worker's
     measured = await max_rate(server.port, requests, 16)
     await asyncio.to_thread(settle, server)
-    cpu = cpu_seconds(server.process.pid) - cpu
+    cpu = tree_cpu_seconds(server.process.pid) - cpu
     after = fetch_stats(forge.port)["requests"]
     return Run(measured, cpu, after - before)
 
 
 @dataclass(frozen=True)
 class Figures:
-    """One run's figures and their ratios to the floor measured in the same run."""
+    """One run's figures and their ratios to the floor measured in the same run: the App as
+    `pairbot serve` runs it (`app_*`: the worker in a process of its own, unless `--worker
+    inline` alone), and, beside it, the App with its worker inline (`inline_*`)."""
 
     floor_non: Run
     app_non: Run
     floor_cmd: Run
     app_cmd: Run
+    inline_non: Run | None = None
+    inline_cmd: Run | None = None
 
     @property
     def cpu_ratio(self) -> float:
@@ -247,18 +251,32 @@ class Figures:
     def non_command_ratio(self) -> float:
         return self.app_non.measured.throughput / self.floor_non.measured.throughput
 
+    def apps(self) -> list[tuple[str, Run, Run]]:
+        """(label, non-command run, command run) of each App measured."""
+        apps = [("app", self.app_non, self.app_cmd)]
+        if self.inline_non is not None and self.inline_cmd is not None:
+            apps.append(("inline", self.inline_non, self.inline_cmd))
+        return apps
+
 
 async def one_run(
-    floor: Server, app: Server, forge: Server, deliveries: Deliveries, n: int
+    floor: Server, apps: Sequence[Server], forge: Server, deliveries: Deliveries, n: int
 ) -> Figures:
     runs: dict[str, Run] = {}
     for command in (False, True):
-        for server in (floor, app):
+        for server in (floor, *apps):
             built, _ = deliveries.build(n, server.port, command=command)
             runs[f"{server.name}-{'cmd' if command else 'non'}"] = await measure(
                 server, forge, built
             )
-    return Figures(runs["floor-non"], runs["app-non"], runs["floor-cmd"], runs["app-cmd"])
+    return Figures(
+        runs["floor-non"],
+        runs["app-non"],
+        runs["floor-cmd"],
+        runs["app-cmd"],
+        runs.get("inline-non"),
+        runs.get("inline-cmd"),
+    )
 
 
 def format_figures(figures: Figures, index: int) -> str:
@@ -274,30 +292,37 @@ def format_figures(figures: Figures, index: int) -> str:
     def requests(run: Run) -> float:
         return run.per_delivery
 
-    rows: list[tuple[str, Run, Run, Callable[[Run], float], str]] = [
-        ("non-command: answers/s", figures.floor_non, figures.app_non, throughput, "{:>10.0f}"),
-        ("non-command: p99 ms", figures.floor_non, figures.app_non, p99, "{:>10.2f}"),
-        ("command: answers/s", figures.floor_cmd, figures.app_cmd, throughput, "{:>10.0f}"),
-        ("command: p99 ms", figures.floor_cmd, figures.app_cmd, p99, "{:>10.2f}"),
-        ("command: CPU us, answered+run", figures.floor_cmd, figures.app_cmd, cpu, "{:>10.0f}"),
-        ("command: forge requests each", figures.floor_cmd, figures.app_cmd, requests, "{:>10.2f}"),
+    apps = figures.apps()
+    rows: list[tuple[str, bool, Callable[[Run], float], str]] = [
+        ("non-command: answers/s", False, throughput, "{:>10.0f}"),
+        ("non-command: p99 ms", False, p99, "{:>10.2f}"),
+        ("command: answers/s", True, throughput, "{:>10.0f}"),
+        ("command: p99 ms", True, p99, "{:>10.2f}"),
+        ("command: CPU us, answered+run", True, cpu, "{:>10.0f}"),
+        ("command: forge requests each", True, requests, "{:>10.2f}"),
     ]
-    lines = [f"run {index}:", f"{'':<32}{'floor':>10}{'app':>10}{'app/floor':>10}"]
-    for label, left, right, value, fmt in rows:
-        a, b = value(left), value(right)
-        ratio = f"{b / a:>10.2f}" if a else f"{'':>10}"
-        lines.append(f"{label:<32}{fmt.format(a)}{fmt.format(b)}{ratio}")
-    lines += [
-        f"  CPU per command / floor's: {figures.cpu_ratio:.2f} (target <= {GOAL_CPU})",
-        f"  command p99 / edge floor's (non-command) p99: {figures.p99_ratio:.2f} "
-        f"(target <= {GOAL_P99})",
-        f"  non-command throughput / floor's: {figures.non_command_ratio:.2f} "
-        f"(target >= {GOAL_NON_COMMAND})",
-        tail_line(figures),
-    ]
-    failures = figures.app_cmd.measured.failures + figures.app_non.measured.failures
-    if failures:
-        lines.append(f"  non-2xx answers from the App: {failures}")
+    head = "".join(f"{name:>10}{name + '/fl':>10}" for name, _, _ in apps)
+    lines = [f"run {index}:", f"{'':<32}{'floor':>10}{head}"]
+    for label, command, value, fmt in rows:
+        floor = value(figures.floor_cmd if command else figures.floor_non)
+        cells = ""
+        for _, non, cmd in apps:
+            mine = value(cmd if command else non)
+            cells += fmt.format(mine) + (f"{mine / floor:>10.2f}" if floor else f"{'':>10}")
+        lines.append(f"{label:<32}{fmt.format(floor)}{cells}")
+    for name, non, cmd in apps:
+        view = Figures(figures.floor_non, non, figures.floor_cmd, cmd)
+        lines += [
+            f"  {name}: CPU per command / floor's: {view.cpu_ratio:.2f} (target <= {GOAL_CPU})",
+            f"  {name}: command p99 / edge floor's (non-command) p99: {view.p99_ratio:.2f} "
+            f"(target <= {GOAL_P99})",
+            f"  {name}: non-command throughput / floor's: {view.non_command_ratio:.2f} "
+            f"(target >= {GOAL_NON_COMMAND})",
+            f"  {name}:" + tail_line(view)[1:],
+        ]
+        failures = cmd.measured.failures + non.measured.failures
+        if failures:
+            lines.append(f"  {name}: non-2xx answers: {failures}")
     return "\n".join(lines)
 
 
@@ -353,16 +378,25 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
         await wait_ready(forge.port)
         deliveries = Deliveries(forge.port)
         url = ("--forge", str(forge.port))
-        with (
-            start("floor", workdir, *url, *common) as floor,
-            start("app", workdir, *url, *common, *_app_args(workdir, args)) as app,
-        ):
-            for server in (floor, app):
+        with contextlib.ExitStack() as stack:
+            floor = stack.enter_context(start("floor", workdir, *url, *common))
+            apps = [
+                stack.enter_context(
+                    start("app", workdir, *url, *common, *_app_args(workdir, args, worker))
+                )
+                for worker in _workers(args.worker)
+            ]
+            if len(apps) == 2:
+                apps[1].name = "inline"
+            for server in (floor, *apps):
                 await wait_ready(server.port)
                 warm_up, _ = deliveries.build(50, server.port, command=True)
                 await measure(server, forge, warm_up)
             for index in range(1, args.runs + 1):
-                figures = await one_run(floor, app, forge, deliveries, args.requests)
+                # Which App goes first alternates from run to run: neither always follows the
+                # floor on a machine that the previous run left warm.
+                order = apps if index % 2 else apps[::-1]
+                figures = await one_run(floor, order, forge, deliveries, args.requests)
                 results.append(figures)
                 out(format_figures(figures, index))
         if args.burst_seconds > 0:
@@ -438,10 +472,15 @@ def _run(main: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(main)
 
 
-def _app_args(workdir: Path, args: argparse.Namespace) -> list[str]:
-    app = ["--store", str(workdir / "app.sqlite3")]
+def _workers(choice: str) -> list[str]:
+    """The Apps measured beside the floor: `own` first (the one `app_*` figures are of)."""
+    return ["own", "inline"] if choice == "both" else [choice]
+
+
+def _app_args(workdir: Path, args: argparse.Namespace, worker: str) -> list[str]:
+    app = ["--store", str(workdir / f"app-{worker}.sqlite3"), "--worker", worker]
     if args.profile is not None:
-        app += ["--profile", str(args.profile.resolve() / "app.prof")]
+        app += ["--profile", str(args.profile.resolve() / f"app-{worker}.prof")]
     if args.no_gc:
         app.append("--no-gc")
     return app
@@ -455,6 +494,12 @@ def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures] | list[Com
     parser.add_argument("--burst-seconds", type=float, default=2.0, help="0: no burst")
     parser.add_argument("--profile", type=Path, help="a directory: the App's cProfile there")
     parser.add_argument("--no-gc", action="store_true", help="the App's cyclic GC off")
+    parser.add_argument(
+        "--worker",
+        choices=("both", "own", "inline"),
+        default="both",
+        help="the worker in a process of its own, inline, or both side by side (default)",
+    )
     parser.add_argument("--replicas", action="store_true", help="2 PostgreSQL replicas vs SQLite")
     parser.add_argument("--postgres", help="an admin URL (default: PAIR_TEST_POSTGRES_URL)")
     parser.add_argument("--rate", type=float, default=100.0, help="--replicas: 0 for none")

@@ -34,7 +34,8 @@ import psycopg
 
 from benchmarks.answering_forge import fetch_stats
 from benchmarks.edge_targets import CpuMeter, Database, sqlite_open_jobs
-from benchmarks.webhook_load import Measured, cpu_seconds, fixed_rate, max_rate
+from benchmarks.load_client import tree_cpu_seconds
+from benchmarks.webhook_load import Measured, fixed_rate, max_rate
 
 GOAL_REPLICAS = 1.25
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
@@ -99,7 +100,7 @@ async def measure_side(  # noqa: PLR0917 - one call site per side, every argumen
     database: Watch | None = None,
 ) -> Side:
     before = fetch_stats(forge_port)["requests"]
-    app = {pid: cpu_seconds(pid) for pid in pids}
+    app = {pid: tree_cpu_seconds(pid) for pid in pids}  # edge + worker process
     backends = CpuMeter(database.backends) if database is not None else None
     commits = transactions(database.database) if database is not None else 0
     if rate is None:
@@ -107,7 +108,7 @@ async def measure_side(  # noqa: PLR0917 - one call site per side, every argumen
     else:
         measured = await fixed_rate(list(ports), requests, rate, CONNECTIONS)
     await settle(open_jobs)
-    app_cpu = sum(cpu_seconds(pid) - start for pid, start in app.items())
+    app_cpu = sum(tree_cpu_seconds(pid) - start for pid, start in app.items())
     after = fetch_stats(forge_port)["requests"]
     used = backends.used() if backends else 0.0
     commits = transactions(database.database) - commits if database is not None else 0

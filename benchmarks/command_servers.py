@@ -3,6 +3,7 @@
     python -m benchmarks.command_servers --serve floor --fd N --forge PORT --key app.pem
     python -m benchmarks.command_servers --serve app --fd N --forge PORT --key app.pem
                                          --store app.sqlite3 [--spacing 1] [--profile out.prof]
+                                         [--worker own|inline]
                                          [--store-url postgresql://…]  (a replica on PostgreSQL)
 
 floor  webhook_load.py's edge floor (read, verify, parse, 202), then for a `/pair` command the
@@ -10,7 +11,8 @@ floor  webhook_load.py's edge floor (read, verify, parse, 202), then for a `/pai
        the installation token minted once at start); `GET /_pending` says how many commands'
        calls are still under way
 app    `create_app` with the production `GitHubForges` against the forge, as `pairbot serve`
-       configures uvicorn; `--spacing` is the write spacing (0 unless given)
+       configures uvicorn; `--spacing` is the write spacing (0 unless given); `--worker` where
+       the worker runs: a process of its own (`own`, as `pairbot serve` by default) or this one
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import gc
 import json
 import logging
@@ -178,12 +181,19 @@ class CommandFloor:
         sent.raise_for_status()
 
 
-def app_server(
-    forge_url: str, private_key: str, store: Path, spacing_s: float, store_url: str | None = None
+def app_server(  # noqa: PLR0917 - the child's command line, every argument named there
+    forge_url: str,
+    private_key: str,
+    store: Path,
+    spacing_s: float,
+    store_url: str | None = None,
+    worker: str = "own",
 ) -> Any:
+    """`create_app` as `pairbot serve` builds it: with `worker="own"`, the worker in a process
+    of its own (app.web.worker_process), its forges built there the same way."""
     from app.web.app import create_app  # noqa: PLC0415  # the App's stack, in its child only
-    from app.web.forge import GitHubForges  # noqa: PLC0415
     from app.web.settings import AppSettings  # noqa: PLC0415
+    from app.web.worker_process import WorkerProcess, WorkerRecipe  # noqa: PLC0415
 
     settings = AppSettings(
         root=store.parent,
@@ -195,13 +205,34 @@ def app_server(
         private_key=SecretStr(private_key),
         github_api_url=forge_url,
     )
-    forges = GitHubForges(
+    process = None
+    if worker == "own":
+        # By its module's name: this one runs as __main__, which the worker's process is not.
+        from benchmarks.command_servers import worker_parts  # noqa: PLC0415
+
+        parts = functools.partial(worker_parts, forge_url, private_key, spacing_s)
+        process = WorkerProcess(WorkerRecipe(settings, parts))
+    return create_app(
+        settings, github=app_forges(forge_url, private_key, spacing_s), worker_process=process
+    )
+
+
+def app_forges(forge_url: str, private_key: str, spacing_s: float) -> Any:
+    from app.web.forge import GitHubForges  # noqa: PLC0415  # the App's stack, in its child only
+
+    return GitHubForges(
         app_id=APP_ID,
         private_key=private_key,
         base_url=forge_url,
         host_options={"write_spacing_s": spacing_s},
     )
-    return create_app(settings, github=forges)
+
+
+def worker_parts(forge_url: str, private_key: str, spacing_s: float, *_: Any) -> Any:
+    """In the worker's process: its forges, as the edge's (`app_forges`)."""
+    from app.web.worker_process import WorkerParts  # noqa: PLC0415
+
+    return WorkerParts(github=app_forges(forge_url, private_key, spacing_s))
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -219,7 +250,7 @@ def serve(args: argparse.Namespace) -> None:
     if args.serve == "floor":
         app: Any = CommandFloor(forge_url, key)
     else:
-        app = app_server(forge_url, key, args.store, args.spacing, args.store_url)
+        app = app_server(forge_url, key, args.store, args.spacing, args.store_url, args.worker)
     _, loop = server_options()
     server = uvicorn.Server(server_config(app, EdgeLimits(), loop=loop))
     settle_gc()
@@ -243,6 +274,9 @@ def _cli(argv: Sequence[str]) -> None:
     parser.add_argument("--store", type=Path)
     parser.add_argument("--spacing", type=float, default=0.0)
     parser.add_argument("--store-url", help="a PostgreSQL store (replicas share it)")
+    parser.add_argument(
+        "--worker", choices=("own", "inline"), default="own", help="the worker's process"
+    )
     parser.add_argument("--no-gc", action="store_true", help="the cyclic collector off")
     parser.add_argument("--profile", type=Path)
     serve(parser.parse_args(argv))

@@ -27,6 +27,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid`'s children, theirs, and so on (from /proc; none without it)."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *descendants(child)]
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of `pid` and of its live descendants: a served App is its edge's process and
+    its worker's (app.web.worker_process)."""
+    return sum(cpu_seconds(each) for each in (pid, *descendants(pid)))
+
+
 class Connection:
     """One keep-alive HTTP/1.1 connection: send a request, read one response."""
 
