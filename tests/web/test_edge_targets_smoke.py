@@ -1,4 +1,4 @@
-"""The edge-targets benchmark still runs: a tiny size, the forge answering, only its lines checked."""
+"""The edge-targets benchmark still runs: a tiny size, the forge answering, its lines checked."""
 
 from __future__ import annotations
 
