@@ -79,14 +79,12 @@ class Service:
             if settings.ado_secret_header is not None
             else None
         )
-        # The worker's jobs share the edge's loop. On their own loop in a thread (`own_loop`)
-        # they cost more, measured with benchmarks/command_path.py: CPU per command 1.88-1.96x
-        # the floor instead of 1.56-1.65x, command p99 at saturation 4-18x the edge floor's
-        # instead of 2-11x. The jobs' work is Python (httpx, githubkit, JSON) under the GIL:
-        # a second thread only interleaves with the edge, and every store call crosses back.
-        # A stalled call never holds the edge up either way: it awaits (test_worker_stall.py).
-        # With `worker_process`, the jobs run in a process of its own (app.web.worker_process):
-        # this one only wakes it.
+        # With `worker_process` (`pairbot serve`'s default) the jobs run in a process of their
+        # own (app.web.worker_process) and this one only wakes it: measured with
+        # benchmarks/command_path.py, the App then answers commands at about 1.5x the rate it
+        # does with the jobs on this loop (docs/app.md, the command path). Without it, they
+        # share the edge's loop; on their own loop in a thread (`own_loop`) they cost more
+        # still: their work is Python (httpx, githubkit, JSON) under the one GIL.
         self.worker: Worker | WorkerProcess
         if worker_process is None:
             self.worker = Worker(

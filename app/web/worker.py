@@ -13,8 +13,9 @@ A poll every `poll_s` catches jobs whose retry time has come. With a store share
 (PostgreSQL), a replica whose slots are all taken when a job is queued announces it, and the
 others' workers wake at once (LISTEN/NOTIFY) instead of at their next poll.
 
-With `own_loop=True` (an option: the App keeps its jobs on the edge's loop, for the reason measured
-in app.web.service), the claims and the jobs run on the worker's own event loop,
+`pairbot serve` runs this worker in a process of its own (app.web.worker_process: there it is
+the process's one loop). With `own_loop=True` (an option, measured worse than both in
+app.web.service: one GIL), the claims and the jobs run on the worker's own event loop,
 in a thread of its own (`WorkerLoop`): a job's HTTP calls, its JSON and githubkit's models
 never run between the edge's requests, so the edge's loop only parses, verifies, stores and
 wakes. The store stays on the loop that opened it: every store call the worker and its jobs
