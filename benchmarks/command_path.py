@@ -15,14 +15,19 @@ uvloop, access log off):
            by one bare `httpx.AsyncClient` with keep-alive (at most 4 at a time, as the
            App's worker): the permission (cached a minute, as the App caches it), the 👀,
            the tracking comment (read, then written when it changed), the repository_dispatch
-    app    `create_app` as `pairbot serve` builds it: SQLite store, the worker in the same
-           process, the production `GitHubForges` (the App's JWT, its installation token),
-           writes unspaced here (the burst below measures the production spacing)
+    app    `create_app` as `pairbot serve` builds it: SQLite store, the worker in a process of
+           its own (app.web.worker_process), the production `GitHubForges` (the App's JWT,
+           its installation token), writes unspaced here (the burst below measures the
+           production spacing)
+    inline the same App with its worker in the edge's process (PAIR_WORKER_PROCESS=inline),
+           beside it in every run (`--worker own|inline` measures one of them alone)
 
 Each run sends `--requests` distinct signed deliveries at 16 connections to the floor, then to
-the App: first comments that ask for nothing (*non-command*), then `/pair status` commands
-(*command*). CPU is each server's (every thread, from /proc) from the first delivery until its
-last API call was answered (the App's jobs done, the floor's calls finished); it prints CPU
+each App (which App goes first alternates from run to run): first comments that ask for
+nothing (*non-command*), then `/pair status` commands (*command*). CPU is each server's
+(every thread of its processes — the App's edge and its worker's — from /proc) from the first
+delivery until its last API call was answered (the App's jobs done, the floor's calls
+finished); it prints CPU
 per command, answers per second, p99 at saturation and the ratios to the floor, with the
 forge's requests per command for both, so the two are seen to make the same calls.
 Targets (issue #29): CPU per command <= 2x the floor's; command p99 <= 2x the edge floor's

@@ -38,6 +38,10 @@ from app.web.worker_process import READY, WorkerParts, WorkerRecipe
 log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# The worker's process yields the CPU to the edge's: on a busy machine the kernel runs the
+# process answering a delivery first, and the jobs (whose answers nobody waits on) take the
+# rest. Inherited by what a job starts (an agent's step, its tests).
+NICENESS = 5
 
 
 def die_with_parent(parent: int) -> None:
@@ -105,6 +109,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--parent", type=int, required=True)
     args = parser.parse_args(list(argv))
     die_with_parent(args.parent)
+    os.nice(NICENESS)
     recipe = pickle.load(sys.stdin.buffer)  # noqa: S301 - written by our parent, over a pipe
     if not isinstance(recipe, WorkerRecipe):
         raise SystemExit("pairbot worker: stdin did not hold a WorkerRecipe")
