@@ -148,8 +148,10 @@ class Store(Protocol):
         source: str = "github",
         status: str | None = None,
         installation: InstallationChange | None = None,
-    ) -> bool:
-        """Record the delivery and queue its jobs in one transaction; False if already seen."""
+    ) -> int | None:
+        """Record the delivery and queue its jobs in one transaction: how many of its jobs were
+        queued (fewer than asked when a job's `dedupe_key` exists: another delivery of the same
+        comment queued it first), None when the delivery id was seen before."""
         ...
 
     async def claim(self, limit: int, now: float) -> list[JobRecord]:

@@ -38,8 +38,10 @@ The GitHub edge, in this order, and thin:
     → a delivery that queues no job and changes no installation: 2xx, nothing written (its
       redelivery would queue nothing either)
     → record the delivery id and queue its jobs in ONE transaction (Store.enqueue_delivery):
-      a delivery seen before is a 2xx that does nothing; a crash before the commit loses
-      nothing, because the redelivery then finds no record
+      a delivery seen before is a 2xx "duplicate" that does nothing, and so is one whose every
+      job was already queued (its key exists: another delivery of the same comment queued it
+      first); a crash before the commit loses nothing, because the redelivery then finds no
+      record
     → 2xx at once; the worker (app.web.worker) runs the jobs out of band.
 
 None of 401, 408, 413, 415, 400 or 503 writes anything. A signed delivery that is not for
@@ -330,7 +332,7 @@ class WebhookEdges:
         if not routed.jobs and routed.installation is None:
             return self._ignored(source, name, delivery, routed.reason)
         try:
-            fresh = await self.service.store.enqueue_delivery(
+            queued_jobs = await self.service.store.enqueue_delivery(
                 delivery,
                 event,
                 action,
@@ -346,14 +348,17 @@ class WebhookEdges:
             )
             return reply(503, "unavailable", reason="the store is unavailable; redeliver later")
         self.service.recent.remember(source, delivery)
-        if not fresh:
+        if queued_jobs is None:
             log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="store"))
+            return DUPLICATE
+        if routed.jobs and not queued_jobs:  # every job's key exists: nothing new to run
+            log.info("delivery %s", _line(source, name, delivery, "duplicate", seen="job"))
             return DUPLICATE
         if routed.jobs:
             self.service.worker.wake()
             # DEBUG: the worker logs the delivery's one INFO line when its job ends.
-            log.debug("delivery %s", _line(source, name, delivery, "queued", jobs=len(routed.jobs)))
-            return queued(len(routed.jobs))
+            log.debug("delivery %s", _line(source, name, delivery, "queued", jobs=queued_jobs))
+            return queued(queued_jobs)
         log.info("delivery %s", _line(source, name, delivery, "recorded", reason=routed.reason))
         return ignored(routed.reason)
 

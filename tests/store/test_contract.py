@@ -60,21 +60,21 @@ def test_a_delivery_is_seen_once_across_restarts_and_its_jobs_queued_once(
 ) -> None:
     record = CommandRecord("implement", {"until": "merged"}, "1", "octocat", "77", "https://x/77")
 
-    async def first(store: Store) -> tuple[bool, bool]:
+    async def first(store: Store) -> tuple[int | None, int | None]:
         fresh = await store.enqueue_delivery(
             "d-1", "issue_comment", "created", [job(1, command=record)]
         )
         again = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
         return fresh, again
 
-    assert run(make_store(), first) == (True, False)
+    assert run(make_store(), first) == (1, None)  # None: the delivery was seen before
 
-    async def later(store: Store) -> tuple[bool, int, str | None, dict[str, Any]]:
+    async def later(store: Store) -> tuple[int | None, int, str | None, dict[str, Any]]:
         again = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
         jobs = await store.jobs()
         return again, len(jobs), jobs[0].verb, dict(jobs[0].request)
 
-    assert run(make_store(), later) == (False, 1, "implement", {"card": 1})
+    assert run(make_store(), later) == (None, 1, "implement", {"card": 1})
 
 
 def test_a_failed_transaction_records_neither_the_delivery_nor_a_job(
@@ -82,7 +82,7 @@ def test_a_failed_transaction_records_neither_the_delivery_nor_a_job(
 ) -> None:
     bad = job(2, request={"not json": object()})
 
-    async def body(store: Store) -> tuple[int, int, bool]:
+    async def body(store: Store) -> tuple[int, int, int | None]:
         with pytest.raises(TypeError):
             await store.enqueue_delivery("d-2", "issue_comment", "created", [job(1), bad])
         counts = await store.counts()
@@ -91,30 +91,30 @@ def test_a_failed_transaction_records_neither_the_delivery_nor_a_job(
         fresh = await store.enqueue_delivery("d-2", "issue_comment", "created", [job(1)])
         return counts["queued"], len(deliveries), fresh
 
-    assert run(make_store(), body) == (0, 0, True)
+    assert run(make_store(), body) == (0, 0, 1)
 
 
 def test_two_deliveries_of_one_comment_queue_one_job(make_store: StoreFactory) -> None:
-    async def body(store: Store) -> tuple[bool, bool, list[str], int]:
+    async def body(store: Store) -> tuple[int | None, int | None, list[str], int]:
         one = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(5)])
         two = await store.enqueue_delivery("d-2", "issue_comment", "created", [job(5)])
         statuses = [d.status for d in sorted(await store.deliveries(), key=lambda d: d.id)]
         return one, two, statuses, len(await store.jobs())
 
     one, two, statuses, count = run(make_store(), body)
-    assert (one, two, count) == (True, True, 1)
+    assert (one, two, count) == (1, 0, 1)  # the second was recorded; its job existed
     assert statuses[0].startswith("queued") and statuses[1].startswith("already-queued")
 
 
 def test_racing_stores_record_a_delivery_id_exactly_once(make_store: StoreFactory) -> None:
     """Four stores on one database, as four replicas (or processes) would be."""
 
-    async def body() -> list[bool]:
+    async def body() -> list[int | None]:
         stores = [make_store() for _ in range(4)]
         for store in stores:
             await store.open()
         try:
-            results: list[bool] = []
+            results: list[int | None] = []
             for round_ in range(25):
                 results += await asyncio.gather(
                     *(
@@ -128,7 +128,7 @@ def test_racing_stores_record_a_delivery_id_exactly_once(make_store: StoreFactor
                 await store.close()
 
     results = asyncio.run(asyncio.wait_for(body(), 60))
-    assert results.count(True) == 25
+    assert (results.count(1), results.count(None)) == (25, 75)
     assert run(make_store(), lambda s: s.counts())["queued"] == 25
 
 
@@ -249,8 +249,11 @@ def test_installations_follow_their_events(make_store: StoreFactory) -> None:
             InstallationChange(2, deleted=True),
         ]
         for number, change in enumerate(changes):
-            assert await store.enqueue_delivery(
-                f"i-{number}", "installation", None, [], installation=change
+            assert (
+                await store.enqueue_delivery(
+                    f"i-{number}", "installation", None, [], installation=change
+                )
+                == 0  # recorded (not None), no job
             )
             seen.append(
                 [(i.id, i.account, i.repos, i.suspended) for i in await store.installations()]
@@ -282,7 +285,7 @@ def test_old_deliveries_are_pruned_and_then_no_longer_recognised(
 ) -> None:
     clock = Clock(100.0)
 
-    async def body(store: Store) -> tuple[int, bool, int, list[str]]:
+    async def body(store: Store) -> tuple[int, int | None, int, list[str]]:
         await store.enqueue_delivery("old", "ping", None, [], status="ping")
         clock.now = 500.0
         await store.enqueue_delivery("new", "ping", None, [])
@@ -291,7 +294,7 @@ def test_old_deliveries_are_pruned_and_then_no_longer_recognised(
         again = await store.enqueue_delivery("old", "ping", None, [])
         return pruned, again, len(await store.deliveries()), shown
 
-    assert run(make_store(clock=clock), body) == (1, True, 2, ["ignored", "ignored: ping"])
+    assert run(make_store(clock=clock), body) == (1, 0, 2, ["ignored", "ignored: ping"])
 
 
 def test_using_a_store_that_is_not_open_is_a_clear_error(make_store: StoreFactory) -> None:
@@ -380,7 +383,9 @@ def test_a_delivery_of_several_jobs_queues_each_with_its_command(
     implement = CommandRecord("implement", {}, "1", "octocat", "71")
     status = CommandRecord("status", {}, "1", "octocat", "72")
 
-    async def body(store: Store) -> tuple[bool, list[tuple[int, str | None]], int, bool]:
+    async def body(
+        store: Store,
+    ) -> tuple[int | None, list[tuple[int, str | None]], int, int | None]:
         fresh = await store.enqueue_delivery(
             "d-1",
             "issue_comment",
@@ -393,28 +398,28 @@ def test_a_delivery_of_several_jobs_queues_each_with_its_command(
         return fresh, queued, delivery.jobs, again
 
     assert run(make_store(), body) == (
-        True,
+        3,
         [(1, "implement"), (2, None), (3, "status")],
         3,
-        False,
+        None,
     )
 
 
 def test_one_comment_twice_in_a_delivery_queues_one_job(make_store: StoreFactory) -> None:
-    async def body(store: Store) -> tuple[bool, int, int]:
+    async def body(store: Store) -> tuple[int | None, int, int]:
         fresh = await store.enqueue_delivery(
             "d-1", "issue_comment", "created", [job(1), job(1, request={"card": 2})]
         )
         (delivery,) = await store.deliveries()
         return fresh, len(await store.jobs()), delivery.jobs
 
-    assert run(make_store(), body) == (True, 1, 1)
+    assert run(make_store(), body) == (1, 1, 1)
 
 
 def test_a_job_the_database_refuses_records_neither_the_delivery_nor_its_other_jobs(
     make_store: StoreFactory,
 ) -> None:
-    async def body(store: Store) -> tuple[int, int, bool]:
+    async def body(store: Store) -> tuple[int, int, int | None]:
         with pytest.raises(Exception, match=r"(?i)check"):
             await store.enqueue_delivery(
                 "d-1", "issue_comment", "created", [job(1), job(2, kind="not-a-kind")]
@@ -424,7 +429,7 @@ def test_a_job_the_database_refuses_records_neither_the_delivery_nor_its_other_j
         fresh = await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
         return sum(counts.values()), len(deliveries), fresh
 
-    assert run(make_store(), body) == (0, 0, True)
+    assert run(make_store(), body) == (0, 0, 1)
 
 
 def test_deliveries_written_together_each_keep_their_own_outcome(
@@ -449,7 +454,7 @@ def test_deliveries_written_together_each_keep_their_own_outcome(
             ),
         ]
         outcomes = await asyncio.gather(*calls, return_exceptions=True)
-        answers = [o if isinstance(o, bool) else "error" for o in outcomes]
+        answers = ["error" if isinstance(o, BaseException) else o for o in outcomes]
         queued = sorted((j.number, j.verb) for j in await store.jobs())
         statuses = sorted(
             f"{d.id} {d.status.split(':')[0]} {d.jobs}"
@@ -459,7 +464,9 @@ def test_deliveries_written_together_each_keep_their_own_outcome(
         return answers, queued, statuses
 
     answers, queued, statuses = run(make_store(), body)
-    assert answers == [True] * 8 + [False, True, True, "error"]
+    # None: the id was seen; d-20 and d-21 race for comment 20, one queues it (1), one not (0).
+    assert answers[:9] == [1] * 8 + [None] and answers[11] == "error"
+    assert sorted(answers[9:11]) == [0, 1]
     assert queued == [(n, None) for n in range(1, 9)] + [(20, "status")]
     # Which of the two deliveries of comment 20 came first is the race's; one queued it.
     assert sorted(s.split(" ", 1)[1] for s in statuses) == ["already-queued 0", "queued 1"]

@@ -142,6 +142,26 @@ def test_without_the_memory_the_store_still_refuses_a_command_delivered_twice(
     assert len(fake.dispatches) == 1
 
 
+def test_a_second_delivery_of_a_queued_comment_is_answered_duplicate_not_queued(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    """Another delivery id for the same comment (a second webhook on the repository, say): its
+    job's key exists, nothing new is queued, so the answer says "duplicate", not 202 "queued"."""
+    payload = command(fake)
+    running, store = serve_counted(fake, tmp_path)
+    with running as app:
+        first = app.deliver("issue_comment", payload, delivery=str(uuid.uuid4()))
+        assert (first.status_code, first.json()) == (202, {"status": "queued", "jobs": 1})
+        second = app.deliver("issue_comment", payload, delivery=str(uuid.uuid4()))
+        assert (second.status_code, second.json()) == (200, {"status": "duplicate"})
+        assert edge_calls(store) == 2  # the store was asked: the key is its to know
+        app.wait_idle()
+        statuses = sorted(d.status.split(":")[0] for d in app.run(store.inner.deliveries()))
+        assert statuses == ["already-queued", "queued"]
+        assert len(app.run(store.inner.jobs())) == 1
+    assert len(fake.dispatches) == 1
+
+
 def test_a_delivery_the_store_could_not_record_is_not_remembered(
     fake: AppGitHub, tmp_path: Path
 ) -> None:

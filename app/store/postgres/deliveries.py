@@ -119,9 +119,9 @@ async def enqueue_in_transaction(
     jobs: Sequence[NewJob],
     requests: Sequence[str],
     installation: InstallationChange | None,
-) -> bool:
+) -> int | None:
     """The general path: one delivery, its jobs one by one and its installation change, in one
-    transaction; False when the delivery was seen before."""
+    transaction; how many of its jobs were queued, None when the delivery was seen before."""
     source, delivery_id, now = delivery[0], delivery[1], delivery[-1]
     async with conn.transaction():
         inserted = await conn.execute(
@@ -130,7 +130,7 @@ async def enqueue_in_transaction(
             delivery,
         )
         if not inserted.rowcount:
-            return False  # seen before, by this replica or another: nothing is written
+            return None  # seen before, by this replica or another: nothing is written
         queued = 0
         for job, request in zip(jobs, requests, strict=True):
             queued += await insert_job(conn, delivery_id, job, request, now)
@@ -141,7 +141,7 @@ async def enqueue_in_transaction(
             )
         if installation is not None:
             await apply_installation(conn, installation, now)
-        return True
+        return queued
 
 
 async def insert_job(

@@ -305,7 +305,7 @@ class PostgresStore:
         source: str = "github",
         status: str | None = None,
         installation: InstallationChange | None = None,
-    ) -> bool:
+    ) -> int | None:
         now = self._clock()
         # Encoded before the statement: a request that is not JSON writes nothing.
         requests = [json_text(job.request) for job in jobs]
@@ -322,7 +322,7 @@ class PostgresStore:
         if isinstance(outcome, BaseException):
             raise outcome
         if outcome is None:
-            return False  # seen before, by this replica or another: nothing is written
+            return None  # seen before, by this replica or another: nothing is written
         if outcome != count:
             # A job of this comment was queued by another delivery first: this record says so.
             # Its own statement, after the commit: a crash between the two leaves only this
@@ -332,7 +332,7 @@ class PostgresStore:
                     "UPDATE deliveries SET status = %s, jobs = %s WHERE source = %s AND id = %s",
                     (delivery_status(count, outcome), outcome, source, delivery_id),
                 )
-        return True
+        return outcome
 
     def _deliveries(self) -> Batcher[Delivery, Outcome]:
         if self._enqueues is None:

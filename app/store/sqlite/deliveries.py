@@ -37,7 +37,7 @@ class Enqueue:
     jobs: tuple[NewJob, ...]
     note: str
     installation: InstallationChange | None
-    future: asyncio.Future[bool]
+    future: asyncio.Future[int | None]
 
 
 class BatchFailed(Exception):
@@ -46,7 +46,7 @@ class BatchFailed(Exception):
 
 def enqueue_all(
     conn: sqlite3.Connection, batch: Sequence[Enqueue], now: float
-) -> list[bool | Exception]:
+) -> list[int | Exception | None]:
     """The common case: every delivery of the batch written straight into the transaction.
 
     A SAVEPOINT around each delivery cost more than the inserts it guarded: every page a
@@ -64,10 +64,10 @@ def enqueue_all(
 
 def enqueue_each(
     conn: sqlite3.Connection, batch: Sequence[Enqueue], now: float
-) -> list[bool | Exception]:
+) -> list[int | Exception | None]:
     """A batch in which a delivery failed: each delivery in its own SAVEPOINT, so only the
     failing one is rolled back and answered with its error."""
-    results: list[bool | Exception] = []
+    results: list[int | Exception | None] = []
     for item in batch:  # inside run_durable's transaction
         conn.execute("SAVEPOINT delivery")
         try:
@@ -79,8 +79,9 @@ def enqueue_each(
     return results
 
 
-def enqueue_one(conn: sqlite3.Connection, item: Enqueue, now: float) -> bool:
-    """Record one delivery and queue its jobs (inside the caller's transaction)."""
+def enqueue_one(conn: sqlite3.Connection, item: Enqueue, now: float) -> int | None:
+    """Record one delivery and queue its jobs (inside the caller's transaction): how many of its
+    jobs were queued, None when the delivery was seen before."""
     jobs = len(item.jobs)
     inserted = conn.execute(
         "INSERT INTO deliveries (source, id, event, action, status, note, jobs, received_at) "
@@ -97,7 +98,7 @@ def enqueue_one(conn: sqlite3.Connection, item: Enqueue, now: float) -> bool:
         ),
     ).rowcount
     if not inserted:
-        return False  # seen before: nothing is written
+        return None  # seen before: nothing is written
     queued = sum(insert_job(conn, item.delivery_id, job, now) for job in item.jobs)
     if queued != jobs:  # a job of this comment was queued by another delivery
         conn.execute(
@@ -106,7 +107,7 @@ def enqueue_one(conn: sqlite3.Connection, item: Enqueue, now: float) -> bool:
         )
     if item.installation is not None:
         apply_installation(conn, item.installation, now)
-    return True
+    return queued
 
 
 def insert_job(conn: sqlite3.Connection, delivery_id: str, job: NewJob, now: float) -> int:

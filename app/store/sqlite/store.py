@@ -116,7 +116,7 @@ class SqliteStore:
         source: str = "github",
         status: str | None = None,
         installation: InstallationChange | None = None,
-    ) -> bool:
+    ) -> int | None:
         loop = asyncio.get_running_loop()
         item = Enqueue(
             source=source,
@@ -149,7 +149,7 @@ class SqliteStore:
         while self._pending:
             batch, self._pending = self._pending, []
             now = self._clock()
-            results: list[bool | Exception]
+            results: list[int | Exception | None]
             try:
                 try:
                     results = await self._db.run_durable(
