@@ -119,7 +119,7 @@ def test_a_blocking_finding_is_resolved_by_red_and_fix(tmp_path: Path) -> None:
         repo.run(repo.comment_event("/pair implement"))
         runs = repo.until_quiet()
         transitions = [r.outputs["transition"] for r in runs if r.outputs.get("transition")]
-        assert transitions == ["apply", "verify", "red", "fix", "verify", "publish"]
+        assert transitions == ["apply", "verify", "red", "verify-red", "fix", "verify", "publish"]
         heads = _reviewed(repo)
         assert repo.fake.statuses[heads[0]][-1]["state"] == "failure"
         assert repo.fake.statuses[heads[-1]][-1]["state"] == "success"

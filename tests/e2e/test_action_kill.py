@@ -428,7 +428,16 @@ class KillRun:
             assert _check_labels(repo, card) == f"pr-state:{outputs['status']}"
             event = repo.schedule_event()
         steps = calibration.steps
-        assert steps == ["propose", "apply", "verify", "red", "fix", "verify", "publish"], steps
+        assert steps == [
+            "propose",
+            "apply",
+            "verify",
+            "red",
+            "verify-red",
+            "fix",
+            "verify",
+            "publish",
+        ], steps
 
     def drive(self, card: int, cards: list[int]) -> None:
         """From an unkilled `/pair implement` to `ready-for-merge`, each step killed PER_STEP
@@ -609,7 +618,7 @@ def test_a_comment_killed_while_its_propose_runs_is_resumed_by_the_next_tick(
 
 
 STRAIGHT = ("apply", "verify", "publish")
-BLOCKING = ("apply", "verify", "red", "fix", "verify", "publish")
+BLOCKING = ("apply", "verify", "red", "verify-red", "fix", "verify", "publish")
 
 
 def _run_up_to(repo: ActionRepo, step: str, cycle: tuple[str, ...]) -> tuple[str, dict[str, Any]]:

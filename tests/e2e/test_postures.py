@@ -240,7 +240,15 @@ def test_the_card_cycle_through_the_cli(
     step("card", str(project.card), "approve")
     assert _label(project) == "pr-state:merged"
     transitions = _assert_agent_ran_as(where, project)
-    assert transitions == ["propose", "apply", "verify", "red", "fix", "verify"], transitions
+    assert transitions == [
+        "propose",
+        "apply",
+        "verify",
+        "red",
+        "verify-red",
+        "fix",
+        "verify",
+    ], transitions
     # The merge landed the reviewed, fixed work on the forge's main.
     assert (
         git(project.forge.repo, "-c", "safe.directory=*", "show", "main:card-1.txt")
@@ -350,7 +358,15 @@ def test_the_card_cycle_through_the_apps_worker(
     assert "Traceback" not in said, said
     project.assert_invariants()
     transitions = _assert_agent_ran_as(where, project)
-    assert transitions == ["propose", "apply", "verify", "red", "fix", "verify"], transitions
+    assert transitions == [
+        "propose",
+        "apply",
+        "verify",
+        "red",
+        "verify-red",
+        "fix",
+        "verify",
+    ], transitions
     # In worker mode each job and each tick is a run of its own, whose log says it once
     # (docs/security.md: "each job says so in its log"); isolating, none does.
     assert said.count(CANNOT_ISOLATE) == (0 if where.isolates else len(transitions)), said

@@ -112,6 +112,7 @@ def test_the_worker_takes_the_demo_card_to_a_review_approved_pull_request(
         "apply",
         "verify",
         "red",
+        "verify-red",
         "fix",
         "verify",
     ]

@@ -171,7 +171,7 @@ def test_the_pages_follow_the_demo_in_chromium_without_a_reload(tmp_path: Path) 
             batches = page.locator("main").inner_text()
         finally:
             browser.close()
-    assert shown == ["propose", "apply", "verify", "red", "fix", "verify"]
+    assert shown == ["propose", "apply", "verify", "red", "verify-red", "fix", "verify"]
     assert [s["transition"] for s in api["card"]["steps"]] == shown
     assert api["card"]["status"] == status == "ready-for-merge"
     assert rows == [(c["repo"], f"#{c['number']} {c['title']}", c["status"]) for c in listed]

@@ -10,7 +10,8 @@ demo needs no network and no model.
 On a card it does each transition of the cycle: `propose` copies the card's criteria into a
 plan; `apply` writes the helper and a test per criterion it got right; `verify` checks every
 criterion against the code and reports typed findings (carrying earlier ones forward); `red`
-writes a failing test per blocking finding; `fix` finishes the helper. Its one planned slip —
+writes a failing test per blocking finding; `verify-red` accepts red's contract row by row
+(each row's red test is there, on its criterion); `fix` finishes the helper. Its one planned slip —
 the first draft of `shout()` forgets the empty string — gives the demo a review round to show.
 A card it does not know gets a clear blocker instead of a guess.
 
@@ -251,6 +252,8 @@ def card_step(change: str, transition: str, instructions: str) -> None:
         contract = plan.parent / "contract.json"
         contract.write_text(json.dumps({"rows": rows}), encoding="utf-8")
         report("--complete", f"wrote failing tests for {', '.join(asked) or 'nothing'}")
+    elif transition == "verify-red":
+        verify_red(plan.parent / "contract.json")
     elif transition == "fix":
         write_helper(func, HELPERS[func][1])
         report("--complete", f"finished {func}(): the findings' tests pass")
@@ -286,6 +289,32 @@ def verify(func: str, checks: list[Check], instructions: str) -> None:
     still = [f for f in findings if f["transition"] == "open"]
     verdict = f"{len(still)} critical issue(s) found" if still else "Ready for archive"
     report_findings(verdict, ac_tests, findings)
+
+
+def verify_red(contract: Path) -> None:
+    """The red contract verifier: accept each row whose red test is there and claims what its
+    finding says; change nothing."""
+    rows = json.loads(contract.read_text(encoding="utf-8")).get("rows", [])
+    written = red_tests()
+    judged = []
+    for row in rows:
+        fid = str(row.get("id"))
+        ok = fid in written and written[fid][0] == row.get("ac")
+        reason = (
+            f"{red_file(fid)} asserts {written[fid][1]}, which the finding says is broken"
+            if ok
+            else f"no red test for {fid} on {row.get('ac')}"
+        )
+        judged.append({"id": fid, "verdict": "accept" if ok else "refuse", "reason": reason})
+    accepted = all(j["verdict"] == "accept" for j in judged)
+    # Outside the tree: the verifier changes nothing in the checkout it reads.
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump({"verdict": "accept" if accepted else "refuse", "rows": judged}, handle)
+    try:
+        summary = "contract accepted" if accepted else "contract refused"
+        report("--complete", summary, "--findings", handle.name)
+    finally:
+        Path(handle.name).unlink()
 
 
 def hold(change: str, transition: str) -> None:
