@@ -3,7 +3,8 @@
     authorize_url(...)      where the sign-in button sends the browser
     exchange_code(...)      POST {web}/login/oauth/access_token → the user's token
     read_access(...)        GET {api}/user, {api}/user/installations and each installation's
-                            {api}/user/installations/{id}/repositories → login + repo names
+                            {api}/user/installations/{id}/repositories → login, user id +
+                            repo names
 
 A user-to-server token sees exactly the repositories both the user and the App can reach, so
 the installations' repository lists are what the user may see of pairbot's data. The token is
@@ -38,10 +39,12 @@ class OAuthError(Exception):
 
 @dataclass(frozen=True)
 class Access:
-    """Who signed in and the full names of the repositories they can read through the App."""
+    """Who signed in (login and numeric GitHub user id: the id is what the operator's allowlist
+    names) and the full names of the repositories they can read through the App."""
 
     login: str
     repos: tuple[str, ...]
+    id: int = 0
 
 
 def authorize_url(web_url: str, client_id: str, state: str, redirect_uri: str | None) -> str:
@@ -82,12 +85,15 @@ async def exchange_code(
 
 
 async def read_access(client: httpx.AsyncClient, api_url: str, token: str) -> Access:
-    """The signed-in user's login and every repository they can read through the App."""
+    """The signed-in user's login and id and every repository they can read through the App."""
     auth = {**_API_HEADERS, "Authorization": f"Bearer {token}"}
     user = _json(await _send(client, "GET", f"{api_url}/user", headers=auth))
     login = user.get("login") if isinstance(user, dict) else None
     if not isinstance(login, str) or not login:
         raise OAuthError("GitHub's answer for the signed-in user has no login")
+    user_id = user.get("id") if isinstance(user, dict) else None
+    if not isinstance(user_id, int) or isinstance(user_id, bool) or user_id <= 0:
+        raise OAuthError("GitHub's answer for the signed-in user has no numeric id")
     repos: set[str] = set()
     installations = await _pages(
         client, f"{api_url}/user/installations?per_page=100", auth, "installations"
@@ -101,7 +107,7 @@ async def read_access(client: httpx.AsyncClient, api_url: str, token: str) -> Ac
             name = repo.get("full_name")
             if isinstance(name, str) and name:
                 repos.add(name)
-    return Access(login=login, repos=tuple(sorted(repos, key=str.lower)))
+    return Access(login=login, repos=tuple(sorted(repos, key=str.lower)), id=user_id)
 
 
 async def _pages(

@@ -2,9 +2,9 @@
 
 The cookie holds an `app.domain.intake.access.Session` as compact JSON, zlib-compressed when that is
 shorter, signed with HMAC-SHA256 under a key derived from the session secret. It is signed,
-not encrypted: its holder can read it, and it holds nothing they may not know (their login,
-the names of the repositories they can read, their CSRF token). A cookie whose signature does
-not match — tampered with, or signed with another key — reads as no session at all.
+not encrypted: its holder can read it, and it holds nothing they may not know (their login and
+GitHub user id, the names of the repositories they can read, their CSRF token). A cookie whose
+signature does not match — tampered with, or signed with another key — reads as no session.
 
 The cookie stays small whatever the user can read: a repository list that would not fit in
 it (a few hundred names) is held in this server's memory instead (`HeldRepos`), under a random

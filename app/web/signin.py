@@ -251,6 +251,7 @@ class SignInService:
             login=access.login,
             repos=access.repos,
             repos_at=now,
+            user_id=access.id,
         )
         try:
             self.codec.dump(signed_in)
@@ -391,7 +392,7 @@ def viewer_for(decision: Decision) -> Viewer:
     if decision.who == "operator":
         return Viewer.everyone(OPERATOR_LOGIN, operator=True)
     if decision.who == "reader":
-        return Viewer.reader_of(decision.login, decision.repos)
+        return Viewer.reader_of(decision.login, decision.repos, decision.user_id)
     return Viewer.nobody()
 
 

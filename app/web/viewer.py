@@ -23,11 +23,14 @@ class Viewer:
 
     `repos` is None when every repository is visible (an operator, `--dev` on loopback), else
     the full names (`owner/name`, or `org/project/repo` on Azure DevOps) the viewer can read.
+    `user_id`: a signed-in GitHub user's numeric id (what the operator's allowlist names), 0
+    when unknown (the operator, `--dev`, a session from before sessions kept it).
     """
 
     login: str | None
     repos: frozenset[str] | None
     operator: bool = False
+    user_id: int = 0
 
     @classmethod
     def nobody(cls) -> Viewer:
@@ -38,8 +41,8 @@ class Viewer:
         return cls(login=login, repos=None, operator=operator)
 
     @classmethod
-    def reader_of(cls, login: str, repos: Iterable[str]) -> Viewer:
-        return cls(login=login, repos=frozenset(r.lower() for r in repos))
+    def reader_of(cls, login: str, repos: Iterable[str], user_id: int = 0) -> Viewer:
+        return cls(login=login, repos=frozenset(r.lower() for r in repos), user_id=user_id)
 
     @property
     def signed_in(self) -> bool:

@@ -26,11 +26,12 @@ from app.store.base import InstallationChange, JobRecord
 from app.store.sqlite import SqliteStore
 from app.web.app import create_app
 from app.web.events import route_github
-from app.web.pages.actions import command_job, offered, read_answer
+from app.web.pages.actions import Commands, command_job, offered, read_answer
 from app.web.pages.model import remote_card
 from app.web.pages.read import Local, LocalCard
 from app.web.pages.views import CardView
 from app.web.sessions import COOKIE
+from app.web.viewer import Viewer
 from tests.support.fake_github_oauth import (
     API,
     CLIENT_ID,
@@ -116,9 +117,10 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 @contextmanager
-def actions_world(tmp_path: Path) -> Iterator[World]:
+def actions_world(tmp_path: Path, *, allowlisted: tuple[str, ...] = ()) -> Iterator[World]:
     """The App serving three cards of the fake's repository (awaiting approval, needing
-    input, not started), GitHub sign-in for a writer (octocat) and a reader (reader-rita)."""
+    input, not started), GitHub sign-in for a writer (octocat) and a reader (reader-rita);
+    the GitHub user ids of the `allowlisted` logins on the operator's allowlist."""
     github = AppGitHub()
     approve = github.seed_issue("Plan me", "")
     needs = github.seed_issue("Ask me", "")
@@ -141,6 +143,7 @@ def actions_world(tmp_path: Path) -> Iterator[World]:
         github_oauth_url=WEB,
         github_api_url=API,
         signin_ttl_s=600.0,
+        allowlist=frozenset(oauth.users[login] for login in allowlisted),
     )
     app = create_app(
         settings,
@@ -181,6 +184,7 @@ def test_the_dashboards_job_is_the_comments_job_with_its_own_delivery() -> None:
         verb="approve",
         text=None,
         login="octocat",
+        user_id=int(github.users["octocat"].id),
         installation=from_comment.installation,
         delivery="dashboard-1",
         trigger="pair",
@@ -192,6 +196,9 @@ def test_the_dashboards_job_is_the_comments_job_with_its_own_delivery() -> None:
     theirs, ours = from_comment.request["request"], mine.request["request"]
     assert ours["command"] == theirs["command"] and ours["card"] == theirs["card"]
     assert ours["delivery"] == "dashboard-1" and ours["comment"]["authorLogin"] == "octocat"
+    # The person's GitHub id, as the comment carries its commenter's: the allowlist names ids.
+    assert ours["comment"]["authorId"] == theirs["comment"]["authorId"]
+    assert mine.command.author_id == from_comment.command.author_id
     assert mine.dedupe_key != from_comment.dedupe_key
 
 
@@ -235,6 +242,15 @@ def test_an_answer_is_read_as_a_comments_text_and_must_say_something() -> None:
     assert not isinstance(long, str) and "at most 10000 characters" in long.text
 
 
+def test_a_session_without_a_github_id_is_asked_to_sign_in_again() -> None:
+    """A cookie written before sessions kept the id: the allowlist cannot be checked, so the
+    page refuses before asking GitHub anything (no store, forge or cache is touched)."""
+    commands = Commands(None, None, None, Policy)  # type: ignore[arg-type]
+    refused = asyncio.run(commands.may_act(Viewer.reader_of("mona", [REPO]), REPO))
+    assert refused is not None and refused.status == 403
+    assert "does not carry a GitHub user id" in refused.text and "sign in again" in refused.text
+
+
 # -- through the app -----------------------------------------------------------------------------
 
 
@@ -256,6 +272,7 @@ def test_a_writers_approve_queues_one_command_job_that_runs_as_the_comments(worl
     sent = dispatch["client_payload"]
     assert sent["command"] == {"verb": "approve", "args": {}, "text": None}
     assert sent["comment"]["authorLogin"] == "octocat"
+    assert sent["comment"]["authorId"] == world.oauth.users["octocat"]  # the session's id
     assert sent["delivery"].startswith("dashboard-")
     tracking = world.github.comments_on(world.approve)
     assert any("queued `/pair approve` (requested by **octocat**)" in c.body for c in tracking)
@@ -288,13 +305,38 @@ def test_a_reader_sees_why_and_is_refused_and_nothing_is_queued(world: World) ->
     browser = world.signed_in("reader-rita")
     page = browser.get(path(world.approve))
     assert offered_verbs(page.text) == []
-    assert "reader-rita has read permission" in html.unescape(page.text)
+    assert "has read permission" in html.unescape(page.text)
     token = re.search(r'name="csrf" value="([^"]+)"', page.text)
     assert token is None  # no form at all; take the token the session holds instead
     fields = {"csrf": session_csrf(world.server, browser), "verb": "approve"}
     refused = browser.post(f"{path(world.approve)}/commands", data=fields)
     assert refused.status_code == 403 and "write, maintain or admin" in refused.text
+    uid = world.oauth.users["reader-rita"]
+    assert f"reader-rita (id {uid}) has read permission" in html.unescape(refused.text)
+    assert "is not on the operator's allowlist (PAIR_ALLOWLIST)" in html.unescape(refused.text)
     assert world.jobs() == [] and world.github.dispatches == []
+
+
+def test_a_reader_on_the_operators_allowlist_acts_as_their_comment_would(tmp_path: Path) -> None:
+    """The allowlist admits a GitHub user id whatever its permission, on the page as in a
+    comment: the session carries the id, the job carries it, the worker admits it again."""
+    with actions_world(tmp_path, allowlisted=("reader-rita",)) as world:
+        browser = world.signed_in("reader-rita")
+        page = browser.get(path(world.approve))
+        assert offered_verbs(page.text) == ["approve"]
+        done = browser.post(f"{path(world.approve)}/commands", data=form_of(page.text, "approve"))
+        assert done.status_code == 303
+        [job] = world.finished(1)
+        assert (job["command"], job["state"]) == ("approve", "done")
+        [dispatch] = world.github.dispatches
+        sent = dispatch["client_payload"]["comment"]
+        assert (sent["authorLogin"], sent["authorId"]) == (
+            "reader-rita",
+            world.oauth.users["reader-rita"],
+        )
+        # The allowlist decided: the collaborator permission was never asked for.
+        asked = [a for a in world.github.arrivals if "/collaborators/reader-rita" in a[2]]
+        assert asked == []
 
 
 def test_an_operator_is_nobody_on_github_and_cannot_act(world: World) -> None:

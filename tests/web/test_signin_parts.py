@@ -235,6 +235,7 @@ def test_a_round_trip_over_asgi_names_the_callback_url_when_the_public_url_is_se
     assert (done.status_code, done.headers["location"]) == (303, "/later/page")
     session = service.codec.load(cookie_of(done).split(";")[0].split("=", 1)[1])
     assert session is not None and (session.login, session.repos) == ("mona", ("octo/a",))
+    assert session.user_id == fake.users["mona"]  # what the operator's allowlist names
     assert fake.unexpected == []
 
 
@@ -258,6 +259,11 @@ def test_a_round_trip_over_asgi_names_the_callback_url_when_the_public_url_is_se
             lambda f: setattr(f, "_user_json", lambda login: {"id": 1}),
             "has no login",
             id="no-login",
+        ),
+        pytest.param(
+            lambda f: setattr(f, "_user_json", lambda login: {"login": login, "id": "7"}),
+            "has no numeric id",
+            id="no-id",
         ),
         pytest.param(
             lambda f: setattr(f, "_paged", lambda *a: httpx.Response(200, json={"x": []})),

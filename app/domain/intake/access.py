@@ -72,7 +72,8 @@ class Session:
     long for a cookie — the random name under which the server that signed the user in holds
     it (app.web.sessions.HeldRepos; `decide` is handed it). `mark`: for an operator session, a
     fingerprint of the operator token it was opened with, so changing the token ends those
-    sessions. `state`,
+    sessions. `user_id`: a GitHub user's numeric id (what the operator's allowlist names; 0 in a
+    cookie written before sessions kept it). `state`,
     `state_at`, `next`: an OAuth sign-in under way (its state, when it began, where to go after).
     """
 
@@ -84,6 +85,7 @@ class Session:
     repos_at: float = 0.0
     repos_ref: str = ""
     mark: str = ""
+    user_id: int = 0
     state: str = ""
     state_at: float = 0.0
     next: str = "/"
@@ -92,6 +94,7 @@ class Session:
         data: dict[str, Any] = {"c": self.csrf, "s": self.since, "k": self.kind}
         if self.kind == "github":
             data.update(l=self.login, ra=self.repos_at)
+            data.update({"i": self.user_id} if self.user_id else {})
             data.update({"rr": self.repos_ref} if self.repos_ref else {"r": list(self.repos)})
         if self.kind == "operator":
             data.update(m=self.mark)
@@ -112,15 +115,22 @@ class Session:
         session = cls(csrf=csrf, since=float(since), kind=kind)
         if kind == "github":
             login, repos, at = data.get("l"), data.get("r", []), data.get("ra")
-            ref = data.get("rr", "")
+            ref, user_id = data.get("rr", ""), data.get("i", 0)
             if not isinstance(login, str) or not login or not isinstance(at, int | float):
+                return None
+            if not isinstance(user_id, int) or isinstance(user_id, bool) or user_id < 0:
                 return None
             if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
                 return None
             if not isinstance(ref, str) or (ref and repos) or ("r" not in data and not ref):
                 return None
             session = replace(
-                session, login=login, repos=tuple(repos), repos_at=float(at), repos_ref=ref
+                session,
+                login=login,
+                repos=tuple(repos),
+                repos_at=float(at),
+                repos_ref=ref,
+                user_id=user_id,
             )
         if kind == "operator":
             mark = data.get("m")
@@ -139,7 +149,8 @@ Who = Literal["nobody", "operator", "reader"]
 @dataclass(frozen=True)
 class Decision:
     """The viewer of one request: nobody, the operator (every repository), or a reader of
-    `repos` signed in as `login`; whether it came with the operator's bearer token; and why it
+    `repos` signed in as `login` (GitHub user id `user_id`, 0 when the session does not know
+    it); whether it came with the operator's bearer token; and why it
     is nobody when it is (`reason`, for the sign-in page's message). The web layer turns it
     into its `Viewer`."""
 
@@ -148,6 +159,7 @@ class Decision:
     bearer: bool = False
     login: str = ""
     repos: tuple[str, ...] = ()
+    user_id: int = 0
 
     @property
     def signed_in(self) -> bool:
@@ -190,10 +202,12 @@ def decide(
         if not 0 <= now - session.repos_at <= ttl_s:
             return Decision("nobody", "expired")
         if not session.repos_ref:
-            return Decision("reader", "ok", login=session.login, repos=session.repos)
-        if held_repos is None:
+            repos = session.repos
+        elif held_repos is None:
             return Decision("nobody", "expired")
-        return Decision("reader", "ok", login=session.login, repos=tuple(held_repos))
+        else:
+            repos = tuple(held_repos)
+        return Decision("reader", "ok", login=session.login, repos=repos, user_id=session.user_id)
     return NOBODY_ANONYMOUS
 
 

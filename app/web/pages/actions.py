@@ -5,6 +5,7 @@ signed-in person and authorized, queued and run exactly as their comment would b
                                         `/pair status` explanation lists (`what you can do`)
     read_answer(text) -> str | Refused  an answer typed into the page, read as a comment's text
     command_job(...) -> NewJob          the `command` job a comment would queue, as `login`
+                                        (GitHub user id `user_id`)
     Commands(...)                       the shell: who may act (the collaborator permission,
                                         through the job handler's cache) and the queueing
 
@@ -18,11 +19,14 @@ becomes a command line. An answer's text is read as a comment's is read for an a
 and bidi characters gone) and travels as the request's `text`, quoted data; a line of it that
 looks like `/pair approve` is part of the answer, never a second command.
 
-Who may act: a person signed in with GitHub, with write, maintain or admin permission on the
-card's repository, read from GitHub by the same lookup and cache the comment path uses
-(`app.web.handling.PermissionCache`: a level is kept a minute, so a revoked collaborator stops
-within it). The permission alone decides: the operator's allowlist admits ids, and the session
-knows a login (the job carries id 0 where a comment carries the commenter's). The operator
+Who may act: a person signed in with GitHub, decided by the comment path's rule
+(`app.domain.intake.intent.decide`) on the session's login and numeric user id: an id on the
+operator's allowlist (PAIR_ALLOWLIST) may act whatever its permission; anyone else needs write,
+maintain or admin permission on the card's repository, read from GitHub by the same lookup and
+cache the comment path uses (`app.web.handling.PermissionCache`: a level is kept a minute, so a
+revoked collaborator stops within it). The job carries the person's id as a comment carries
+its commenter's, so the worker's own check admits and refuses them the same way. A session
+from before sessions kept the id is refused with a 403 asking to sign in again. The operator
 token is nobody on GitHub, so an operator acts by commenting, or signs in. The CSRF token and
 the Origin of every POST are checked before any of this, by the sign-in layer
 (`app.web.signin`).
@@ -36,13 +40,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from app.domain.intake.comment_commands import Command, Verb
-from app.domain.intake.intent import decide
+from app.domain.intake.intent import decide, needs_permission
 from app.domain.intake.pair_request import CommentRef, PairRequest
 from app.domain.text.sanitize import reader_text
 from app.errors import ConfigError
 from app.store.base import CommandRecord, NewJob, Store
 from app.web.events import GITHUB, Policy, serial_key
-from app.web.forge import Forges
+from app.web.forge import Forge, Forges
 from app.web.handling import PermissionCache
 from app.web.jobs import CommandJob, Commenter
 from app.web.pages.views import MAX_ANSWER_CHARS, CardView
@@ -53,9 +57,6 @@ from hosts.vocabulary import GITHUB as GITHUB_WORDS
 
 # What a button can send: the verbs whose arguments pairbot builds (none, or an answer's text).
 BUTTONS: Final[tuple[Verb, ...]] = ("approve", "answer", "implement", "retry")
-WRITE_LEVELS: Final = frozenset({"write", "maintain", "admin"})
-# The session keeps a GitHub login, not the numeric id a comment carries: the job says 0.
-UNKNOWN_ID: Final = 0
 EVENT: Final = "dashboard"  # the delivery's event, as the operator's view lists it
 
 
@@ -106,16 +107,18 @@ def command_job(
     verb: Verb,
     text: str | None,
     login: str,
+    user_id: int,
     installation: int | None,
     delivery: str,
     trigger: str,
 ) -> NewJob:
-    """The `command` job a comment `/{trigger} {verb}` by `login` on card #`card` would queue
-    (`app.web.events`), with `delivery` in place of the webhook's and no comment to react to."""
-    comment = CommentRef(id="", author_login=login, author_id=UNKNOWN_ID)
+    """The `command` job a comment `/{trigger} {verb}` by `login` (GitHub user id `user_id`)
+    on card #`card` would queue (`app.web.events`), with `delivery` in place of the webhook's
+    and no comment to react to."""
+    comment = CommentRef(id="", author_login=login, author_id=user_id)
     command = Command(verb, {}, text, line=1, raw=f"/{trigger} {verb}")
     request = PairRequest.from_command(card, command, comment=comment, delivery=delivery)
-    commenter = Commenter(login=login, id=str(UNKNOWN_ID))
+    commenter = Commenter(login=login, id=str(user_id))
     return NewJob(
         kind="command",
         source=GITHUB,
@@ -170,16 +173,22 @@ class Commands:
                 return record.id
         return None
 
-    async def permission(self, repo: str, login: str) -> Permission | Refused:
-        """`login`'s level on `repo` from GitHub, through the comment path's cache."""
+    async def forge(self, repo: str) -> Forge | Refused:
+        """The App's forge on `repo`; a refusal when no installation of it is on record."""
         try:
-            forge = self.forges(repo, await self.installation(repo))
+            return self.forges(repo, await self.installation(repo))
         except ConfigError:
             return Refused(
                 409,
                 f"pairbot knows of no installation of the App on {repo} yet (no event or job "
                 "of it is on record): comment the command on the card instead",
             )
+
+    async def permission(self, repo: str, login: str) -> Permission | Refused:
+        """`login`'s level on `repo` from GitHub, through the comment path's cache."""
+        forge = await self.forge(repo)
+        if isinstance(forge, Refused):
+            return forge
 
         async def fetch() -> Permission:
             try:
@@ -193,8 +202,8 @@ class Commands:
             return Refused(503, f"GitHub could not say what {login} may do on {repo}: {error}")
 
     async def may_act(self, viewer: Viewer, repo: str) -> Refused | None:
-        """None when `viewer` may send commands on `repo` (the comment path's rule, permission
-        only); else why not."""
+        """None when `viewer` may send commands on `repo` (the comment path's rule: an id on
+        the operator's allowlist, or write permission); else why not."""
         if viewer.operator or not viewer.login:
             return Refused(
                 403,
@@ -202,16 +211,31 @@ class Commands:
                 "act on a card: sign in with GitHub to act here as yourself, or comment the "
                 "command on the card (on `pairbot serve --dev`: `pairbot card <n> <verb>`).",
             )
-        level = await self.permission(repo, viewer.login)
-        if isinstance(level, Refused):
-            return level
-        author = Author(login=viewer.login, id=str(UNKNOWN_ID))
-        decision = decide(author, level, frozenset(), frozenset(), GITHUB_WORDS)
-        if not decision.allowed or level not in WRITE_LEVELS:
+        if viewer.user_id <= 0:
             return Refused(
                 403,
-                f"{viewer.login} has {level} permission on {repo}: commands need write, "
-                "maintain or admin permission, as for a comment.",
+                f"{viewer.login}'s session does not carry a GitHub user id (it began before "
+                "pairbot kept one), so the operator's allowlist cannot be checked: sign out "
+                "and sign in again.",
+            )
+        allowlist = self.policy().allowlist
+        author = Author(login=viewer.login, id=str(viewer.user_id))
+        level: Permission | None = None
+        if needs_permission(author, allowlist):
+            found = await self.permission(repo, viewer.login)
+            if isinstance(found, Refused):
+                return found
+            level = found
+        elif isinstance(forge := await self.forge(repo), Refused):
+            return forge  # allowlisted, but the job could not reach the repository
+        decision = decide(author, level, allowlist, frozenset(), GITHUB_WORDS)
+        if not decision.allowed:
+            return Refused(
+                403,
+                f"{viewer.login} (id {viewer.user_id}) has {level or 'no'} permission on "
+                f"{repo} and is not on the operator's allowlist (PAIR_ALLOWLIST): commands "
+                "need write, maintain or admin permission, or the user's id on the allowlist, "
+                "as for a comment.",
             )
         return None
 
@@ -225,6 +249,7 @@ class Commands:
             verb=verb,
             text=text,
             login=viewer.login,
+            user_id=viewer.user_id,
             installation=await self.installation(card.repo),
             delivery=delivery,
             trigger=self.trigger,

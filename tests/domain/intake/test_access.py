@@ -208,8 +208,11 @@ def test_the_viewer_of_a_request(
 def test_a_session_round_trips_and_anything_else_reads_as_none() -> None:
     started = replace(GITHUB, state="s", state_at=NOW, next="/api/cards")
     operator = Session(csrf="c", since=NOW, kind="operator", mark=MARK)
-    for session in (GITHUB, started, operator, Session(csrf="c", since=NOW)):
+    with_id = replace(GITHUB, user_id=583231)
+    for session in (GITHUB, with_id, started, operator, Session(csrf="c", since=NOW)):
         assert Session.from_dict(session.to_dict()) == session
+    # A cookie from before sessions kept the id reads with id 0: the pages ask to sign in again.
+    assert "i" not in GITHUB.to_dict() and with_id.to_dict()["i"] == 583231
     assert Session.from_dict(replace(started, next="//evil").to_dict()) == replace(
         started, next="/"
     )
@@ -222,6 +225,9 @@ def test_a_session_round_trips_and_anything_else_reads_as_none() -> None:
         {"c": "x", "s": 1, "k": "github", "l": "", "r": [], "ra": 1},
         {"c": "x", "s": 1, "k": "github", "l": "m", "r": [1], "ra": 1},
         {"c": "x", "s": 1, "k": "github", "l": "m", "r": "a", "ra": 1},
+        {"c": "x", "s": 1, "k": "github", "l": "m", "r": [], "ra": 1, "i": "7"},
+        {"c": "x", "s": 1, "k": "github", "l": "m", "r": [], "ra": 1, "i": -7},
+        {"c": "x", "s": 1, "k": "github", "l": "m", "r": [], "ra": 1, "i": True},
         {"c": "x", "s": 1, "k": "operator", "m": ""},
     ):
         assert Session.from_dict(bad) is None
