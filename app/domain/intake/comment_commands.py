@@ -22,9 +22,10 @@ Grammar (decisions written down so the App, the Action and the help text agree):
   item, a heading, a table, a quote or code. A line whose original text held a bidi
   embedding/override/isolate control and reads as a command once the controls are removed is
   a `CommandError` (it displays differently from how it reads), never a command. Before any
-  of that, a cheap scan of the raw text for the trigger returns nothing for the comments that
-  address no one (most of them), and a comment over the cap is read up to its last line break
-  before the cap.
+  of that, a cheap search for the trigger (`may_be_addressed`: in the raw text, with format
+  characters removed, and in the reading's own normalisation) returns nothing for the
+  comments that address no one (most of them) — exactly those no reading finds a command
+  in — and a comment over the cap is read up to its last line break before the cap.
 - Never a command, also read on the raw lines as a second, conservative check: lines inside
   fenced code (``` or ~~~, CommonMark: closed only by the same character at least as long,
   with no info string; an unclosed fence runs to the end; a fence right after a list marker
@@ -57,7 +58,7 @@ from typing import Final, Literal
 
 from app.domain.card.autonomy import ALLOWED_GATE_FORMS, GateCondition, parse_gate_condition
 from app.domain.text.invisible import BIDI_CONTROLS
-from app.domain.text.sanitize import visible_lines
+from app.domain.text.sanitize import reads_any, visible_lines
 from hosts.vocabulary import GITHUB, Vocabulary
 
 Verb = Literal[
@@ -118,7 +119,8 @@ _LIST_FENCE = re.compile(
 )
 _QUOTE = re.compile(r" {0,3}>")
 # Every character that can hide inside a trigger word (format characters, Unicode category
-# Cf): removed for the cheap "is pairbot addressed at all?" scan only.
+# Cf): removed where a raw line is read as a command (the bidi check, the indentation check,
+# and so the pre-check, `may_be_addressed`).
 _ODD_INDENT = re.compile(r"[ \t]*[^\S \t\n]")
 _FORMAT = re.compile("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff"
                      "\U000e0000-\U000e007f]")  # fmt: skip
@@ -210,10 +212,38 @@ def parse_commands(
 
     Raises ValueError only for an invalid `trigger` or `app_slug` (configuration, not input).
     """
-    start = _command_start(trigger, app_slug)
+    start = _command_start(trigger, app_slug)  # first: it checks the trigger and the slug
     addressed = _addressed(trigger, app_slug)
-    if addressed.search(body) is None and addressed.search(_FORMAT.sub("", body)) is None:
+    if not may_be_addressed(body, addressed):
         return []
+    return _parse_addressed(body, trigger, start, addressed)
+
+
+def may_be_addressed(body: str, addressed: re.Pattern[str]) -> bool:
+    """False only for a comment no reading can find a command in: `parse_commands` is then [].
+
+    Why that holds: a result comes from one of two places, and each needs `addressed` to find
+    something in a text this checks. (1) A command start on a visible line: `visible_lines`
+    with `addressed` reads no line at all unless `addressed` finds something in its own
+    normalisation of the text (`reads_any` is that very search). (2) A line with a bidi control
+    that reads as a command once the format characters are gone (`_reordered_command`): its
+    `start` match holds one of `addressed`'s alternatives, in a line of `_FORMAT.sub("", body)`
+    (neither `_FORMAT` nor the pattern holds a line break, so splitting lines changes nothing).
+    A plain ASCII comment holds no format character: its raw search is (2)'s, and (1)'s is
+    `reads_any`'s (cheap for it: nothing invisible to remove). tests/domain/intake/
+    test_command_precheck.py holds this against the full parse on generated comments.
+    """
+    if addressed.search(body) is not None:
+        return True
+    if not body.isascii() and addressed.search(_FORMAT.sub("", body)) is not None:
+        return True
+    return reads_any(body, addressed)
+
+
+def _parse_addressed(
+    body: str, trigger: str, start: re.Pattern[str], addressed: re.Pattern[str]
+) -> list[Command | CommandError]:
+    """`parse_commands` past its pre-check (`may_be_addressed`): the full reading."""
     original = _LINE_END.sub("\n", body).split("\n")
     reading = visible_lines(body, addressed)
     visible = reading.lines

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from app.domain.intake.intent import positive_reason
 
@@ -69,8 +69,17 @@ def _shown(value: Any) -> str:
     return shown if len(shown) <= _SHOWN_CHARS else shown[: _SHOWN_CHARS - 1] + "…"
 
 
+def _is_mapping(value: Any) -> TypeGuard[Payload]:
+    # `type(...) is dict` and `None` first: parsed JSON is dicts (or null), and an ABC's
+    # isinstance costs ten times a type test (it runs on every delivery the App takes).
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
+
+
 def _obj(value: Any) -> Payload:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_mapping(value) else _EMPTY
+
+
+_EMPTY: Final[Mapping[str, Any]] = {}
 
 
 def full_name_problem(value: Any, name: str) -> str | None:
@@ -140,7 +149,7 @@ def _present(payload: Payload, *path: str) -> tuple[bool, Any]:
     """Whether the value at `path` is there (not absent, not null), and the value."""
     node: Any = payload
     for key in path:
-        if not isinstance(node, Mapping) or node.get(key) is None:
+        if not _is_mapping(node) or node.get(key) is None:
             return False, None
         node = node[key]
     return True, node
@@ -157,31 +166,69 @@ def _number(payload: Payload, *path: str) -> Iterator[tuple[str, str | None]]:
 
 
 def github_invalid(event: str, payload: Payload) -> Invalid | None:
-    """The first identifier of a GitHub delivery no host would send, or None. Pure."""
-    return _first(event, _github_checks(event, payload))
+    """The first identifier of a GitHub delivery no host would send, or None. Pure.
 
-
-def _github_checks(event: str, payload: Payload) -> Iterator[tuple[str, str | None]]:
-    present, installation = _present(payload, "installation")
-    if present:
-        yield "installation.id", positive_reason(_obj(installation).get("id"), "installation.id")
-    present, full_name = _present(payload, "repository", "full_name")
-    if present:
-        yield "repository.full_name", full_name_problem(full_name, "repository.full_name")
-    for key in ("repositories", "repositories_added", "repositories_removed"):
+    Written out check by check, not as the generator of checks Azure DevOps' are: it runs on
+    every delivery the App takes, and a valid identifier costs one type test and a compare
+    here (`_positive_int`); only a present, wrong one builds its line (`positive_reason`).
+    """
+    installation = payload.get("installation")
+    if installation is not None:
+        value = _obj(installation).get("id")
+        if not _positive_int(value):
+            return _refuse(event, "installation.id", positive_reason(value, "installation.id"))
+    repository = payload.get("repository")
+    if _is_mapping(repository):
+        full_name = repository.get("full_name")
+        if full_name is not None:
+            field = "repository.full_name"
+            if (problem := full_name_problem(full_name, field)) is not None:
+                return _refuse(event, field, problem)
+    for key in _REPOSITORY_LISTS:
         items = payload.get(key)
-        for index, item in enumerate(items if isinstance(items, list) else ()):
+        if not isinstance(items, list):
+            continue
+        for index, item in enumerate(items):
             field = f"{key}[{index}].full_name"
-            yield field, full_name_problem(_obj(item).get("full_name"), field)
+            if (problem := full_name_problem(_obj(item).get("full_name"), field)) is not None:
+                return _refuse(event, field, problem)
     if event == "issue_comment":
-        yield from _number(payload, "issue", "number")
-        yield from _number(payload, "comment", "id")
+        return _numbers(event, payload, _COMMENT_NUMBERS)
     if event == "pull_request":
-        yield from _number(payload, "pull_request", "number")
-        yield from _number(payload, "number")
+        invalid = _numbers(event, payload, _PULL_NUMBERS)
+        if invalid is not None:
+            return invalid
         present, sha = _present(payload, "pull_request", "head", "sha")
-        if present:
-            yield "pull_request.head.sha", sha_problem(sha, "pull_request.head.sha")
+        if present and (problem := sha_problem(sha, "pull_request.head.sha")) is not None:
+            return _refuse(event, "pull_request.head.sha", problem)
+    return None
+
+
+_REPOSITORY_LISTS: Final = ("repositories", "repositories_added", "repositories_removed")
+_COMMENT_NUMBERS: Final = (("issue", "number"), ("comment", "id"))
+_PULL_NUMBERS: Final = (("pull_request", "number"), ("number",))
+
+
+def _numbers(event: str, payload: Payload, paths: tuple[tuple[str, ...], ...]) -> Invalid | None:
+    """The first of `paths` present (not absent, not null) and not a positive integer."""
+    for path in paths:
+        present, value = _present(payload, *path)
+        if present and not _positive_int(value):
+            field = ".".join(path)
+            return _refuse(event, field, positive_reason(value, field))
+    return None
+
+
+def _positive_int(value: Any) -> bool:
+    """`positive_reason(value, …) is None`, answered without building its line: a JSON
+    integer (an `int`, never a `bool`) of at least 1."""
+    if type(value) is int:  # the common case, decided without an isinstance walk
+        return value >= 1
+    return positive_reason(value, "") is None
+
+
+def _refuse(event: str, field: str, problem: str | None) -> Invalid:
+    return Invalid(field, f"{event}: {problem}")
 
 
 # -- Azure DevOps ---------------------------------------------------------------------------

@@ -54,10 +54,11 @@ comment gets instead of a run is `app.domain.intake.answers.answer_comment`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 from app.domain.intake.comment_commands import (
     DEFAULT_TRIGGER,
@@ -146,12 +147,13 @@ class Policy:
     own_id: int | None = None
     batch: str | None = None
 
-    @property
+    # Cached: read for every comment the App takes, and a Policy never changes (frozen).
+    @functools.cached_property
     def bot_login(self) -> str | None:
         """The App's bot login, lower-cased (`<slug>[bot]`), or None without an App."""
         return f"{_BOT_SUFFIX.sub('', self.app_slug)}[bot]".lower() if self.app_slug else None
 
-    @property
+    @functools.cached_property
     def own_logins(self) -> frozenset[str]:
         """Every login pairbot writes as in this deployment, lower-cased."""
         logins = {self.bot_login} if self.bot_login else set()
@@ -159,7 +161,7 @@ class Policy:
             logins.add(ACTIONS_BOT_LOGIN)
         return frozenset(logins)
 
-    @property
+    @functools.cached_property
     def own_ids(self) -> frozenset[int]:
         """Every user id pairbot writes as in this deployment (when known)."""
         ids = {self.own_id} if self.own_id is not None else set()
@@ -343,11 +345,11 @@ def comment_intent(
 
 def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Intent:
     comment = payload.get("comment")
-    if not isinstance(comment, Mapping):
+    if not _is_mapping(comment):
         return Malformed("issue_comment: comment must be an object")
     user = comment.get("user")
-    login = user.get("login") if isinstance(user, Mapping) else None
-    if not isinstance(user, Mapping) or not isinstance(login, str):
+    login = user.get("login") if _is_mapping(user) else None
+    if not _is_mapping(user) or not isinstance(login, str):
         return Malformed("issue_comment: comment.user needs a login (a string) and a numeric id")
     problem = positive_reason(user.get("id"), "issue_comment: comment.user.id")
     if problem is not None:
@@ -363,7 +365,7 @@ def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Inte
     if not isinstance(body, str):
         return Malformed("issue_comment: comment.body must be a string")
     issue = payload.get("issue")
-    if not isinstance(issue, Mapping):
+    if not _is_mapping(issue):
         return Malformed("issue_comment: issue must be an object")
     for value, name in ((issue.get("number"), "issue.number"), (comment.get("id"), "comment.id")):
         problem = positive_reason(value, f"issue_comment: {name}")
@@ -371,7 +373,7 @@ def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Inte
             return Malformed(problem)
     number, comment_id = int(issue["number"]), int(comment["id"])
     new = NewComment(
-        target="pull" if isinstance(issue.get("pull_request"), Mapping) else "card",
+        target="pull" if _is_mapping(issue.get("pull_request")) else "card",
         number=number,
         comment_id=str(comment_id),
         url=_text(comment.get("html_url")),
@@ -559,8 +561,14 @@ def _is_own(login: str, user_id: int | None, via: Payload, policy: Policy) -> bo
     return login.lower() in policy.own_logins or (user_id is not None and user_id in policy.own_ids)
 
 
+def _is_mapping(value: Any) -> TypeGuard[Payload]:
+    # `type(...) is dict` and `None` first: parsed JSON is dicts (or null), and an ABC's
+    # isinstance costs ten times a type test (this runs for every comment the App takes).
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
+
+
 def _obj(value: Any) -> Payload:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_mapping(value) else {}
 
 
 def _text(value: Any) -> str:
@@ -593,8 +601,8 @@ def positive_reason(value: Any, name: str) -> str | None:
     A JSON number only: a bool, a float (`5.0`), a string (`"5"`) are refused like 0 and -5.
     Pure.
     """
-    if _int(value) is not None and value >= 1:
-        return None
+    if (type(value) is int or _int(value) is not None) and value >= 1:
+        return None  # `type(...) is int` first: the common case, without an isinstance walk
     shown = repr(value)
     if len(shown) > _SHOWN_CHARS:
         shown = shown[: _SHOWN_CHARS - 1] + "…"

@@ -77,6 +77,8 @@ def drop_format_chars(text: str) -> str:
 
 def strip_invisible(text: str) -> str:
     """Invisible characters removed and every bidi run dropped whole (line breaks kept)."""
+    if text.isascii():  # O(1) in CPython; every character removed here is outside ASCII
+        return text
     return _drop_bidi_runs(_INVISIBLE.sub("", text))
 
 

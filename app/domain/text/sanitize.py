@@ -25,6 +25,9 @@ are top-level prose).
     visible_lines(text)    the same reading, line by line in the source's numbering, with which
                            lines are top-level prose (a paragraph or raw HTML at the top level,
                            outside quotes, code and hidden elements): where a command may stand
+    reads_any(text, addressed)
+                           whether visible_lines(text, addressed) reads any line: the cheap
+                           "is this text addressed at all?" answer, exact
     visible_code(text)     the source's lines with only those of code blocks a reader sees
                            kept (outside quotes, HTML comments and hidden elements), the others
                            blank: where a scope decision's ```json block may stand
@@ -180,7 +183,7 @@ def visible_lines(
     lines = [""] * total
     prose = [False] * total
     quiet = [False] * total
-    source = _SOURCEPOS.sub("data-x-", _prepare(normal)[0])
+    source = _reading_source(normal)
     source_lines = source.split("\n")
     wanted = None if addressed is None else _lines_matching(addressed, source)
     if wanted == []:
@@ -217,6 +220,19 @@ def visible_lines(
         lines,
         [p and not q and bool(t.strip()) for p, q, t in zip(prose, quiet, lines, strict=True)],
     )
+
+
+def reads_any(text: str, addressed: re.Pattern[str]) -> bool:
+    """Whether `visible_lines(text, addressed)` reads any line at all: False means every line
+    comes back empty and never prose, decided without reading (the same normalisation, the
+    same search). Pure."""
+    return addressed.search(_reading_source(LINE_END.sub("\n", text))) is not None
+
+
+def _reading_source(normal: str) -> str:
+    """What `visible_lines` reads of a text whose line ends are `\\n`: capped, invisible
+    characters and bidi runs gone, the source's own `data-sourcepos` renamed."""
+    return _SOURCEPOS.sub("data-x-", _prepare(normal)[0])
 
 
 def visible_code(text: str) -> list[str] | None:
