@@ -125,6 +125,7 @@ def _sweep(ledger: lending_ledger.Ledger) -> list[str]:
             ledger.forget(lending)
         if problem is not None:
             problems.append(problem)
+    ledger.drop_orphans()
     return problems
 
 

@@ -95,6 +95,26 @@ class Ledger:
         if descriptor >= 0:
             os.close(descriptor)
 
+    def drop_orphans(self) -> None:
+        """Remove each liveness lock whose record is gone and whose lender is too: an older
+        pairbot's sweep removes a record it finds dead, never the lock beside it."""
+        if self.path is None:
+            return
+        for lock in self.path.glob("*-*.lock"):
+            if lock.with_suffix(".json").exists():
+                continue
+            try:
+                descriptor = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                lock.unlink(missing_ok=True)
+            except BlockingIOError:
+                pass  # its lender lives (a live lending whose record an older pairbot took)
+            finally:
+                os.close(descriptor)
+
     def alive(self, record: Record) -> bool:
         """Whether the pairbot that made `record` still runs."""
         if record.key in _HELD:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fcntl
 import json
 import os
 import shutil
@@ -99,6 +100,23 @@ def test_a_record_without_a_lock_is_alive_while_the_process_that_lent_runs() -> 
     assert not ledger.alive(dataclasses.replace(base, started="1"))  # a reused pid
     assert ledger.alive(dataclasses.replace(base, started=""))  # no start time: the pid
     assert not ledger.alive(dataclasses.replace(base, pid=gone.pid, started=""))
+
+
+def test_a_sweep_drops_the_locks_of_gone_lenders_and_keeps_the_held_ones() -> None:
+    # An older pairbot's sweep removes a dead lending's record, never the lock beside it.
+    with lending_ledger.locked() as ledger:
+        assert ledger.path is not None
+        gone, held = ledger.path / "999999999-0.lock", ledger.path / "999999999-1.lock"
+    gone.touch(0o600)
+    held.touch(0o600)
+    descriptor = os.open(held, os.O_RDWR)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        lending.sweep()
+        assert not gone.exists() and held.exists()
+    finally:
+        os.close(descriptor)
+        held.unlink()
 
 
 def _lent(root: str, *, writable: tuple[str, ...] = (), closed: bool = False) -> lending.Lending:
