@@ -3,7 +3,9 @@
     python benchmarks/command_path.py                       1,000 commands, 5 ms forge, 3 runs
     python benchmarks/command_path.py --latency-ms 20 --runs 1 --burst-seconds 0
     python benchmarks/command_path.py --replicas            two PostgreSQL replicas vs one
-                                                            SQLite App (command_replicas.py)
+                                                            SQLite App (command_replicas.py),
+                                                            each as `pairbot serve` runs it
+                                                            (--worker own|inline: all alike)
 
 Three processes on loopback, each one uvicorn process as `pairbot serve` runs (httptools,
 uvloop, access log off):
@@ -430,9 +432,14 @@ async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> l
             deliveries = Deliveries(forge.port)
             url = ("--forge", str(forge.port), *common)
             sqlite = workdir / "one.sqlite3"
+            # Each App as `pairbot serve` runs it by default (on SQLite the worker in its own
+            # process, on PostgreSQL inline), unless `--worker own|inline` says for all.
+            one_worker = "inline" if args.worker == "inline" else "own"
+            pg_worker = "own" if args.worker == "own" else "inline"
             pg = ("--store", str(workdir / "unused.sqlite3"), "--store-url", database.url)
+            pg = (*pg, "--worker", pg_worker)
             with (
-                start("app", workdir, *url, "--store", str(sqlite)) as one,
+                start("app", workdir, *url, "--store", str(sqlite), "--worker", one_worker) as one,
                 start("app", workdir, *url, *pg) as first,
                 start("app", workdir, *url, *pg) as second,
             ):

@@ -3,8 +3,11 @@
     pairbot serve --host 127.0.0.1 --port 8080     the App, configured by PAIR_* variables
     pairbot serve --dev                            embedded defaults for a try-out on loopback
 
+On SQLite the worker runs in a process of its own (app.web.worker_process), started once the
+store is migrated and stopped with the server; PAIR_WORKER_PROCESS=own|inline says where.
+
 `--dev` needs no account: the local forge under the project answers instead of GitHub, steps
-run in this process (`execution: worker`), the store is SQLite under the project, and — since
+run in the App's worker (`execution: worker`), the store is SQLite under the project, and — since
 the server never runs without a webhook secret — one is generated once into
 `.pair/app/webhook-secret` (mode 0600) and its path printed, never its value. `--dev` binds
 loopback only.
@@ -228,7 +231,7 @@ def serve(
 
     `deps(checkout)` builds the engine's deps for a checkout the worker runs a step on (the
     root, or one under PAIR_WORKER_CHECKOUTS): an agent's runtime is bound to its tree. With
-    PAIR_WORKER_PROCESS=own (the default) the worker runs in a process of its own
+    PAIR_WORKER_PROCESS=own (the default on SQLite) the worker runs in a process of its own
     (app.web.worker_process), so `deps` must pickle: an importable function or a partial.
     """
     _refuse_dev_off_loopback(host, dev=dev)
@@ -239,7 +242,7 @@ def serve(
         settings.store, url.get_secret_value() if url else None, lease_s=settings.store_lease_s
     )
     parts = functools.partial(worker_parts, root, dict(env), deps)
-    if settings.worker_process == "own":
+    if settings.own_worker_process:
         # The jobs (and the ticks) run in a process of their own, built from this recipe.
         edge_parts = WorkerParts()
         worker: WorkerProcess | None = WorkerProcess(WorkerRecipe(settings, parts))

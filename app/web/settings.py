@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
@@ -142,8 +142,9 @@ class AppSettings(BaseModel):
     # PAIR_WORKER_CONCURRENCY (1-64): how many jobs the worker runs at once.
     worker_concurrency: int = 4
     # PAIR_WORKER_PROCESS: where `pairbot serve` runs the worker — a process of its own
-    # (app.web.worker_process) or the edge's (`inline`); `create_app` alone always runs it inline.
-    worker_process: WorkerProcess = "own"
+    # (app.web.worker_process) or the edge's (`inline`); None: the measured default
+    # (`own_worker_process`). `create_app` alone always runs it inline.
+    worker_process: WorkerProcess | None = None
     permission_ttl_s: float = 60.0
     # `execution: worker` on several repositories: checkouts as `<dir>/<owner>/<name>`
     # (app.web.checkouts); the root is always a candidate too.
@@ -253,6 +254,16 @@ class AppSettings(BaseModel):
             public_url=_public_url(get("PAIR_PUBLIC_URL")),
             access_log=_flag(get, "PAIR_ACCESS_LOG"),
         )
+
+    @property
+    def own_worker_process(self) -> bool:
+        """Whether `pairbot serve` runs the worker in a process of its own: as
+        PAIR_WORKER_PROCESS says, else on SQLite (the edge then answers commands at 1.4-1.7x
+        the rate) and not on PostgreSQL (each replica then costs up to a quarter more CPU a command,
+        and replicas already spread over the cores; docs/app.md, the command path)."""
+        if self.worker_process is not None:
+            return self.worker_process == "own"
+        return self.store_url is None
 
     @property
     def github_signin(self) -> bool:
@@ -508,12 +519,11 @@ def _execution(value: str | None) -> Execution:
     raise ConfigError(f"PAIR_EXECUTION={value!r} is not one of: actions, worker")
 
 
-def _worker_process(value: str | None) -> WorkerProcess:
-    if value is None or value == "own":
-        return "own"
-    if value == "inline":
-        return "inline"
+def _worker_process(value: str | None) -> WorkerProcess | None:
+    if value is None or value in ("own", "inline"):
+        return cast("WorkerProcess | None", value)
     raise ConfigError(
         f"PAIR_WORKER_PROCESS={value!r} is not allowed; allowed: own (the worker in a process "
-        "of its own, the default), inline (in the process that answers webhooks)"
+        "of its own, the default with SQLite), inline (in the process that answers webhooks, "
+        "the default with PostgreSQL)"
     )

@@ -35,17 +35,22 @@ def test_serve_dev_starts_on_loopback_with_a_generated_secret_and_the_status_pag
         stderr=subprocess.PIPE,
     )
     try:
+        # Healthy once the worker's own process runs (app.web.worker_process): /healthz is
+        # 503 ("starting") until then.
         deadline = time.monotonic() + 60
-        page = None
+        health = None
         while time.monotonic() < deadline and process.poll() is None:
             try:
-                page = httpx.get(url + "/", timeout=5)
-                break
+                health = httpx.get(url + "/healthz", timeout=5).json()
+                if health["status"] == "ok":
+                    break
             except httpx.HTTPError:
-                time.sleep(0.1)
-        assert page is not None, process.communicate(timeout=10)
+                pass
+            time.sleep(0.1)
+        assert health is not None and health["status"] == "ok", process.communicate(timeout=10)
+        assert health["worker"] == "running" and health["restarts"] == 0
+        page = httpx.get(url + "/", timeout=5)
         assert page.status_code == 200 and "<h1>Cards</h1>" in page.text
-        assert httpx.get(url + "/healthz", timeout=5).json()["status"] == "ok"
         secret_file = tmp_path / ".pair" / "app" / "webhook-secret"
         assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
         secret = secret_file.read_text().strip()

@@ -115,7 +115,8 @@ class Served:
 
 @contextmanager
 def app_served(tmp: Path, fake: AppGitHub) -> Iterator[Served]:
-    """`pairbot serve` (PAIR_WORKER_PROCESS unset: its default) on the fake, healthy."""
+    """`pairbot serve` on the fake, healthy: on SQLite, PAIR_WORKER_PROCESS unset (its default,
+    the worker in its own process)."""
     with ExitStack() as stack:
         base_url = stack.enter_context(serve_fake_github(fake, bare_repo=None))
         root = tmp / "root"
@@ -251,8 +252,12 @@ def test_an_unknown_worker_process_setting_is_refused_at_start(tmp_path: Path) -
     assert "inline" in result.stderr and "Traceback" not in result.stderr
     with pytest.raises(ConfigError, match=r"allowed: own .*inline"):
         AppSettings.from_env({"PAIR_WORKER_PROCESS": "Own"})
-    assert AppSettings.from_env({}).worker_process == "own"
-    assert AppSettings.from_env({"PAIR_WORKER_PROCESS": "inline"}).worker_process == "inline"
+    # Unset: its own process on SQLite, inline on PostgreSQL (docs/app.md says why).
+    assert AppSettings.from_env({}).own_worker_process
+    postgres = {"PAIR_STORE": "postgresql://pairbot@db.internal:5432/pairbot"}
+    assert not AppSettings.from_env(postgres).own_worker_process
+    assert AppSettings.from_env({**postgres, "PAIR_WORKER_PROCESS": "own"}).own_worker_process
+    assert not AppSettings.from_env({"PAIR_WORKER_PROCESS": "inline"}).own_worker_process
 
 
 @pytest.mark.parametrize(
