@@ -101,6 +101,8 @@ def judge_verdict(state: CardState, tree: wt.Worktree) -> VerifierJudgement:
         )
     pending = state.rec.red_contract
     if pending is None:
+        pending = _sealed_already(state, tree.start)
+    if pending is None:
         return VerifierJudgement(problems=("no red contract waits for verification",))
     if pending.get("commit") != tree.start:
         return VerifierJudgement(
@@ -117,9 +119,18 @@ def judge_verdict(state: CardState, tree: wt.Worktree) -> VerifierJudgement:
     if problems:
         return VerifierJudgement(problems=tuple(problems))
     if verdict.accepted:
+        if pending is not state.rec.red_contract:
+            return VerifierJudgement()  # sealed before the verifier ran: nothing more to seal
         sealed = {k: v for k, v in pending.items() if k not in ("event", "failing", "contract")}
         return VerifierJudgement(sealed=sealed)
     return VerifierJudgement(refused=tuple(refusal_reasons(verdict)))
+
+
+def _sealed_already(state: CardState, head: str) -> Mapping[str, Any] | None:
+    """A red sealed at `head` by a pairbot that sealed without the verifier (a run from before
+    it, resumed): its rows are what the verifier judges; accepted, nothing more is sealed."""
+    rows = [row for seal in state.rec.seals if seal.commit == head for row in seal.rows]
+    return {"commit": head, "rows": rows} if rows else None
 
 
 def verifier_notes(state: CardState, tree: wt.Worktree) -> tuple[str, ...]:

@@ -162,3 +162,26 @@ def test_the_verifier_has_its_own_agent_and_model(tmp_path: Path) -> None:
     choice = resolved.agent_for("verify-red")
     assert (choice.name, choice.model) == ("codex", "o3")
     assert resolved.agent_for("red").name == "claude"
+
+
+def test_a_red_sealed_before_the_verifier_existed_is_verified_not_sealed_twice(
+    tmp_path: Path,
+) -> None:
+    """A run resumed from a pairbot that sealed red at once: the verifier judges that seal."""
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["findings-blocking", "ok"]})
+    project.command("implement")
+    step_to(project, "red")
+    journal = project.root / ".pair" / "batches" / f"card-{project.card}" / "run" / "journal.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    for record in records:
+        data = record.get("data") or {}
+        if data.get("event") == "red-contract":  # what the older pairbot wrote instead
+            data["event"] = "sealed"
+            data.pop("failing")
+            data.pop("contract")
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+    verified = project.step()
+    assert (verified.result.transition, verified.result.state) == ("verify-red", "advanced")
+    assert len(project.cycle_events("sealed")) == 1
+    assert project.until_quiet()[-1].status == "ready-for-merge"
