@@ -2,6 +2,7 @@
 
     reader = StateBranchReader.of(session)               # an installation's GitHubSession
     files = await reader.read("octo/widget", previous, wanted)   # BranchFiles, or None
+    config = await reader.default_file("octo/widget", ".pair/config.yaml")  # or None
 
 The GitHub Action and the Azure Pipelines entry keep a repository's run-state on its orphan
 branch `pair-state` (`action.statebranch`): `.pair/batches/<batch>/run/journal.jsonl` and
@@ -21,6 +22,13 @@ content-addressed, so a file with the same sha is the same bytes.
 https://docs.github.com/en/rest/git/refs#get-a-reference
 https://docs.github.com/en/rest/git/trees#get-a-tree
 https://docs.github.com/en/rest/git/blobs#get-a-blob
+
+A file users write on the default branch (`.pair/config.yaml`: the gates and budgets a card's
+page shows) is read with the contents API, also conditional, so an unchanged file costs one
+304 (`default_file`):
+
+    GET /repos/{owner}/{repo}/contents/{path}              no `ref`: the default branch
+https://docs.github.com/en/rest/repos/contents#get-repository-content
 
 Every call goes through the session's discipline (`hosts.calls`: the rate window, reads
 retried a bounded number of times, a refused installation token minted once) and fails as a
@@ -137,6 +145,32 @@ class StateBranchReader:
         files.update(await self._blobs(repo, missing))
         return BranchFiles(tip=tip, files=dict(sorted(files.items())), truncated=truncated)
 
+    async def default_file(self, repo: str, path: str) -> BranchFile | None:
+        """The file at `path` on the repository's default branch (None: no such file, or an
+        empty repository); a file over `max_bytes`, or not a file, has no bytes and a problem."""
+        owner, name = _split(repo)
+        op = f"read {path} on the default branch of {repo}"
+        repos = self._gh.rest.repos
+        try:
+            response = await self._calls.read(
+                op, lambda: repos.async_get_content(owner, name, path)
+            )
+        except NotFound:
+            return None
+        except Conflict:  # 409: an empty repository has no default branch yet
+            return None
+        data = payloads.obj(response)  # a directory is a list: obj() refuses it
+        sha, size = data.get("sha"), data.get("size")
+        if not isinstance(sha, str) or not _SHA.match(sha):
+            raise HostError(f"{op}: GitHub answered content with no blob sha")
+        if data.get("type") != "file":
+            return BranchFile(sha, None, f"{path} is a {data.get('type')}, not a file")
+        if isinstance(size, int) and size > self.max_bytes:
+            return BranchFile(
+                sha, None, f"{size} bytes, over the {self.max_bytes} this reader reads"
+            )
+        return _decoded(sha, data)
+
     async def _tree(
         self, repo: str, tip: str, wanted: Callable[[str], bool]
     ) -> tuple[dict[str, tuple[str, int | None]], bool]:
@@ -177,19 +211,23 @@ class StateBranchReader:
         op = f"read {path} on {self.branch} of {repo}"
         git = self._gh.rest.git
         response = await self._calls.read(op, lambda: git.async_get_blob(owner, name, sha))
-        data = payloads.obj(response)
-        content, encoding = data.get("content"), data.get("encoding")
-        if not isinstance(content, str):
-            return BranchFile(sha, None, "GitHub answered the blob without its content")
-        if encoding == "utf-8":
-            return BranchFile(sha, content.encode("utf-8"))
-        if encoding != "base64":
-            return BranchFile(sha, None, f"GitHub answered the blob in {encoding!r}")
-        try:
-            raw = base64.b64decode(content.replace("\n", ""), validate=True)
-        except (binascii.Error, ValueError):
-            return BranchFile(sha, None, "GitHub answered a blob that is not base64")
-        return BranchFile(sha, raw)
+        return _decoded(sha, payloads.obj(response))
+
+
+def _decoded(sha: str, data: Mapping[str, Any]) -> BranchFile:
+    """A blob's (or a content file's: the same two fields) bytes from GitHub's answer."""
+    content, encoding = data.get("content"), data.get("encoding")
+    if not isinstance(content, str):
+        return BranchFile(sha, None, "GitHub answered the blob without its content")
+    if encoding == "utf-8":
+        return BranchFile(sha, content.encode("utf-8"))
+    if encoding != "base64":
+        return BranchFile(sha, None, f"GitHub answered the blob in {encoding!r}")
+    try:
+        raw = base64.b64decode(content.replace("\n", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return BranchFile(sha, None, "GitHub answered a blob that is not base64")
+    return BranchFile(sha, raw)
 
 
 def _split(repo: str) -> tuple[str, str]:

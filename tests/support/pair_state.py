@@ -22,8 +22,18 @@ exists for them; the fields are GitHub's documented ones, checked against github
     GET /repos/{o}/{r}/git/blobs/{sha}            {"sha", "node_id", "size", "url", "content":
                                                    base64 in lines, "encoding": "base64"}
 
+and one route of the contents API, for the file users write on the default branch (the
+bare repository's HEAD, `main`; the shape is GitHub's documented "content file" response):
+
+    GET /repos/{o}/{r}/contents/{path}            {"type": "file", "encoding": "base64",
+                                                   "size", "name", "path", "content", "sha",
+                                                   "url", "git_url", "html_url",
+                                                   "download_url", "_links"}; 404 when the
+                                                   file (or the default branch) is absent
+
 `git_gets` lists (path, status) of those GETs, in order: a 304 is an `If-None-Match` answered
-(the fake answers 304 only to the ETag it sent with the body).
+(the fake answers 304 only to the ETag it sent with the body). `push_default_file` commits a
+file onto the default branch.
 """
 
 from __future__ import annotations
@@ -48,7 +58,9 @@ _GIT_DATA = re.compile(
     r"/repos/(?P<repo>[^/]+/[^/]+)/git/(?:ref/(?P<ref>heads/.+)|trees/(?P<tree>[^/]+)"
     r"|blobs/(?P<blob>[0-9a-f]{40}))"
 )
+_CONTENTS = re.compile(r"/repos/(?P<repo>[^/]+/[^/]+)/contents/(?P<path>.+)")
 _NOT_FOUND = "https://docs.github.com/rest/git/refs#get-a-reference"
+_NO_CONTENT = "https://docs.github.com/rest/repos/contents#get-repository-content"
 
 
 def _git(bare: Path, *args: str, text: bool = True) -> Any:
@@ -71,10 +83,18 @@ class StateGitHub(FakeGitHub):
     @property
     def git_gets(self) -> list[tuple[str, int]]:
         """(path, status) of every git data GET, in order, as answered (304s included)."""
-        return [(path, status) for path, _, status in self.gets if _GIT_DATA.fullmatch(path)]
+        return [
+            (path, status)
+            for path, _, status in self.gets
+            if _GIT_DATA.fullmatch(path) or _CONTENTS.fullmatch(path)
+        ]
 
     def _route(self, call: _Request) -> httpx.Response:
         found = _GIT_DATA.fullmatch(call.path) if call.method == "GET" else None
+        content = _CONTENTS.fullmatch(call.path) if call.method == "GET" else None
+        if content is not None and content["repo"] in self.state_repos:
+            bare = self.state_repos[content["repo"]]
+            return self._content(content["repo"], bare, content["path"], call.query.get("ref"))
         if found is None:
             return super()._route(call)
         bare = self.state_repos.get(found["repo"])
@@ -126,6 +146,33 @@ class StateGitHub(FakeGitHub):
         body = {"sha": tree, "url": self._url(repo, f"trees/{tree}"), "tree": entries}
         return self._json(200, {**body, "truncated": False})
 
+    def _content(self, repo: str, bare: Path, path: str, ref: str | None) -> httpx.Response:
+        done = _git(bare, "rev-parse", "--verify", "--quiet", f"{ref or 'HEAD'}:{path}")
+        kind = _git(bare, "cat-file", "-t", done.stdout.strip()) if done.returncode == 0 else None
+        if kind is None or kind.stdout.strip() != "blob":
+            return self._json(404, {"message": "Not Found", "documentation_url": _NO_CONTENT})
+        sha = done.stdout.strip()
+        raw: bytes = _git(bare, "cat-file", "blob", sha, text=False).stdout
+        url = f"{self.base_url}/repos/{repo}/contents/{path}"
+        html = f"https://github.com/{repo}/blob/main/{path}"
+        return self._json(
+            200,
+            {
+                "type": "file",
+                "encoding": "base64",
+                "size": len(raw),
+                "name": path.rsplit("/", 1)[-1],
+                "path": path,
+                "content": base64.encodebytes(raw).decode(),
+                "sha": sha,
+                "url": url,
+                "git_url": self._url(repo, f"blobs/{sha}"),
+                "html_url": html,
+                "download_url": f"https://raw.githubusercontent.com/{repo}/main/{path}",
+                "_links": {"git": self._url(repo, f"blobs/{sha}"), "self": url, "html": html},
+            },
+        )
+
     def _blob(self, repo: str, bare: Path, sha: str) -> httpx.Response:
         done = _git(bare, "cat-file", "blob", sha, text=False)
         if done.returncode != 0:
@@ -165,6 +212,21 @@ def push_run_state(work: Path, bare: Path, run_id: str = "run-1") -> str:
     branch.push(work, f"pairbot: run {run_id} (test)", lease, card_batches=cards)
     assert branch.release(lease)
     return git(bare, "rev-parse", "refs/heads/pair-state").strip()
+
+
+def push_default_file(bare: Path, work: Path, path: str, text: str) -> str:
+    """Commit `text` as `path` onto the default branch (`main`) of `bare` from the work tree
+    `work` (cloned on first use): a maintainer's push. The new tip."""
+    if not work.exists():
+        work.mkdir(parents=True)
+        git(work, "init", "-q", "-b", "main")
+        git(work, "remote", "add", "origin", str(bare))
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    (work / path).write_text(text)
+    git(work, "add", path)
+    git(work, "commit", "-q", "-m", f"edit {path}")
+    git(work, "push", "-q", "origin", "HEAD:refs/heads/main")
+    return git(work, "rev-parse", "HEAD")
 
 
 def files_repo(path: Path, files: dict[str, bytes]) -> Path:

@@ -15,7 +15,7 @@ from app.engine.runstate import Park
 from app.store.base import JobRecord, NewJob
 from app.web.app import create_app
 from app.web.pages import html
-from app.web.pages.model import card_view, job_views, overview, remote_card
+from app.web.pages.model import CardSettings, card_view, job_views, overview, remote_card
 from app.web.pages.read import Local, LocalCard, card_views, read_local
 from app.web.pages.steps import card_steps
 from app.web.viewer import Viewer
@@ -158,7 +158,7 @@ def test_a_finding_the_reviewer_carries_forward_as_resolved_is_not_shown_still_o
 
 
 def test_a_card_view_says_what_its_tracking_comment_says_with_the_explanations_budget() -> None:
-    view = card_view("octo/widget", KEY, journal(), {}, max_fix_rounds=2)
+    view = card_view("octo/widget", KEY, journal(), {}, settings=CardSettings(max_fix_rounds=2))
     assert (view.status, view.next.split(":")[0], view.why) == (
         "in-progress",
         "publish",
@@ -486,7 +486,7 @@ def test_the_run_state_reader_survives_what_it_cannot_read(tmp_path: Path) -> No
     (other / ".pair" / "batches" / "card-5" / "run").mkdir(parents=True)
     (other / ".pair" / "batches" / "card-5" / "batch.yaml").write_text(CARD_BATCH.format(n=5))
     local = read_local(root, checkouts)
-    assert [(c.checkout, c.key, c.max_fix_rounds) for c in local.cards] == [
+    assert [(c.checkout, c.key, c.settings.max_fix_rounds) for c in local.cards] == [
         ("octo/svc", "card-5", 3)
     ]
     names = {(b.checkout, b.name): b for b in local.batches}

@@ -21,9 +21,11 @@ from app.store.base import InstallationChange, NewJob, Store
 from app.store.factory import make_store
 from app.web.app import create_app
 from app.web.forge import GitHubForges, LocalForges
+from app.web.pages.model import CardSettings
 from app.web.pages.read import read_local
 from app.web.pages.remote_state import (
     RemoteState,
+    config_settings,
     derive_files,
     github_fetch,
     refresh_settings,
@@ -37,6 +39,7 @@ from tests.support.github_server import WallClock, serve_fake_github
 from tests.support.pair_state import (
     StateGitHub,
     files_repo,
+    push_default_file,
     push_run_state,
     run_real_cards,
     state_repo,
@@ -170,8 +173,15 @@ def test_the_dashboard_shows_each_card_from_pair_state_as_a_local_card_and_asks_
         cards_json(app)
         again = world.fake.git_gets[before:]
         assert sorted(again) == [
-            (f"/repos/octo/{name}/git/ref/heads/pair-state", status)
-            for name, status in (("broken", 304), ("empty", 404), ("widget", 304))
+            (f"/repos/octo/{name}/{path}", status)
+            for name, path, status in (
+                # No config on the default branch (none there at all): pairbot's defaults.
+                ("broken", "contents/.pair/config.yaml", 404),
+                ("broken", "git/ref/heads/pair-state", 304),
+                ("empty", "git/ref/heads/pair-state", 404),  # no branch: no config asked for
+                ("widget", "contents/.pair/config.yaml", 404),
+                ("widget", "git/ref/heads/pair-state", 304),
+            )
         ]
 
 
@@ -186,9 +196,12 @@ def test_a_branch_that_moved_is_read_again_fetching_only_the_blobs_that_changed(
         before = len(world.fake.git_gets)
         card = app.page("/api/v1/cards/octo/widget/1").json()["card"]  # its repository only
         paths = [path for path, _ in world.fake.git_gets[before:]]
-    assert len(paths) == 3, paths  # the ref (moved: 200), the tree, the one changed blob
+    # The ref (moved: 200), the tree, the one changed blob; then the config on the default
+    # branch (none there: 404).
+    assert len(paths) == 4, paths
     assert paths[0].endswith("/git/ref/heads/pair-state") and "/git/trees/" in paths[1]
     assert "/git/blobs/" in paths[2] and all("/octo/widget/" in p for p in paths)
+    assert paths[3].endswith("/contents/.pair/config.yaml")
     assert card["number"] == 1
 
 
@@ -208,6 +221,49 @@ def test_what_cannot_be_read_on_the_branch_is_shown_as_unreadable_and_the_page_s
     assert "pairbot-pair-state-" not in json.dumps(list(cards.values()))  # no temp path
     assert overview.status_code == 200 and "unreadable" in overview.text
     assert cohort["cards"] == 4 and cohort["byStatus"]["unreadable"] == 2
+
+
+def test_a_cards_page_shows_its_repositorys_gates_and_budget_from_the_default_branch(
+    world: World, tmp_path: Path
+) -> None:
+    """The repository's `.pair/config.yaml` on its default branch, read in the same look as
+    the branch, conditionally: an unchanged config is one 304, a changed one is read again."""
+    config = "cycle:\n  maxFixRounds: 5\n  until: merged\n  merge: always\n"
+    push_default_file(world.widget, tmp_path / "maintainer", ".pair/config.yaml", config)
+    with served(remote_app(world, tmp_path, refresh_s=0.0)) as app:
+        card = app.page("/api/v1/cards/octo/widget/1").json()["card"]
+        assert card["max_fix_rounds"] == 5, card
+        # `until: merged` from the config: the card no longer offers to ask for it, nor
+        # leaves the merge to a person (the defaults do: see below).
+        assert "/pair implement until: merged" not in card["actions"], card["actions"]
+        assert not any(a.startswith("merge PR") for a in card["actions"])
+        before = len(world.fake.git_gets)
+        app.page("/api/v1/cards/octo/widget/1")
+        again = sorted(world.fake.git_gets[before:])
+        assert again == [
+            ("/repos/octo/widget/contents/.pair/config.yaml", 304),
+            ("/repos/octo/widget/git/ref/heads/pair-state", 304),
+        ]
+        push_default_file(world.widget, tmp_path / "maintainer", ".pair/config.yaml", "{")
+        broken = app.page("/api/v1/cards/octo/widget/1").json()["card"]
+        assert broken["max_fix_rounds"] == 3  # not valid YAML: the defaults, and a log line
+        assert "/pair implement until: merged" in broken["actions"]
+
+
+def test_a_config_that_is_not_valid_is_named_in_the_log_and_the_defaults_are_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    wrong = BranchFile("a" * 40, b"cycle:\n  maxFixRounds: many\n")
+    assert config_settings("octo/widget", wrong) == CardSettings()
+    assert "octo/widget .pair/config.yaml (default branch)" in caplog.text
+    assert "maxFixRounds" in caplog.text and "pairbot-pair-config-" not in caplog.text
+    unread = BranchFile("b" * 40, None, "2000000 bytes, over the 16 this reader reads")
+    assert config_settings("octo/widget", unread) == CardSettings()
+    assert "over the 16" in caplog.text
+    written = BranchFile("c" * 40, b"trigger: go\ncycle: {maxFixRounds: 1, until: merged}\n")
+    assert config_settings("octo/widget", written) == CardSettings(
+        max_fix_rounds=1, trigger="go", until="merged"
+    )
 
 
 def test_a_journal_over_the_size_bound_is_named_and_not_fetched(world: World) -> None:

@@ -1,6 +1,8 @@
 """The status pages' view-model: pure functions from run-state and store rows to dataclasses.
 
     card_view(repo, key, records, parks, ...) -> CardView   one card's row and its cycle
+    CardSettings                                             what the repository's config
+                                                             says a card's page shows
     job_views(jobs, now) -> list[JobView]                    the operator's queue, failed first
     overview(cards, jobs, viewer, repo=, state=) -> Overview  filtered and sorted by attention
 
@@ -17,7 +19,7 @@ person can use come from the `/pair status` explanation (`app.domain.reports.exp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, get_args
 
 from app.cycle.card_status import card_status
@@ -39,20 +41,37 @@ from app.web.pages.views import (
 from app.web.viewer import Viewer
 
 
+@dataclass(frozen=True)
+class CardSettings:
+    """What a repository's `.pair/config.yaml` says that a card's page shows: its fix-round
+    budget, trigger word, and the cycle's end and human gates (`cycle.until`, `cycle.merge`,
+    `cycle.prepare`). A card's own `/pair implement` arguments win over these, as in the cycle
+    (`app.cycle.state.CardState.until`, `.gate`). The defaults are `ProjectConfig`'s."""
+
+    max_fix_rounds: int = 3
+    trigger: str = "pair"
+    until: str = "ready-for-merge"
+    merge: str = "always"
+    prepare: str = "always"
+
+
+DEFAULT_SETTINGS = CardSettings()
+
+
 def card_view(
     repo: str,
     key: str,
     records: Sequence[Mapping[str, Any]],
     parks: Mapping[str, Park],
     *,
-    max_fix_rounds: int = 3,
-    trigger: str = "pair",
+    settings: CardSettings = DEFAULT_SETTINGS,
     last_command: str = "",
     live: Mapping[str, Sequence[str]] | None = None,
 ) -> CardView:
     """A card batch's view: the tracking comment's status, next and why; the explanation's gate,
     budget and commands; its steps and events. `live` holds the last output lines by session;
-    a running step shows its own. Raises ValueError for a batch that is not a card."""
+    a running step shows its own; `settings` what the repository's config says (its gates and
+    budget). Raises ValueError for a batch that is not a card."""
     status = card_status(records, key, parks)
     rec = fold_cycle(records, key)
     mine = tuple(r for r in records if r.get("key") == key)
@@ -70,7 +89,7 @@ def card_view(
             title=str(snapshot.get("title") or ""),
             park_reason=park.reason if park is not None else None,
             fix_rounds_used=fixes,
-            max_fix_rounds=max(max_fix_rounds, fixes),
+            max_fix_rounds=max(settings.max_fix_rounds, fixes),
             review_round=reviews,
             open_blocking=rec.review_blocking,
             pr=rec.pr,
@@ -78,7 +97,10 @@ def card_view(
             pr_closed=rec.pr_closed,
             reviewed_head=rec.reviewed_head,
             records=mine,
-            trigger=trigger,
+            trigger=settings.trigger,
+            until="merged" if (rec.until or settings.until) == "merged" else "ready-for-merge",
+            merge_gate=rec.merge or settings.merge,
+            prepare_gate=rec.prepare or settings.prepare,
         )
     )
     last = steps[-1] if steps else None

@@ -39,13 +39,13 @@ from app.cycle.schedule import card_of
 from app.domain.reports.cohort import reduce_cohort
 from app.engine import jsonl
 from app.engine.livelog import read_tail
-from app.engine.manifest import list_batches, load_project_config
+from app.engine.manifest import ProjectConfig, list_batches, load_project_config
 from app.engine.runstate import Park, RunLocus, read_parks
 from app.store.base import JobRecord
 from app.web.checkouts import checkout_dirs
 from app.web.dashboard import BatchView, batches_of
 from app.web.pages.cache import Memo, stamp
-from app.web.pages.model import card_view, remote_card, with_live
+from app.web.pages.model import DEFAULT_SETTINGS, CardSettings, card_view, remote_card, with_live
 from app.web.pages.views import CardView
 from app.web.viewer import Viewer
 
@@ -79,8 +79,7 @@ class LocalCard:
     key: str
     records: tuple[Mapping[str, Any], ...]
     parks: Mapping[str, Park]
-    max_fix_rounds: int = 3
-    trigger: str = "pair"
+    settings: CardSettings = DEFAULT_SETTINGS  # its repository's config (gates, budget)
     # The last lines of the batch's live log, by session (the output of its running step).
     live: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     derived: Derived | None = None
@@ -89,7 +88,7 @@ class LocalCard:
         """What this card's journal and parks give (computed here when not handed over)."""
         if self.derived is not None:
             return self.derived
-        return derive(self.key, self.records, self.parks, self.max_fix_rounds, self.trigger)
+        return derive(self.key, self.records, self.parks, self.settings)
 
 
 @dataclass(frozen=True)
@@ -104,36 +103,48 @@ def derive(
     key: str,
     records: Sequence[Mapping[str, Any]],
     parks: Mapping[str, Park],
-    max_fix_rounds: int = 3,
-    trigger: str = "pair",
+    settings: CardSettings = DEFAULT_SETTINGS,
 ) -> Derived:
-    """A card batch's view, status and cohort figures from its journal records and parks."""
+    """A card batch's view, status and cohort figures from its journal records and parks, with
+    what its repository's config says (`settings`)."""
     number = card_of(key)
     if number is None:
         raise ValueError(f"{key!r} is not a card batch (card-<n>)")
-    view = card_view("", key, records, parks, max_fix_rounds=max_fix_rounds, trigger=trigger)
+    view = card_view("", key, records, parks, settings=settings)
     running = frozenset(s.session for s in view.steps if s.running)
     return Derived(view, card_status(records, key, parks), card_figures(number, records), running)
 
 
-def _read_derived(locus: RunLocus, key: str, rounds: int, trigger: str) -> Derived:
+def _read_derived(locus: RunLocus, key: str, settings: CardSettings) -> Derived:
     records = jsonl.read_records(locus.journal)
-    return derive(key, records, read_parks(locus), rounds, trigger)
+    return derive(key, records, read_parks(locus), settings)
 
 
-def _settings(root: Path) -> tuple[int, str]:
+def card_settings(config: ProjectConfig) -> CardSettings:
+    """What a project config says that a card's page shows."""
+    cycle = config.cycle
+    return CardSettings(
+        max_fix_rounds=cycle.max_fix_rounds,
+        trigger=config.trigger,
+        until=cycle.until,
+        merge=cycle.merge,
+        prepare=cycle.prepare,
+    )
+
+
+def _settings(root: Path) -> CardSettings:
     try:
         config = load_project_config(root)
     except Exception:  # a broken config shows on the batch rows; the cards keep the defaults
-        return 3, "pair"
-    return config.cycle.max_fix_rounds, config.trigger
+        return DEFAULT_SETTINGS
+    return card_settings(config)
 
 
 def _cards(root: Path, label: str, memo: Memo) -> tuple[list[LocalCard], dict[str, CardStatus]]:
     if not (root / ".pair" / "batches").is_dir():
         return [], {}
     config = root / ".pair" / "config.yaml"
-    rounds, trigger = memo.get(("config", str(root), stamp(config)), partial(_settings, root))
+    settings = memo.get(("config", str(root), stamp(config)), partial(_settings, root))
     found: list[LocalCard] = []
     statuses: dict[str, CardStatus] = {}
     for name in list_batches(root):
@@ -142,15 +153,15 @@ def _cards(root: Path, label: str, memo: Memo) -> tuple[list[LocalCard], dict[st
         locus = RunLocus.for_batch(root, name)
         journal, state = locus.journal, locus.state
         # Stat before reading: what is read is at least as new as the stamps it is kept under.
-        key = ("card", str(journal), stamp(journal), stamp(state), rounds, trigger)
+        key = ("card", str(journal), stamp(journal), stamp(state), settings)
         try:
-            derived = memo.get(key, partial(_read_derived, locus, name, rounds, trigger))
+            derived = memo.get(key, partial(_read_derived, locus, name, settings))
         except Exception:  # noqa: S112  # its batch row carries the error
             continue
         running = derived.running
         live = read_tail(locus.directory, LIVE_LINES, running) if running else {}
         parks: Mapping[str, Park] = {}
-        found.append(LocalCard(label, name, (), parks, rounds, trigger, live, derived))
+        found.append(LocalCard(label, name, (), parks, settings, live, derived))
         statuses[name] = derived.status
     return found, statuses
 

@@ -21,6 +21,13 @@ machine. A page view asks each installed repository the viewer can read for it, 
   sends `If-None-Match`, GitHub answers 304, which its rate limit does not count), and when it
   moved the tree and only the blobs that changed (`hosts.github.state_branch`).
 
+A card's page shows its repository's gates and budget: the repository's `.pair/config.yaml`
+(the file users write) is read from its default branch in the same look, with a conditional
+request of its own (an unchanged file is one more 304; `StateBranchReader.default_file`), and
+kept with the branch's files under `CONFIG_PATH`. No such file: pairbot's defaults, as the
+Action would run with. A config that cannot be read or is not valid keeps the defaults too,
+and is logged once per version of the file (what it says is in the line).
+
 A card batch's journal and `state.json` are derived with the same code as a local card's
 (`app.engine.jsonl`, `app.engine.runstate`, `app.web.pages.read.derive`), once per pair of
 blob shas (`Memo`: the same bytes give the same view). A file that cannot be read (a corrupt
@@ -48,12 +55,14 @@ from app.cycle.card_status import CardStatus
 from app.cycle.cohort_journals import card_figures
 from app.cycle.schedule import card_of
 from app.engine import jsonl
+from app.engine.manifest import load_project_config
 from app.engine.runstate import RunLocus, read_parks
 from app.errors import ConfigError
 from app.store.base import Store
 from app.web.forge import GitHubForges
 from app.web.pages.cache import Memo
-from app.web.pages.read import Derived, LocalCard, derive
+from app.web.pages.model import DEFAULT_SETTINGS, CardSettings
+from app.web.pages.read import Derived, LocalCard, card_settings, derive
 from app.web.pages.views import CardView
 from hosts.errors import HostError
 from hosts.github.state_branch import BranchFile, BranchFiles, StateBranchReader
@@ -65,6 +74,8 @@ REFRESH_MAX = 8
 FETCHES = 4  # repositories looked at at once
 _JOURNAL = re.compile(r"^\.pair/batches/(?P<batch>card-[1-9][0-9]{0,8})/run/journal\.jsonl$")
 _STATE = re.compile(r"^\.pair/batches/card-[1-9][0-9]{0,8}/run/state\.json$")
+# The repository's config, read from its default branch (never from `pair-state`: not wanted).
+CONFIG_PATH = ".pair/config.yaml"
 
 
 def wanted(path: str) -> bool:
@@ -169,21 +180,59 @@ class RemoteState:
     def _derive_all(self, read: Sequence[tuple[str, BranchFiles]]) -> tuple[LocalCard, ...]:
         cards: list[LocalCard] = []
         for repo, files in read:
+            settings = self._settings(repo, files.files.get(CONFIG_PATH))
             for path, journal in files.files.items():
                 found = _JOURNAL.match(path)
                 if found is None:
                     continue
                 batch = found["batch"]
                 state = files.files.get(path.removesuffix("journal.jsonl") + "state.json")
-                key = ("pair-state", repo.lower(), journal.sha, state.sha if state else None, batch)
-                derived = self._memo.get(key, partial(derive_files, repo, batch, journal, state))
-                cards.append(LocalCard(repo, batch, (), {}, derived=derived))
+                shas = (journal.sha, state.sha if state else None)
+                key = ("pair-state", repo.lower(), *shas, batch, settings)
+                derived = self._memo.get(
+                    key, partial(derive_files, repo, batch, journal, state, settings)
+                )
+                cards.append(LocalCard(repo, batch, (), {}, settings, derived=derived))
         return tuple(cards)
 
+    def _settings(self, repo: str, config: BranchFile | None) -> CardSettings:
+        """The repository's config as a card's page needs it, parsed once per blob sha."""
+        if config is None:
+            return DEFAULT_SETTINGS
+        key = ("pair-config", repo.lower(), config.sha)
+        return self._memo.get(key, partial(config_settings, repo, config))
 
-def derive_files(repo: str, batch: str, journal: BranchFile, state: BranchFile | None) -> Derived:
+
+def config_settings(repo: str, config: BranchFile) -> CardSettings:
+    """What `repo`'s `.pair/config.yaml` says, validated as `pairbot` validates it (from a
+    private temporary directory: the loader reads a file); the defaults, logged, when it cannot
+    be read or is not valid."""
+    where = f"{repo} {CONFIG_PATH} (default branch)"
+    if config.data is None:
+        log.warning("could not read %s, showing the defaults: %s", where, config.problem)
+        return DEFAULT_SETTINGS
+    with tempfile.TemporaryDirectory(prefix="pairbot-pair-config-") as tmp:
+        path = Path(tmp) / CONFIG_PATH
+        path.parent.mkdir()
+        path.write_bytes(config.data)
+        try:
+            return card_settings(load_project_config(Path(tmp)))
+        except Exception as exc:  # whatever the file holds, the page stands
+            why = str(exc).replace(str(path), where).replace(tmp, repo)
+            log.warning("%s is not a valid config, showing the defaults: %s", where, why)
+            return DEFAULT_SETTINGS
+
+
+def derive_files(
+    repo: str,
+    batch: str,
+    journal: BranchFile,
+    state: BranchFile | None,
+    settings: CardSettings = DEFAULT_SETTINGS,
+) -> Derived:
     """A card batch's view from its branch files, read by the engine's own readers (from a
-    private temporary directory: they read files); an unreadable card when they refuse."""
+    private temporary directory: they read files), with its repository's `settings`; an
+    unreadable card when they refuse."""
     where = f"{repo} pair-state .pair/batches/{batch}/run"
     for name, file in (("journal.jsonl", journal), ("state.json", state)):
         if file is not None and file.data is None:
@@ -194,7 +243,7 @@ def derive_files(repo: str, batch: str, journal: BranchFile, state: BranchFile |
         if state is not None:
             locus.state.write_bytes(state.data or b"")
         try:
-            return derive(batch, jsonl.read_records(locus.journal), read_parks(locus))
+            return derive(batch, jsonl.read_records(locus.journal), read_parks(locus), settings)
         except Exception as exc:  # whatever the branch holds, the page stands
             return unreadable(batch, str(exc).replace(tmp, where))
 
@@ -251,13 +300,19 @@ def refresh_settings(env: Mapping[str, str]) -> tuple[int, float]:
 
 def github_fetch(forges: GitHubForges) -> Fetch:
     """Reads `pair-state` as the repository's installation, over the session its hosts share
-    (one pool, one token, one rate window, one ETag cache)."""
+    (one pool, one token, one rate window, one ETag cache), and then, when the branch exists,
+    the repository's config from its default branch (kept under `CONFIG_PATH`)."""
 
     async def fetch(
         repo: str, installation: int, previous: BranchFiles | None
     ) -> BranchFiles | None:
         reader = StateBranchReader.of(forges.session(installation))
-        return await reader.read(repo, previous, wanted)
+        files = await reader.read(repo, previous, wanted)
+        if files is None:  # no cards there: no config to read either
+            return None
+        config = await reader.default_file(repo, CONFIG_PATH)
+        kept = {p: f for p, f in files.files.items() if p != CONFIG_PATH}
+        return replace(files, files={**kept, CONFIG_PATH: config} if config else kept)
 
     return fetch
 
