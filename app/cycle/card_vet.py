@@ -67,6 +67,7 @@ from app.cycle.testrun import run_tests
 from app.domain.review.guarded import guarded_violations, stage_policy
 from app.domain.review.regression import ReviewFacts, RiskEvent, plan_repairs, plan_review
 from app.domain.review.routing import Routing
+from app.domain.review.seal import Seal
 from app.domain.review.testgate import detect_test_commands, no_gate_note
 from app.domain.review.testsets import (
     IterationVerdict,
@@ -195,23 +196,27 @@ class Vetter:
         if self.transition == "fix":
             self._record_remediation(self.pushed or end)
         if policy.seals and judged.seal is not None:
-            # Only the files red created (and a revised group's own): an existing file it may
-            # have touched under an allowance is not its test, and sealing it would bar fix
-            # from the code under test. Sealed once the red verifier accepts the contract.
-            after = self.after
-            entry = contract_entry(
-                judged.seal,
-                round_=self.state.history.accepted_count("red") + 1,
-                messages=after.messages if isinstance(after, JUnitResult) else {},
-                contract=contract_text(path, self.state.key),
-            )
-            self.state.pub.record("red-contract", **entry)
+            self._record_red_contract(judged.seal)
         if self.verdict is not None and not self.verdict.checked:
             # Never silently nothing: the step's message (its row in the tracking comment)
             # says that no test gate held it, and what would make one.
             note = no_gate_note(detect_test_commands(*tree_listing(path, end)))
             outcome = replace(outcome, message=f"{note}. {outcome.message}".strip())
         return outcome
+
+    def _record_red_contract(self, seal: Seal) -> None:
+        """Red's would-be seal, for the red contract verifier: sealed once it accepts. Only the
+        files red created (and a revised group's own): an existing file it may have touched
+        under an allowance is not its test, and sealing it would bar fix from the code under
+        test."""
+        after = self.after
+        entry = contract_entry(
+            seal,
+            round_=self.state.history.accepted_count("red") + 1,
+            messages=after.messages if isinstance(after, JUnitResult) else {},
+            contract=contract_text(self.tree.path, self.state.key),
+        )
+        self.state.pub.record("red-contract", **entry)
 
     def _contract(self, end: str) -> RedJudgement:
         """What the contract path holds an otherwise accepted result to (`app.cycle.sealing`):
