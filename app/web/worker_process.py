@@ -179,8 +179,18 @@ class WorkerProcess:
             )
             await asyncio.sleep(delay)
             delay = min(LAST_RESTART_S, delay * 2)
-            self._spawn()
+            while not self._respawned():
+                await asyncio.sleep(delay)  # the machine refused a process: try again later
+                delay = min(LAST_RESTART_S, delay * 2)
             self.restarts += 1
+
+    def _respawned(self) -> bool:
+        try:
+            self._spawn()
+        except OSError as err:
+            log.error("the worker's process could not be started: %s", err)
+            return False
+        return True
 
     async def _until_gone(self) -> int | None:
         """Read the child's socket: `R` is its worker running; end-of-file its death. Its
