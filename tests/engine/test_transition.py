@@ -31,8 +31,9 @@ def history(*steps: str, feedback: str | None = None, key: str = KEY) -> KeyHist
     """A key's history from compact steps, folded from real journal entries.
 
     `propose` … `fix`: an accepted (advanced) outcome; `verify+` / `verify-`: a verify whose
-    recorded verdict converged / blocks (`verify-red+` / `verify-red-`: the red contract
-    verifier accepted / refused the contract) (`verify` alone records no verdict, like a legacy entry);
+    recorded verdict converged / blocks (`verify` alone records no verdict, like a legacy
+    entry); `verify-red+` / `verify-red-`: the red contract verifier accepted / refused the
+    contract;
     `~apply`: an outcome accepted as awaiting-approval; `!apply`: a blocked (not accepted) one.
     """
     entries: list[JournalEntry] = []
