@@ -24,6 +24,11 @@ it is done; status, selection and `run_step` all ask it, so they cannot disagree
 
 "Accepted" means the engine's own outcome entry recorded the transition as corroborated
 (advanced or awaiting-approval), not merely that an agent claimed completion.
+
+`verify-red` is the red contract verifier (role `redVerifier`): an independent, read-only agent
+that accepts or refuses red's contract before anything is sealed; its verdict is recorded as
+the outcome's `converged`. The third refusal in a row parks the change
+(`app.engine.change_step`, `app.domain.review.red_verdict`).
 """
 
 from __future__ import annotations
