@@ -112,6 +112,27 @@ def test_fix_rounds_are_bounded_by_max_fix_rounds(make_project: Callable[..., Pr
     assert "failed-fix" in status["why"]
 
 
+def test_three_contract_refusals_in_a_row_park_the_change_and_retry_runs_red(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project(
+        script={"verify": ["findings-blocking", "ok"], "verify-red": ["refuse-contract"] * 3}
+    )
+    result = steps(project)
+    assert [s[1] for s in result][3:] == ["red", "verify-red"] * 3 + ["contract"]
+    assert result[-1][0] == "blocked"  # parked: nothing more runs until a person retries
+    status = json.loads(cli("batch", "status", "demo", "--json", cwd=project.root).stdout)
+    alpha = status["changes"]["alpha"]
+    assert alpha["status"] == "blocked"
+    assert "refused red's contract 3 times in a row" in json.dumps(alpha)
+    retried = cli("batch", "retry", "demo", "--change", "alpha", cwd=project.root)
+    assert retried.returncode == 0, retried.stderr
+    assert (apply_once(project).transition, apply_once(project).transition) == (
+        "red",
+        "verify-red",
+    )
+
+
 def test_dropped_finding_fails_verification_closed(make_project: Callable[..., Project]) -> None:
     project = make_project(script={"verify": ["findings-blocking", "drop-finding"]})
     result = steps(project)
