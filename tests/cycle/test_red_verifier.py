@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from app.cycle.state import CardStep
 from app.settings import BatchSettings, resolve_settings
 from tests.support.card_project import CardProject
@@ -185,3 +187,21 @@ def test_a_red_sealed_before_the_verifier_existed_is_verified_not_sealed_twice(
     assert (verified.result.transition, verified.result.state) == ("verify-red", "advanced")
     assert len(project.cycle_events("sealed")) == 1
     assert project.until_quiet()[-1].status == "ready-for-merge"
+
+
+def test_batch_report_reads_the_verifiers_file_as_a_contract_verdict(tmp_path: Path) -> None:
+    from app.cycle.humans import load_findings
+    from app.errors import UserError
+
+    good = tmp_path / "good.json"
+    good.write_text(
+        json.dumps(
+            {"verdict": "accept", "rows": [{"id": "r1-1", "verdict": "accept", "reason": "ok"}]}
+        )
+    )
+    assert load_findings(good, "verify-red")["rows"][0]["id"] == "r1-1"
+    review_shaped = tmp_path / "review.json"
+    review_shaped.write_text(json.dumps({"acTests": {}, "findings": []}))
+    with pytest.raises(UserError, match="verdict: Field required") as raised:
+        load_findings(review_shaped, "verify-red")
+    assert '"verdict": "accept"|"refuse"' in str(raised.value)
