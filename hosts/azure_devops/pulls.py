@@ -1,9 +1,11 @@
 """`AzurePullRequests`: Azure Repos pull requests: opened, read, labelled, completed, abandoned.
 
 `open_pull` returns the active pull request of a head branch if there is one (a create that
-raced one, TF401179, or failed after being stored is re-read, not retried). `merge` completes
-the pull request at the reviewed head (squash or merge; a draft is published first) and polls a
-queued completion a bounded number of times, with `transitionWorkItems` as the host is set
+raced one, TF401179, or failed after being stored is re-read, not retried). `merge_methods`
+says what the default branch's "Require a merge strategy" policy allows (`merge_policy`), and
+`merge` completes the pull request at the reviewed head (squash or merge; a draft is published
+first) once the policy of the branch it targets allows that method, and polls a queued
+completion a bounded number of times, with `transitionWorkItems` as the host is set
 (on by default: the linked work item moves to its resolved or done state, as Azure DevOps'
 "Complete associated work items after merging" does). A pull's state labels are its PR labels.
 """
@@ -12,14 +14,14 @@ from __future__ import annotations
 
 from hosts.adapter import Labels
 from hosts.azure_devops import convert
-from hosts.azure_devops.project import AzureProject
+from hosts.azure_devops.merge_policy import EVERY, MergePolicy
 from hosts.azure_devops.sdk import Sdk, models
 from hosts.errors import Conflict, HostUnavailable, Unsupported
 from hosts.labels import LabelPlan
 from hosts.models import MergeMethod, MergeResult, Pull
 
 
-class AzurePullRequests(AzureProject):
+class AzurePullRequests(MergePolicy):
     """Open, read, label, complete and abandon pull requests."""
 
     def closing_reference(self, card: int) -> str:
@@ -156,10 +158,16 @@ class AzurePullRequests(AzureProject):
     # -- merge ----------------------------------------------------------------------------------
 
     async def merge_methods(self) -> frozenset[MergeMethod] | None:
-        """Squash and merge: the completions pairbot makes on Azure DevOps (a rebase completion
-        rewrites the source branch, so the merged commits would not be the reviewed ones). A
-        branch's "limit merge types" policy is not read: a completion it refuses is the error."""
-        return frozenset(m for m in ("squash", "merge") if m in convert.MERGE_STRATEGY)
+        """What the default branch's merge-strategy policy allows (squash, merge, rebase);
+        without one, the completions pairbot makes: squash and merge. Rebase is named when the
+        policy allows it, so that a branch allowing only rebase stops the card with `merge`'s
+        reason (a rebase completion updates the source branch, so the merged commits would not
+        be the reviewed ones) rather than with a completion the policy refuses."""
+        branch = (await self._repository()).default_branch
+        allowed = await self._allowed_on(branch) if branch else None
+        if allowed is None:
+            return frozenset(m for m in EVERY if m in convert.MERGE_STRATEGY)
+        return allowed
 
     async def merge(self, pull: int, head_sha: str, method: MergeMethod) -> MergeResult:
         strategy = convert.MERGE_STRATEGY.get(method)
@@ -180,6 +188,15 @@ class AzurePullRequests(AzureProject):
             raise Conflict(
                 f"PR #{pull} head is {convert.commit(pr.last_merge_source_commit)[:12]}, "
                 f"not the reviewed {head_sha[:12]}"
+            )
+        target = convert.branch(pr.target_ref_name)
+        allowed = await self._allowed_on(target)
+        if allowed is not None and method not in allowed:
+            named = ", ".join(m for m in ("squash", "merge", "rebase") if m in allowed)
+            raise Conflict(
+                f"PR #{pull} cannot be completed by {method}: the merge strategy policy of "
+                f"{target!r} allows {named or 'no merge type'}; set cycle.mergeMethod to one "
+                "of those (or auto), or change the branch policy"
             )
         if pr.completion_options is not None and str(pr.merge_status) == "queued":
             # A completion an earlier call requested is still running: wait for it rather than

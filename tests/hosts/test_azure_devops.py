@@ -966,5 +966,6 @@ def test_head_checks_read_build_policies_on_the_prs_current_head(
 
 
 def test_merge_methods_are_the_completions_pairbot_makes(host: AzureDevOpsHost) -> None:
-    # Squash and merge (noFastForward); a rebase completion would rewrite the reviewed commits.
+    # No branch policy: squash and merge (noFastForward); a rebase completion would rewrite the
+    # reviewed commits. With a policy: tests/hosts/test_azure_merge_policy.py.
     assert asyncio.run(host.merge_methods()) == {"squash", "merge"}

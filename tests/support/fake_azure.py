@@ -32,6 +32,13 @@ queue (answered `active`/`queued`, merged on a later read) as it can on the serv
 completion with `transitionWorkItems` moves every work item linked to the pull request to its
 type's Resolved state (else its Completed one), as the service does.
 
+Branch policies of type "Require a merge strategy" (`require_merge_strategy`) are listed by
+Git's "Policy Configurations - Get" (`{project}/_apis/git/policy/configurations`, filtered by
+`repositoryId`, `refName` and `policyType` as the service documents: a scope's `matchKind`
+`Exact` or `Prefix`, a scope without `repositoryId` covering every repository), in the
+`PolicyConfiguration` shape of the policy REST reference; a completion whose `mergeStrategy`
+an enabled blocking one refuses is answered 400 (the fake's own message: no recorded sample).
+
 Listings page as the service does: work-item comments come newest first (`order=asc` to
 reverse), at most `$top` or `page_size` a page (200: the most the service gives), and a page
 with more behind it carries `continuationToken` and `nextPage` in its body; the list ends at
@@ -88,6 +95,13 @@ Json = dict[str, Any]
 # look up by id in the OPTIONS answer to build their URLs.
 _GIT_PR = "{project}/_apis/{area}/repositories/{repositoryId}/pullRequests/{pullRequestId}"
 LOCATIONS: tuple[tuple[str, str, str, str, int], ...] = (
+    (
+        "2c420070-a0a2-49cc-9639-c9f271c5ff07",
+        "git",
+        "configurations",
+        "{project}/_apis/{area}/policy/{resource}",
+        1,
+    ),
     (
         "c23ddff5-229c-4d04-a80b-0fdce9f360c8",
         "policy",
@@ -225,6 +239,14 @@ AREAS = (
     ("fb13a388-40dd-4a04-b530-013a739c72ef", "policy"),
 )
 BUILD_POLICY = "0609b952-1397-4640-95ec-e00a01b2c241"  # the Build (validation) policy type
+MERGE_STRATEGY_POLICY = "fa4e907d-c16b-4a4c-9dfa-4916e5d171ab"  # "Require a merge strategy"
+# A completion's mergeStrategy, by the policy setting that allows it.
+_STRATEGY_SETTING = {
+    "squash": "allowSquash",
+    "noFastForward": "allowNoFastForward",
+    "rebase": "allowRebase",
+    "rebaseMerge": "allowRebaseMerge",
+}
 # The Agile process's User Story states (and a Basic-process Issue, for other types).
 STATES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "User Story": (
@@ -384,6 +406,8 @@ class FakeAzureDevOps:
         # `active`/`queued` and the merge happens on a later read of the pull request.
         self.complete_async = False
         self.queued_reads = 0  # reads of a queued PR answered `queued` before it merges
+        # Branch policy configurations ("Require a merge strategy"), as the service keeps them.
+        self.policies: list[Json] = []
         # Called with (method, path) before a request is answered: the world moving mid-call
         # (a comment posted between two pages of a listing). It runs under the fake's lock.
         self.before_answer: Callable[[str, str], None] | None = None
@@ -603,6 +627,60 @@ class FakeAzureDevOps:
                 "targetUrl": f"https://ci.example/{name}/{len(pr.statuses) + 1}",
             }
             pr.statuses.append(status)
+
+    def require_merge_strategy(
+        self,
+        ref: str = "refs/heads/main",
+        *,
+        match: str = "Exact",
+        enabled: bool = True,
+        blocking: bool = True,
+        repository: str | None = REPO_ID,
+        **allow: bool,
+    ) -> Json:
+        """An administrator adds a "Require a merge strategy" policy on `ref` (`allow`: the
+        settings, `allowSquash=True`, …; a legacy `useSquashMerge` too); its configuration."""
+        with self._lock:
+            number = len(self.policies) + 1
+            api = f"{self.base_url}/{PROJECT_ID}/_apis/policy"
+            kind = f"{api}/types/{MERGE_STRATEGY_POLICY}"
+            config: Json = {
+                "createdBy": self._identity_ref(self.human),
+                "createdDate": self._now(),
+                "isEnabled": enabled,
+                "isBlocking": blocking,
+                "isDeleted": False,
+                "settings": {
+                    **allow,
+                    "scope": [{"refName": ref, "matchKind": match, "repositoryId": repository}],
+                },
+                "isEnterpriseManaged": False,
+                "_links": {
+                    "self": {"href": f"{api}/configurations/{number}"},
+                    "policyType": {"href": kind},
+                },
+                "revision": 1,
+                "id": number,
+                "url": f"{api}/configurations/{number}",
+                "type": {
+                    "id": MERGE_STRATEGY_POLICY,
+                    "url": kind,
+                    "displayName": "Require a merge strategy",
+                },
+            }
+            self.policies.append(config)
+            return config
+
+    def _policies_for(self, ref: str, repository: str = REPO_ID) -> list[Json]:
+        def applies(scope: Json) -> bool:
+            if scope.get("repositoryId") not in (None, repository):
+                return False
+            name = str(scope.get("refName") or "")
+            if scope.get("matchKind") == "Prefix":
+                return ref.startswith(name)
+            return ref == name
+
+        return [p for p in self.policies if any(applies(s) for s in p["settings"].get("scope", []))]
 
     def evaluate_build(
         self,
@@ -1366,6 +1444,16 @@ class FakeAzureDevOps:
             strategy = options.get("mergeStrategy") or "noFastForward"
             if strategy not in ("squash", "noFastForward"):
                 raise _Unknown(f"mergeStrategy {strategy!r}")
+            for policy in self._policies_for(f"refs/heads/{pr.target}"):
+                settings = policy["settings"]
+                binding = policy["isEnabled"] and policy["isBlocking"] and not policy["isDeleted"]
+                if binding and settings.get(_STRATEGY_SETTING[strategy]) is not True:
+                    raise AzureError(
+                        400,
+                        f"The merge strategy {strategy} is not allowed by the policy "
+                        f"'Require a merge strategy' on {pr.target}.",
+                        "PolicyViolationException",
+                    )
             pr.completion = options
             if self.complete_async:
                 pr.merge_status = "queued"
@@ -1466,6 +1554,21 @@ class FakeAzureDevOps:
             raise _Unknown(f"policy evaluations for {artifact!r}")
         pr = self._pr(project, REPO, artifact.removeprefix(prefix))
         return 200, {"count": len(pr.evaluations), "value": pr.evaluations}
+
+    def _configurations(self, req: _Request, *, project: str) -> tuple[int, Any]:
+        """Git's Policy Configurations - Get: the policies that apply to `refName` of
+        `repositoryId`, of `policyType` when given."""
+        params = req.params()
+        repository = params.get("repositoryId", "")
+        if repository.lower() != REPO_ID:
+            raise _Unknown(f"policy configurations of repository {repository!r}")
+        kind = params.get("policyType")
+        found = [
+            p
+            for p in self._policies_for(params.get("refName", ""), repository.lower())
+            if kind is None or p["type"]["id"] == kind
+        ]
+        return 200, {"count": len(found), "value": found}
 
     def _list_statuses(
         self, req: _Request, *, project: str, repo: str, number: str, iteration: str
@@ -1931,6 +2034,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Callable[..., tuple[int, Any]]], ...]
         ),
         ("GET", _PR + r"/iterations", FakeAzureDevOps._iterations),
         ("GET", _P + r"/_apis/policy/evaluations", FakeAzureDevOps._evaluations),
+        ("GET", _P + r"/_apis/git/policy/configurations", FakeAzureDevOps._configurations),
         ("GET", _PR + r"/iterations/(?P<iteration>\d+)/statuses", FakeAzureDevOps._list_statuses),
         ("POST", _PR + r"/iterations/(?P<iteration>\d+)/statuses", FakeAzureDevOps._create_status),
         ("GET", _PR + r"/labels", FakeAzureDevOps._list_labels),
