@@ -315,9 +315,10 @@ def comment_intent(
     """
     author, number = comment.author, comment.number
     kind = "pull request" if comment.target == "pull" else "issue"
-    problem = positive_reason(number, f"the {kind} number of a comment")
-    if problem is not None:
-        return Malformed(problem)
+    if type(number) is not int or number < 1:  # its line built only for a wrong number
+        problem = positive_reason(number, f"the {kind} number of a comment")
+        if problem is not None:
+            return Malformed(problem)
     where = f"{kind} #{number}"
     if len(comment.body) > MAX_COMMENT_CHARS:
         return Ignore(f"the comment on {where} is over {MAX_COMMENT_CHARS} characters: not read")

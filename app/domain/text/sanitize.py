@@ -226,6 +226,16 @@ def reads_any(text: str, addressed: re.Pattern[str]) -> bool:
     """Whether `visible_lines(text, addressed)` reads any line at all: False means every line
     comes back empty and never prose, decided without reading (the same normalisation, the
     same search). Pure."""
+    if (
+        text.isascii()
+        and len(text) <= MAX_CHARS
+        and "\r" not in text
+        and _SOURCEPOS.search(text) is None
+    ):
+        # Most comments, read as they stand, without a copy: each step of the normalisation
+        # keeps such a text as it is (nothing invisible in ASCII, no CR, under the cap, no
+        # `data-sourcepos` to rename).
+        return addressed.search(text) is not None
     return addressed.search(_reading_source(LINE_END.sub("\n", text))) is not None
 
 
