@@ -174,7 +174,7 @@ class RecentCommentsSource(Protocol):
     """An optional capability (not every `Host` has it): the comments made on any card or pull
     request since `since`, in one bounded listing — how a CI run finds a command whose own run
     never happened (`action.run.catchup`). GitHub: `hosts.github.recent`; Azure DevOps (work
-    items only): `hosts.azure_devops.recent`."""
+    items and active pull requests' threads): `hosts.azure_devops.recent`."""
 
     async def comments_since(self, since: datetime) -> RecentComments:
         """Every comment created at or after `since` that the listing's bound reaches."""

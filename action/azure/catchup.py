@@ -1,20 +1,26 @@
-"""The Azure Pipelines entry's catch-up listing: the project's recent work-item comments, read
-as the `workitem.commented` service hook's notification is read.
+"""The Azure Pipelines entry's catch-up listing: the project's recent work-item comments and
+pull-request thread comments, read as the service hooks' notifications are read
+(`workitem.commented`, `ms.vss-code.git-pullrequest-comment-event`).
 
     source = AzureCatchup.build(settings)
-    listing = await source.recent(since)       one WIQL query, then each changed item's comments
+    listing = await source.recent(since)       one WIQL query, then each changed item's
+                                               comments; the active pull requests, then each
+                                               one's recently updated threads
 
 A notification Azure DevOps gave up on (a subscription on probation, a run that failed or was
 skipped) is never handed to the pipeline again, so a scheduled run looks at the comments
 themselves (`hosts.azure_devops.recent`). Each is read as the hook's comment is
 (`app.domain.intake.azure_hooks`): a comment that opens with a pair marker is pairbot's own,
-its HTML is reduced to the text a reader sees (`html_to_text`), and the shared intake
-(`app.domain.intake.intent.comment_intent`) finds its command and drops bots off the allowlist.
+a work item's HTML is reduced to the text a reader sees (`html_to_text`; a pull request's
+comment is Markdown, read as it is), an edited pull-request comment never acts, and the shared
+intake (`app.domain.intake.intent.comment_intent`) finds its command and drops bots off the
+allowlist. Pull requests from forks are not listed (their commands are refused, never run).
 
 A found command is keyed by its work item and comment (`wi12:c41`,
-`app.domain.intake.azure_hooks.workitem_comment_key`): the key every run that handled the
-comment remembers in `.pair/deliveries.json` (`action.run.act`), and, prefixed `azure-`, the
-delivery a caught-up command journals. Pull-request threads are not listed.
+`app.domain.intake.azure_hooks.workitem_comment_key`), or by its pull request, thread and
+comment (`pr7:147/1`, as the hook keys it): the key every run that handled the comment
+remembers in `.pair/deliveries.json` (`action.run.act`), and, prefixed `azure-`, the delivery
+a caught-up command journals.
 
 Loaded only by a scheduled run that looks (`AzurePipelines.catchup_source`): it loads the SDK.
 """
@@ -41,16 +47,20 @@ def own(comment: HostComment) -> bool:
 
 
 def reading(target: Target, comment: HostComment, policy: Policy) -> Comment | None:
-    """The command a listed work-item comment holds, as its notification would have been read;
-    None for pairbot's own comments and anything that is no command by a person."""
+    """The command a listed work-item or pull-request comment holds, as its notification would
+    have been read; None for pairbot's own comments, an edited pull-request comment, and
+    anything that is no command by a person."""
     if own(comment):
         return None
+    on_pull = target.kind == "pull"
+    if on_pull and comment.updated_at and comment.updated_at != comment.created_at:
+        return None  # the hook: "an edited comment never acts"
     new = NewComment(
-        target="card",
+        target="pull" if on_pull else "card",
         number=target.number,
         comment_id=comment.id,
         url=comment.url,
-        body=html_to_text(comment.body),
+        body=comment.body if on_pull else html_to_text(comment.body),
         author=comment.author,
     )
     intent = comment_intent(new, policy)
@@ -85,8 +95,6 @@ class AzureCatchup:
         listed = await self._host.comments_since(since)
         found: list[Found] = []
         for target, comment in listed.comments:
-            if target.kind != "card":
-                continue
             intent = reading(target, comment, self._policy)
             key = comment_key(target, comment.id)
             if intent is not None and key:

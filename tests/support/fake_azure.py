@@ -769,6 +769,7 @@ class FakeAzureDevOps:
             thread = self._thread_of(self._pulls[pull], thread_id)
             comment = self._pr_comment(len(thread["comments"]) + 1, body, who, parent=1)
             thread["comments"].append(comment)
+            thread["lastUpdatedDate"] = comment["publishedDate"]  # a reply updates its thread
             return f"{thread_id}/{comment['id']}"
 
     def edit_comment_as(self, target: Target, comment_id: str, body: str) -> None:
@@ -781,7 +782,11 @@ class FakeAzureDevOps:
                 return
             thread_id, _, cid = comment_id.partition("/")
             thread = self._thread_of(self._pulls[target.number], int(thread_id))
-            self._comment_in(thread, int(cid))["content"] = body
+            comment = self._comment_in(thread, int(cid))
+            comment["content"] = body
+            now = self._now()
+            comment["lastUpdatedDate"] = comment["lastContentUpdatedDate"] = now
+            thread["lastUpdatedDate"] = now
 
     def threads(self, pull: int) -> list[Json]:
         with self._lock:
@@ -1358,12 +1363,15 @@ class FakeAzureDevOps:
         known = {"searchCriteria.sourceRefName", "searchCriteria.status", "$top", "$skip"}
         if set(query) - known:
             raise _Unknown(f"PR search by {sorted(set(query) - known)}")
+        # Newest first, `$skip` then at most `$top` (the service's default page: 101).
         found = [
             self._pr_json(pr)
-            for pr in self._pulls.values()
+            for pr in sorted(self._pulls.values(), key=lambda p: -p.id)
             if query.get("searchCriteria.sourceRefName") in (None, f"refs/heads/{pr.source}")
             and query.get("searchCriteria.status", "active") in ("all", pr.status)
         ]
+        skip = int(query.get("$skip") or 0)
+        found = found[skip : skip + int(query.get("$top") or 101)]
         return 200, {"count": len(found), "value": found}
 
     def _create_pr(self, req: _Request, *, project: str, repo: str) -> tuple[int, Any]:
@@ -1517,6 +1525,7 @@ class FakeAzureDevOps:
             raise _Unknown(f"comment update of {sorted(body)}")
         comment["content"] = body["content"]
         comment["lastUpdatedDate"] = comment["lastContentUpdatedDate"] = self._now()
+        found["lastUpdatedDate"] = comment["lastUpdatedDate"]
         return 200, comment
 
     def _like(
