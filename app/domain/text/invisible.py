@@ -109,7 +109,8 @@ def _drop_bidi_runs(text: str) -> str:
     """Drop each bidi run from its opening control to its matching close or the line's end.
 
     Unicode TR9: PDF closes the innermost embedding or override, PDI closes the innermost
-    isolate and every embedding opened inside it; an unmatched close is dropped alone.
+    isolate and every embedding opened inside it; an unmatched close is dropped alone. A run
+    closed mid-line becomes one space (`_closed`).
     """
     count = sum(text.count(char) for char in _BIDI_CHARS)
     if count == 0:
@@ -139,13 +140,23 @@ def _drop_bidi_runs(text: str) -> str:
         elif char == _PDF:
             if stack and stack[-1] in _EMBEDDINGS:
                 stack.pop()
+                _closed(stack, out)
         elif isolates:  # PDI with an open isolate
             while stack.pop() not in _ISOLATES:
                 pass
             isolates -= 1
+            _closed(stack, out)
     if not stack:
         out.append(text[pos:])
     return "".join(out)
+
+
+def _closed(stack: list[str], out: list[str]) -> None:
+    """A run closed mid-line leaves a space where it was: the text on its two sides is never
+    joined into a word the reader did not see (`/pa<U+202E>zz<U+202C>ir` shows `/pazzir`,
+    and must not read `/pair`)."""
+    if not stack:
+        out.append(" ")
 
 
 def _drop_comments(text: str) -> str:

@@ -422,6 +422,10 @@ def test_raw_is_the_trimmed_visible_line() -> None:
         pytest.param("\u202e/pair approve", "error", id="bidi-override"),
         pytest.param("/pair approve\u2066", "error", id="bidi-isolate"),
         pytest.param("\u202e evorppa riap/", None, id="reversed-looks-like-command"),
+        # A run closed mid-line is shown (`/pazzir`), so the words on its sides stay apart.
+        pytest.param("/pa\u202ezz\u202cir approve", None, id="bidi-run-splices-no-trigger"),
+        pytest.param("/pa\u2066zz\u2069ir approve", None, id="bidi-isolate-splices-no-trigger"),
+        pytest.param("/pair ap\u202ex\u202cprove", "error", id="bidi-run-splices-no-verb"),
         pytest.param("/pair answer a\u200bb", "answer", id="zw-stripped-from-text"),
     ],
 )

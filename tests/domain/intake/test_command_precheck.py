@@ -93,7 +93,7 @@ def test_any_text_the_pre_check_turns_away_holds_no_command(body: str) -> None:
         pytest.param("/pa\U000e0061ir approve", id="tag character in the trigger"),
         pytest.param("/pa\u00adir approve", id="soft hyphen"),
         pytest.param("/pa\u202eir approve", id="unclosed bidi override"),
-        pytest.param("/pa\u202ezz\u202cir approve", id="a bidi run dropped whole"),
+        pytest.param("/pa\u202e\u202cir approve", id="an empty bidi run"),
         pytest.param("@pairbot\u2060[bot] status", id="word joiner in the app's bot login"),
         pytest.param("\ufeff/pair status", id="byte order mark first"),
         pytest.param("x\r/pa\u200dir status", id="CR line end"),
