@@ -1,7 +1,7 @@
 """A `/pair` comment the Action received directly (a repository without the App).
 
 The same decisions and the same replies as the App, from the same modules:
-`app.domain.intake.intent.decide` on the author's permission level (from the code host, never
+`app.domain.intake.authors.decide` on the author's permission level (from the code host, never
 `author_association`) and the numeric-id allowlist, then
 `app.domain.intake.answers.answer_comment`: a refused author gets one polite reply, a malformed
 command its usage, `help` the help — each under the comment's own reply marker
@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from action.acks import PendingAck, Reaction, record
 from app.domain.intake.answers import Reply, answer_comment
+from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.comment_commands import CommandError, Decision
-from app.domain.intake.intent import Comment, decide, needs_permission
+from app.domain.intake.intent import Comment
 from app.domain.intake.pair_request import PairRequest
 from hosts.models import Target
 

@@ -9,8 +9,8 @@ and one REST call are enough to decide, by the same rules as the App and the ful
 - the intake (`action.event.classify`) has already ignored pairbot's own comments, other bots
   off the allowlist, edits, quoted or fenced text and comments without a command: those reach
   no request at all;
-- who may act is `app.domain.intake.intent.decide` on the author's permission level, asked of GitHub
-  (`GET /repos/{o}/{r}/collaborators/{login}/permission`, the first request) unless the
+- who may act is `app.domain.intake.authors.decide` on the author's permission level, asked of
+  GitHub (`GET /repos/{o}/{r}/collaborators/{login}/permission`, the first request) unless the
   author's id is on the allowlist — never `author_association`;
 - 👀 (`POST /repos/{o}/{r}/issues/comments/{id}/reactions`) only for a command that runs: the
   author may act, and the comment is not answered instead of run (usage, `help`:
@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-from app.domain.intake.intent import Comment, decide, needs_permission
+from app.domain.intake.authors import decide, needs_permission
+from app.domain.intake.intent import Comment
 
 if TYPE_CHECKING:
     import httpx

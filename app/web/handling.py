@@ -2,7 +2,7 @@
 
 A `command` job, in order:
 
-    authorize      the author (app.domain.intake.intent.decide; the permission comes from the
+    authorize      the author (app.domain.intake.authors.decide; the permission comes from the
                    collaborator-permission API, cached briefly) — a refused human gets ONE
                    polite reply; a malformed command gets its usage, `help` the help; done
                    (app.domain.intake.answers.answer_comment: the Action answers the same)
@@ -50,8 +50,8 @@ from app.domain.intake.answers import (
     failed_tracking_body,
     inline_code,
 )
+from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.comment_commands import CommandError, Decision
-from app.domain.intake.intent import decide, needs_permission
 from app.domain.intake.pair_request import PairRequest
 from app.errors import BatchLockedError, CommandNotRun, PairbotError, UserError
 from app.failures import explain

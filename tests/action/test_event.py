@@ -32,8 +32,9 @@ from action.event import (
     ignored_reason,
 )
 from app.domain.intake.answers import Reply
+from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.comment_commands import Command, CommandError
-from app.domain.intake.intent import Installation, decide, needs_permission
+from app.domain.intake.intent import Installation
 from app.domain.intake.pair_request import CommentRef, PairRequest, PayloadError
 from app.errors import OperatorError, UserError
 from hosts.markers import make_marker

@@ -48,8 +48,9 @@ The rules (docs/cycle.md, "Commands"; docs/security.md):
   command, so the Action fails loudly (`action.event.MalformedEventError`) instead of dropping
   it. The App answers any `Malformed` with "ignored" and one log line: never a 500.
 
-`decide` and `needs_permission` are the "who may act" half, shared the same way; the reply a
-comment gets instead of a run is `app.domain.intake.answers.answer_comment`.
+`app.domain.intake.authors` (`decide`, `needs_permission`) is the "who may act" half, shared
+the same way; the reply a comment gets instead of a run is
+`app.domain.intake.answers.answer_comment`.
 """
 
 from __future__ import annotations
@@ -60,12 +61,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeGuard
 
+from app.domain.intake.authors import allowlisted, numeric_id
 from app.domain.intake.comment_commands import (
     DEFAULT_TRIGGER,
     Command,
     CommandError,
-    Decision,
-    may_act,
 )
 from app.domain.intake.comment_commands import parse_commands as _parse_commands
 from app.domain.intake.pair_request import (
@@ -77,7 +77,6 @@ from app.domain.intake.pair_request import (
 )
 from hosts.decisions import holds_scope_decision
 from hosts.models import Author
-from hosts.vocabulary import AZURE_DEVOPS, GITHUB, LOCAL, Vocabulary
 
 __all__ = [
     "ACTIONS_BOT_ID",
@@ -96,11 +95,8 @@ __all__ = [
     "Run",
     "ScopeDecision",
     "Tick",
-    "allowlisted",
     "comment_intent",
-    "decide",
     "intake",
-    "needs_permission",
     "positive_reason",
 ]
 
@@ -337,7 +333,7 @@ def comment_intent(
     ref = CommentRef(
         id=comment.comment_id,
         author_login=author.login,
-        author_id=_numeric(author.id) or 0,
+        author_id=numeric_id(author.id) or 0,
         url=comment.url,
         on_pull=comment.target == "pull",
     )
@@ -488,71 +484,6 @@ def _installation(event: str, action: str, payload: Payload) -> Intent:
     )
 
 
-# -- who may act ---------------------------------------------------------------------------
-
-
-def allowlisted(
-    author: Author, allowlist: frozenset[int], identities: frozenset[str] = frozenset()
-) -> bool:
-    """Whether the author is on the operator's allowlist: a numeric GitHub user id in
-    `allowlist`, or on Azure DevOps an identity id (a GUID) or an account (the unique name,
-    `alice@contoso.com`) in `identities`, any case (`azure_identities`)."""
-    if _numeric(author.id) in allowlist:
-        return True
-    named = {author.id.casefold(), author.login.casefold()} - {""}
-    return bool(named & identities)
-
-
-def needs_permission(
-    author: Author, allowlist: frozenset[int], identities: frozenset[str] = frozenset()
-) -> bool:
-    """Whether `decide` needs the author's permission level (one API call) to decide.
-
-    Bots and allowlisted ids are decided without it (`may_act` never reads it for them).
-    """
-    return (
-        not author.is_bot and not allowlisted(author, allowlist, identities) and bool(author.login)
-    )
-
-
-def decide(
-    author: Author,
-    permission: str | None,
-    allowlist: frozenset[int],
-    identities: frozenset[str] = frozenset(),
-    words: Vocabulary | None = None,
-) -> Decision:
-    """`may_act` for a comment's author; pairbot's own never get here (the intake drops them).
-
-    An Azure DevOps identity id or account on `identities` may act like an allowlisted GitHub
-    id. `words`: the host's vocabulary a refusal speaks; by default the one the author's id
-    belongs to (a number: GitHub's; `local:…`: the local forge's; else Azure DevOps')."""
-    uid = _numeric(author.id)
-    if uid is None and allowlisted(author, allowlist, identities):
-        kind = "bot" if author.is_bot else "user"
-        who = author.login or author.id
-        return Decision(True, f"{kind} {who} is on the operator's allowlist", False)
-    if uid is None and author.is_bot:
-        who = author.login or author.id
-        return Decision(False, f"bot {who} is not on the operator's allowlist", silent=True)
-    return may_act(
-        author_id=uid if uid is not None else -1,
-        author_login=author.login,
-        author_is_bot=author.is_bot,
-        permission=permission,
-        allowlist=allowlist,
-        own_bot_id=None,
-        words=words or _words_of(author.id),
-    )
-
-
-def _words_of(author_id: str) -> Vocabulary:
-    """The vocabulary of the host an author id comes from, when the caller did not say."""
-    if _numeric(author_id) is not None:
-        return GITHUB
-    return LOCAL if author_id.startswith("local:") else AZURE_DEVOPS
-
-
 # -- small readers: untrusted shapes in, plain values out -----------------------------------
 
 
@@ -578,11 +509,6 @@ def _text(value: Any) -> str:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _numeric(ident: str) -> int | None:
-    """A GitHub user id as a number; None where ids are not numbers (Azure DevOps GUIDs)."""
-    return int(ident) if ident.isascii() and ident.isdigit() else None
 
 
 def _positive(client: Payload, key: str) -> int:

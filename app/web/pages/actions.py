@@ -20,7 +20,7 @@ and bidi characters gone) and travels as the request's `text`, quoted data; a li
 looks like `/pair approve` is part of the answer, never a second command.
 
 Who may act: a person signed in with GitHub, decided by the comment path's rule
-(`app.domain.intake.intent.decide`) on the session's login and numeric user id: an id on the
+(`app.domain.intake.authors.decide`) on the session's login and numeric user id: an id on the
 operator's allowlist (PAIR_ALLOWLIST) may act whatever its permission; anyone else needs write,
 maintain or admin permission on the card's repository, read from GitHub by the same lookup and
 cache the comment path uses (`app.web.handling.PermissionCache`: a level is kept a minute, so a
@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.comment_commands import Command, Verb
-from app.domain.intake.intent import decide, needs_permission
 from app.domain.intake.pair_request import CommentRef, PairRequest
 from app.domain.text.sanitize import reader_text
 from app.errors import ConfigError

@@ -9,6 +9,7 @@ import pytest
 
 from action.azure.hook import confirms
 from app.domain.intake.answers import usage_reply
+from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.azure_hooks import (
     AZURE_EVENTS,
     FORK_REFUSAL,
@@ -16,7 +17,7 @@ from app.domain.intake.azure_hooks import (
     read_azure_hook,
 )
 from app.domain.intake.comment_commands import CommandError
-from app.domain.intake.intent import Comment, HeadMoved, Ignore, Policy, decide, needs_permission
+from app.domain.intake.intent import Comment, HeadMoved, Ignore, Policy
 from hosts.models import Author
 from hosts.models import Comment as HostComment
 

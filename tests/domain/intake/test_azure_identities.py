@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.azure_hooks import read_azure_hook
 from app.domain.intake.azure_identities import (
     commenter,
@@ -14,7 +15,7 @@ from app.domain.intake.azure_identities import (
     workitem_commenter,
 )
 from app.domain.intake.comment_commands import refusal
-from app.domain.intake.intent import Comment, Policy, decide, needs_permission
+from app.domain.intake.intent import Comment, Policy
 from hosts.models import Author
 from hosts.vocabulary import AZURE_DEVOPS, GITHUB
 

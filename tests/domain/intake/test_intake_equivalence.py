@@ -29,7 +29,8 @@ from action.comments import comment_answer
 from action.context import ActionContext
 from action.event import MalformedEventError, classify, policy_of
 from app.domain.intake.answers import Reply
-from app.domain.intake.intent import Comment, Intent, Malformed, Policy, decide
+from app.domain.intake.authors import decide
+from app.domain.intake.intent import Comment, Intent, Malformed, Policy
 from app.web.events import route_github
 from app.web.handling import command_answer
 from app.web.jobs import CommandJob
