@@ -11,6 +11,8 @@ snapshot `parent..commit` on the batch's work line — to the rules a card step 
                    failure, or a test that passed and went missing or skipped, is refused
     red            the same guard; its tests must newly fail (there is nothing sealed in a
                    plain batch: sealing is the card cycle's)
+    verify-red     changes nothing: a snapshot with any file in it is refused (the red
+                   contract verifier is read-only, as in a card)
     verify, …      not vetted (a reviewer's and a decomposition's files are not code the gate
                    is about)
 
@@ -32,6 +34,7 @@ from app.cycle.card_vet import send_back, tree_listing
 from app.cycle.testrun import run_tests
 from app.cycle.work_line_git import GitWorkTree
 from app.domain.review.guarded import (
+    ChangedPath,
     guarded_violations,
     normalize_path,
     parse_name_status,
@@ -53,6 +56,11 @@ def batch_vetter(work: GitWorkTree) -> WorkVetFactory:
         return BatchVet(request, work)
 
     return factory
+
+
+def _changed_by_verifier(changed: list[ChangedPath]) -> str:
+    paths = ", ".join(c.path for c in changed)
+    return f"the red verifier must not change the tree; it changed {paths}"
 
 
 def sendbacks_in_a_row(records: list[dict[str, Any]], key: str) -> int:
@@ -87,7 +95,8 @@ class BatchVet:
     async def vet(self, outcome: EngineStepOutcome, snap: Snapshot) -> VettedWork:
         request = self.request
         policy = stage_policy(request.transition)
-        if snap.parent is None or not (policy.guarded or policy.runs_tests):
+        read_only = request.transition == "verify-red"
+        if snap.parent is None or not (policy.guarded or policy.runs_tests or read_only):
             return VettedWork(outcome, keep=True)
         tests = request.tests
         junit = normalize_path(tests.junit) if tests.junit else None
@@ -99,15 +108,18 @@ class BatchVet:
         # A report the agent's own test run left is not work the gate judges (a card step's
         # commit leaves it out the same way); it is never read as the engine's.
         changed = [c for c in parse_name_status(diff) if normalize_path(c.path) != junit]
-        problems = [
-            violation.reason
-            for violation in guarded_violations(
-                changed,
-                may_modify=tests.may_modify_tests,
-                may_modify_manifests=tests.may_modify_manifests,
-                transition=request.transition,
-            )
-        ]
+        if read_only:
+            problems = [_changed_by_verifier(changed)] if changed else []
+        else:
+            problems = [
+                violation.reason
+                for violation in guarded_violations(
+                    changed,
+                    may_modify=tests.may_modify_tests,
+                    may_modify_manifests=tests.may_modify_manifests,
+                    transition=request.transition,
+                )
+            ]
         verdict = None
         if policy.runs_tests and not problems:
             after = await asyncio.to_thread(self._tests)

@@ -9,16 +9,20 @@ says that no test gate applies.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from app.cycle.batch_vet import batch_vetter, sendbacks_in_a_row
+from app.cycle.batch_vet import BatchVet, batch_vetter, sendbacks_in_a_row
 from app.cycle.work_line_git import GitWorkTree
+from app.engine import manifest
+from app.engine.batch_vet_seam import VettedWork, WorkVetRequest
+from app.engine.outcome import EngineStepOutcome
 from app.engine.step import EngineDeps, StepResult
-from app.engine.work_line import work_branch
+from app.engine.work_line import Snapshot, work_branch
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 from tests.support.card_project import CHECKS
@@ -139,3 +143,40 @@ def test_sendbacks_are_counted_back_to_the_last_other_outcome() -> None:
     ]
     assert sendbacks_in_a_row(records, "a") == 2
     assert sendbacks_in_a_row(records, "b") == 0
+
+
+def _vet_verify_red(project: Project, snap: Snapshot) -> VettedWork:
+    """The plain batch's vet of a `verify-red` step whose work is `snap`."""
+    request = WorkVetRequest(
+        root=project.root,
+        batch=project.batch,
+        change="alpha",
+        transition="verify-red",
+        tests=manifest.TestsConfig(),
+        journal=project.root / ".pair" / "journal.jsonl",
+        branch="main",
+        env=agent_env(),
+        launcher=Launcher(lambda _s: ProcessRuntime()),
+    )
+    vet = BatchVet(request, GitWorkTree(project.root))
+    outcome = EngineStepOutcome(state="advanced", message="contract accepted")
+    return asyncio.run(vet.vet(outcome, snap))
+
+
+def test_a_red_verifier_that_changed_a_file_is_sent_back(
+    make_project: Callable[..., Project],
+) -> None:
+    project = _project(make_project, ["ok"], tests=False)
+    start = git(project.root, "rev-parse", "HEAD")
+    (project.root / "tests" / "test_widget.py").write_text(TEST_FILE + "# loosened\n")
+    git(project.root, "commit", "-q", "-am", "verifier edit")
+    edited = git(project.root, "rev-parse", "HEAD")
+
+    vetted = _vet_verify_red(project, Snapshot(edited, start, ("tests/test_widget.py",)))
+
+    assert not vetted.keep and vetted.outcome.state == "sent-back", vetted
+    assert "must not change the tree; it changed tests/test_widget.py" in vetted.outcome.message
+    assert (project.root / "tests" / "test_widget.py").read_text() == TEST_FILE
+
+    untouched = _vet_verify_red(project, Snapshot(start, start, ()))
+    assert untouched.keep and untouched.outcome.state == "advanced"
