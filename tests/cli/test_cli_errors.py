@@ -288,7 +288,10 @@ CONFIG_CASES = [
     ),
     pytest.param(
         "batch: {agent: {review: codex}}\n",
-        ["batch.agent.review", "'propose', 'apply', 'verify', 'red', 'fix', 'pr' or 'decompose'"],
+        [
+            "batch.agent.review",
+            "'propose', 'apply', 'verify', 'red', 'verify-red', 'fix', 'pr' or 'decompose'",
+        ],
         id="unknown-stage",
     ),
     pytest.param(

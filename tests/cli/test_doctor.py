@@ -199,7 +199,7 @@ def test_stage_map_and_batch_override_name_who_needs_what(tmp_path: Path) -> Non
         "opencode is not on PATH; needed by batch fast (every stage)"
     )
     assert checks["agent:claude"].detail.endswith(
-        "project settings (propose, apply, red, fix, pr, decompose)"
+        "project settings (propose, apply, red, verify-red, fix, pr, decompose)"
     )
     assert "batch same" not in json.dumps(run(root, machine).to_json())
 
