@@ -19,8 +19,13 @@ it interactively. Before a spawn the launcher calls `ensure_command_in_spawn_loc
 
     absent                    render it from the shared definition, then spawn
     present                   verify it and leave it untouched (a maintainer may have edited it)
-    remote locus              SkillLocusError: the engine does not control that disk
+    remote locus              "inline": nothing is written there (see below)
     write failure             SkillLocusError naming the path and the cause
+
+On the remote locus the file is not rendered and the agent is started all the same: the prompt
+carries the definition inline, so the agent needs no file, and the file only serves a person
+driving the agent interactively, on a disk (the `swerex-remote` server's) that pairbot does not
+control.
 
 The `command` adapter (an in-house agent) has no command files. The engine reaches `delegate`,
 like `ensure_command_in_spawn_locus`, only through the launcher (app/runtime/launcher.py).
@@ -227,18 +232,16 @@ def ensure_command_in_spawn_locus(
     root: Path,
     env: Mapping[str, str],
 ) -> Ensured:
-    """Render-or-verify `command_id` for `agent` before it spawns; raise SkillLocusError."""
+    """Render-or-verify `command_id` for `agent` before it spawns ("inline" when no file is
+    placed: an agent without command files, or the remote locus); raise SkillLocusError."""
     style = STYLES.get(agent)
     if style is None:
         return "inline"
-    path = style.path(root, command_id, env)
     if locus == "remote":
-        raise SkillLocusError(
-            f"cannot place the /{command_id} command for agent {agent!r} in the remote locus: "
-            f"pairbot does not control the remote disk ({path}). Remedy: run this agent in "
-            "locus local or docker, or use agent 'command' (its prompt carries the command "
-            "inline) on the remote server"
-        )
+        # The prompt carries the definition inline; the file serves only interactive use, on a
+        # disk pairbot does not control (the server's), so nothing is written there.
+        return "inline"
+    path = style.path(root, command_id, env)
     if path.is_file():
         return "verified"
     try:

@@ -8,6 +8,7 @@ import pytest
 
 from app.runtime.commands import (
     DEFINITIONS,
+    STYLES,
     SkillLocusError,
     delegate,
     ensure_command_in_spawn_locus,
@@ -69,12 +70,14 @@ def test_an_existing_command_is_verified_and_left_untouched(tmp_path: Path) -> N
     assert path.read_text() == "the maintainer's own wording\n"
 
 
-def test_the_remote_locus_refuses_with_the_command_locus_and_remedy(tmp_path: Path) -> None:
-    with pytest.raises(SkillLocusError) as err:
-        ensure_command_in_spawn_locus("verify", "claude", "remote", tmp_path, {})
-    message = str(err.value)
-    assert "/verify" in message and "remote" in message and "Remedy" in message
-    assert not (tmp_path / ".claude").exists()
+@pytest.mark.parametrize("agent", sorted(STYLES))
+def test_the_remote_locus_renders_nothing_the_prompt_carries_the_command(
+    tmp_path: Path, agent: str
+) -> None:
+    # Was a refusal; the file is for interactive use, on a disk pairbot does not control.
+    assert ensure_command_in_spawn_locus("verify", agent, "remote", tmp_path, {}) == "inline"
+    assert list(tmp_path.iterdir()) == []
+    assert "Review the change" in delegate(agent, "verify", "alpha", [])
 
 
 def test_a_write_failure_names_the_command_and_path(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The launcher behind the engine's seam, driven directly with real runtimes (no fakes needed).
 
 The end-to-end engine tests drive it through `apply_batch`; these pin what only it decides:
-where each locus puts the project root, a refusal before anything starts, the permission
+where each locus puts the project root, a refusal before anything starts, a named agent
+started on the remote locus with no command file, the permission
 warning once per launcher, and usage read from a stream-json agent's own stream.
 """
 
@@ -100,12 +101,22 @@ def test_an_unknown_agent_is_not_started_and_builds_no_runtime() -> None:
     assert lines == []
 
 
-def test_a_command_that_cannot_be_placed_remotely_is_not_started() -> None:
-    result = asyncio.run(
-        Launcher(never).launch(launch(settings("claude", locus="remote")), lambda _l: None)
-    )
-    assert isinstance(result, AgentNotStarted)
-    assert "remote locus" in result.reason
+def test_a_named_agent_on_the_remote_locus_is_started_without_a_command_file(
+    tmp_path: Path,
+) -> None:
+    # Was a refusal: the prompt carries the command inline, so the file (for interactive use,
+    # on a disk pairbot does not control) is not needed. ProcessRuntime stands in for the
+    # server here; tests/agents/test_matrix_remote.py runs a real claude on a real one.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text("#!/bin/sh\ncat >/dev/null\necho started\n")
+    fake.chmod(0o755)
+    request = launch(settings("claude", locus="remote"), tmp_path, f"{bin_dir}:/usr/bin:/bin")
+    result = asyncio.run(Launcher(lambda _s: ProcessRuntime()).launch(request, lambda _l: None))
+    assert isinstance(result, AgentSpawnResult)
+    assert (result.exit_code, result.stdout.strip()) == (0, "started")
+    assert not (tmp_path / ".claude").exists()
 
 
 def test_the_permission_warning_is_said_once_per_launcher(tmp_path: Path) -> None:
