@@ -4,8 +4,9 @@
 
 `run_step` builds the project a step of that kind runs in, points the real CLI (from
 tests/agents/node_modules) at a scripted model server, and runs exactly one step through the
-production path: `project_launcher` (the local locus through swerex; isolation left at its
-default, so as root the agent runs as `pairbot-agent`, lent its tree and journal).
+production path: `project_launcher` (the local locus through swerex by default; isolation left
+at its default, so as root the agent runs as `pairbot-agent`, lent its tree and journal; on the
+remote locus the server is the boundary and the agent runs as the server's user).
 
     batch   a plain batch's first step (`pairbot batch apply`): the agent works in the checkout
     card    a card's first step, taken by `/pair implement` itself: the agent works in the
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import yaml
@@ -100,8 +102,9 @@ class Outcome:
 ModelServer = Callable[[Step], AbstractContextManager[Mapping[str, str]]]
 
 
-def _config(agent: str, posture: Posture) -> dict[str, Any]:
-    return {"agent": agent, "agentTimeoutMs": 200_000, "permissions": {"posture": posture}}
+def _config(agent: str, posture: Posture, locus: Mapping[str, Any]) -> dict[str, Any]:
+    base = {"agent": agent, "agentTimeoutMs": 200_000, "permissions": {"posture": posture}}
+    return {**base, **locus}
 
 
 def _env(model_env: Mapping[str, str]) -> dict[str, str]:
@@ -109,21 +112,23 @@ def _env(model_env: Mapping[str, str]) -> dict[str, str]:
     return agent_env({"PATH": path, **model_env})
 
 
-def _batch_project(base: Path, agent: str, posture: Posture) -> Path:
+def _batch_project(base: Path, agent: str, posture: Posture, locus: Mapping[str, Any]) -> Path:
     root = base / "repo"
     (root / ".pair" / "batches" / "demo").mkdir(parents=True)
-    config = {"batch": _config(agent, posture)}
+    config = {"batch": _config(agent, posture, locus)}
     (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
     (root / ".pair" / "batches" / "demo" / "batch.yaml").write_text(yaml.safe_dump(ONE_PHASE))
     init_repo(root)
     return root
 
 
-def _card_project(base: Path, agent: str, posture: Posture) -> tuple[Path, LocalForge, int]:
+def _card_project(
+    base: Path, agent: str, posture: Posture, locus: Mapping[str, Any]
+) -> tuple[Path, LocalForge, int]:
     root = base / "repo"
     (root / ".pair").mkdir(parents=True)
     config = project_config("local")
-    config["batch"] = _config(agent, posture)
+    config["batch"] = _config(agent, posture, locus)
     (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(config))
     init_repo(root, {"README.md": "# project\n"})
     forge = LocalForge(base / "forge")
@@ -132,18 +137,27 @@ def _card_project(base: Path, agent: str, posture: Posture) -> tuple[Path, Local
     return root, forge, card
 
 
-def run_step(base: Path, agent: str, posture: Posture, kind: Kind, model: ModelServer) -> Outcome:
-    """One step of `kind` by the real `agent` under `posture`, against `model`."""
+def run_step(
+    base: Path,
+    agent: str,
+    posture: Posture,
+    kind: Kind,
+    model: ModelServer,
+    *,
+    locus: Mapping[str, Any] = MappingProxyType({}),
+) -> Outcome:
+    """One step of `kind` by the real `agent` under `posture`, against `model`; `locus` are
+    the `batch:` keys of another locus (`{"locus": "remote", "remote": {…}}`), else local."""
     lines: list[str] = []
     if kind == "batch":
-        root = _batch_project(base, agent, posture)
+        root = _batch_project(base, agent, posture, locus)
         step = Step(kind, root, root / ".pair" / "changes" / "alpha" / "plan.md")
         with model(step) as model_env:
             deps = EngineDeps(project_launcher(root), env=_env(model_env), on_line=lines.append)
             result = asyncio.run(asyncio.wait_for(apply_batch(root, "demo", deps), STEP_TIMEOUT_S))
         journal = _journal(root / ".pair" / "batches" / "demo" / "run" / "journal.jsonl")
         return Outcome(result.state, lines, _text(step.target), journal)
-    root, forge, card = _card_project(base, agent, posture)
+    root, forge, card = _card_project(base, agent, posture, locus)
     worktree = root / ".pair" / "worktrees" / f"card-{card}"
     step = Step(kind, worktree, worktree / ".pair" / "changes" / f"card-{card}" / "plan.md")
     with model(step) as model_env:

@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,10 +77,23 @@ def _alive(port: int, token: str) -> bool:
 
 
 @contextlib.contextmanager
-def swerex_server(log_dir: Path, *, startup_timeout_s: float = 30.0) -> Iterator[SwerexServer]:
-    """Run `swerex-remote` on 127.0.0.1 with a random token for the `with` block."""
+def swerex_server(
+    log_dir: Path,
+    *,
+    startup_timeout_s: float = 30.0,
+    path: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
+) -> Iterator[SwerexServer]:
+    """Run `swerex-remote` on 127.0.0.1 with a random token for the `with` block.
+
+    `path` goes in front of the server's PATH (the directory of an agent CLI the server has
+    installed) and `env` over its environment (a HOME of its own): a remote agent gets the
+    server's PATH and HOME, never pairbot's (docs/runtime.md)."""
     token = secrets.token_urlsafe(24)
-    proc, port, log = _start(log_dir, token, startup_timeout_s)
+    server_env = {**os.environ, **(env or {})}
+    dirs = [*map(str, path), str(SWEREX_REMOTE.parent), server_env["PATH"]]
+    server_env["PATH"] = os.pathsep.join(dirs)
+    proc, port, log = _start(log_dir, token, startup_timeout_s, server_env)
     try:
         yield SwerexServer(port=port, token=token, log=log, pid=proc.pid)
     finally:
@@ -94,7 +107,7 @@ START_ATTEMPTS = 3
 
 
 def _start(
-    log_dir: Path, token: str, startup_timeout_s: float
+    log_dir: Path, token: str, startup_timeout_s: float, env: Mapping[str, str]
 ) -> tuple[subprocess.Popen[bytes], int, Path]:
     for attempt in range(1, START_ATTEMPTS + 1):
         port = free_port()
@@ -108,11 +121,9 @@ def _start(
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own group, so the kill below reaches its children
-                # The server side has pairbot installed (agents report with `pairbot batch report`).
-                env={
-                    **os.environ,
-                    "PATH": f"{SWEREX_REMOTE.parent}{os.pathsep}{os.environ['PATH']}",
-                },
+                # The server side has pairbot installed (agents report with `pairbot batch report`):
+                # the venv's bin directory is on its PATH.
+                env=env,
             )
         deadline = time.monotonic() + startup_timeout_s
         try:

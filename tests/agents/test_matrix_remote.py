@@ -1,0 +1,76 @@
+"""The named agents on the remote locus: a real CLI, started by a real `swerex-remote`, advances.
+
+The same step as the local matrix (tests/agents/matrix.py: a plain batch's propose, and a card's
+first step), with `locus: remote` pointing at a `swerex-remote` on 127.0.0.1
+(tests/support/swerex_server.py). The server is set up as docs/runtime.md asks of one: the
+agent CLI and `pairbot` on its PATH, the same checkout path as the engine, a HOME of its own.
+No command file is written for the agent (the prompt carries the command inline,
+app/runtime/commands.py); the scripted model drives the real CLI to write plan.md and report
+with `pairbot batch report`, and the step advances.
+
+The server is the boundary on this locus (isolation's "Contained"), so the agent runs as the
+server's user: root here. claude refuses full-autonomy as root, so the bounded postures run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import Posture
+from tests.agents.matrix import KINDS, Kind, ModelServer, Outcome, run_step
+from tests.agents.real_cli import NODE_BIN, installed
+from tests.agents.script import SUMMARY
+from tests.agents.test_matrix_claude import _Model as ClaudeModel  # the same scripted model
+from tests.agents.test_matrix_codex import _Model as CodexModel  # the same scripted model
+from tests.support.swerex_server import swerex_server
+
+BOUNDED: tuple[Posture, ...] = ("repo-sandboxed-permissive", "curated-allowlist")
+
+
+def _remote_step(
+    base: Path, agent: str, posture: Posture, kind: Kind, model: ModelServer
+) -> Outcome:
+    """One `run_step` with the project's locus set to a fresh server of its own."""
+    home = base / "server-home"
+    home.mkdir()
+    with swerex_server(base, path=[NODE_BIN], env={"HOME": str(home)}) as server:
+        remote = {"host": "127.0.0.1", "port": server.port, "authToken": server.token}
+        locus = {"locus": "remote", "remote": remote}
+        outcome = run_step(base, agent, posture, kind, model, locus=locus)
+    # The agent was started through this server (swerex's REST calls), not on a local locus.
+    assert '"POST /execute HTTP/1.1" 200' in server.log.read_text(), outcome.explain()
+    return outcome
+
+
+@pytest.mark.skipif(installed("claude") is None, reason="claude CLI not installed")
+@pytest.mark.xdist_group("claude-matrix")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("posture", BOUNDED)
+def test_claude_on_a_remote_server_edits_and_reports(
+    shared_dir: Path, posture: Posture, kind: Kind
+) -> None:
+    model = ClaudeModel()
+    outcome = _remote_step(shared_dir, "claude", posture, kind, model)
+    assert outcome.state == "advanced", outcome.explain()
+    assert outcome.written is not None, outcome.explain()
+    assert [r["message"] for r in outcome.reports] == [SUMMARY], outcome.explain()
+    assert not any(shared_dir.glob("**/.claude/commands")), "no command file on the server's disk"
+
+
+@pytest.mark.skipif(installed("codex") is None, reason="codex CLI not installed")
+@pytest.mark.xdist_group("codex-matrix")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("posture", BOUNDED)
+def test_codex_on_a_remote_server_edits_and_reports(
+    shared_dir: Path, posture: Posture, kind: Kind
+) -> None:
+    model = CodexModel(shared_dir)
+    outcome = _remote_step(shared_dir, "codex", posture, kind, model)
+    assert model.model is not None
+    tools = f"{outcome.explain()}\n--- tools\n{model.model.tool_outputs}"
+    assert outcome.state == "advanced", tools
+    assert outcome.written is not None, tools
+    assert [r["message"] for r in outcome.reports] == [SUMMARY], tools
+    assert not any(shared_dir.glob("**/.agents/skills")), "no skill on the server's disk"
