@@ -7,7 +7,8 @@ into this package; the surfaces build one (`project_launcher`) and inject it in
     launch(AgentLaunch, on_line)
       1. resolve the stage's argv (adapters.py, with permissions.py's flags)
       2. say the agent's permission warning, once per process
-      3. render-or-verify the stage's command file where the agent runs (commands.py)
+      3. render-or-verify the stage's command file where the agent runs (commands.py; none on
+         the remote locus: the prompt carries the command inline)
       4. pick the runtime for the locus (`runtime_for`, by default select.py's)
       5. decide who the agent runs as (isolation.py): a local agent runs as its own OS user,
          lent its working tree and journal for the step and given a fresh HOME, whose
@@ -237,8 +238,9 @@ class Launcher:
             warning = self._warn_once(choice.name, settings.permissions.posture)
             if warning:
                 on_line(warning)
-            # Render-or-fail: the stage's command file exists where the agent runs (the prompt
-            # carries the same text inline; the file is for people driving the agent themselves).
+            # Render-or-fail: the stage's command file exists where the agent runs, but on the
+            # remote locus, whose disk pairbot does not control (the prompt carries the same
+            # text inline; the file is for people driving the agent themselves).
             commands.ensure_command_in_spawn_locus(
                 launch.command, choice.name, settings.locus, launch.root, launch.env
             )
