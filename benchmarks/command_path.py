@@ -47,16 +47,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import copy
 import importlib.util
-import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,12 +63,6 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.answering_forge import (
-    COMMENTER,
-    INSTALLATION,
-    ISSUES,
-    NAME,
-    OWNER,
-    add_comments,
     fetch_stats,
 )
 from benchmarks.command_replicas import (
@@ -83,6 +74,7 @@ from benchmarks.command_replicas import (
     postgres_admin_url,
 )
 from benchmarks.command_servers import SECRET, new_key
+from benchmarks.deliveries import Deliveries
 from benchmarks.edge_targets import Database
 from benchmarks.load_client import tree_cpu_seconds
 from benchmarks.webhook_load import (
@@ -96,7 +88,6 @@ from benchmarks.webhook_load import (
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
-PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issue_comment"
 GOAL_CPU = 2.0
 GOAL_P99 = 2.0
 GOAL_NON_COMMAND = 0.8
@@ -139,52 +130,6 @@ def start(role: str, workdir: Path, *args: str) -> Iterator[Server]:
             process.kill()
             process.wait()
         log.close()
-
-
-class Deliveries:
-    """Distinct signed issue_comment deliveries (the corpus's) on the forge's issues; a
-    command's comment is stored on the forge first, as on GitHub (its 👀 needs it)."""
-
-    def __init__(self, forge_port: int) -> None:
-        self.template = json.loads((PAYLOAD / "created.with-installation.json").read_text())
-        self.forge_port = forge_port
-        self.made = 0
-        self.next_comment = 90_000_000  # a non-command's id: the App never calls about it
-
-    def build(self, count: int, port: int, *, command: bool) -> tuple[list[bytes], list[int]]:
-        """The raw HTTP/1.1 requests, and the comment ids they announce."""
-        from app.web.signature import sign  # noqa: PLC0415  # the project, after sys.path
-
-        text = "/pair status" if command else "Thanks, looks good."
-        numbers = [1 + (self.made + n) % ISSUES for n in range(count)]
-        self.made += count
-        if command:
-            ids = add_comments(self.forge_port, [(number, text) for number in numbers])
-        else:
-            ids = list(range(self.next_comment, self.next_comment + count))
-            self.next_comment += count
-        built = []
-        for number, comment in zip(numbers, ids, strict=True):
-            payload = copy.deepcopy(self.template)
-            payload["repository"]["full_name"] = f"{OWNER}/{NAME}"
-            payload["installation"]["id"] = INSTALLATION
-            payload["issue"]["number"] = number
-            payload["comment"]["id"] = comment
-            payload["comment"]["user"]["login"] = COMMENTER
-            payload["comment"]["body"] = text
-            body = json.dumps(payload).encode()
-            head = (
-                "POST /webhooks/github HTTP/1.1\r\n"
-                f"Host: 127.0.0.1:{port}\r\n"
-                "User-Agent: GitHub-Hookshot/benchmark\r\n"
-                "Content-Type: application/json\r\n"
-                "X-GitHub-Event: issue_comment\r\n"
-                f"X-GitHub-Delivery: {uuid.uuid4()}\r\n"
-                f"X-Hub-Signature-256: {sign(SECRET.encode(), body)}\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            )
-            built.append(head.encode() + body)
-        return built, ids
 
 
 @dataclass(frozen=True)
@@ -272,7 +217,7 @@ async def one_run(
     runs: dict[str, Run] = {}
     for command in (False, True):
         for server in (floor, *apps):
-            built, _ = deliveries.build(n, server.port, command=command)
+            built, _ = deliveries.build(n, command=command, port=server.port)
             runs[f"{server.name}-{'cmd' if command else 'non'}"] = await measure(
                 server, forge, built
             )
@@ -358,7 +303,7 @@ async def burst(app: Server, forge: Server, deliveries: Deliveries, seconds: flo
     """Ten commands a second for `seconds`; each 👀's wait, from its delivery's due time to
     its arrival at the forge (both CLOCK_MONOTONIC, one machine), in seconds."""
     count = max(1, int(10 * seconds))
-    built, made = deliveries.build(count, app.port, command=True)
+    built, made = deliveries.build(count, command=True, port=app.port)
     began = time.monotonic() + 0.05  # fixed_rate's own start
     await fixed_rate(app.port, built, 10.0, connections=4)
     ids = [str(i) for i in made]
@@ -383,7 +328,7 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
     results: list[Figures] = []
     with start("forge", workdir, "--latency-ms", str(args.latency_ms), *common) as forge:
         await wait_ready(forge.port)
-        deliveries = Deliveries(forge.port)
+        deliveries = Deliveries(forge.port, SECRET)
         url = ("--forge", str(forge.port))
         with contextlib.ExitStack() as stack:
             floor = stack.enter_context(start("floor", workdir, *url, *common))
@@ -397,7 +342,7 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
                 apps[1].name = "inline"
             for server in (floor, *apps):
                 await wait_ready(server.port)
-                warm_up, _ = deliveries.build(50, server.port, command=True)
+                warm_up, _ = deliveries.build(50, command=True, port=server.port)
                 await measure(server, forge, warm_up)
             for index in range(1, args.runs + 1):
                 # Which App goes first alternates from run to run: neither always follows the
@@ -429,7 +374,7 @@ async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> l
     try:
         with start("forge", workdir, "--latency-ms", str(args.latency_ms), *common) as forge:
             await wait_ready(forge.port)
-            deliveries = Deliveries(forge.port)
+            deliveries = Deliveries(forge.port, SECRET)
             url = ("--forge", str(forge.port), *common)
             sqlite = workdir / "one.sqlite3"
             # Each App as `pairbot serve` runs it by default (on SQLite the worker in its own
@@ -458,7 +403,7 @@ async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> l
                 )
 
                 def build(n: int) -> list[bytes]:
-                    return deliveries.build(n, first.port, command=True)[0]
+                    return deliveries.build(n, command=True, port=first.port)[0]
 
                 await compare(targets, build, 50, None, 0)  # warm: connections, tokens, plans
                 rates = [None] + ([args.rate] if args.rate > 0 else [])

@@ -6,67 +6,13 @@ Not run on its own; `python benchmarks/edge_targets.py` drives it.
 
 from __future__ import annotations
 
-import copy
-import json
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from benchmarks.answering_forge import COMMENTER, INSTALLATION, ISSUES, NAME, OWNER, add_comments
 from benchmarks.edge_meters import CpuMeter, drained
 from benchmarks.load_client import Measured, fixed_rate, max_rate
-from benchmarks.webhook_servers import PAYLOAD, SECRET
 
 CONCURRENCY = 16
-
-
-class Deliveries:
-    """Distinct signed ~16 KB `issue_comment` deliveries (the corpus's) as raw HTTP/1.1
-    requests, each with a new delivery id and comment id, built before any clock starts. A
-    command's comment is stored on the forge first, as on GitHub: the App's job reacts to it."""
-
-    def __init__(self, forge_port: int) -> None:
-        self._template: dict[str, Any] = json.loads(
-            (PAYLOAD / "created.with-installation.json").read_text()
-        )
-        self._forge_port = forge_port
-        self._made = 0
-        self._next_comment = 20_000_000  # a non-command's id: the App never calls about it
-
-    def build(self, count: int, *, command: bool) -> list[bytes]:
-        from app.web.signature import sign  # noqa: PLC0415 - the project, after sys.path
-
-        text = "/pair status" if command else "Thanks, that reads well."
-        numbers = [1 + (self._made + n) % ISSUES for n in range(count)]
-        self._made += count
-        if command:
-            ids = add_comments(self._forge_port, [(number, text) for number in numbers])
-        else:
-            ids = list(range(self._next_comment, self._next_comment + count))
-            self._next_comment += count
-        built: list[bytes] = []
-        for number, comment in zip(numbers, ids, strict=True):
-            payload = copy.deepcopy(self._template)
-            payload["repository"]["full_name"] = f"{OWNER}/{NAME}"
-            payload["installation"]["id"] = INSTALLATION
-            payload["issue"]["number"] = number
-            payload["comment"]["id"] = comment
-            payload["comment"]["user"]["login"] = COMMENTER
-            payload["comment"]["body"] = text
-            body = json.dumps(payload).encode()
-            head = (
-                "POST /webhooks/github HTTP/1.1\r\n"
-                "Host: 127.0.0.1\r\n"
-                "User-Agent: GitHub-Hookshot/benchmark\r\n"
-                "Content-Type: application/json\r\n"
-                "X-GitHub-Event: issue_comment\r\n"
-                f"X-GitHub-Delivery: {uuid.uuid4()}\r\n"
-                f"X-Hub-Signature-256: {sign(SECRET.encode(), body)}\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            )
-            built.append(head.encode() + body)
-        return built
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,12 @@ if __package__ in (None, ""):
 
 from benchmarks.answering_forge import fetch_stats, forge_process
 from benchmarks.command_servers import new_key
+from benchmarks.deliveries import Deliveries
 from benchmarks.edge_meters import CpuMeter, Database, drained, sqlite_jobs, sqlite_open_jobs
 from benchmarks.edge_report import RATE, Result, report, summary
-from benchmarks.edge_runs import CONCURRENCY, Deliveries, Run, combined, measure, round_sizes
+from benchmarks.edge_runs import CONCURRENCY, Run, combined, measure, round_sizes
 from benchmarks.load_client import max_rate, wait_ready
-from benchmarks.webhook_servers import Server, server_options, start_server
+from benchmarks.webhook_servers import SECRET, Server, server_options, start_server
 
 # command_path.py and command_replicas.py import these from here.
 __all__ = ["CpuMeter", "Database", "Result", "main", "sqlite_open_jobs"]
@@ -100,9 +101,9 @@ async def _warm(bench: _Bench, requests: int) -> None:
     """Both servers up, their caches and connections (the App's token, pools) warm."""
     for server in (bench.floor, bench.app):
         await wait_ready(server.port)
-        plain = bench.made.build(min(200, requests), command=False)
+        plain = bench.made.build(min(200, requests), command=False)[0]
         await max_rate(server.port, plain, CONCURRENCY)
-    commands = bench.made.build(min(50, requests), command=True)
+    commands = bench.made.build(min(50, requests), command=True)[0]
     await max_rate(bench.app.port, commands, CONCURRENCY)
     drained(bench.open_jobs)
 
@@ -115,10 +116,10 @@ async def _rounds(bench: _Bench, requests: int) -> tuple[dict[str, Run], int]:
     for size in round_sizes(requests, ROUNDS):
         # Floor and App alternate, a share of the requests each round: whatever else the
         # machine runs meanwhile weighs on both alike.
-        plain = made.build(size, command=False), made.build(size, command=False)
+        plain = made.build(size, command=False)[0], made.build(size, command=False)[0]
         rounds["floor_plain"].append(await measure(floor.port, plain[0], _pids(floor)))
         rounds["app_plain"].append(await measure(app.port, plain[1], _pids(app)))
-        commands = made.build(size, command=True)
+        commands = made.build(size, command=True)[0]
         before = fetch_stats(bench.forge)["requests"]
         run = await measure(app.port, commands, _pids(app), open_jobs=bench.open_jobs)
         forge_requests += fetch_stats(bench.forge)["requests"] - before
@@ -134,9 +135,9 @@ async def _one_run(bench: _Bench, requests: int, seconds: float) -> Result:
     failed_before = bench.failed_jobs()
     max_runs, forge_requests = await _rounds(bench, requests)
     rate_n = max(1, int(RATE * seconds))
-    plain = made.build(rate_n, command=False)
+    plain = made.build(rate_n, command=False)[0]
     plain_rate = await measure(app.port, plain, _pids(app), rate=RATE)
-    commands = made.build(rate_n, command=True)
+    commands = made.build(rate_n, command=True)[0]
     command_rate = await measure(
         app.port, commands, _pids(app), rate=RATE, open_jobs=bench.open_jobs
     )
@@ -198,7 +199,7 @@ def main(
                 start_server("floor", workdir, http, loop, profiled("floor.prof")) as floor,
                 start_server("app", workdir, http, loop, app_args) as app,
             ):
-                bench = _Bench(floor, app, forge, Deliveries(forge))
+                bench = _Bench(floor, app, forge, Deliveries(forge, SECRET))
                 results = _run(_measure_all(bench, requests, seconds, runs, out))
                 _check_alive((floor, app), workdir)
     for line in summary(results):
