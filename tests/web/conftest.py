@@ -90,6 +90,24 @@ class AppGitHub(FakeGitHub):
         return [d["client_payload"] for d in self.dispatches]
 
 
+@dataclass
+class HoldingGitHub(AppGitHub):
+    """Leaves the first 👀 on comment `held` unanswered until the test ends (the replica or
+    worker process waiting on it is killed, and its job must be run again elsewhere)."""
+
+    held: int = 0
+    holding: bool = False
+    _never: asyncio.Event | None = field(default=None, repr=False)
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        target = f"/issues/comments/{self.held}/reactions"
+        if request.method == "POST" and request.url.path.endswith(target) and not self.holding:
+            self.holding = True
+            self._never = asyncio.Event()
+            await self._never.wait()  # the replica waiting here is killed
+        return await super().handle(request)
+
+
 def github_forges(fake: FakeGitHub) -> GitHubForges:
     """The App's production forges, talking to `fake` through its MockTransport."""
     return GitHubForges(

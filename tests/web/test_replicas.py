@@ -21,7 +21,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -33,29 +32,12 @@ from tests.support.fake_github import rsa_key
 from tests.support.github_server import WallClock, serve_fake_github
 from tests.support.postgres import schema_url
 from tests.support.project import PAIRBOT
-from tests.web.conftest import SECRET, AppGitHub, comment_event, github_headers
+from tests.web.conftest import SECRET, HoldingGitHub, comment_event, github_headers
 
 pytestmark = pytest.mark.slow
 
 # Long enough that a live replica busy with a burst of deliveries still renews in time.
 LEASE_S = 5
-
-
-@dataclass
-class HoldingGitHub(AppGitHub):
-    """Leaves the first acknowledgement of comment `held` unanswered until the test ends."""
-
-    held: int = 0
-    holding: bool = False
-    _never: asyncio.Event | None = field(default=None, repr=False)
-
-    async def handle(self, request: httpx.Request) -> httpx.Response:
-        target = f"/issues/comments/{self.held}/reactions"
-        if request.method == "POST" and request.url.path.endswith(target) and not self.holding:
-            self.holding = True
-            self._never = asyncio.Event()
-            await self._never.wait()  # the replica waiting here is killed
-        return await super().handle(request)
 
 
 def free_port() -> int:

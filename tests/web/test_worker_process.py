@@ -18,7 +18,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from app.web.worker_process import WorkerProcess, WorkerRecipe
 from tests.support.fake_github import rsa_key
 from tests.support.github_server import WallClock, serve_fake_github
 from tests.support.project import PAIRBOT, cli
-from tests.web.conftest import SECRET, AppGitHub, comment_event, github_headers
+from tests.web.conftest import SECRET, AppGitHub, HoldingGitHub, comment_event, github_headers
 
 START_S = 60.0  # bounds, never measured times: a loaded machine starts Python slowly
 
@@ -66,23 +66,6 @@ def alive(pid: int) -> bool:
 
 def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-@dataclass
-class HoldingGitHub(AppGitHub):
-    """Leaves the first 👀 on comment `held` unanswered (the worker holding it is killed)."""
-
-    held: int = 0
-    holding: bool = False
-    _never: asyncio.Event | None = field(default=None, repr=False)
-
-    async def handle(self, request: httpx.Request) -> httpx.Response:
-        target = f"/issues/comments/{self.held}/reactions"
-        if request.method == "POST" and request.url.path.endswith(target) and not self.holding:
-            self.holding = True
-            self._never = asyncio.Event()
-            await self._never.wait()
-        return await super().handle(request)
 
 
 @dataclass
