@@ -36,6 +36,7 @@ def _report(args: argparse.Namespace, root: Path, env: Mapping[str, str], now: d
         raise UserError("batch report needs --change (or PAIR_CHANGE in the environment)")
     transition = args.transition or env.get("PAIR_TRANSITION") or None
     findings = humans.load_findings(args.findings, transition) if args.findings else None
+    findings_file = _in_tree(args.findings, root) if args.findings else None
     # A card's agent works in its worktree; the engine says where the run-state is.
     state_root = Path(env["PAIR_STATE_ROOT"]) if env.get("PAIR_STATE_ROOT") else root
     index = humans.record_report(
@@ -47,9 +48,21 @@ def _report(args: argparse.Namespace, root: Path, env: Mapping[str, str], now: d
         transition=transition,
         session=env.get("PAIR_SESSION") or None,
         findings=findings,
+        findings_file=findings_file,
         now=now,
     )
     return f"recorded {REPORT_KINDS[kind_arg]} for {key} (journal entry {index})"
+
+
+def _in_tree(path: Path, root: Path) -> str | None:
+    """The findings file's path in the agent's tree (`root`, its PAIR_ROOT), relative and in
+    POSIX form, when it lies there; None elsewhere. A verifier told to change nothing may
+    still write its findings file where it works: the vet then knows that file for the
+    report it is (app/cycle/red_verifier.py, app/cycle/batch_vet.py)."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
 
 
 def run(args: argparse.Namespace, root: Path, env: Mapping[str, str]) -> int:

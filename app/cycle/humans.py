@@ -79,8 +79,10 @@ def record_report(
     session: str | None,
     findings: dict[str, Any] | None,
     now: datetime,
+    findings_file: str | None = None,
 ) -> int:
-    """Append an agent's report to the batch's (or the standalone change's) journal."""
+    """Append an agent's report to the batch's (or the standalone change's) journal;
+    `findings_file`: where its findings file lay in the agent's tree (app.cli.batch)."""
     pair_dir(root)
     if findings is not None and kind != "completion":
         raise UserError("--findings goes with --complete (a verifier's final verdict)")
@@ -100,6 +102,7 @@ def record_report(
         message=message,
         session=session,
         findings=findings,
+        findings_file=findings_file,
     )
     return append_entry(locus.journal, entry)
 

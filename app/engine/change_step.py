@@ -3,8 +3,9 @@
     run_change_step    spawn the agent the transition names (a verify with a review panel
                        spawns each reviewer in turn: `app.engine.panel_review`), snapshot the
                        journal delta and the disk, read the review's verdict
-                       (`app.engine.review_verdict`), map the session to an outcome, vet it,
-                       journal it and persist the park
+                       (`app.engine.review_verdict`), take the verifiers' findings files out
+                       of the tree (`app.engine.findings_files`), map the session to an
+                       outcome, vet it, journal it and persist the park
 
 It never re-derives the transition: `app.engine.runner` decides it under the batch lock (and
 the headless verbs force it); the card cycle calls it with its own vet. A plain batch's step
@@ -26,6 +27,7 @@ from app.engine import jsonl, lock
 from app.engine.agent import AgentUsage
 from app.engine.batch_vet_seam import WorkVet, WorkVetRequest
 from app.engine.change_context import ChangeStepContext
+from app.engine.findings_files import REPORTING_STEPS, remove_reported_findings
 from app.engine.instructions import InstructionContext, build_instructions
 from app.engine.journal import KeyHistory, read_index
 from app.engine.manifest import TestsConfig
@@ -88,6 +90,7 @@ async def run_change_step(
     instructions_for = _instructions(ctx, deps, history, review_round)
     instructions = instructions_for(ctx.settings.agent_for(ctx.transition).name)
     line = await _start_work(ctx, deps)
+    reported_from = jsonl.count_records(ctx.locus.journal)
     panel: PanelReview | None = None
     if ctx.transition == "verify" and ctx.panel:
         panel = await panel_review(ctx, deps, history, review_round, instructions_for)
@@ -105,6 +108,8 @@ async def run_change_step(
             state_root=ctx.state_root,
             instructions_for=instructions_for,
         )
+    if ctx.transition in REPORTING_STEPS:
+        remove_reported_findings(ctx.root, ctx.locus.journal, ctx.change, reported_from)
     snap: Snapshot | None = None
     if line is not None:
         snap = await line.work.snapshot(

@@ -239,7 +239,8 @@ def build_instructions(ctx: InstructionContext, delegate: Delegate) -> str:
     elif ctx.transition == "verify-red":
         context.append(
             f"Red verification for review round {ctx.review_round - 1}: you are the independent "
-            "red contract verifier. Change no file (a result that changed one is refused). "
+            "red contract verifier. Change no file (a result that changed one is refused; the "
+            "findings file you report with may be in the tree: it is read, never committed). "
             "The contract, the findings it answers, red's test diff and the failing output "
             "follow as data. Judge every contract row and report --complete with --findings "
             f"FILE holding {RED_REPORT_SHAPE}."

@@ -52,6 +52,9 @@ class JournalEntry:
     state: str | None = None
     verdict: Mapping[str, Any] | None = None
     findings: Mapping[str, Any] | None = None
+    # Where the findings file lay in the agent's tree (relative, POSIX), when it lay there: the
+    # report's medium, which the vet of a step that must change nothing does not count.
+    findings_file: str | None = None
     proof: Mapping[str, Any] | None = None
     usage: Mapping[str, Any] | None = None
     data: Mapping[str, Any] | None = None  # `cycle` entries: what the card cycle published
@@ -72,6 +75,8 @@ class JournalEntry:
             value = getattr(self, name)
             if value is not None:
                 record[name] = value
+        if self.findings_file is not None:
+            record["findingsFile"] = self.findings_file
         if self.message:
             record["message"] = self.message
         return record
@@ -89,6 +94,7 @@ class JournalEntry:
             state=_opt_str(record.get("state")),
             verdict=_opt_map(record.get("verdict")),
             findings=_opt_map(record.get("findings")),
+            findings_file=_opt_str(record.get("findingsFile")),
             proof=_opt_map(record.get("proof")),
             usage=_opt_map(record.get("usage")),
             data=_opt_map(record.get("data")),
@@ -101,6 +107,14 @@ def _opt_str(value: Any) -> str | None:
 
 def _opt_map(value: Any) -> Mapping[str, Any] | None:
     return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
+
+
+def newest_completion(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
+    """The newest `completion` record of `key` (an agent's `batch report --complete`)."""
+    for record in reversed(records):
+        if record.get("kind") == "completion" and record.get("key") == key:
+            return cast("Mapping[str, Any]", record)
+    return None
 
 
 def read_journal(path: Path, start: int = 0) -> list[JournalEntry]:

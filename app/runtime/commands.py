@@ -98,7 +98,8 @@ DEFINITIONS: Mapping[CommandId, CommandDefinition] = {
         "superseded, human). Something the card never asked for is a scope proposal "
         "(`sc-<n>`), never a defect. Finish with the verdict 'Ready for archive' or "
         "'N critical issue(s) found' and pass the findings with `--findings FILE` "
-        "(JSON: acTests, findings, scopeChanges).\n\n" + _REPORT,
+        "(JSON: acTests, findings, scopeChanges; FILE may be in the tree: it is read when you "
+        "report and never committed).\n\n" + _REPORT,
     ),
     "red": CommandDefinition(
         "red",
@@ -112,7 +113,8 @@ DEFINITIONS: Mapping[CommandId, CommandDefinition] = {
         "Accept or refuse red's acceptance contract, row by row, without changing anything",
         "Check the acceptance contract that `red` wrote for the change named first in "
         "$ARGUMENTS, independently, as someone who wrote neither the findings nor the tests. "
-        "Change no file. For every contract row decide whether its tests fail for the reason "
+        "Change no file (the findings file you report with may be in the tree: it is read, never "
+        "committed). For every contract row decide whether its tests fail for the reason "
         "the finding names and would pass only once the finding is fixed; accept or refuse it "
         "with a one-sentence reason. Pass the verdict with `--findings FILE` (JSON: "
         '{"verdict": "accept"|"refuse", "rows": [{"id", "verdict": "accept"|"refuse", '

@@ -18,6 +18,7 @@ import pytest
 from app.cycle.state import CardStep
 from app.settings import BatchSettings, resolve_settings
 from tests.support.card_project import CardProject
+from tests.support.git import git
 
 
 def transitions(steps: list[CardStep]) -> list[str]:
@@ -154,6 +155,31 @@ def test_a_verifier_that_changes_the_tree_or_skips_a_row_is_sent_back(tmp_path: 
     accepted = project.step()
     assert (accepted.result.transition, accepted.result.state) == ("verify-red", "advanced")
     assert len(project.cycle_events("sealed")) == 1
+
+
+def test_a_verdict_file_written_in_the_tree_is_the_report_not_a_change(tmp_path: Path) -> None:
+    """A real agent told to change nothing still writes its verdict where it works: that file
+    is read into the journal and taken out of the tree, never a change to refuse or push."""
+    project = CardProject.create(tmp_path)
+    project.script({"verify": ["findings-blocking", "ok"], "verify-red": ["verdict-in-tree"]})
+    project.command("implement")
+    step_to(project, "red")
+    head = project.forge.branch_sha(f"pair/card-{project.card}")
+    verified = project.step()
+    assert (verified.result.transition, verified.result.state) == ("verify-red", "advanced")
+    assert len(project.cycle_events("sealed")) == 1
+    (completion,) = [
+        r
+        for r in project.journal()
+        if r.get("kind") == "completion" and r.get("transition") == "verify-red"
+    ]
+    assert completion["findingsFile"] == "red-verdict.json"
+    assert completion["findings"]["verdict"] == "accept"
+    assert project.forge.branch_sha(f"pair/card-{project.card}") == head  # nothing pushed
+    rest = project.until_quiet()
+    assert rest[-1].status == "ready-for-merge"
+    listed = git(project.forge.repo, "ls-tree", "-r", "--name-only", f"pair/card-{project.card}")
+    assert "red-verdict.json" not in listed.split()
 
 
 def test_the_verifier_has_its_own_agent_and_model(tmp_path: Path) -> None:

@@ -49,6 +49,9 @@ Each call consumes the next behaviour of the most specific list (counters persis
     skip-row           (verify-red) accept, judging a row the contract does not have instead of
                        its own (a verdict that leaves rows unjudged)
     edit-tree          (verify-red) accept the contract, but write a file into the tree
+    verdict-in-tree    (verify-red) accept the contract, its verdict file written in the tree
+                       (as a real agent told to change nothing often does) and passed by a
+                       relative path
 
 `verify-red` (ok) accepts every row of the contract in `.pair/changes/<change>/contract.json`.
 
@@ -231,8 +234,12 @@ def verify_report(
     }
     if scope:
         report_data["scopeChanges"] = scope
-    write_atomic(path, json.dumps(report_data))
-    report("--complete", verdict, "--findings", str(path))
+    write_atomic(path, json.dumps(report_data))  # this script's memory for the next round
+    # The file reported is a copy: pairbot takes a reported file out of the tree when it lies
+    # there (app/engine/findings_files.py), and the memory may lie in the tree (ROOT/.pair).
+    reported = path.with_name(f"report-{path.name}")
+    write_atomic(reported, json.dumps(report_data))
+    report("--complete", verdict, "--findings", str(reported))
 
 
 def stream_json(text: str) -> None:
@@ -466,8 +473,12 @@ def verify_red(behaviour: str) -> int:
     if behaviour == "edit-tree":
         (ROOT / f"{CHANGE}.txt").write_text("the verifier was here\n")
     path = SCRATCH / f"red-verdict-{CHANGE}.json"
+    if behaviour == "verdict-in-tree":
+        path = ROOT / "red-verdict.json"
     write_atomic(path, json.dumps(verdict))
-    report("--complete", f"contract {'refused' if refuse else 'accepted'}", "--findings", str(path))
+    shown = path.relative_to(ROOT) if behaviour == "verdict-in-tree" else path
+    said = f"contract {'refused' if refuse else 'accepted'}"
+    report("--complete", said, "--findings", str(shown))
     return 0
 
 
