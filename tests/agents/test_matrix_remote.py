@@ -9,11 +9,15 @@ app/runtime/commands.py); the scripted model drives the real CLI to write plan.m
 with `pairbot batch report`, and the step advances.
 
 The server is the boundary on this locus (isolation's "Contained"), so the agent runs as the
-server's user: root here. claude refuses full-autonomy as root, so the bounded postures run.
+server's user: root here. claude refuses full-autonomy as root unless told it runs in a
+deliberate sandbox (`IS_SANDBOX=1`, what the docker locus sets for its container's root, and
+what docs/runtime.md asks of a remote server that runs as root): the bounded postures run on a
+plain server, full-autonomy on one started with IS_SANDBOX=1.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,13 +33,19 @@ from tests.support.swerex_server import swerex_server
 BOUNDED: tuple[Posture, ...] = ("repo-sandboxed-permissive", "curated-allowlist")
 
 
-def _remote_step(
-    base: Path, agent: str, posture: Posture, kind: Kind, model: ModelServer
+def _remote_step(  # noqa: PLR0917 - run_step's arguments and the server's env
+    base: Path,
+    agent: str,
+    posture: Posture,
+    kind: Kind,
+    model: ModelServer,
+    server_env: dict[str, str] | None = None,
 ) -> Outcome:
     """One `run_step` with the project's locus set to a fresh server of its own."""
     home = base / "server-home"
     home.mkdir()
-    with swerex_server(base, path=[NODE_BIN], env={"HOME": str(home)}) as server:
+    env = {"HOME": str(home), **(server_env or {})}
+    with swerex_server(base, path=[NODE_BIN], env=env) as server:
         remote = {"host": "127.0.0.1", "port": server.port, "authToken": server.token}
         locus = {"locus": "remote", "remote": remote}
         outcome = run_step(base, agent, posture, kind, model, locus=locus)
@@ -57,6 +67,21 @@ def test_claude_on_a_remote_server_edits_and_reports(
     assert outcome.written is not None, outcome.explain()
     assert [r["message"] for r in outcome.reports] == [SUMMARY], outcome.explain()
     assert not any(shared_dir.glob("**/.claude/commands")), "no command file on the server's disk"
+
+
+@pytest.mark.skipif(installed("claude") is None, reason="claude CLI not installed")
+@pytest.mark.xdist_group("claude-matrix")
+def test_claude_full_autonomy_runs_as_root_on_a_server_declared_a_sandbox(
+    shared_dir: Path,
+) -> None:
+    """claude's `bypassPermissions` as root: refused on its own, run with IS_SANDBOX=1."""
+    if os.geteuid() != 0:
+        pytest.skip("the server runs as this user: claude's root check needs root")
+    model = ClaudeModel()
+    sandbox = {"IS_SANDBOX": "1"}
+    outcome = _remote_step(shared_dir, "claude", "full-autonomy", "card", model, sandbox)
+    assert outcome.state == "advanced", outcome.explain()
+    assert [r["message"] for r in outcome.reports] == [SUMMARY], outcome.explain()
 
 
 @pytest.mark.skipif(installed("codex") is None, reason="codex CLI not installed")

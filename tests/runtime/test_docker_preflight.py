@@ -97,3 +97,5 @@ def test_docker_paths_map_under_the_workspace_mount(tmp_path: Path) -> None:
     script = locus.agent_env({"PATH": "/host/bin", "HOME": "/root", "ROOT": str(tmp_path / "proj")})
     assert "PATH" not in script and "HOME" not in script
     assert f"export ROOT={DOCKER_WORKDIR}" in script
+    # The container is the sandbox: claude's full-autonomy runs there as the container's root.
+    assert "export IS_SANDBOX=1" in script

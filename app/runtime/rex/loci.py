@@ -218,8 +218,15 @@ class DockerLocus:
         return mapped
 
     def agent_env(self, env: Mapping[str, str]) -> str:
-        """The request's env minus this machine's PATH/HOME/…; the project root → /workspace."""
-        return env_script(env, drop=FOREIGN_MACHINE_ENV, value_map={self._root: DOCKER_WORKDIR})
+        """The request's env minus this machine's PATH/HOME/…; the project root → /workspace;
+        and `IS_SANDBOX=1`: the agent runs as the container's root, and claude refuses
+        full-autonomy (`bypassPermissions`) as root unless told it runs in a deliberate
+        sandbox — which the container is, the reason to choose this locus."""
+        return env_script(
+            {**env, "IS_SANDBOX": "1"},
+            drop=FOREIGN_MACHINE_ENV,
+            value_map={self._root: DOCKER_WORKDIR},
+        )
 
     async def connect(self, run_id: str) -> RexConnection:
         """Pre-flight, then start the container (on a worker thread: swerex blocks in it)."""
