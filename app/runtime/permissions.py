@@ -30,7 +30,9 @@ Why these spellings:
 - claude: 2.1.x renamed the `default` permission mode `manual`. `--permission-prompts none`
   denies whatever would prompt (nobody answers a prompt under `-p`), so a headless step is
   refused at once instead of stalling. full-autonomy is the documented `bypassPermissions`
-  mode; claude refuses it when run as root, so pairbot must not run the agent as root.
+  mode; claude refuses it when run as root outside a deliberate sandbox (`IS_SANDBOX=1`,
+  which the docker locus sets for its container's root), so elsewhere pairbot must not run
+  the agent as root.
 - codex: `exec` is always headless: it takes no `--ask-for-approval` and ignores
   `-c approval_policy=…`; anything outside the sandbox fails back to the model. The posture
   is therefore the sandbox, and both bounded postures need a writable tree: `read-only`
