@@ -90,7 +90,9 @@ async def run_change_step(
     instructions_for = _instructions(ctx, deps, history, review_round)
     instructions = instructions_for(ctx.settings.agent_for(ctx.transition).name)
     line = await _start_work(ctx, deps)
-    reported_from = jsonl.count_records(ctx.locus.journal)
+    # Reports since the key's last outcome: this step's, and an earlier attempt's that died
+    # before its outcome (its findings file may still lie in the tree).
+    reported_from = history.last_outcome + 1
     panel: PanelReview | None = None
     if ctx.transition == "verify" and ctx.panel:
         panel = await panel_review(ctx, deps, history, review_round, instructions_for)
