@@ -16,11 +16,21 @@ Either way the step is a propose: the model writes `.pair/changes/<change>/plan.
 edit tool and reports with its shell tool (tests/agents/script.py). `model(step)` is a context
 manager serving the vendor's scripted API for `step` and yielding the environment that points
 the CLI at it (base URL, key, config).
+
+    outcome = run_verify(base, "claude", model)
+
+`run_verify` is a plain batch's third step, the verify, by the real CLI: the project's stage map
+gives propose and apply to the scripted `command` agent (tests/support/scripted_agent.py, a
+second each), so the real CLI is spawned once. The step's `target` is the findings file
+`review.json` in the checkout, its content a findings report. The deps are the production
+ones (`app.cli.deps.engine_deps`: the work line and its vet), so the outcome can say what the
+work line recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -33,19 +43,21 @@ from typing import Any, Literal
 
 import yaml
 
+from app.cli.deps import engine_deps
 from app.cycle.driver import CycleEnv, handle_request
 from app.domain.intake.comment_commands import Command, parse_commands
 from app.domain.intake.pair_request import PairRequest
-from app.engine.runner import apply_batch
+from app.engine.runner import apply_batch, batch_status
 from app.engine.step import EngineDeps
+from app.engine.work_line import work_branch
 from app.hosting import BoundHosts
 from app.runtime.launcher import project_launcher
-from app.settings import Posture
+from app.settings import DEFAULT_POSTURE, Posture
 from hosts.local import LocalForge
 from tests.agents.real_cli import NODE_BIN
 from tests.support.card_project import MAINTAINER, card_journal, project_config
 from tests.support.git import git, init_repo
-from tests.support.project import ONE_PHASE, agent_env
+from tests.support.project import AGENT, ONE_PHASE, agent_dir, agent_env
 
 POSTURES: tuple[Posture, ...] = ("repo-sandboxed-permissive", "curated-allowlist", "full-autonomy")
 Kind = Literal["batch", "card"]
@@ -100,6 +112,31 @@ class Outcome:
 
 
 ModelServer = Callable[[Step], AbstractContextManager[Mapping[str, str]]]
+
+# The verifier's findings file, relative to its tree, and what it reports (docs/cli.md "The
+# verifier's findings file"): AC-1 proved, nothing found, so the review converges.
+REVIEW = "review.json"
+FINDINGS: Mapping[str, Any] = MappingProxyType(
+    {"acTests": {"AC-1": "tests/test_widget.py::test_hello"}, "findings": []}
+)
+VERDICT = "Ready for archive"
+
+
+@dataclass
+class VerifyOutcome(Outcome):
+    """A verify step's outcome, and what the batch holds after it."""
+
+    transition: str = ""  # the step's, as the engine derived it
+    status: str = ""  # the change's status, as `batch status` derives it
+    done: bool = False  # whether the batch is done
+    # Every path a commit of the batch's work line touched (the project's first commit aside).
+    work_files: list[str] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)  # the steps before the verify, and states
+
+    def explain(self) -> str:
+        """For a failed assertion: the steps before, then the verify's state, lines, journal."""
+        before = f"before: {self.earlier}; work line: {self.work_files}"
+        return f"{before}\n{self.transition} {super().explain()}"
 
 
 def _config(agent: str, posture: Posture, locus: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,3 +218,44 @@ def _journal(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def run_verify(
+    base: Path, agent: str, model: ModelServer, *, posture: Posture = DEFAULT_POSTURE
+) -> VerifyOutcome:
+    """A plain batch's verify by the real `agent` under `posture`, against `model`, after the
+    scripted agent's propose and apply."""
+    root = base / "repo"
+    (root / ".pair" / "batches" / "demo").mkdir(parents=True)
+    settings = _config(agent, posture, {})
+    settings["agent"] = {"propose": "command", "apply": "command", "verify": agent}
+    settings["agentCommand"] = [sys.executable, str(AGENT)]
+    (root / ".pair" / "config.yaml").write_text(yaml.safe_dump({"batch": settings}))
+    (root / ".pair" / "batches" / "demo" / "batch.yaml").write_text(yaml.safe_dump(ONE_PHASE))
+    start = init_repo(root)
+    # The scripted agent's counters and call log, outside the tree the work line records.
+    scratch = {"PAIR_TEST_AGENT_DIR": str(agent_dir(base / "scripted-agent"))}
+    lines: list[str] = []
+    step = Step("batch", root, root / REVIEW, json.dumps(dict(FINDINGS)))
+    with model(step) as model_env:
+        env = _env({**scratch, **model_env})
+        deps = dataclasses.replace(engine_deps(env, root), on_line=lines.append)
+        earlier = []
+        for _ in range(2):  # propose, apply: the scripted agent's
+            done = asyncio.run(asyncio.wait_for(apply_batch(root, "demo", deps), STEP_TIMEOUT_S))
+            earlier.append(f"{done.transition} {done.state}")
+        result = asyncio.run(asyncio.wait_for(apply_batch(root, "demo", deps), STEP_TIMEOUT_S))
+    journal = _journal(root / ".pair" / "batches" / "demo" / "run" / "journal.jsonl")
+    status = batch_status(root, "demo")
+    touched = git(root, "log", "--name-only", "--format=", f"{start}..{work_branch('demo')}")
+    return VerifyOutcome(
+        result.state,
+        lines,
+        _text(step.target),
+        journal,
+        transition=result.transition,
+        status=status.changes["alpha"].status,
+        done=status.done,
+        work_files=sorted(set(touched.split())),
+        earlier=earlier,
+    )

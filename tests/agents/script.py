@@ -5,7 +5,8 @@ things, in order, with the CLI's own tools:
 
     1. edit: write `Step.target` with `Step.content` (the CLI's file-writing tool)
     2. report: run the prompt's own `… batch report --complete "…"` line (the CLI's shell tool),
-       pairbot named exactly as the prompt's "How to report" block names it
+       pairbot named exactly as the prompt's "How to report" block names it (a verifier
+       appends its findings file: `--findings review.json`)
     3. then end the turn with a short text
 
 `stage` says which of these a request is at, from the tool results the conversation carries;
@@ -38,12 +39,14 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(item)
 
 
-def report_command(body: Any) -> str:
-    """The completion report the prompt in `body` asks for, as a shell command line."""
+def report_command(body: Any, *, summary: str = SUMMARY, findings: str | None = None) -> str:
+    """The completion report the prompt in `body` asks for, as a shell command line; a
+    verifier's carries its verdict as `summary` and its findings file (`--findings`)."""
     for text in strings(body):
         match = _REPORT_LINE.search(text)
         if match:
-            return f'{match["run"]} --complete "{SUMMARY}"'
+            line = f'{match["run"]} --complete "{summary}"'
+            return f"{line} --findings {findings}" if findings else line
     raise AssertionError("the request carries no 'How to report' block")
 
 
