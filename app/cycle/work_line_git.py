@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.cycle.worktree import exclude_agent_command_files
 from app.engine.work_line import GroupBuild, Snapshot
 from app.errors import OperatorError
 from hosts.git import GitError, GitResult, run_git
@@ -132,6 +133,7 @@ class GitWorkTree:
             index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             if start is not None:
                 self._git("read-tree", start, env=index)
+            exclude_agent_command_files(self.root)  # pairbot's own, never the work's
             # Add everything, then put the run-state back as `start` had it: git refuses an
             # `:(exclude)` pathspec that names an ignored directory (exit 1, "paths are
             # ignored"), as `pairbot init`'s `app/` is once the App has created `.pair/app`.

@@ -9,7 +9,9 @@ never leaks into the next, and a step that was refused can be undone by resettin
 The worktree lives in the checkout's `.pair/worktrees/<card>`, beside the card's run-state: not
 inside `.git`, where agents' edit tools refuse to write (claude's `acceptEdits` refuses every
 path under `.git/`), and kept out of the checkout's `git status` by an entry in the repository's
-own `info/exclude` (no tracked file changes). git's own `worktree add` registers it, a stale
+own `info/exclude` (no tracked file changes), as are pairbot's own agent command files, so
+that no commit of a card carries them (`exclude_agent_command_files`; a plain batch's work line
+asks the same). git's own `worktree add` registers it, a stale
 registration left by a killed process is pruned before reuse, and a worktree an older pairbot
 made under `.git/pair-worktrees/` is moved here (`git worktree move`).
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from app.domain.card.base_branch import ci_base_branch
 from app.domain.review.guarded import ChangedPath, parse_name_status
+from app.domain.review.seal import AGENT_COMMAND_FILES
 from app.errors import OperatorError
 from hosts.git import GitError, run_git
 
@@ -155,6 +158,7 @@ def _fetch(root: Path, remote: str, branch: str, private: str) -> str | None:
 
 WORKTREES = ".pair/worktrees"  # relative to the checkout; app/runtime/lending.py keeps it
 _EXCLUDE = f"/{WORKTREES}/"
+COMMAND_FILE_EXCLUDES = tuple(f"/{pattern}" for pattern in AGENT_COMMAND_FILES)
 
 
 def worktree_path(root: Path, card_key: str) -> Path:
@@ -167,23 +171,36 @@ def _common_dir(root: Path) -> Path:
     return common if common.is_absolute() else (root / common).resolve()
 
 
-def _exclude(common: Path) -> None:
-    """The worktrees are no untracked files of the checkout: an `info/exclude` line, once."""
+def _exclude(common: Path, lines: Sequence[str]) -> None:
+    """`lines` in the repository's own `info/exclude` (never tracked, read by every worktree
+    of it), each once."""
     exclude = common / "info" / "exclude"
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-    if _EXCLUDE not in text.splitlines():
+    present = set(text.splitlines())
+    missing = [line for line in lines if line not in present]
+    if missing:
         exclude.parent.mkdir(parents=True, exist_ok=True)
         separator = "" if not text or text.endswith("\n") else "\n"
-        exclude.write_text(f"{text}{separator}{_EXCLUDE}\n", encoding="utf-8")
+        added = "".join(f"{line}\n" for line in missing)
+        exclude.write_text(f"{text}{separator}{added}", encoding="utf-8")
+
+
+def exclude_agent_command_files(root: Path) -> None:
+    """pairbot's own command files (`AGENT_COMMAND_FILES`: what the runtime renders into the
+    tree before an agent's step, for a person driving that agent by hand) are ignored by the
+    repository of `root`, so no commit pairbot makes — a card's, a work line's — carries them
+    into a pull request. A project that tracks them keeps them: an exclude leaves a tracked
+    file alone, and pairbot never rewrites one that exists."""
+    _exclude(_common_dir(root), COMMAND_FILE_EXCLUDES)
 
 
 def prepare(root: Path, card_key: str, branch: str, base: str, remote: str = "origin") -> Worktree:
     """A clean worktree of `branch` at its newest tip; created (or re-created) as needed."""
     tip = branch_tip(root, branch, base, remote)
     path = worktree_path(root, card_key)
+    common = _common_dir(root)
+    _exclude(common, (_EXCLUDE, *COMMAND_FILE_EXCLUDES))
     if not (path / ".git").exists():
-        common = _common_dir(root)
-        _exclude(common)
         # A killed run may leave a registration without its directory: prune it first.
         git(root, "worktree", "prune")
         path.parent.mkdir(parents=True, exist_ok=True)

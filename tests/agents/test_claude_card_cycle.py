@@ -39,6 +39,7 @@ from app.runtime.launcher import project_launcher
 from tests.agents.anthropic_server import ScriptedModel
 from tests.agents.real_cli import NODE_BIN, installed
 from tests.support.card_project import CardProject
+from tests.support.git import git
 from tests.support.loopback import serve
 from tests.support.project import AGENT
 
@@ -146,6 +147,11 @@ def test_a_card_reaches_ready_for_merge_with_real_claude_and_its_tokens(tmp_path
     assert project.labels(project.card) == ["pr-state:ready-for-merge"]
     pull = project.pull()
     assert pull is not None
+    # The pull request holds the card's work, not the command files rendered for claude.
+    branch = f"pair/card-{project.card}"
+    changed = git(project.forge.repo, "diff", "--name-only", "main", branch).split()
+    assert f"card-{project.card}.txt" in changed, changed
+    assert not [path for path in changed if path.startswith(".claude/")], changed
 
     # Claude ran every agent step: a Bash call each, run to the end (the scripted agent
     # reported from inside claude's shell), and the journal names claude.
