@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from app.domain.review.seal import is_agent_command_file
 from tests.agents import openai_server
 from tests.agents.anthropic_server import ScriptedModel
 from tests.agents.chat_server import ScriptedChat
@@ -61,6 +62,8 @@ def _assert_reported_and_taken_out(outcome: VerifyOutcome) -> None:
     assert outcome.written is None, why  # taken out of the tree
     assert "alpha.txt" in outcome.work_files, why  # the line holds the apply's work
     assert REVIEW not in outcome.work_files, why
+    # Nor the command file pairbot rendered for the CLI: pairbot's own, never the work's.
+    assert not [path for path in outcome.work_files if is_agent_command_file(path)], why
 
 
 @pytest.mark.skipif(installed("claude") is None, reason="claude CLI not installed")
