@@ -9,7 +9,6 @@ tests/support/project.py: a conftest is pytest's to load, not a module to import
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -20,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, settings
 
 from tests.support.git import init_repo
-from tests.support.project import AGENT, ONE_PHASE, Project
+from tests.support.project import AGENT_COMMAND, ONE_PHASE, Project
 
 # Hypothesis' deadline and its "too slow" health check are wall-clock assertions: the suite runs
 # with -n auto on two cores beside npm-installed CLIs and browsers, where a slow example is load,
@@ -73,7 +72,7 @@ def make_project(tmp_path: Path) -> Callable[..., Project]:
         base_config: dict[str, Any] = {
             "batch": {
                 "agent": "command",
-                "agentCommand": [sys.executable, str(AGENT)],
+                "agentCommand": list(AGENT_COMMAND),
                 "agentTimeoutMs": 60_000,
             }
         }

@@ -10,7 +10,6 @@ says that no test gate applies.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -25,14 +24,14 @@ from app.engine.step import EngineDeps, StepResult
 from app.engine.work_line import Snapshot, work_branch
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
-from tests.support.card_project import CHECKS
+from tests.support.card_project import CHECKS_COMMAND
 from tests.support.git import git
 from tests.support.project import Project, agent_env, run_until_idle
 
 pytestmark = pytest.mark.slow
 
 TEST_FILE = "def test_widget():\n    assert 1 + 1 == 2\n"
-TESTS = {"command": f"{sys.executable} {CHECKS} .pair/junit.xml", "junit": ".pair/junit.xml"}
+TESTS = {"command": CHECKS_COMMAND, "junit": ".pair/junit.xml"}
 
 
 def _project(make_project: Callable[..., Project], apply: list[str], tests: bool = True) -> Project:

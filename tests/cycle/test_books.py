@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
+import shlex
 import threading
 import time
 from pathlib import Path
@@ -25,7 +25,7 @@ from app.cycle.driver import advance_card
 from app.engine.runstate import RunLocus
 from tests.support.card_project import CardProject
 from tests.support.git import git
-from tests.support.project import AGENT, cli
+from tests.support.project import AGENT_COMMAND, cli
 
 DEADLINE_S = 60.0
 
@@ -49,7 +49,7 @@ def with_fake_claude(project: CardProject, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "claude"
-    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    fake.write_text(f'#!/bin/sh\nexec {shlex.join(AGENT_COMMAND)} "$@"\n')
     fake.chmod(0o755)
     project.env_extra["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
 

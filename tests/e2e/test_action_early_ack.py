@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from tests.e2e.action_harness import ActionRepo, action_repo
 from tests.support.git import run_git
-from tests.support.project import AGENT
+from tests.support.project import AGENT_COMMAND
 
 pytestmark = pytest.mark.slow
 
@@ -143,7 +142,7 @@ def test_a_tick_while_a_card_waits_for_a_person_leaves_the_state_branch_as_it_wa
     # Only the workflow, as docs/action.md sets it up: a plan waits for its approval.
     inputs = {
         "INPUT_AGENT": "command",
-        "INPUT_AGENT_COMMAND": shlex.join([sys.executable, str(AGENT)]),
+        "INPUT_AGENT_COMMAND": shlex.join(AGENT_COMMAND),
     }
     with action_repo(tmp_path, config=False) as repo:
         first = repo.run(repo.comment_event("/pair implement"), extra_env=inputs)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from hosts.markers import make_marker
 from tests.e2e.action_harness import action_repo
 from tests.support.git import git
-from tests.support.project import AGENT
+from tests.support.project import AGENT_COMMAND
 
 pytestmark = pytest.mark.slow
 
@@ -232,7 +231,7 @@ def test_each_actions_checkout_takes_a_comment_and_a_tick_and_the_agent_sees_no_
 @pytest.mark.slow_first(25)
 def test_a_repository_with_only_the_workflow_gets_a_merged_reviewed_pull(tmp_path: Path) -> None:
     # No `.pair/` at all: the agent comes from the workflow's inputs, the hosts from the runner.
-    agent = shlex.join([sys.executable, str(AGENT)])
+    agent = shlex.join(AGENT_COMMAND)
     inputs = {"INPUT_AGENT": "command", "INPUT_AGENT_COMMAND": agent}
     with action_repo(tmp_path, config=False) as repo:
         first = repo.run(

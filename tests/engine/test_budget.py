@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.support.project import AGENT, Project, apply_once, cli
+from tests.support.project import AGENT_COMMAND, Project, apply_once, cli
 
 
 def parks(project: Project) -> dict[str, dict[str, str]]:
@@ -71,7 +71,7 @@ def test_known_tokens_over_the_limit_park_and_unknown_ones_do_not(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "claude"
-    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    fake.write_text(f'#!/bin/sh\nexec {shlex.join(AGENT_COMMAND)} "$@"\n')
     fake.chmod(0o755)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     project = make_project(

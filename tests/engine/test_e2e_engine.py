@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from app.engine.runner import apply_batch
 from app.engine.step import EngineDeps
 from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
-from tests.support.project import AGENT, Project, agent_env, apply_once, cli
+from tests.support.project import AGENT_COMMAND, Project, agent_env, apply_once, cli
 
 TWO_PHASES: dict[str, Any] = {
     "gate": "voluntary",
@@ -312,7 +312,7 @@ def test_a_stream_json_agent_is_rendered_and_its_usage_journaled(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "claude"
-    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    fake.write_text(f'#!/bin/sh\nexec {shlex.join(AGENT_COMMAND)} "$@"\n')
     fake.chmod(0o755)
     project = make_project(config={"batch": {"agent": "claude"}})
     lines: list[str] = []

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 from app.engine.outcome import SessionEvidence, map_session_to_outcome
-from tests.support.project import AGENT, Project, apply_once
+from tests.support.project import AGENT_COMMAND, Project, apply_once
 
 # What the real codex 0.171.0 printed on stdout (`exec --json`) when its Responses API answered
 # 429 with OpenAI's `insufficient_quota` body (tests/agents/test_failover_vendors.py runs it).
@@ -44,7 +44,7 @@ def fake_claude(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     fake = bin_dir / "claude"
-    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    fake.write_text(f'#!/bin/sh\nexec {shlex.join(AGENT_COMMAND)} "$@"\n')
     fake.chmod(0o755)
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 

@@ -36,9 +36,11 @@ from app.runtime.process import ProcessRuntime
 from hosts.local import LocalForge
 from hosts.models import Author, Target
 from tests.support.git import git, init_repo
-from tests.support.project import AGENT, agent_dir, agent_env
+from tests.support.project import AGENT_COMMAND, agent_dir, agent_env
 
 CHECKS = Path(__file__).resolve().parent / "checks.py"
+# `-S`, as AGENT_COMMAND: a standard-library script of the suite, kept out of coverage's start-up.
+CHECKS_COMMAND = f"{sys.executable} -S {CHECKS} .pair/junit.xml"
 MAINTAINER = Author(login="octocat", id="583231")
 
 
@@ -52,12 +54,12 @@ def project_config(
         "maintainer": MAINTAINER.login,
         "cycle": {"prepare": "never", **(cycle or {})},
         "tests": {
-            "command": f"{sys.executable} {CHECKS} .pair/junit.xml",
+            "command": CHECKS_COMMAND,
             "junit": ".pair/junit.xml",
         },
         "batch": {
             "agent": "command",
-            "agentCommand": [sys.executable, str(AGENT)],
+            "agentCommand": list(AGENT_COMMAND),
             "agentTimeoutMs": agent_timeout_ms,
         },
     }

@@ -27,6 +27,11 @@ from app.runtime.launcher import Launcher
 from app.runtime.process import ProcessRuntime
 
 AGENT = Path(__file__).parent / "scripted_agent.py"
+# How configs start the scripted agent. `-S` (no `site`): the agent is test scaffolding, yet the
+# venv's coverage .pth would start coverage in each call (about 0.15 s of CPU, thousands of
+# calls a suite). The COVERAGE_* environment still reaches the `pairbot batch report` it runs,
+# which is measured. The agent imports only the standard library (see its `_venv_packages`).
+AGENT_COMMAND: tuple[str, ...] = (sys.executable, "-S", str(AGENT))
 PAIRBOT = Path(sys.executable).parent / "pairbot"
 
 ONE_PHASE: dict[str, Any] = {

@@ -75,6 +75,7 @@ import re
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -88,6 +89,19 @@ TRANSITION = os.environ["PAIR_TRANSITION"]
 # carry the slug, its script may be `verify@<slug>`, and its findings file is its own.
 REVIEWER = ""
 INSTRUCTIONS = ""  # what the engine told this call (a red-spec revision names its group)
+
+
+def _venv_packages() -> None:
+    """Put the venv's site-packages on sys.path when `-S` left it off (AGENT_COMMAND).
+
+    Not `site.addsitedir`: that runs the venv's .pth files, coverage's among them, which is what
+    `-S` keeps out of this scaffolding.
+    """
+    if sys.flags.no_site:
+        venv = str(Path(sys.executable).parent.parent)
+        sys.path.append(
+            sysconfig.get_path("purelib", "venv", vars={"base": venv, "platbase": venv})
+        )
 
 
 def report(*args: str) -> None:
@@ -164,6 +178,7 @@ def do_work() -> None:
         before = target.read_text() if target.exists() else ""
         target.write_text(before + "".join(f"{word}\n" for word in words))
     elif TRANSITION == "decompose":
+        _venv_packages()
         import yaml  # the venv's interpreter runs this agent
 
         manifest = ROOT / ".pair" / "batches" / os.environ["PAIR_BATCH"] / "batch.yaml"
