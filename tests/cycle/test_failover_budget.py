@@ -5,11 +5,11 @@ synthesis show the step a fallback agent took over, and a card whose budget is s
 from __future__ import annotations
 
 import os
-import sys
+import shlex
 from pathlib import Path
 
 from tests.support.card_project import CardProject
-from tests.support.project import AGENT
+from tests.support.project import AGENT_COMMAND
 
 
 def owned(project: CardProject, number: int, marker: str) -> str:
@@ -20,7 +20,7 @@ def with_fake_claude(project: CardProject, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "claude"
-    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{AGENT}" "$@"\n')
+    fake.write_text(f'#!/bin/sh\nexec {shlex.join(AGENT_COMMAND)} "$@"\n')
     fake.chmod(0o755)
     project.env_extra["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
 
