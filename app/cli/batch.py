@@ -57,8 +57,8 @@ def _report(args: argparse.Namespace, root: Path, env: Mapping[str, str], now: d
 def _in_tree(path: Path, root: Path) -> str | None:
     """The findings file's path in the agent's tree (`root`, its PAIR_ROOT), relative and in
     POSIX form, when it lies there; None elsewhere. A verifier told to change nothing may
-    still write its findings file where it works: the vet then knows that file for the
-    report it is (app/cycle/red_verifier.py, app/cycle/batch_vet.py)."""
+    still write its findings file where it works: the engine then takes that file out of
+    the tree, the report it is, not a change (app/engine/findings_files.py)."""
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:

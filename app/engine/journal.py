@@ -53,7 +53,7 @@ class JournalEntry:
     verdict: Mapping[str, Any] | None = None
     findings: Mapping[str, Any] | None = None
     # Where the findings file lay in the agent's tree (relative, POSIX), when it lay there: the
-    # report's medium, which the vet of a step that must change nothing does not count.
+    # report's medium, which the engine takes out of the tree (app.engine.findings_files).
     findings_file: str | None = None
     proof: Mapping[str, Any] | None = None
     usage: Mapping[str, Any] | None = None
@@ -107,14 +107,6 @@ def _opt_str(value: Any) -> str | None:
 
 def _opt_map(value: Any) -> Mapping[str, Any] | None:
     return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
-
-
-def newest_completion(records: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any] | None:
-    """The newest `completion` record of `key` (an agent's `batch report --complete`)."""
-    for record in reversed(records):
-        if record.get("kind") == "completion" and record.get("key") == key:
-            return cast("Mapping[str, Any]", record)
-    return None
 
 
 def read_journal(path: Path, start: int = 0) -> list[JournalEntry]:
