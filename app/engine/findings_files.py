@@ -13,10 +13,11 @@ the project's own).
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
 from pathlib import Path
 
 from app.engine import jsonl
-from hosts.git import run_git
 
 REPORTING_STEPS = frozenset({"verify", "verify-red"})
 
@@ -44,5 +45,19 @@ def remove_reported_findings(root: Path, journal: Path, key: str, since: int) ->
 
 
 def _tracked(root: Path, relative: str) -> bool:
-    listed = run_git(["ls-files", "--error-unmatch", "--", relative], cwd=root, check=False)
+    """Whether git tracks `relative` in `root` (unsure — git missing or hung — counts as
+    tracked: the file stays). git directly, as app.engine.phase_steps runs it: the engine
+    knows no host, hosts.git included; a caller's GIT_* location is not inherited."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", "--", relative],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return True
     return listed.returncode == 0
