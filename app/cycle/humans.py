@@ -2,6 +2,12 @@
 what agents record: reports. Each is one journal append (plus clearing a park), under the
 batch lock for human verbs; agent reports take no lock because the engine holds it while the
 agent runs.
+
+An agent's report (`record_report`, `load_findings`) is what every agent step runs, in a
+process of its own (`pairbot batch report`): what only the human verbs need (the step lock,
+the budget's spend reduction) and what only a red verifier's verdict needs are imported inside
+the functions that use them, so a report does not pay for them
+(tests/packaging/test_report_imports.py).
 """
 
 from __future__ import annotations
@@ -13,10 +19,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from app.domain.card.budget import BUDGET_APPROVAL
-from app.domain.review.red_verdict import parse_red_verdict
 from app.domain.review.verdict import FindingsReport
-from app.engine import lock
 from app.engine.journal import JournalEntry, append_entry, read_index
 from app.engine.manifest import load_manifest, pair_dir
 from app.engine.names import NAME_PATTERN, NAME_RULE
@@ -52,6 +55,9 @@ def load_findings(path: Path, transition: str | None = None) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: findings file is not valid JSON ({err})") from err
     if transition == "verify-red":
+        # Only the red contract verifier's report reads a verdict: deferred for the others.
+        from app.domain.review.red_verdict import parse_red_verdict  # noqa: PLC0415
+
         verdict = parse_red_verdict(data)
         if isinstance(verdict, str):
             raise UserError(f"{path}: {verdict}")
@@ -111,6 +117,11 @@ def record_human(
     root: Path, batch: str, key: str, verb: HumanVerb, message: str, *, now: datetime
 ) -> str:
     """Clear a park with a human's decision; returns a one-line confirmation."""
+    # The lock and the budget's key (its module reduces the spend: the metrics' models) are
+    # deferred to here, out of an agent's report (see the module docstring).
+    from app.domain.card.budget import BUDGET_APPROVAL  # noqa: PLC0415
+    from app.engine import lock  # noqa: PLC0415
+
     # Validate the project, the batch name and its manifest before the lock creates run/.
     known = _known_keys(root, batch)
     locus = RunLocus.for_batch(root, batch)
@@ -164,6 +175,8 @@ def record_human(
 
 def rerun_proof(root: Path, batch: str, phase: str, *, now: datetime) -> str:
     """Append the invalidation marker for a phase's recorded proof (never edits the record)."""
+    from app.engine import lock  # noqa: PLC0415  # deferred: see record_human
+
     manifest = load_manifest(root, batch)
     target = manifest.phase_named(phase)
     if target is None:

@@ -1,0 +1,92 @@
+"""What `pairbot batch report` loads: the report every agent step runs, in a process of its own.
+
+A real agent pays its start-up once per report (the scripted agent in tests/ too, for every
+step), so what it imports is held here: the journal writer and the manifest's models it checks
+the change against, never the hosts' SDKs, the runtime, the web stack, the step lock, or the
+budget's spend reduction (`app.cycle.humans` imports those inside the human verbs that use
+them). The report runs as the engine starts it: the console script's entry in a fresh
+interpreter, its batch, change, transition and session in the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.engine_scale import BATCH, Shape, build_project
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HOST_SDKS = ("githubkit", "httpx", "httpcore", "jwt", "hishel", "azure", "msrest", "requests")
+RUNTIME = ("swerex", "aiohttp", "app.runtime")
+WEB = ("starlette", "uvicorn", "app.web")
+# Only the human verbs need these: the step lock, and the budget's key (whose module reduces
+# the spend: the metrics' models and the regression ledger).
+HUMAN_ONLY = (
+    "app.engine.lock",
+    "app.domain.card.budget",
+    "app.domain.reports",
+    "app.domain.review.regression",
+)
+
+
+def report_modules(project: Path, tmp: Path, argv: list[str]) -> tuple[str, set[str]]:
+    """Run `pairbot batch report …` in `project` as an agent step does; its output and every
+    module loaded by its exit."""
+    dump = tmp / "modules.json"
+    script = (
+        "import atexit, json, sys\n"
+        "def dump():\n"
+        f"    with open({str(dump)!r}, 'w') as out:\n"
+        "        json.dump(sorted(sys.modules), out)\n"
+        "atexit.register(dump)\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        f"sys.argv = ['pairbot', 'batch', 'report', *{argv!r}]\n"
+        "from app.cli import main\n"
+        "main()\n"
+    )
+    env = {
+        **os.environ,
+        "PAIR_BATCH": BATCH,
+        "PAIR_CHANGE": "c0000",
+        "PAIR_TRANSITION": "apply",
+        "PAIR_SESSION": "s1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout, set(json.loads(dump.read_text()))
+
+
+def under(modules: set[str], *prefixes: str) -> list[str]:
+    """The modules that are one of `prefixes` or inside one of them."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_an_agents_report_loads_the_journal_writer_and_the_manifest_only(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    journal = build_project(project, Shape(10, 100))
+    out, modules = report_modules(project, tmp_path, ["--complete", "done: c0000"])
+    assert out == "recorded completion for c0000 (journal entry 100)\n"
+    last = json.loads(journal.read_text(encoding="utf-8").splitlines()[-1])
+    assert (last["kind"], last["key"], last["transition"]) == ("completion", "c0000", "apply")
+    # It checked the change against the manifest and wrote the journal.
+    assert {"app.cycle.humans", "app.engine.manifest", "app.engine.journal"} <= modules
+    assert under(modules, *HOST_SDKS, *RUNTIME, *WEB) == []
+    assert under(modules, *HUMAN_ONLY) == []
+    # A red verifier's verdict is read only when its report carries one.
+    assert under(modules, "app.domain.review.red_verdict") == []
+    # Nothing of the card cycle or the step machinery; of hosts/, the config's error tree.
+    assert under(modules, "app.cycle") == ["app.cycle", "app.cycle.humans"]
+    assert under(modules, "app.engine.runner", "app.engine.step", "asyncio") == []
+    assert under(modules, "hosts") == ["hosts", "hosts.errors"]
