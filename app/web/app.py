@@ -484,7 +484,8 @@ def _starlette(service: Service, pages: Pages, signin: SignInService) -> Starlet
     """The routes (explicit; the webhooks also taken first, before the middleware), the sign-in
     middleware and the lifespan."""
     edges = WebhookEdges(service)
-    github_edge, azure_edge = Endpoint(edges.github_webhook), Endpoint(edges.azure_webhook)
+    github_edge = Endpoint(edges.github_webhook, service.edge_load)
+    azure_edge = Endpoint(edges.azure_webhook, service.edge_load)
     routes = [
         Route("/webhooks/github", github_edge, methods=["POST"]),
         Route("/webhooks/azure-devops", azure_edge, methods=["POST"]),

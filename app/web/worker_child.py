@@ -5,10 +5,12 @@
 
 It is the App's `Service` with its edge off: the same job handler, worker and ticker, on a
 store connection, GitHub sessions and write pacer of its own, no HTTP server and no catch-up
-(the edge's process keeps those). A byte on the socket `--fd` wakes its worker; it answers
-`R` there once the worker runs; the socket's end-of-file, SIGTERM or SIGINT stop it, letting
-running jobs finish for up to the worker's drain time. It dies with its parent
-(`PR_SET_PDEATHSIG`), so no orphan is left when the edge's process is killed.
+(the edge's process keeps those). On the socket `--fd`, `w` wakes its worker, and `b` and
+`q` say the edge is busy answering deliveries or quiet again (app.web.edge_load: the worker runs
+one job at a time while it is busy); it answers `R` there once the worker runs. The socket's
+end-of-file, SIGTERM or SIGINT stop it, letting running jobs finish for up to the worker's
+drain time. It dies with its parent (`PR_SET_PDEATHSIG`), so no orphan is left when the edge's
+process is killed.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from app.web.app import github_forges
 from app.web.events import route_github
 from app.web.forge import AzureForges
 from app.web.service import Service
-from app.web.worker_process import READY, WorkerParts, WorkerRecipe
+from app.web.worker_process import BUSY, QUIET, READY, WAKE, WorkerParts, WorkerRecipe
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,14 @@ def die_with_parent(parent: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the request was made
         raise SystemExit(0)
+
+
+def edge_state(data: bytes) -> bool | None:
+    """What `data` read from the edge says of its load last: busy, quiet, or nothing."""
+    busy, quiet = data.rfind(BUSY), data.rfind(QUIET)
+    if busy == quiet:  # both -1: neither was sent
+        return None
+    return busy > quiet
 
 
 async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket) -> None:
@@ -88,10 +98,14 @@ async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket) -> None:
             return
         except OSError:
             data = b""
-        if data:
-            service.worker.wake()
-        else:  # the edge's process is gone, or stops us
+        if not data:  # the edge's process is gone, or stops us
             stop.set()
+            return
+        busy = edge_state(data)
+        if busy is not None:
+            service.worker.yield_to_edge(busy)
+        if WAKE in data:
+            service.worker.wake()
 
     async with service.lifespan(None):  # type: ignore[arg-type]  # the app is not used
         loop.add_reader(sock.fileno(), readable)

@@ -28,6 +28,7 @@ from pydantic import SecretStr
 
 from app.errors import ConfigError
 from app.store.sqlite.store import SqliteStore
+from app.web.edge_load import BUSY_AT
 from app.web.forge import LocalForges
 from app.web.service import Service
 from app.web.settings import AppSettings
@@ -97,7 +98,9 @@ class Served:
 
 
 @contextmanager
-def app_served(tmp: Path, fake: AppGitHub) -> Iterator[Served]:
+def app_served(
+    tmp: Path, fake: AppGitHub, extra_env: dict[str, str] | None = None
+) -> Iterator[Served]:
     """`pairbot serve` on the fake, healthy: on SQLite, PAIR_WORKER_PROCESS unset (its default,
     the worker in its own process)."""
     with ExitStack() as stack:
@@ -118,6 +121,7 @@ def app_served(tmp: Path, fake: AppGitHub) -> Iterator[Served]:
             "PAIR_GITHUB_WRITE_SPACING_S": "0",
             "PAIR_CATCHUP_S": "0",
             **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
+            **(extra_env or {}),
         }
         log = tmp / "serve.log"
         with log.open("wb") as out:
@@ -157,6 +161,20 @@ def send_command(fake: AppGitHub, served: Served, text: str = "/pair status") ->
     )
     assert answer.status_code == 202, answer.text
     return comment
+
+
+def post_comment(fake: AppGitHub, served: Served, card: int, comment: int, login: str) -> int:
+    """Deliver the `issue_comment` of `comment` (`/pair status` on `card` by `login`): the
+    answer's status."""
+    text = "/pair status"
+    body = json.dumps(comment_event(fake, card, comment, text, fake.users[login])).encode()
+    answer = httpx.post(
+        f"{served.url}/webhooks/github",
+        content=body,
+        headers=github_headers("issue_comment", body),
+        timeout=30,
+    )
+    return answer.status_code
 
 
 def reacted(fake: AppGitHub, comment: int) -> bool:
@@ -209,6 +227,81 @@ def test_a_killed_worker_is_seen_restarted_and_its_job_run_again(tmp_path: Path)
     text = served.log.read_text()
     assert f"the worker's process {first} exited (killed by SIGKILL)" in text
     assert "queued again 1 job(s) a previous process left running" in text
+
+
+@dataclass
+class ReleasingGitHub(AppGitHub):
+    """Holds the permission read of `held` (a login) until every comment in `others` has its
+    👀 (a read: the writes of one installation go one at a time, hosts.pacer)."""
+
+    held: str = ""
+    others: tuple[int, ...] = ()
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path.endswith(
+            f"/collaborators/{self.held}/permission"
+        ):
+            deadline = time.monotonic() + START_S  # a bound: the test fails on its own first
+            while not all(reacted(self, c) for c in self.others):
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.01)
+        return await super().handle(request)
+
+
+@contextmanager
+def held_open(served: Served, count: int) -> Iterator[None]:
+    """`count` signed deliveries in flight at the edge: each connection sends its headers and
+    half its body, and leaves when the block ends (the edge answers none of them)."""
+    port = int(served.url.rsplit(":", 1)[1])
+    body = b'{"zen": "Keep it logically awesome."}'
+    with ExitStack() as stack:
+        for n in range(count):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), 30))
+            headers = github_headers("ping", body)
+            headers["X-GitHub-Delivery"] = f"held-open-{n}"
+            head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+            sock.sendall(
+                b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + head.encode()
+                + b"Content-Length: %d\r\n\r\n" % len(body)
+                + body[: len(body) // 2]
+            )
+        yield
+
+
+def test_while_the_edge_is_busy_the_workers_process_runs_one_job_at_a_time(
+    tmp_path: Path,
+) -> None:
+    fake = ReleasingGitHub(clock=WallClock())
+    authors = ("octocat", "writer-one", "writer-two")  # three permissions: none cached
+    for login in authors[1:]:
+        fake.user(login)
+        fake.collaborators[login] = "write"
+    cards = [fake.seed_issue(f"Card {n}", "") for n in range(3)]
+    comments = [
+        fake.add_comment(card, "/pair status", login)
+        for card, login in zip(cards, authors, strict=True)
+    ]
+    fake.held, fake.others = authors[0], tuple(comments[1:])
+    # The held-open deliveries must stay in flight however slow the machine: a read timeout
+    # longer than the test's own bounds (10 s by default).
+    with app_served(tmp_path, fake, {"PAIR_READ_TIMEOUT_S": "300"}) as served:
+        with held_open(served, BUSY_AT):
+            for card, comment, login in zip(cards, comments, authors, strict=True):
+                assert post_comment(fake, served, card, comment, login) == 202
+            # The first job holds the worker's one slot (its author's permission waits at the
+            # fake for the others' 👀), and while the edge stays busy the others stay queued.
+            one_running = [("queued", 0), ("queued", 0), ("running", 1)]
+            wait_for(lambda: sorted(served.jobs()) == one_running, "one job running")
+            time.sleep(1.0)  # a window in which a worker not yielding would claim the others
+            assert sorted(served.jobs()) == one_running
+            assert not any(reacted(fake, c) for c in comments[1:])
+        # The held-open clients left: the edge is quiet, the slots come back, and the others
+        # run beside the first (whose permission read waits for their 👀).
+        wait_for(lambda: served.jobs() == [("done", 1)] * 3, "every job to be done")
+    assert all(reacted(fake, c) for c in comments)
+    assert fake.unexpected == []
 
 
 def test_no_orphan_is_left_when_the_server_is_killed(tmp_path: Path) -> None:
