@@ -58,8 +58,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_start_order)
 
 
+def build_project(
+    root: Path,
+    manifest: Mapping[str, Any] | None = None,
+    *,
+    batch: str = "demo",
+    config: Mapping[str, Any] | None = None,
+    script: Mapping[str, list[str]] | None = None,
+) -> Project:
+    """What `make_project` makes, at `root`."""
+    (root / ".pair" / "batches" / batch).mkdir(parents=True)
+    base_config: dict[str, Any] = {
+        "batch": {
+            "agent": "command",
+            "agentCommand": list(AGENT_COMMAND),
+            "agentTimeoutMs": 60_000,
+        }
+    }
+    extra = dict(config or {})
+    base_config["batch"].update(extra.pop("batch", {}))  # merged: keeps the scripted agent
+    base_config.update(extra)
+    (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(base_config))
+    (root / ".pair" / "batches" / batch / "batch.yaml").write_text(
+        yaml.safe_dump(dict(manifest or ONE_PHASE), sort_keys=False)
+    )
+    init_repo(root)
+    project = Project(root=root, batch=batch)
+    if script is not None:
+        project.script(script)
+    return project
+
+
 @pytest.fixture
 def make_project(tmp_path: Path) -> Callable[..., Project]:
+    """A project at `tmp_path / "repo"` (see the module's docstring)."""
+
     def make(
         manifest: Mapping[str, Any] | None = None,
         *,
@@ -67,29 +100,17 @@ def make_project(tmp_path: Path) -> Callable[..., Project]:
         config: Mapping[str, Any] | None = None,
         script: Mapping[str, list[str]] | None = None,
     ) -> Project:
-        root = tmp_path / "repo"
-        (root / ".pair" / "batches" / batch).mkdir(parents=True)
-        base_config: dict[str, Any] = {
-            "batch": {
-                "agent": "command",
-                "agentCommand": list(AGENT_COMMAND),
-                "agentTimeoutMs": 60_000,
-            }
-        }
-        extra = dict(config or {})
-        base_config["batch"].update(extra.pop("batch", {}))  # merged: keeps the scripted agent
-        base_config.update(extra)
-        (root / ".pair" / "config.yaml").write_text(yaml.safe_dump(base_config))
-        (root / ".pair" / "batches" / batch / "batch.yaml").write_text(
-            yaml.safe_dump(dict(manifest or ONE_PHASE), sort_keys=False)
-        )
-        init_repo(root)
-        project = Project(root=root, batch=batch)
-        if script is not None:
-            project.script(script)
-        return project
+        return build_project(tmp_path / "repo", manifest, batch=batch, config=config, script=script)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def project_builder() -> Callable[..., Project]:
+    """`build(root, manifest=None, *, batch="demo", config=None, script=None)`: what
+    `make_project` makes, at any `root`, for a fixture of a wider scope that builds a project
+    once and hands each test a copy."""
+    return build_project
 
 
 @pytest.fixture

@@ -1,11 +1,18 @@
-"""What a careless or hostile user sends, through the real `pairbot` console script.
+"""What a careless or hostile user sends to the `pairbot` console script.
 
-Every case runs the installed script on a real temp project and checks the same things: a
-non-zero exit; one line on stderr that names what was wrong and what is allowed (argparse errors
-add their usage block after it); no traceback anywhere; and nothing recorded lost, i.e. the
+Every case runs pairbot's entry on a real temp project and checks the same things: a non-zero
+exit; one line on stderr that names what was wrong and what is allowed (argparse errors add
+their usage block after it); no traceback anywhere; and nothing recorded lost, i.e. the
 project's files (journal, state.json, lock, manifests) are byte-for-byte what they were and no
 file or directory appeared. A step that cannot start its agent is an outcome, not an error: it
 exits 1 as `blocked` and is parked like any other blocked step.
+
+The refusals run the entry in this process (tests/cli/inprocess.py: same argv and environment,
+same exit code and output) — hundreds of them, each a console script's start saved. Each kind of
+refusal also runs as the installed script, both ways on one project, and the two must end alike
+(`test_in_process_ends_as_the_console_script`); what starts an agent or holds the lock, and the
+quiet success, run only as the script. The projects with run-state are made by one real step once
+per module and copied for each test (`recorded`, `parked`).
 """
 
 from __future__ import annotations
@@ -15,12 +22,14 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from app.engine.lock import process_start_time
+from tests.cli.inprocess import cli_in_process
 from tests.support.project import ONE_PHASE, Project, apply_once, cli
 
 MakeProject = Callable[..., Project]
@@ -81,20 +90,77 @@ def usage_error(done: subprocess.CompletedProcess[str]) -> str:
     return first
 
 
-def recorded(make_project: MakeProject, manifest: Mapping[str, Any] | None = None) -> Project:
-    """A project with run-state on disk: one real step (propose alpha) already advanced."""
-    project = make_project(manifest)
-    assert apply_once(project).state == "advanced"
-    assert (project.run_dir / "journal.jsonl").is_file()
-    assert (project.run_dir / "state.json").is_file()
-    return project
+Recorded = Callable[..., Project]
+Parked = Callable[[str], Project]
 
 
-def parked(make_project: MakeProject, behaviour: str) -> Project:
-    """A project whose change alpha is parked by the scripted agent's `behaviour` on propose."""
-    project = make_project(script={"propose": [behaviour]})
-    assert apply_once(project).state == "blocked"
-    return project
+@pytest.fixture(scope="module")
+def templates(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str, Callable[[Path], Project]], Path]:
+    """Projects with run-state, each made by one real step once per module (and xdist worker):
+    `template(key, make)` is the root `make(root)` built the first time `key` was asked for."""
+    base = tmp_path_factory.mktemp("templates")
+    made: dict[str, Path] = {}
+
+    def template(key: str, make: Callable[[Path], Project]) -> Path:
+        if key not in made:
+            made[key] = make(base / key / "repo").root
+        return made[key]
+
+    return template
+
+
+def _copy(template: Path, root: Path) -> Project:
+    """A copy of a template project at `root`: owners, modes and times kept (`cp -a`), so the
+    run-state is byte for byte what its step left, and nothing in it names the template's path."""
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    return Project(root=root, batch="demo")
+
+
+@pytest.fixture
+def recorded(
+    templates: Callable[[str, Callable[[Path], Project]], Path],
+    project_builder: Callable[..., Project],
+    tmp_path: Path,
+) -> Recorded:
+    """`recorded(manifest=None)`: a project with run-state on disk, one real step (propose
+    alpha) already advanced; this test's own copy at tmp_path / "repo"."""
+
+    def make(root: Path, manifest: Mapping[str, Any] | None) -> Project:
+        project = project_builder(root, manifest)
+        assert apply_once(project).state == "advanced"
+        assert (project.run_dir / "journal.jsonl").is_file()
+        assert (project.run_dir / "state.json").is_file()
+        return project
+
+    def copy(manifest: Mapping[str, Any] | None = None) -> Project:
+        key = "recorded-" + ("proof" if manifest is WITH_PROOF else "plain")
+        assert manifest in (None, WITH_PROOF), "a template per manifest: name it above"
+        return _copy(templates(key, lambda root: make(root, manifest)), tmp_path / "repo")
+
+    return copy
+
+
+@pytest.fixture
+def parked(
+    templates: Callable[[str, Callable[[Path], Project]], Path],
+    project_builder: Callable[..., Project],
+    tmp_path: Path,
+) -> Parked:
+    """`parked(behaviour)`: a project whose change alpha is parked by the scripted agent's
+    `behaviour` on propose; this test's own copy at tmp_path / "repo"."""
+
+    def make(root: Path, behaviour: str) -> Project:
+        project = project_builder(root, script={"propose": [behaviour]})
+        assert apply_once(project).state == "blocked"
+        return project
+
+    def copy(behaviour: str) -> Project:
+        made = templates(f"parked-{behaviour}", lambda root: make(root, behaviour))
+        return _copy(made, tmp_path / "repo")
+
+    return copy
 
 
 # ---------------------------------------------------------------- no project, no batch
@@ -118,7 +184,7 @@ def parked(make_project: MakeProject, behaviour: str) -> Project:
 def test_no_pair_directory_is_named_and_nothing_is_created(tmp_path: Path, argv: list[str]) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    line = error_line(cli(*argv, cwd=empty))
+    line = error_line(cli_in_process(*argv, cwd=empty))
     assert "is not a pairbot project" in line
     assert "no .pair/ directory" in line
     assert list(empty.iterdir()) == []
@@ -126,7 +192,9 @@ def test_no_pair_directory_is_named_and_nothing_is_created(tmp_path: Path, argv:
 
 def test_pair_root_pointing_nowhere_is_named(tmp_path: Path) -> None:
     line = error_line(
-        cli("batch", "status", "demo", cwd=tmp_path, env={"PAIR_ROOT": str(tmp_path / "gone")})
+        cli_in_process(
+            "batch", "status", "demo", cwd=tmp_path, env={"PAIR_ROOT": str(tmp_path / "gone")}
+        )
     )
     assert f"{tmp_path / 'gone'} is not a pairbot project" in line
 
@@ -143,10 +211,10 @@ def test_pair_root_pointing_nowhere_is_named(tmp_path: Path) -> None:
         pytest.param(["batch", "rerun-proof", "nope", "--phase", "only"], id="rerun-proof"),
     ],
 )
-def test_unknown_batch_lists_the_known_ones(make_project: MakeProject, argv: list[str]) -> None:
-    project = recorded(make_project)
+def test_unknown_batch_lists_the_known_ones(recorded: Recorded, argv: list[str]) -> None:
+    project = recorded()
     before = tree(project.root)
-    line = error_line(cli(*argv, cwd=project.root))
+    line = error_line(cli_in_process(*argv, cwd=project.root))
     assert "no batch named 'nope'" in line
     assert "known batches: demo" in line
     assert tree(project.root) == before
@@ -166,25 +234,25 @@ BAD_BATCH_NAMES = ["../x", "a/b", "..", "../../escape", "ABSOLUTE", "Demo", "x y
         pytest.param(["batch", "rerun-proof", "--phase", "only"], id="rerun-proof"),
     ],
 )
-def test_batch_name_is_never_a_path(
-    make_project: MakeProject, tmp_path: Path, verb: list[str]
-) -> None:
-    project = recorded(make_project)
+def test_batch_name_is_never_a_path(recorded: Recorded, tmp_path: Path, verb: list[str]) -> None:
+    project = recorded()
     before = tree(tmp_path)  # the project and everything around it
     for bad in BAD_BATCH_NAMES:
         name = str(tmp_path / "elsewhere") if bad == "ABSOLUTE" else bad
         argv = [*verb[:2], name, *verb[2:]] if verb[0] == "batch" else [*verb, name]
-        line = error_line(cli(*argv, cwd=project.root))
+        line = error_line(cli_in_process(*argv, cwd=project.root))
         assert f"{name!r} is not a valid batch name" in line, name
         assert NAME_RULE_FRAGMENT in line
     assert tree(tmp_path) == before
 
 
-def test_report_batch_name_is_never_a_path(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_report_batch_name_is_never_a_path(recorded: Recorded) -> None:
+    project = recorded()
     before = tree(project.root)
     env = {"PAIR_BATCH": "../x"}
-    done = cli("batch", "report", "--change", "alpha", "--progress", "x", cwd=project.root, env=env)
+    done = cli_in_process(
+        "batch", "report", "--change", "alpha", "--progress", "x", cwd=project.root, env=env
+    )
     assert "'../x' is not a valid batch name" in error_line(done)
     assert tree(project.root) == before
 
@@ -199,11 +267,11 @@ def test_report_batch_name_is_never_a_path(make_project: MakeProject) -> None:
     ],
 )
 def test_change_name_is_never_a_path(
-    make_project: MakeProject, argv: list[str], env: dict[str, str]
+    recorded: Recorded, argv: list[str], env: dict[str, str]
 ) -> None:
-    project = recorded(make_project)
+    project = recorded()
     before = tree(project.root)
-    line = error_line(cli(*argv, cwd=project.root, env=env))
+    line = error_line(cli_in_process(*argv, cwd=project.root, env=env))
     assert "is not a valid change name" in line
     assert NAME_RULE_FRAGMENT in line
     assert tree(project.root) == before
@@ -222,11 +290,11 @@ def test_change_name_is_never_a_path(
         pytest.param(["batch", "report", "--progress", "x"], id="report-env"),
     ],
 )
-def test_unknown_change_lists_the_known_ones(make_project: MakeProject, argv: list[str]) -> None:
-    project = recorded(make_project)
+def test_unknown_change_lists_the_known_ones(recorded: Recorded, argv: list[str]) -> None:
+    project = recorded()
     before = tree(project.root)
     env = {"PAIR_BATCH": "demo", "PAIR_CHANGE": "ghost"}
-    line = error_line(cli(*argv, cwd=project.root, env=env))
+    line = error_line(cli_in_process(*argv, cwd=project.root, env=env))
     assert "batch 'demo' has no change or phase 'ghost'" in line
     assert "known: alpha, only" in line
     assert tree(project.root) == before
@@ -317,13 +385,13 @@ VALIDATING_VERBS = (
 
 @pytest.mark.parametrize(("text", "fragments"), CONFIG_CASES)
 def test_malformed_config_is_refused_before_anything_runs(
-    make_project: MakeProject, text: str, fragments: list[str]
+    recorded: Recorded, text: str, fragments: list[str]
 ) -> None:
-    project = recorded(make_project)
+    project = recorded()
     (project.root / ".pair" / "config.yaml").write_text(text)
     before = tree(project.root)
     for argv in VALIDATING_VERBS:
-        line = error_line(cli(*argv, cwd=project.root))
+        line = error_line(cli_in_process(*argv, cwd=project.root))
         assert str(project.root / ".pair" / "config.yaml") in line
         for fragment in fragments:
             assert fragment in line, (argv, line)
@@ -427,14 +495,14 @@ MANIFEST_CASES = [
 
 @pytest.mark.parametrize(("manifest", "fragments"), MANIFEST_CASES)
 def test_malformed_manifest_is_refused_and_leaves_run_state_alone(
-    make_project: MakeProject, manifest: dict[str, Any], fragments: list[str]
+    recorded: Recorded, manifest: dict[str, Any], fragments: list[str]
 ) -> None:
-    project = recorded(make_project)
+    project = recorded()
     path = project.root / ".pair" / "batches" / "demo" / "batch.yaml"
     path.write_text(json.dumps(manifest))  # JSON is YAML: exactly these keys and values
     before = tree(project.root)
     for argv in VALIDATING_VERBS:
-        line = error_line(cli(*argv, cwd=project.root))
+        line = error_line(cli_in_process(*argv, cwd=project.root))
         assert str(path) in line
         for fragment in fragments:
             assert fragment in line, (argv, line)
@@ -454,13 +522,15 @@ def test_apply_on_a_malformed_manifest_creates_no_run_state(make_project: MakePr
     assert project.agent_calls() == []
 
 
-def test_bad_env_settings_are_refused_and_release_the_lock(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_bad_env_settings_are_refused_and_release_the_lock(recorded: Recorded) -> None:
+    project = recorded()
     before = tree(project.root)
-    line = error_line(cli("batch", "apply", "demo", cwd=project.root, env={"PAIR_LOCUS": "moon"}))
+    line = error_line(
+        cli_in_process("batch", "apply", "demo", cwd=project.root, env={"PAIR_LOCUS": "moon"})
+    )
     assert "PAIR_LOCUS='moon' is not a locus; allowed: local, docker, remote" in line
     line = error_line(
-        cli("batch", "apply", "demo", cwd=project.root, env={"PAIR_AGENT": "my agent"})
+        cli_in_process("batch", "apply", "demo", cwd=project.root, env={"PAIR_AGENT": "my agent"})
     )
     assert "PAIR_AGENT='my agent' is not an agent name" in line
     assert tree(project.root) == before
@@ -470,11 +540,13 @@ def test_bad_env_settings_are_refused_and_release_the_lock(make_project: MakePro
 # ---------------------------------------------------------------- agent reports
 
 
-def test_report_needs_a_change(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_report_needs_a_change(recorded: Recorded) -> None:
+    project = recorded()
     before = tree(project.root)
     for env in ({}, {"PAIR_CHANGE": ""}):
-        done = cli("batch", "report", "demo", "--progress", "x", cwd=project.root, env=env)
+        done = cli_in_process(
+            "batch", "report", "demo", "--progress", "x", cwd=project.root, env=env
+        )
         assert error_line(done) == (
             "pairbot: batch report needs --change (or PAIR_CHANGE in the environment)"
         )
@@ -501,12 +573,10 @@ def test_report_needs_a_change(make_project: MakeProject) -> None:
         ),
     ],
 )
-def test_report_takes_exactly_one_kind(
-    make_project: MakeProject, kinds: list[str], expected: str
-) -> None:
-    project = recorded(make_project)
+def test_report_takes_exactly_one_kind(recorded: Recorded, kinds: list[str], expected: str) -> None:
+    project = recorded()
     before = tree(project.root)
-    done = cli("batch", "report", "demo", "--change", "alpha", *kinds, cwd=project.root)
+    done = cli_in_process("batch", "report", "demo", "--change", "alpha", *kinds, cwd=project.root)
     assert expected in usage_error(done)
     assert "--progress MESSAGE | --blocker MESSAGE" in done.stderr  # what is allowed
     assert tree(project.root) == before
@@ -562,14 +632,14 @@ FINDINGS_CASES = [
 
 @pytest.mark.parametrize(("content", "expected"), FINDINGS_CASES)
 def test_findings_file_is_validated_before_anything_is_recorded(
-    make_project: MakeProject, content: str | None, expected: str
+    recorded: Recorded, content: str | None, expected: str
 ) -> None:
-    project = recorded(make_project)
+    project = recorded()
     findings = project.root / "findings.json"
     if content is not None:
         findings.write_bytes(content.encode("utf-8", "surrogateescape"))
     before = tree(project.root)
-    done = cli(
+    done = cli_in_process(
         "batch", "report", "demo", "--change", "alpha", "--complete", "Ready for archive",
         "--findings", str(findings), cwd=project.root,
     )  # fmt: skip
@@ -579,10 +649,10 @@ def test_findings_file_is_validated_before_anything_is_recorded(
     assert tree(project.root) == before
 
 
-def test_findings_file_that_is_a_directory_is_one_line(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_findings_file_that_is_a_directory_is_one_line(recorded: Recorded) -> None:
+    project = recorded()
     before = tree(project.root)
-    done = cli(
+    done = cli_in_process(
         "batch", "report", "demo", "--change", "alpha", "--complete", "Ready for archive",
         "--findings", str(project.root / ".pair"), cwd=project.root,
     )  # fmt: skip
@@ -590,13 +660,13 @@ def test_findings_file_that_is_a_directory_is_one_line(make_project: MakeProject
     assert tree(project.root) == before
 
 
-def test_findings_go_only_with_complete(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_findings_go_only_with_complete(recorded: Recorded) -> None:
+    project = recorded()
     findings = project.root / "findings.json"
     findings.write_text(json.dumps({"findings": []}))
     before = tree(project.root)
     for kind in ("--progress", "--blocker", "--needs-input"):
-        done = cli(
+        done = cli_in_process(
             "batch", "report", "demo", "--change", "alpha", kind, "x",
             "--findings", str(findings), cwd=project.root,
         )  # fmt: skip
@@ -609,20 +679,20 @@ def test_findings_go_only_with_complete(make_project: MakeProject) -> None:
 # ---------------------------------------------------------------- human verbs
 
 
-def test_approve_when_nothing_awaits_approval(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_approve_when_nothing_awaits_approval(recorded: Recorded) -> None:
+    project = recorded()
     before = tree(project.root)
-    done = cli("batch", "approve", "demo", "--change", "alpha", cwd=project.root)
+    done = cli_in_process("batch", "approve", "demo", "--change", "alpha", cwd=project.root)
     assert error_line(done) == (
         "pairbot: alpha is not awaiting approval (not parked); nothing to approve"
     )
     assert tree(project.root) == before
 
 
-def test_approve_does_not_clear_a_blocked_step(make_project: MakeProject) -> None:
-    project = parked(make_project, "block")
+def test_approve_does_not_clear_a_blocked_step(parked: Parked) -> None:
+    project = parked("block")
     before = tree(project.root)
-    done = cli("batch", "approve", "demo", "--change", "alpha", cwd=project.root)
+    done = cli_in_process("batch", "approve", "demo", "--change", "alpha", cwd=project.root)
     assert (
         error_line(done) == "pairbot: alpha is not awaiting approval (blocked); nothing to approve"
     )
@@ -630,11 +700,11 @@ def test_approve_does_not_clear_a_blocked_step(make_project: MakeProject) -> Non
 
 
 @pytest.mark.parametrize("message", [None, "", "   "])
-def test_answer_needs_a_message(make_project: MakeProject, message: str | None) -> None:
-    project = parked(make_project, "needs-input")
+def test_answer_needs_a_message(parked: Parked, message: str | None) -> None:
+    project = parked("needs-input")
     before = tree(project.root)
     argv = ["batch", "answer", "demo", "--change", "alpha"]
-    done = cli(*argv, *([] if message is None else [message]), cwd=project.root)
+    done = cli_in_process(*argv, *([] if message is None else [message]), cwd=project.root)
     line = error_line(done)
     assert "`answer` needs a MESSAGE" in line
     assert "pairbot batch answer demo --change alpha MESSAGE" in line
@@ -644,29 +714,31 @@ def test_answer_needs_a_message(make_project: MakeProject, message: str | None) 
     )
 
 
-def test_feedback_needs_a_message(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_feedback_needs_a_message(recorded: Recorded) -> None:
+    project = recorded()
     before = tree(project.root)
-    done = cli("batch", "feedback", "demo", "--change", "alpha", cwd=project.root)
+    done = cli_in_process("batch", "feedback", "demo", "--change", "alpha", cwd=project.root)
     assert "`feedback` needs a MESSAGE" in error_line(done)
     assert tree(project.root) == before
 
 
 @pytest.mark.parametrize("verb", ["answer", "retry"])
-def test_answer_and_retry_need_a_blocked_step(make_project: MakeProject, verb: str) -> None:
-    project = recorded(make_project)
+def test_answer_and_retry_need_a_blocked_step(recorded: Recorded, verb: str) -> None:
+    project = recorded()
     before = tree(project.root)
-    done = cli("batch", verb, "demo", "--change", "alpha", "text", cwd=project.root)
+    done = cli_in_process("batch", verb, "demo", "--change", "alpha", "text", cwd=project.root)
     assert error_line(done) == (
         f"pairbot: alpha is not blocked (not parked); `{verb}` clears a blocked or needs-input step"
     )
     assert tree(project.root) == before
 
 
-def test_feedback_on_a_change_with_no_completed_step(make_project: MakeProject) -> None:
-    project = recorded(make_project, WITH_PROOF)
+def test_feedback_on_a_change_with_no_completed_step(recorded: Recorded) -> None:
+    project = recorded(WITH_PROOF)
     before = tree(project.root)
-    done = cli("batch", "feedback", "demo", "--change", "beta", "do it again", cwd=project.root)
+    done = cli_in_process(
+        "batch", "feedback", "demo", "--change", "beta", "do it again", cwd=project.root
+    )
     assert error_line(done) == "pairbot: beta has no completed step to give feedback on"
     assert tree(project.root) == before
 
@@ -684,11 +756,11 @@ def test_feedback_on_a_change_with_no_completed_step(make_project: MakeProject) 
     ],
 )
 def test_a_mistyped_flag_is_never_recorded_as_a_message(
-    make_project: MakeProject, argv: list[str], stray: str
+    parked: Parked, argv: list[str], stray: str
 ) -> None:
-    project = parked(make_project, "needs-input")
+    project = parked("needs-input")
     before = tree(project.root)
-    done = cli("batch", *argv, cwd=project.root)
+    done = cli_in_process("batch", *argv, cwd=project.root)
     assert f"unrecognized arguments: {stray}" in usage_error(done)
     assert tree(project.root) == before
 
@@ -706,17 +778,17 @@ def test_a_mistyped_flag_is_never_recorded_as_a_message(
         ),
     ],
 )
-def test_rerun_proof_refusals(make_project: MakeProject, phase: str, expected: str) -> None:
-    project = recorded(make_project, WITH_PROOF)
+def test_rerun_proof_refusals(recorded: Recorded, phase: str, expected: str) -> None:
+    project = recorded(WITH_PROOF)
     before = tree(project.root)
-    done = cli("batch", "rerun-proof", "demo", "--phase", phase, cwd=project.root)
+    done = cli_in_process("batch", "rerun-proof", "demo", "--phase", phase, cwd=project.root)
     assert error_line(done) == f"pairbot: {expected}"
     assert tree(project.root) == before
 
 
-def test_rerun_proof_needs_a_phase(make_project: MakeProject) -> None:
-    project = recorded(make_project, WITH_PROOF)
-    done = cli("batch", "rerun-proof", "demo", cwd=project.root)
+def test_rerun_proof_needs_a_phase(recorded: Recorded) -> None:
+    project = recorded(WITH_PROOF)
+    done = cli_in_process("batch", "rerun-proof", "demo", cwd=project.root)
     assert "the following arguments are required: --phase" in usage_error(done)
 
 
@@ -821,9 +893,9 @@ def _write_lock(project: Project, pid: int, start_time: str | None) -> Path:
     ],
 )
 def test_a_live_lock_holder_makes_the_step_skip_with_exit_3(
-    make_project: MakeProject, argv: list[str]
+    recorded: Recorded, argv: list[str]
 ) -> None:
-    project = recorded(make_project, WITH_PROOF)
+    project = recorded(WITH_PROOF)
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         start_time = process_start_time(sleeper.pid)
@@ -840,8 +912,8 @@ def test_a_live_lock_holder_makes_the_step_skip_with_exit_3(
     assert len(project.agent_calls()) == 1
 
 
-def test_a_dead_owners_lock_is_reclaimed(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_a_dead_owners_lock_is_reclaimed(recorded: Recorded) -> None:
+    project = recorded()
     finished = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
@@ -856,8 +928,8 @@ def test_a_dead_owners_lock_is_reclaimed(make_project: MakeProject) -> None:
     assert not (project.run_dir / "step.lock").exists()
 
 
-def test_a_recycled_pid_does_not_keep_a_lock_alive(make_project: MakeProject) -> None:
-    project = recorded(make_project)
+def test_a_recycled_pid_does_not_keep_a_lock_alive(recorded: Recorded) -> None:
+    project = recorded()
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         _write_lock(project, sleeper.pid, "1")  # a live pid, but not the process that locked
@@ -889,18 +961,115 @@ def test_a_recycled_pid_does_not_keep_a_lock_alive(make_project: MakeProject) ->
     ],
 )
 def test_usage_errors_exit_2_with_the_usage(tmp_path: Path, argv: list[str], expected: str) -> None:
-    done = cli(*argv, cwd=tmp_path)
+    done = cli_in_process(*argv, cwd=tmp_path)
     assert expected in usage_error(done)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_verb_lists_the_verbs(tmp_path: Path) -> None:
-    first = usage_error(cli("frob", cwd=tmp_path))
+    first = usage_error(cli_in_process("frob", cwd=tmp_path))
     for verb in ("validate", "demo", "propose", "apply", "verify", "batch"):
         assert f"'{verb}'" in first
-    batch_first = usage_error(cli("batch", "frob", cwd=tmp_path))
+    batch_first = usage_error(cli_in_process("batch", "frob", cwd=tmp_path))
     for verb in ("status", "apply", "report", "approve", "answer", "feedback", "retry"):
         assert f"'{verb}'" in batch_first
+
+
+# ---------------------------------------------------------------- in this process, as the script
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of refusal: the project it meets (`setup`, then `edit`: a file under .pair/ and
+    its text), the command, its environment and its exit code."""
+
+    setup: Literal["empty", "plain", "proof", "needs-input"]
+    argv: str  # split on spaces
+    code: int = 2
+    env: tuple[tuple[str, str], ...] = ()
+    edit: tuple[str, str] | None = None
+
+
+KINDS = [
+    pytest.param(Kind("empty", "batch status demo"), id="no-project"),
+    pytest.param(Kind("empty", "frob"), id="usage-top"),
+    pytest.param(Kind("plain", "batch report demo --change alpha"), id="usage"),
+    pytest.param(Kind("plain", "batch approve nope --change alpha"), id="batch"),
+    pytest.param(Kind("plain", "validate ../x"), id="batch-name"),
+    pytest.param(
+        Kind("plain", "batch report --progress hi", env=(("PAIR_CHANGE", "../x"),)),
+        id="change-name-env",
+    ),
+    pytest.param(Kind("plain", "batch retry demo --change ghost"), id="change"),
+    pytest.param(
+        Kind("plain", "validate", edit=("config.yaml", "bogus: 1\n")), id="config-validate"
+    ),
+    pytest.param(
+        Kind(
+            "plain",
+            "batch apply demo --json",
+            edit=("config.yaml", "batch: {agent: [unclosed\n"),
+        ),
+        id="config-apply",
+    ),
+    pytest.param(
+        Kind(
+            "plain",
+            "batch status demo --json",
+            edit=("batches/demo/batch.yaml", "phases: [{name: only, changes: [alpha, alpha]}]\n"),
+        ),
+        id="manifest",
+    ),
+    pytest.param(
+        Kind("plain", "batch apply demo", env=(("PAIR_LOCUS", "moon"),)), id="env-settings"
+    ),
+    pytest.param(
+        Kind(
+            "plain",
+            # A relative path: from the working directory, both ways.
+            "batch report demo --change alpha --complete x --findings findings.json",
+            edit=("../findings.json", "{not json"),
+        ),
+        id="findings",
+    ),
+    pytest.param(
+        Kind("needs-input", "batch answer demo --change alpha --mesage x"),
+        id="stray-flag",
+    ),
+    pytest.param(Kind("needs-input", "batch answer demo --change alpha"), id="answer"),
+    pytest.param(Kind("proof", "batch rerun-proof demo --phase only"), id="proof"),
+    pytest.param(Kind("plain", "batch status demo", code=0), id="status"),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_in_process_ends_as_the_console_script(
+    recorded: Recorded, parked: Parked, tmp_path: Path, kind: Kind
+) -> None:
+    """Each kind of refusal the tests above run in this process, run both ways on one project:
+    the same exit code, stdout and stderr, byte for byte, and the project untouched by either."""
+    if kind.setup == "empty":
+        root = tmp_path / "empty"
+        root.mkdir()
+    elif kind.setup == "needs-input":
+        root = parked("needs-input").root
+    else:
+        root = recorded(WITH_PROOF if kind.setup == "proof" else None).root
+    if kind.edit is not None:
+        path, text = kind.edit
+        (root / ".pair" / path).write_text(text)
+    before = tree(root)
+    env = dict(kind.env)
+    script = cli(*kind.argv.split(), cwd=root, env=env)
+    no_traceback(script)
+    assert script.returncode == kind.code, script.stderr
+    here = cli_in_process(*kind.argv.split(), cwd=root, env=env)
+    assert (here.returncode, here.stdout, here.stderr) == (
+        script.returncode,
+        script.stdout,
+        script.stderr,
+    )
+    assert tree(root) == before
 
 
 # ---------------------------------------------------------------- success is quiet and clear
