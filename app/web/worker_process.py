@@ -104,6 +104,7 @@ class WorkerProcess:
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
         self._edge_busy = False
+        self._wake_due = False
 
     @property
     def healthy(self) -> bool:
@@ -111,7 +112,15 @@ class WorkerProcess:
         return self.state == "running"
 
     def wake(self) -> None:
-        """A job was queued: tell the child (never waits; a full buffer already wakes it)."""
+        """A job was queued: tell the child, once for all the jobs queued in this turn of the
+        loop (a group commit answers a burst's deliveries together: one byte, not one each)."""
+        if self._wake_due:
+            return
+        self._wake_due = True
+        asyncio.get_running_loop().call_soon(self._send_wake)
+
+    def _send_wake(self) -> None:
+        self._wake_due = False
         self._send(WAKE)
 
     def yield_to_edge(self, busy: bool) -> None:
