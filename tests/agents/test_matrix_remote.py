@@ -6,7 +6,8 @@ first step), with `locus: remote` pointing at a `swerex-remote` on 127.0.0.1
 agent CLI and `pairbot` on its PATH, the same checkout path as the engine, a HOME of its own.
 No command file is written for the agent (the prompt carries the command inline,
 app/runtime/commands.py); the scripted model drives the real CLI to write plan.md and report
-with `pairbot batch report`, and the step advances.
+with `pairbot batch report`, and the step advances. claude and codex run each bounded posture
+and kind; gemini and opencode one of each (their tools on the server).
 
 The server is the boundary on this locus (isolation's "Contained"), so the agent runs as the
 server's user: root here. claude refuses full-autonomy as root unless told it runs in a
@@ -23,11 +24,14 @@ from pathlib import Path
 import pytest
 
 from app.settings import Posture
-from tests.agents.matrix import KINDS, Kind, ModelServer, Outcome, run_step
+from tests.agents.matrix import KINDS, PLAN, Kind, ModelServer, Outcome, run_step
 from tests.agents.real_cli import NODE_BIN, installed
 from tests.agents.script import SUMMARY
 from tests.agents.test_matrix_claude import _Model as ClaudeModel  # the same scripted model
 from tests.agents.test_matrix_codex import _Model as CodexModel  # the same scripted model
+from tests.agents.test_matrix_gemini import _Model as GeminiModel  # the same scripted model
+from tests.agents.test_matrix_opencode import _assert_step as opencode_step_done
+from tests.agents.test_matrix_opencode import _Model as OpencodeModel  # the same scripted model
 from tests.support.swerex_server import swerex_server
 
 BOUNDED: tuple[Posture, ...] = ("repo-sandboxed-permissive", "curated-allowlist")
@@ -99,3 +103,25 @@ def test_codex_on_a_remote_server_edits_and_reports(
     assert outcome.written is not None, tools
     assert [r["message"] for r in outcome.reports] == [SUMMARY], tools
     assert not any(shared_dir.glob("**/.agents/skills")), "no skill on the server's disk"
+
+
+# gemini and opencode on the server: one posture and one kind each (the local matrix runs every
+# combination; here what is proven is that the server starts them and their tools work there).
+@pytest.mark.skipif(installed("gemini") is None, reason="gemini CLI not installed")
+@pytest.mark.xdist_group("gemini-matrix")
+def test_gemini_on_a_remote_server_edits_and_reports(shared_dir: Path) -> None:
+    model = GeminiModel()
+    outcome = _remote_step(shared_dir, "gemini", "curated-allowlist", "card", model)
+    assert outcome.state == "advanced", outcome.explain()
+    assert outcome.written == PLAN, outcome.explain()
+    assert [r["message"] for r in outcome.reports] == [SUMMARY], outcome.explain()
+
+
+@pytest.mark.skipif(installed("opencode") is None, reason="opencode CLI not installed")
+@pytest.mark.xdist_group("opencode-matrix")
+def test_opencode_on_a_remote_server_edits_and_reports(shared_dir: Path) -> None:
+    model = OpencodeModel()
+    outcome = _remote_step(shared_dir, "opencode", "repo-sandboxed-permissive", "batch", model)
+    assert outcome.state == "advanced", outcome.explain()
+    chat = opencode_step_done(model, outcome)
+    assert {"write", "bash"} <= set(chat.tools), chat.tools
