@@ -165,8 +165,10 @@ class LocalForge:
             )
         store = self._store
         with store.locked():
+            head_sha = store.require_branch(head_branch)
+            title = title or f"Merge {head_branch}"
             rec = store.new_pull(
-                author, head_branch, base_branch, title or f"Merge {head_branch}", body, draft=draft
+                author, head_branch, base_branch, title, body, head_sha=head_sha, draft=draft
             )
         return rec["number"]
 

@@ -183,21 +183,31 @@ class LocalHost(HostAdapter):
         store = self._store
         if not _branch_ok(branch):
             raise NotFound(f"{branch!r} is not a branch name")
+        ref = f"refs/heads/{branch}"
         local = store.git(
-            "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repo_dir, check=False
+            "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo_dir, check=False
         )
         if local.returncode != 0:
             raise NotFound(f"branch {branch!r} does not exist in {repo_dir}")
-        before = store.branch_sha(branch)
-        ref = f"refs/heads/{branch}"
-        args = ["push", "--quiet", *(["--force"] if force else []), str(store.repo), f"{ref}:{ref}"]
-        done = store.git(*args, cwd=repo_dir, check=False)
+        sha = local.stdout.strip()
+        # The commit just read is what is pushed, so it is the head the forge has after the push
+        # (no second read of either side); `--porcelain` says whether the ref moved.
+        force_flag = ["--force"] if force else []
+        done = store.git(
+            "push",
+            "--porcelain",
+            *force_flag,
+            str(store.repo),
+            f"{sha}:{ref}",
+            cwd=repo_dir,
+            check=False,
+        )
+        said = done.stdout + done.stderr
         if done.returncode != 0:
-            if "rejected" in done.stderr or "fetch first" in done.stderr:
+            if "rejected" in said or "fetch first" in said:
                 raise Conflict(f"push of {branch!r} rejected: the forge has commits it lacks")
             raise HostUnavailable(f"local forge: push of {branch!r} failed: {done.stderr.strip()}")
-        sha = store.require_branch(branch)
-        if sha != before:
+        if _push_moved(done.stdout, ref):
             self._wrote()
         return sha
 
@@ -206,26 +216,34 @@ class LocalHost(HostAdapter):
     ) -> Pull:
         store = self._store
         with store.locked():
-            store.require_branch(head)
-            store.require_branch(base)
+            head_sha = store.require_branch(head)
+            base_sha: str | None = store.require_branch(base)
             if head == base:
                 raise Conflict(f"a pull request needs two branches; head and base are {head!r}")
             # One open pull per head branch: the same head (whatever the base) returns it.
             rec = store.open_pull_for(head)
             if rec is None:
-                rec = store.new_pull(self._identity, head, base, title, body, draft=draft)
+                rec = store.new_pull(
+                    self._identity, head, base, title, body, head_sha=head_sha, draft=draft
+                )
                 self._wrote()
-        return self._pull(rec)
+            elif rec["base_branch"] != base:
+                base_sha = store.branch_sha(rec["base_branch"])
+            # Under the lock, the branches read above are the pull's: no second read of either.
+            return self._pull(rec, head_sha, base_sha)
 
     async def get_pull(self, number: int) -> Pull:
         return self._pull(self._store.pull(number))
 
-    def _pull(self, rec: _PullRec) -> Pull:
+    def _pull(self, rec: _PullRec, head: str | None = None, base: str | None = None) -> Pull:
+        """The model of `rec`; `head` and `base`, when the caller holds the forge's lock and has
+        just read them, are its branches' commits (an open pull's head is its branch)."""
         store = self._store
-        head = store.live_head(rec)
         state = cast(PullState, rec["state"])
+        if head is None or state != "open":
+            head = store.live_head(rec)
+            base = store.branch_sha(rec["base_branch"])
         mergeable: bool | None = None
-        base = store.branch_sha(rec["base_branch"])
         if state == "open" and base is not None:
             probe = store.git(
                 "merge-tree", "--write-tree", "--no-messages", base, head, check=False
@@ -428,6 +446,16 @@ class LocalHost(HostAdapter):
                 card["state"] = "closed"
                 store.save_target(target, card)
                 self._wrote()
+
+
+def _push_moved(porcelain: str, ref: str) -> bool:
+    """Whether `git push --porcelain` says it moved `ref` (new, fast-forwarded or forced), not
+    `=` (already there). Each ref line is `<flag>\t<from>:<to>\t<summary>`."""
+    for line in porcelain.splitlines():
+        flag, _, rest = line.partition("\t")
+        if rest.split("\t", 1)[0].endswith(f":{ref}"):
+            return flag != "="
+    return True  # no line for the ref: count it as a write rather than hide one
 
 
 if TYPE_CHECKING:  # LocalHost is a Host: checked by mypy, costs nothing at run time.

@@ -287,14 +287,23 @@ class Store:
         raise NotFound(f"comment {comment_id} is not on #{number}")
 
     def new_pull(
-        self, author: Author, head: str, base: str, title: str, body: str, *, draft: bool
+        self,
+        author: Author,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        *,
+        head_sha: str,
+        draft: bool,
     ) -> _PullRec:
-        """Open a pull record (caller holds the lock and has checked both branches)."""
+        """Open a pull record (caller holds the lock and has read both branches: `head_sha` is
+        the head branch's commit)."""
         rec: _PullRec = {
             "number": self.next_id("number"),
             "head_branch": head,
             "base_branch": base,
-            "head_sha": self.require_branch(head),
+            "head_sha": head_sha,
             "state": "open",
             "draft": draft,
             "title": title,
