@@ -209,8 +209,10 @@ def prepare(root: Path, card_key: str, branch: str, base: str, remote: str = "or
             git(root, "worktree", "move", str(older), str(path))
         else:
             git(root, "worktree", "add", "--force", "--detach", str(path), tip)
+    # A forced checkout resets the branch, the index and the tracked files to `tip` and ends a
+    # merge or cherry-pick a step left in progress, as `reset --hard` would (no second pass);
+    # `clean` removes what is untracked or ignored (tests/cycle/test_worktree_fresh.py).
     git(path, "checkout", "--quiet", "--force", "-B", branch, tip)
-    git(path, "reset", "--quiet", "--hard", tip)
     git(path, "clean", "--quiet", "-ffdx")
     return Worktree(path=path, branch=branch, start=tip)
 
