@@ -16,8 +16,6 @@ from typing import Any, Final
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from app.web.edge_load import EdgeLoad
-
 # The edge's own logger: operators' filters (and tests) know the edge's lines by this name.
 log = logging.getLogger("app.web.app")
 
@@ -76,32 +74,15 @@ class Endpoint:
     function nor a method as ASGI as it is; a function would be wrapped in Request/Response).
 
     An unexpected failure is logged for the operator and answered with a bare 500: Starlette's
-    error middleware, which did that before, is not in front of it any more. With `load`, each
-    request is counted in flight until its answer is sent (app.web.edge_load).
+    error middleware, which did that before, is not in front of it any more.
     """
 
-    __slots__ = ("_handle", "_load")
+    __slots__ = ("_handle",)
 
-    def __init__(
-        self,
-        handle: Callable[[Scope, Receive], Awaitable[Answer | None]],
-        load: EdgeLoad | None = None,
-    ) -> None:
+    def __init__(self, handle: Callable[[Scope, Receive], Awaitable[Answer | None]]) -> None:
         self._handle = handle
-        self._load = load
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        load = self._load
-        if load is None:
-            await self._answer(scope, receive, send)
-            return
-        load.begin()
-        try:
-            await self._answer(scope, receive, send)
-        finally:
-            load.end()
-
-    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             answer = await self._handle(scope, receive)
         except Exception:

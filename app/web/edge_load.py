@@ -1,7 +1,8 @@
 """How busy the webhook edge is, told to the worker so that its jobs yield to the answers.
 
-    EdgeLoad(tell)      `begin()` / `end()` around each delivery the edge answers; `tell(True)`
-                        when `BUSY_AT` deliveries are in flight, `tell(False)` when none is
+    EdgeLoad(tell)      `begin()` / `end()` around each delivery the edge answers, from its
+                        body read to its answer; `tell(True)` when `BUSY_AT` deliveries are in
+                        flight, `tell(False)` when none is
 
 A delivery waits on its answer (GitHub gives up on it after 10 seconds, and a burst of them is
 answered one after another); a job waits on nothing but the queue. On a machine without a core
@@ -14,7 +15,9 @@ flood of deliveries slows the queue, it never stops it.
 
 Busy starts at `BUSY_AT` deliveries in flight (one or two overlap at any ordinary rate: ten
 commands a second never reach it) and ends at none, so a burst is one busy spell, not a
-message per delivery.
+message per delivery. A delivery counts from the moment its body is read (app.web.app): a
+client still sending one costs the edge nothing, and clients that send their bodies slowly
+must not be able to hold the worker to one job.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The worker's own process (`PAIR_WORKER_PROCESS=own`): claims and runs the App's jobs.
 
-    python -m app.web.worker_child --fd N --parent PID     started by app.web.worker_process,
-                                                          its recipe pickled on stdin
+    python -m app.web.worker_child --fd N --parent PID [--edge-busy]
+                                    started by app.web.worker_process, its recipe pickled on
+                                    stdin; --edge-busy: the edge is busy as it starts
 
 It is the App's `Service` with its edge off: the same job handler, worker and ticker, on a
 store connection, GitHub sessions and write pacer of its own, no HTTP server and no catch-up
@@ -63,7 +64,7 @@ def edge_state(data: bytes) -> bool | None:
     return busy > quiet
 
 
-async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket) -> None:
+async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket, *, edge_busy: bool = False) -> None:
     """Run the worker until stopped (see the module docstring)."""
     settings = recipe.settings
     url = settings.store_url
@@ -107,6 +108,7 @@ async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket) -> None:
         if WAKE in data:
             service.worker.wake()
 
+    service.worker.yield_to_edge(edge_busy)  # before its first claim
     async with service.lifespan(None):  # type: ignore[arg-type]  # the app is not used
         loop.add_reader(sock.fileno(), readable)
         with contextlib.suppress(OSError):
@@ -121,6 +123,7 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--edge-busy", action="store_true", help="the edge is busy as it starts")
     args = parser.parse_args(list(argv))
     die_with_parent(args.parent)
     os.nice(NICENESS)
@@ -131,7 +134,8 @@ def main(argv: Sequence[str]) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     sock = socket.socket(fileno=args.fd)
-    uvloop.run(serve_jobs(recipe, sock))  # the loop uvicorn's "auto" picks for the edge
+    # The loop uvicorn's "auto" picks for the edge.
+    uvloop.run(serve_jobs(recipe, sock, edge_busy=args.edge_busy))
     return 0
 
 

@@ -16,7 +16,7 @@ event loop.
   once, and its poll (`poll_s`) stays the backstop. The child writes `R` once its worker runs.
 - **Yield**: on the same socket the edge says when it becomes busy answering deliveries and
   when it is quiet again (`b`, `q`: app.web.edge_load); the child's worker runs one job at a
-  time while busy. A new child is told the edge's state when it starts.
+  time while busy. A new child is told the edge's state on its command line (`--edge-busy`).
 - **Health and restart**: the socket reaching end-of-file is the child's death, seen at once.
   `/healthz` is 503 from then until a new child says it runs (after 0.5 s, doubling to 30 s
   for a child that keeps dying young); the jobs the dead one held are queued again by the new
@@ -166,6 +166,9 @@ class WorkerProcess:
                     str(theirs.fileno()),
                     "--parent",
                     str(os.getpid()),
+                    # Its first claim must already yield if the edge is busy now (a restart
+                    # in a burst): said on the command line, read before the worker starts.
+                    *(["--edge-busy"] if self._edge_busy else []),
                 ],
                 stdin=subprocess.PIPE,
                 pass_fds=[theirs.fileno()],
@@ -184,8 +187,6 @@ class WorkerProcess:
             pass  # the child died at once: its socket's end-of-file says so
         ours.setblocking(False)
         self._process, self._sock, self.pid = process, ours, process.pid
-        if self._edge_busy:
-            self._send(BUSY)  # read once the child's worker runs
         self.state = "starting"
         log.info("the worker runs in process %d", process.pid)
 

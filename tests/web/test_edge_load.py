@@ -1,21 +1,34 @@
 """While the edge is busy answering deliveries, the worker's jobs yield to the answers
 (app.web.edge_load): the edge counts what is in flight and says busy / quiet once a spell, and
 the worker then runs one job at a time, its full concurrency again once the edge is quiet.
-Real SQLite, real ASGI endpoints; no time asserted."""
+Real SQLite, the real edge on uvicorn; no time asserted."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import socket
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.store.base import JobRecord
 from app.store.factory import make_store
-from app.web.asgi import Answer, Endpoint
+from app.web.app import create_app
 from app.web.edge_load import BUSY_AT, EdgeLoad
 from app.web.worker import Worker
 from app.web.worker_child import edge_state
+from tests.web.conftest import (
+    AppGitHub,
+    app_settings,
+    comment_event,
+    github_forges,
+    github_headers,
+    served,
+)
 from tests.web.test_worker_loop import _job
 
 
@@ -44,46 +57,44 @@ def test_busy_at_must_count_at_least_one_delivery() -> None:
         EdgeLoad(lambda _: None, busy_at=0)
 
 
-def test_an_endpoint_counts_a_request_until_it_is_answered_whatever_ends_it() -> None:
-    async def run() -> tuple[list[int], list[bool], int]:
-        told: list[bool] = []
-        load = EdgeLoad(told.append, busy_at=2)
+def test_the_edge_counts_a_delivery_from_its_read_body_to_its_answer(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    """Clients still sending their bodies are not in flight (slow ones must not make the edge
+    look busy); a delivery being stored is, until it is answered."""
+    app = create_app(app_settings(tmp_path), github=github_forges(fake), poll_s=0.05)
+    with served(app) as edge, contextlib.ExitStack() as slow:
+        service = edge.service
+        port = int(edge.url.rsplit(":", 1)[1])
+        body = json.dumps({"zen": "Design for failure."}).encode()
+        for n in range(BUSY_AT):  # each sends its headers and half its body, then waits
+            sock = slow.enter_context(socket.create_connection(("127.0.0.1", port), 30))
+            head = {**github_headers("ping", body), "X-GitHub-Delivery": f"slow-{n}"}
+            lines = "".join(f"{name}: {value}\r\n" for name, value in head.items())
+            sock.sendall(
+                b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + lines.encode()
+                + b"Content-Length: %d\r\n\r\n" % len(body)
+                + body[: len(body) // 2]
+            )
+        deadline = time.monotonic() + 30
+        while service.budget.held < BUSY_AT * len(body):  # the edge is reading all of them
+            assert time.monotonic() < deadline, "the slow clients' requests never arrived"
+            time.sleep(0.01)
+        enqueue = service.store.enqueue_delivery
         seen: list[int] = []
-        release = asyncio.Event()
 
-        async def handle(scope: dict[str, object], _receive: object) -> Answer | None:
-            seen.append(load.in_flight)
-            if scope["path"] == "/fails":
-                raise RuntimeError("a bug")
-            if scope["path"] == "/held":
-                await release.wait()
-            return Answer(202, b"{}")
+        async def counted(*args: Any, **kwargs: Any) -> int | None:
+            seen.append(service.edge_load.in_flight)
+            return await enqueue(*args, **kwargs)
 
-        endpoint = Endpoint(handle, load)  # type: ignore[arg-type]  # the scope's keys it reads
-        sent: list[object] = []
-
-        async def send(message: object) -> None:
-            sent.append(message)
-
-        async def call(path: str) -> None:
-            await endpoint({"path": path}, None, send)  # type: ignore[arg-type]
-
-        held = asyncio.create_task(call("/held"))
-        await asyncio.sleep(0)
-        await call("/fails")  # answered 500, and no longer in flight
-        cancelled = asyncio.create_task(call("/held"))
-        await asyncio.sleep(0)
-        assert told == [True]  # two in flight
-        cancelled.cancel()  # its client left
-        with pytest.raises(asyncio.CancelledError):
-            await cancelled
-        release.set()
-        await held
-        return seen, told, load.in_flight
-
-    seen, told, in_flight = asyncio.run(asyncio.wait_for(run(), 30))
-    assert seen == [1, 2, 2]
-    assert told == [True, False] and in_flight == 0
+        service.store.enqueue_delivery = counted
+        card = fake.seed_issue("A card", "")
+        comment = fake.add_comment(card, "/pair status", "octocat")
+        event = comment_event(fake, card, comment, "/pair status", fake.users["octocat"])
+        assert edge.deliver("issue_comment", event).status_code == 202
+        assert seen == [1] and service.edge_load.in_flight == 0
+        assert not service.edge_load.busy
 
 
 @pytest.mark.parametrize(

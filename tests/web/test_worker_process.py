@@ -16,7 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +26,11 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from app.domain.intake.intent import Policy
 from app.errors import ConfigError
+from app.hosting import HostSettings
 from app.store.sqlite.store import SqliteStore
-from app.web.edge_load import BUSY_AT
+from app.web.events import route_github
 from app.web.forge import LocalForges
 from app.web.service import Service
 from app.web.settings import AppSettings
@@ -98,9 +100,7 @@ class Served:
 
 
 @contextmanager
-def app_served(
-    tmp: Path, fake: AppGitHub, extra_env: dict[str, str] | None = None
-) -> Iterator[Served]:
+def app_served(tmp: Path, fake: AppGitHub) -> Iterator[Served]:
     """`pairbot serve` on the fake, healthy: on SQLite, PAIR_WORKER_PROCESS unset (its default,
     the worker in its own process)."""
     with ExitStack() as stack:
@@ -121,7 +121,6 @@ def app_served(
             "PAIR_GITHUB_WRITE_SPACING_S": "0",
             "PAIR_CATCHUP_S": "0",
             **{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")},
-            **(extra_env or {}),
         }
         log = tmp / "serve.log"
         with log.open("wb") as out:
@@ -161,20 +160,6 @@ def send_command(fake: AppGitHub, served: Served, text: str = "/pair status") ->
     )
     assert answer.status_code == 202, answer.text
     return comment
-
-
-def post_comment(fake: AppGitHub, served: Served, card: int, comment: int, login: str) -> int:
-    """Deliver the `issue_comment` of `comment` (`/pair status` on `card` by `login`): the
-    answer's status."""
-    text = "/pair status"
-    body = json.dumps(comment_event(fake, card, comment, text, fake.users[login])).encode()
-    answer = httpx.post(
-        f"{served.url}/webhooks/github",
-        content=body,
-        headers=github_headers("issue_comment", body),
-        timeout=30,
-    )
-    return answer.status_code
 
 
 def reacted(fake: AppGitHub, comment: int) -> bool:
@@ -249,30 +234,11 @@ class ReleasingGitHub(AppGitHub):
         return await super().handle(request)
 
 
-@contextmanager
-def held_open(served: Served, count: int) -> Iterator[None]:
-    """`count` signed deliveries in flight at the edge: each connection sends its headers and
-    half its body, and leaves when the block ends (the edge answers none of them)."""
-    port = int(served.url.rsplit(":", 1)[1])
-    body = b'{"zen": "Keep it logically awesome."}'
-    with ExitStack() as stack:
-        for n in range(count):
-            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), 30))
-            headers = github_headers("ping", body)
-            headers["X-GitHub-Delivery"] = f"held-open-{n}"
-            head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-            sock.sendall(
-                b"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + head.encode()
-                + b"Content-Length: %d\r\n\r\n" % len(body)
-                + body[: len(body) // 2]
-            )
-        yield
-
-
-def test_while_the_edge_is_busy_the_workers_process_runs_one_job_at_a_time(
+def test_the_workers_process_runs_one_job_at_a_time_while_the_edge_is_busy(
     tmp_path: Path,
 ) -> None:
+    """The edge's side of the socket (`WorkerProcess`), a real child: busy when it starts (on
+    its command line), then quiet (a byte on the socket)."""
     fake = ReleasingGitHub(clock=WallClock())
     authors = ("octocat", "writer-one", "writer-two")  # three permissions: none cached
     for login in authors[1:]:
@@ -284,24 +250,66 @@ def test_while_the_edge_is_busy_the_workers_process_runs_one_job_at_a_time(
         for card, login in zip(cards, authors, strict=True)
     ]
     fake.held, fake.others = authors[0], tuple(comments[1:])
-    # The held-open deliveries must stay in flight however slow the machine: a read timeout
-    # longer than the test's own bounds (10 s by default).
-    with app_served(tmp_path, fake, {"PAIR_READ_TIMEOUT_S": "300"}) as served:
-        with held_open(served, BUSY_AT):
+    one_running = [("queued", 0), ("queued", 0), ("running", 1)]
+
+    async def run(base_url: str) -> None:
+        settings = AppSettings(
+            root=tmp_path,
+            store=tmp_path / "pairbot.sqlite3",
+            webhook_secret=SecretStr(SECRET),
+            app_id=fake.app_id,
+            private_key=SecretStr(rsa_key()[0]),
+            app_slug=fake.app_slug,
+            github_api_url=base_url,
+            hosts=HostSettings(github_write_spacing_s=0.0),
+        )
+        store = SqliteStore(settings.store)
+        await store.open()
+        process = WorkerProcess(WorkerRecipe(settings))
+        process.yield_to_edge(True)  # a burst at the edge as the worker's process starts
+        await process.start()
+        try:
+            await until(lambda: process.healthy, "the worker's process to run")
             for card, comment, login in zip(cards, comments, authors, strict=True):
-                assert post_comment(fake, served, card, comment, login) == 202
-            # The first job holds the worker's one slot (its author's permission waits at the
-            # fake for the others' 👀), and while the edge stays busy the others stay queued.
-            one_running = [("queued", 0), ("queued", 0), ("running", 1)]
-            wait_for(lambda: sorted(served.jobs()) == one_running, "one job running")
-            time.sleep(1.0)  # a window in which a worker not yielding would claim the others
-            assert sorted(served.jobs()) == one_running
+                event = comment_event(fake, card, comment, "/pair status", fake.users[login])
+                policy = Policy(trigger="pair", app_slug=fake.app_slug, app_id=fake.app_id)
+                routed = route_github("issue_comment", "created", event, policy, f"d{comment}")
+                await store.enqueue_delivery(f"d{comment}", "issue_comment", "created", routed.jobs)
+                process.wake()
+
+            async def states() -> list[tuple[str, int]]:
+                return sorted((job.state, job.attempts) for job in await store.jobs())
+
+            # The first job holds the one slot (its author's permission waits at the fake for
+            # the others' 👀); the others stay queued while the edge is busy.
+            await until_async(states, one_running, "one job running")
+            await asyncio.sleep(1.0)  # a window in which a worker not yielding would claim them
+            assert await states() == one_running
             assert not any(reacted(fake, c) for c in comments[1:])
-        # The held-open clients left: the edge is quiet, the slots come back, and the others
-        # run beside the first (whose permission read waits for their 👀).
-        wait_for(lambda: served.jobs() == [("done", 1)] * 3, "every job to be done")
+            process.yield_to_edge(False)  # quiet: the others run beside the first
+            await until_async(states, [("done", 1)] * 3, "every job done")
+        finally:
+            await process.stop()
+            await store.close()
+
+    with serve_fake_github(fake, bare_repo=None) as base_url:
+        asyncio.run(asyncio.wait_for(run(base_url), 2 * START_S))
     assert all(reacted(fake, c) for c in comments)
     assert fake.unexpected == []
+
+
+async def until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + START_S
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def until_async(read: Callable[[], Awaitable[object]], expected: object, what: str) -> None:
+    deadline = time.monotonic() + START_S
+    while (seen := await read()) != expected:
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {seen}"
+        await asyncio.sleep(0.05)
 
 
 def test_no_orphan_is_left_when_the_server_is_killed(tmp_path: Path) -> None:
