@@ -572,10 +572,13 @@ def test_random_kills_of_every_step_resume_and_nothing_doubles(
 
 
 def _kill_when(
-    repo: ActionRepo, event: tuple[str, dict[str, Any]], cue: Callable[[], bool]
+    repo: ActionRepo,
+    event: tuple[str, dict[str, Any]],
+    cue: Callable[[], bool],
+    extra_env: dict[str, str] | None = None,
 ) -> None:
     """Start the Action and kill its runner the moment `cue()` holds (polled)."""
-    process, home = repo.popen(event)
+    process, home = repo.popen(event, extra_env=extra_env)
     while process.poll() is None:
         if cue():
             _kill_runner(process, home)
@@ -607,8 +610,21 @@ def test_a_comment_killed_while_its_propose_runs_is_resumed_by_the_next_tick(
 ) -> None:
     monkeypatch.setenv(ENV_STALE_AFTER_S, STALE_AFTER_S)
     with action_repo(tmp_path) as repo:
-        calls = repo.scratch / "agent-log.jsonl"  # the scripted agent's first act is a line here
-        _kill_when(repo, repo.comment_event("/pair implement"), calls.exists)
+        # The propose's agent holds until released, so the kill lands while it runs however
+        # slowly this test polls: on a loaded machine a propose left to finish pushed its plan
+        # before the kill, and the next tick rightly went on to apply.
+        release = repo.scratch / "release"
+        (repo.scratch / "script.json").write_text(
+            json.dumps({"default": "ok", "steps": {"propose": ["held"]}})
+        )
+        # The agent writes its counters once it has taken `held`: it is holding from then on.
+        holding = (repo.scratch / "script-state.json").exists
+        env = {"PAIR_TEST_RELEASE": str(release)}
+        _kill_when(repo, repo.comment_event("/pair implement"), holding, extra_env=env)
+        calls = [json.loads(c) for c in (repo.scratch / "agent-log.jsonl").read_text().splitlines()]
+        assert [c["transition"] for c in calls] == ["propose"]
+        assert "PAIR_TEST_RELEASE" in calls[0]["env"]  # it holds, rather than crashing
+        release.touch()  # the resumed propose takes `ok` (its list is spent), held or not
         assert [r for r in repo.fake.reactions if r[2] == "eyes"]  # it was acknowledged
         _until_stale()
         resumed = repo.run(repo.schedule_event())
