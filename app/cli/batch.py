@@ -17,6 +17,7 @@ from typing import Final
 
 from app.cycle import humans
 from app.cycle.humans import ReportKind
+from app.engine import known_keys
 from app.errors import UserError
 
 # The report's flag (as argparse names it) and the kind it records.
@@ -50,6 +51,7 @@ def _report(args: argparse.Namespace, root: Path, env: Mapping[str, str], now: d
         findings=findings,
         findings_file=findings_file,
         now=now,
+        manifest_memo=env.get(known_keys.ENV) or None,
     )
     return f"recorded {REPORT_KINDS[kind_arg]} for {key} (journal entry {index})"
 

@@ -5,8 +5,9 @@ agent runs.
 
 An agent's report (`record_report`, `load_findings`) is what every agent step runs, in a
 process of its own (`pairbot batch report`): what only the human verbs need (the step lock,
-the budget's spend reduction) and what only a red verifier's verdict needs are imported inside
-the functions that use them, so a report does not pay for them
+the budget's spend reduction), what only a verifier's findings need, and the manifest's models
+(which the engine's `PAIR_MANIFEST_KEYS` usually spares a report: `app.engine.known_keys`)
+are imported inside the functions that use them, so a report does not pay for them
 (tests/packaging/test_report_imports.py).
 """
 
@@ -17,12 +18,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from app.domain.review.verdict import FindingsReport
 from app.engine.journal import JournalEntry, append_entry, read_index
-from app.engine.manifest import load_manifest, pair_dir
+from app.engine.known_keys import keys_from_memo
 from app.engine.names import NAME_PATTERN, NAME_RULE
+from app.engine.project_files import existing_manifest_path, pair_dir
 from app.engine.runstate import RunLocus, read_parks, write_parks
 from app.errors import UnknownChangeError, UserError
 
@@ -30,7 +29,15 @@ ReportKind = Literal["progress", "blocker", "needs-input", "completion"]
 HumanVerb = Literal["approve", "answer", "feedback", "retry"]
 
 
-def _known_keys(root: Path, batch: str) -> list[str]:
+def _known_keys(root: Path, batch: str, memo: str | None = None) -> list[str]:
+    """Every change then every phase of `batch`: from the engine's `memo` of its manifest when
+    that is for the manifest as it is now (`app.engine.known_keys`), else validated here."""
+    if memo is not None:
+        keys = keys_from_memo(existing_manifest_path(root, batch), memo)
+        if keys is not None:
+            return keys
+    from app.engine.manifest import load_manifest  # noqa: PLC0415  # see the module docstring
+
     manifest = load_manifest(root, batch)
     return [*manifest.change_names, *(phase.name for phase in manifest.phases)]
 
@@ -46,6 +53,10 @@ def load_findings(path: Path, transition: str | None = None) -> dict[str, Any]:
     """Read and validate a verifier's findings file; errors name the file and the problem.
     The red contract verifier's (`verify-red`) is its contract verdict
     (`app.domain.review.red_verdict`)."""
+    from pydantic import ValidationError  # noqa: PLC0415  # only a verifier's report has one
+
+    from app.domain.review.verdict import FindingsReport  # noqa: PLC0415
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
@@ -86,15 +97,17 @@ def record_report(
     findings: dict[str, Any] | None,
     now: datetime,
     findings_file: str | None = None,
+    manifest_memo: str | None = None,
 ) -> int:
     """Append an agent's report to the batch's (or the standalone change's) journal;
-    `findings_file`: where its findings file lay in the agent's tree (app.cli.batch)."""
+    `findings_file`: where its findings file lay in the agent's tree (app.cli.batch);
+    `manifest_memo`: the engine's `PAIR_MANIFEST_KEYS` (`app.engine.known_keys`)."""
     pair_dir(root)
     if findings is not None and kind != "completion":
         raise UserError("--findings goes with --complete (a verifier's final verdict)")
     if batch is not None:
         locus = RunLocus.for_batch(root, batch)
-        _check_key(batch, key, _known_keys(root, batch), {})
+        _check_key(batch, key, _known_keys(root, batch, manifest_memo), {})
     else:
         # The key becomes a directory name (.pair/changes/<key>/.run/): never a path.
         if not NAME_PATTERN.match(key):
@@ -176,6 +189,7 @@ def record_human(
 def rerun_proof(root: Path, batch: str, phase: str, *, now: datetime) -> str:
     """Append the invalidation marker for a phase's recorded proof (never edits the record)."""
     from app.engine import lock  # noqa: PLC0415  # deferred: see record_human
+    from app.engine.manifest import load_manifest  # noqa: PLC0415
 
     manifest = load_manifest(root, batch)
     target = manifest.phase_named(phase)

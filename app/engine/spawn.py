@@ -33,6 +33,7 @@ from app.domain.card.agent_failures import (
     one_line,
     vendor_reason,
 )
+from app.engine import known_keys
 from app.engine.agent import (
     AgentLaunch,
     AgentNotStarted,
@@ -42,8 +43,10 @@ from app.engine.agent import (
 )
 from app.engine.journal import JournalEntry, read_journal, session_entries
 from app.engine.livelog import LiveLog
+from app.engine.project_files import existing_manifest_path
 from app.engine.runstate import RunLocus
 from app.engine.step import Clock, EngineDeps, begin_step, journal_event, usage_record
+from app.errors import UserError
 from app.proc import START_FAILURE_EXIT_CODE, credential_values
 from app.settings import AgentChoice, AgentStage, ResolvedSettings
 
@@ -248,7 +251,7 @@ async def _spawn_once(
         settings=settings,
         root=root,
         instructions=instructions,
-        env={k: v for k, v in deps.env.items() if k != "PAIR_BATCH"},
+        env={k: v for k, v in deps.env.items() if k not in ("PAIR_BATCH", known_keys.ENV)},
         pair_env=pair_env,
         writable=(locus.journal,),  # `pairbot batch report` appends there
     )
@@ -275,6 +278,17 @@ async def _spawn_once(
     )
 
 
+def _manifest_memo(root: Path, batch: str) -> str | None:
+    """`PAIR_MANIFEST_KEYS` for `batch` (`app.engine.known_keys`); None when its manifest cannot
+    be read or does not validate (the report then says why itself)."""
+    try:
+        path = existing_manifest_path(root, batch)
+        data = path.read_bytes()
+    except (OSError, UserError):
+        return None
+    return known_keys.memo_for(path, data)
+
+
 def _pair_env(
     root: Path,
     deps: EngineDeps,
@@ -299,6 +313,10 @@ def _pair_env(
     }
     if batch is not None:
         pair_env["PAIR_BATCH"] = batch
+        # The manifest as validated now, so the agent's reports need not validate it again.
+        memo = _manifest_memo(state_root or root, batch)
+        if memo is not None:
+            pair_env[known_keys.ENV] = memo
     if state_root is not None:
         # The agent works in a card worktree; its reports belong to the run-state elsewhere.
         pair_env["PAIR_STATE_ROOT"] = str(state_root)
