@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hosts.markers import make_marker
-from tests.e2e.action_harness import action_repo
+from tests.e2e.action_harness import Invocation, action_repo
 from tests.support.git import git
 from tests.support.project import AGENT_COMMAND
 
@@ -103,6 +103,12 @@ def _script(repo, steps: dict[str, list[str]]) -> None:  # type: ignore[no-untyp
     (repo.scratch / "script.json").write_text(json.dumps({"default": "ok", "steps": steps}))
 
 
+def _said(runs: list[Invocation]) -> list[tuple[dict[str, str], str]]:
+    """What each run put out and said last (its summary names why it did nothing): for a
+    failure's message."""
+    return [(r.outputs, (r.summary + r.stdout + r.stderr)[-1500:]) for r in runs]
+
+
 def _reviewed(repo) -> list[str]:  # type: ignore[no-untyped-def]
     return [
         r["data"]["head"]
@@ -130,7 +136,7 @@ def test_a_head_moved_before_merge_is_re_reviewed_instead(tmp_path: Path) -> Non
     with action_repo(tmp_path) as repo:
         repo.run(repo.comment_event("/pair implement until: merged merge: always"))
         runs = repo.until_quiet()
-        assert runs[-1].outputs["status"] == "awaiting-human"
+        assert runs[-1].outputs["status"] == "awaiting-human", _said(runs)
         pull = repo.pull()
         assert pull is not None
         # A maintainer pushes to the PR branch; GitHub sends pull_request.synchronize.
@@ -157,7 +163,7 @@ def test_a_head_moved_before_merge_is_re_reviewed_instead(tmp_path: Path) -> Non
         again = repo.run(repo.synchronize_event(pull, moved))
         assert again.outputs["transition"] == ""
         runs = repo.until_quiet()  # the synthesis is republished for the new reviewed head
-        assert runs[-1].outputs["status"] == "awaiting-human"
+        assert runs[-1].outputs["status"] == "awaiting-human", _said(runs)
         approved = repo.run(repo.comment_event("/pair approve"))
         assert approved.outputs["transition"] == "merge"
         assert repo.fake.pulls[pull].merged

@@ -595,7 +595,9 @@ def _until_stale() -> None:
 
 def _check_one_card_ready(repo: ActionRepo, runs: list[Invocation]) -> None:
     outputs = [r.outputs for r in runs]
-    assert runs[-1].outputs["status"] == "nothing-ready", outputs
+    # What each run said last (a summary names why it did nothing), for a failure's message.
+    said = [(r.outputs, (r.summary + r.stdout + r.stderr)[-1500:]) for r in runs]
+    assert runs[-1].outputs["status"] == "nothing-ready", said
     assert repo.fake.unexpected == []
     assert set(repo.markers().values()) == {1}, repo.markers()
     assert len(repo.fake.pulls) == 1, outputs
@@ -628,8 +630,9 @@ def test_a_comment_killed_while_its_propose_runs_is_resumed_by_the_next_tick(
         assert [r for r in repo.fake.reactions if r[2] == "eyes"]  # it was acknowledged
         _until_stale()
         resumed = repo.run(repo.schedule_event())
-        assert resumed.outputs["card"] == str(repo.card), resumed.outputs
-        assert resumed.outputs["transition"] == "propose", resumed.outputs
+        said = (resumed.outputs, (resumed.summary + resumed.stdout + resumed.stderr)[-1500:])
+        assert resumed.outputs["card"] == str(repo.card), said
+        assert resumed.outputs["transition"] == "propose", said
         _check_one_card_ready(repo, repo.until_quiet())
 
 
