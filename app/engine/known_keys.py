@@ -14,6 +14,7 @@ and every refusal are the ones validating would give (tests/cycle/test_report_ke
 
     memo_for(path, data) -> str | None          the variable's value for the manifest `path`
                                                 whose bytes are `data`; None when it is invalid
+                                                (or its names too many for an environment)
     keys_from_memo(path, memo) -> list | None   the names, when `memo` is for `path`'s bytes
 
 Only `memo_for` needs the manifest's models; this module imports them inside it.
@@ -28,6 +29,10 @@ from app import __version__
 from app.errors import UserError
 
 ENV = "PAIR_MANIFEST_KEYS"
+# Linux caps one environment string at 128 KiB (MAX_ARG_STRLEN), and the environment shares
+# ARG_MAX with the agent's command line: a batch whose names would pass this gets no memo, and
+# its reports validate the manifest as before.
+MAX_LENGTH = 16 * 1024
 
 
 def _digest(data: bytes) -> str:
@@ -45,7 +50,8 @@ def memo_for(path: Path, data: bytes) -> str | None:
     except UserError:
         return None  # the report validates for itself and says what is wrong
     names = [*manifest.change_names, *(phase.name for phase in manifest.phases)]
-    return " ".join([__version__, _digest(data), *names])
+    memo = " ".join([__version__, _digest(data), *names])
+    return memo if len(memo) <= MAX_LENGTH else None
 
 
 def keys_from_memo(path: Path, memo: str) -> list[str] | None:

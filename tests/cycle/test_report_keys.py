@@ -79,6 +79,16 @@ def test_the_memo_lists_every_change_then_every_phase(
     assert keys_from_memo(manifest_of(project), memo(project)) == made[2:]
 
 
+def test_a_batch_too_big_for_an_environment_gets_no_memo(
+    make_project: Callable[..., Project],
+) -> None:
+    names = [f"change-{i:04d}-" + "x" * 80 for i in range(200)]  # ~18 KiB of names
+    project = make_project({"phases": [{"name": "only", "changes": names}]})
+    path = manifest_of(project)
+    assert memo_for(path, path.read_bytes()) is None
+    assert report(project, names[-1], None)[0] == "ok"  # validated by the report itself
+
+
 @pytest.mark.parametrize("key", ["beta", "second"])
 def test_a_known_change_or_phase_is_recorded_the_same(
     make_project: Callable[..., Project], key: str
