@@ -28,14 +28,43 @@ settings.register_profile("pairbot", deadline=None, suppress_health_check=[Healt
 settings.load_profile("pairbot")
 
 SLOW_FIRST = "slow_first"
+_OWN_BASETEMP = pytest.StashKey[Path]()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    _own_basetemp(config)
     config.addinivalue_line(
         "markers",
         f"{SLOW_FIRST}(seconds): a long test, started before the short ones; `seconds` is a rough"
         " idle duration on two cores, to start the longest first",
     )
+
+
+def _own_basetemp(config: pytest.Config) -> None:
+    """A base temp directory of this session's own, unless one was given (xdist hands its
+    workers theirs, under the controller's).
+
+    pytest's default, /tmp/pytest-of-<user>, is shared by every session of the user, and each
+    new session strips its group and other bits. Under the product's defaults the agent user
+    reaches a test's files through an ACL entry pairbot puts on each closed directory above
+    them (`setfacl -m u:pairbot-agent:x`, app/runtime/isolation.py), that one included;
+    stripping the group bits zeroes the ACL's mask, so another session starting (another run,
+    a helper's test) while an agent works fails the agent with EACCES. A directory of our own
+    is touched by no other session.
+    """
+    if config.option.basetemp is not None or hasattr(config, "workerinput"):
+        return
+    config.option.basetemp = tempfile.mkdtemp(prefix="pytest-pairbot-")  # pytest makes it 0700
+    config.stash[_OWN_BASETEMP] = Path(config.option.basetemp)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove this session's own base temp directory once every test passed; a failed run
+    keeps it to look at."""
+    own = session.config.stash.get(_OWN_BASETEMP, None)
+    if own is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def _start_order(item: pytest.Item) -> tuple[int, float]:
