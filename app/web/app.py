@@ -180,41 +180,23 @@ class WebhookEdges:
             body = await self._read(receive, headers, hold, GITHUB)
             if not isinstance(body, bytes):
                 return body
-            # In flight from here to its answer (app.web.edge_load): a client still sending
-            # its body costs the edge nothing, and a slow one must not make it look busy.
-            load = self.service.edge_load
-            load.begin()
-            try:
-                return await self._github_body(body, headers, signature, event, delivery)
-            finally:
-                load.end()
-
-    async def _github_body(
-        self,
-        body: bytes,
-        headers: Mapping[str, str],
-        signature: str | None,
-        event: str,
-        delivery: str,
-    ) -> Answer:
-        """A GitHub delivery whose body is read: verified, checked, routed and accepted."""
-        if not await self._verified_github(body, signature):
-            return self._unsigned("wrong", read=True)
-        if not is_json_type(headers.get("content-type")):
-            return NOT_JSON_TYPE
-        if not event or not delivery:
-            return reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
-        if event not in GITHUB_EVENTS:
-            # Verified, and of an event pairbot never acts on: its body is not even parsed.
-            return self._ignored(GITHUB, event, delivery, not_for_pairbot(event))
-        read = await self._parsed(self._route_github_body, body, event, delivery, body)
-        del body  # what the routing kept is all the rest needs
-        if isinstance(read, Answer):
-            return read
-        action, routed = read
-        return await self._accept(
-            source=GITHUB, delivery=delivery, event=event, action=action, routed=routed
-        )
+            if not await self._verified_github(body, signature):
+                return self._unsigned("wrong", read=True)
+            if not is_json_type(headers.get("content-type")):
+                return NOT_JSON_TYPE
+            if not event or not delivery:
+                return reply(400, "refused", reason="X-GitHub-Event and X-GitHub-Delivery needed")
+            if event not in GITHUB_EVENTS:
+                # Verified, and of an event pairbot never acts on: its body is not even parsed.
+                return self._ignored(GITHUB, event, delivery, not_for_pairbot(event))
+            read = await self._parsed(self._route_github_body, body, event, delivery, body)
+            del body  # what the routing kept is all the rest needs
+            if isinstance(read, Answer):
+                return read
+            action, routed = read
+            return await self._accept(
+                source=GITHUB, delivery=delivery, event=event, action=action, routed=routed
+            )
 
     def _duplicate(self, name: str, delivery: str, source: str = GITHUB) -> Answer:
         if log.isEnabledFor(logging.DEBUG):  # a redelivery's line was logged the first time
@@ -273,25 +255,16 @@ class WebhookEdges:
             body = await self._read(receive, headers, hold, AZURE)
             if not isinstance(body, bytes):
                 return body
-            load = self.service.edge_load  # in flight from here (see github_webhook)
-            load.begin()
-            try:
-                return await self._azure_body(body, headers)
-            finally:
-                load.end()
-
-    async def _azure_body(self, body: bytes, headers: Mapping[str, str]) -> Answer:
-        """An Azure DevOps notification whose body is read: checked, routed and accepted."""
-        if not is_json_type(headers.get("content-type")):
-            return NOT_JSON_TYPE
-        read = await self._parsed(self._route_azure_body, body, body)
-        del body
-        if isinstance(read, Answer):
-            return read
-        notification, event, routed = read
-        return await self._accept(
-            source=AZURE, delivery=notification, event=event, action=None, routed=routed
-        )
+            if not is_json_type(headers.get("content-type")):
+                return NOT_JSON_TYPE
+            read = await self._parsed(self._route_azure_body, body, body)
+            del body
+            if isinstance(read, Answer):
+                return read
+            notification, event, routed = read
+            return await self._accept(
+                source=AZURE, delivery=notification, event=event, action=None, routed=routed
+            )
 
     def _route_azure_body(self, body: bytes) -> Answer | tuple[str, str, Routed]:
         """In a worker thread: the notification's JSON, routed."""

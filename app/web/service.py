@@ -21,7 +21,6 @@ from starlette.responses import JSONResponse, Response
 
 from app.store.base import JobRecord, Store
 from app.web.catchup import CatchUp, HookDeliveries
-from app.web.edge_load import EdgeLoad
 from app.web.events import Payload, Policy, Routed, route_azure
 from app.web.forge import Forges, GitHubForges
 from app.web.handling import Executor, JobHandler, PermissionCache
@@ -98,9 +97,6 @@ class Service:
             self.worker.on_stop = github.aclose  # on the worker's loop, which its pools belong to
         else:
             self.worker = worker_process
-        # The deliveries in flight: while they queue up, the worker's jobs yield to their
-        # answers (app.web.edge_load).
-        self.edge_load = EdgeLoad(self.worker.yield_to_edge)
         self.handler = JobHandler(
             store=store,
             github=github,

@@ -59,9 +59,6 @@ PRUNE_EVERY_S = 3600.0
 # A job waiting for its turn to write (hosts.pacer) is parked: it holds no slot, so the next
 # job (the next command's 👀) starts. At most this many times `concurrency` are parked.
 PARKED_PER_SLOT = 8
-# The jobs that run at once while the edge is busy answering deliveries (app.web.edge_load):
-# one, so the queue still drains under a flood while the answers get the CPU.
-YIELDING_CONCURRENCY = 1
 
 
 class WorkerLoop:
@@ -180,7 +177,6 @@ class Worker:
         self._more = True
         self._stopping = False
         self._parked = 0  # running jobs waiting for a write turn (they hold no slot)
-        self._yielding = False  # the edge is busy: run YIELDING_CONCURRENCY jobs at a time
         self.max_parallel = 0  # the most jobs that ran at once (for tests and the status page)
 
     @property
@@ -200,16 +196,6 @@ class Worker:
             announce = getattr(self._store, "announce", None)
             if announce is not None:
                 announce()
-
-    def yield_to_edge(self, busy: bool) -> None:
-        """The edge is busy answering deliveries (True): run one job at a time until it is
-        not (False), then `concurrency` again (app.web.edge_load). Jobs already running go on."""
-        self._here(lambda: self._set_yielding(busy))
-
-    def _set_yielding(self, busy: bool) -> None:
-        self._yielding = busy
-        if not busy and self._more:
-            self._wakeup.set()  # slots came back: claim into them now, not at the next poll
 
     def at_home(self, fn: Callable[[], object]) -> None:
         """Call `fn` on the loop that started the worker (from a job, on the worker's own)."""
@@ -308,12 +294,10 @@ class Worker:
                 await asyncio.wait_for(self._wakeup.wait(), self._poll_s)
 
     def _free(self) -> int:
-        """Slots to claim into: the parked jobs hold none, within their own bound; one in all
-        while the edge is busy."""
+        """Slots to claim into: the parked jobs hold none, within their own bound."""
         active = len(self._running) - self._parked
         bound = PARKED_PER_SLOT * self._concurrency - len(self._running)
-        slots = YIELDING_CONCURRENCY if self._yielding else self._concurrency
-        return max(0, min(slots - active, bound))
+        return max(0, min(self._concurrency - active, bound))
 
     def _park(self, parked: bool) -> None:
         self._parked += 1 if parked else -1

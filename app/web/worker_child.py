@@ -1,17 +1,14 @@
 """The worker's own process (`PAIR_WORKER_PROCESS=own`): claims and runs the App's jobs.
 
-    python -m app.web.worker_child --fd N --parent PID [--edge-busy]
-                                    started by app.web.worker_process, its recipe pickled on
-                                    stdin; --edge-busy: the edge is busy as it starts
+    python -m app.web.worker_child --fd N --parent PID     started by app.web.worker_process,
+                                                          its recipe pickled on stdin
 
 It is the App's `Service` with its edge off: the same job handler, worker and ticker, on a
 store connection, GitHub sessions and write pacer of its own, no HTTP server and no catch-up
-(the edge's process keeps those). On the socket `--fd`, `w` wakes its worker, and `b` and
-`q` say the edge is busy answering deliveries or quiet again (app.web.edge_load: the worker runs
-one job at a time while it is busy); it answers `R` there once the worker runs. The socket's
-end-of-file, SIGTERM or SIGINT stop it, letting running jobs finish for up to the worker's
-drain time. It dies with its parent (`PR_SET_PDEATHSIG`), so no orphan is left when the edge's
-process is killed.
+(the edge's process keeps those). A byte on the socket `--fd` wakes its worker; it answers
+`R` there once the worker runs; the socket's end-of-file, SIGTERM or SIGINT stop it, letting
+running jobs finish for up to the worker's drain time. It dies with its parent
+(`PR_SET_PDEATHSIG`), so no orphan is left when the edge's process is killed.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ from app.web.app import github_forges
 from app.web.events import route_github
 from app.web.forge import AzureForges
 from app.web.service import Service
-from app.web.worker_process import BUSY, QUIET, READY, WAKE, WorkerParts, WorkerRecipe
+from app.web.worker_process import READY, WorkerParts, WorkerRecipe
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +53,7 @@ def die_with_parent(parent: int) -> None:
         raise SystemExit(0)
 
 
-def edge_state(data: bytes) -> bool | None:
-    """What `data` read from the edge says of its load last: busy, quiet, or nothing."""
-    busy, quiet = data.rfind(BUSY), data.rfind(QUIET)
-    if busy == quiet:  # both -1: neither was sent
-        return None
-    return busy > quiet
-
-
-async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket, *, edge_busy: bool = False) -> None:
+async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket) -> None:
     """Run the worker until stopped (see the module docstring)."""
     settings = recipe.settings
     url = settings.store_url
@@ -99,16 +88,11 @@ async def serve_jobs(recipe: WorkerRecipe, sock: socket.socket, *, edge_busy: bo
             return
         except OSError:
             data = b""
-        if not data:  # the edge's process is gone, or stops us
-            stop.set()
-            return
-        busy = edge_state(data)
-        if busy is not None:
-            service.worker.yield_to_edge(busy)
-        if WAKE in data:
+        if data:
             service.worker.wake()
+        else:  # the edge's process is gone, or stops us
+            stop.set()
 
-    service.worker.yield_to_edge(edge_busy)  # before its first claim
     async with service.lifespan(None):  # type: ignore[arg-type]  # the app is not used
         loop.add_reader(sock.fileno(), readable)
         with contextlib.suppress(OSError):
@@ -123,7 +107,6 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--parent", type=int, required=True)
-    parser.add_argument("--edge-busy", action="store_true", help="the edge is busy as it starts")
     args = parser.parse_args(list(argv))
     die_with_parent(args.parent)
     os.nice(NICENESS)
@@ -134,8 +117,7 @@ def main(argv: Sequence[str]) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     sock = socket.socket(fileno=args.fd)
-    # The loop uvicorn's "auto" picks for the edge.
-    uvloop.run(serve_jobs(recipe, sock, edge_busy=args.edge_busy))
+    uvloop.run(serve_jobs(recipe, sock))  # the loop uvicorn's "auto" picks for the edge
     return 0
 
 

@@ -14,9 +14,6 @@ event loop.
 - **Wake**: one end of a Unix socket pair is the child's. The edge writes a byte when it queued
   a job (never blocking: a full buffer already holds a wake-up); the child's worker wakes at
   once, and its poll (`poll_s`) stays the backstop. The child writes `R` once its worker runs.
-- **Yield**: on the same socket the edge says when it becomes busy answering deliveries and
-  when it is quiet again (`b`, `q`: app.web.edge_load); the child's worker runs one job at a
-  time while busy. A new child is told the edge's state on its command line (`--edge-busy`).
 - **Health and restart**: the socket reaching end-of-file is the child's death, seen at once.
   `/healthz` is 503 from then until a new child says it runs (after 0.5 s, doubling to 30 s
   for a child that keeps dying young); the jobs the dead one held are queued again by the new
@@ -56,10 +53,6 @@ log = logging.getLogger(__name__)
 
 READY = b"R"
 WAKE = b"w"
-# The edge is busy answering deliveries / quiet again (app.web.edge_load): the child's worker
-# runs one job at a time while busy. The last of the two in what the child reads counts.
-BUSY = b"b"
-QUIET = b"q"
 FIRST_RESTART_S = 0.5
 LAST_RESTART_S = 30.0
 # A child that ran this long before dying was not dying young: its successor starts soon.
@@ -103,7 +96,6 @@ class WorkerProcess:
         self._sock: socket.socket | None = None
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
-        self._edge_busy = False
         self._wake_due = False
 
     @property
@@ -121,21 +113,11 @@ class WorkerProcess:
 
     def _send_wake(self) -> None:
         self._wake_due = False
-        self._send(WAKE)
-
-    def yield_to_edge(self, busy: bool) -> None:
-        """The edge became busy (True) or quiet (False): tell the child's worker."""
-        self._edge_busy = busy
-        self._send(BUSY if busy else QUIET)
-
-    def _send(self, message: bytes) -> None:
         sock = self._sock
         if sock is None:
             return
-        # Never waits. A full buffer means the child has not read for a long while: what it
-        # reads next already wakes it, and a state it misses is told again at the next change.
         with contextlib.suppress(BlockingIOError, OSError):
-            sock.send(message)
+            sock.send(WAKE)  # never waits: a full buffer already holds a wake-up
 
     async def start(self) -> None:
         self._stopping = False
@@ -166,9 +148,6 @@ class WorkerProcess:
                     str(theirs.fileno()),
                     "--parent",
                     str(os.getpid()),
-                    # Its first claim must already yield if the edge is busy now (a restart
-                    # in a burst): said on the command line, read before the worker starts.
-                    *(["--edge-busy"] if self._edge_busy else []),
                 ],
                 stdin=subprocess.PIPE,
                 pass_fds=[theirs.fileno()],

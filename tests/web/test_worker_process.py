@@ -16,7 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +26,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from app.domain.intake.intent import Policy
 from app.errors import ConfigError
-from app.hosting import HostSettings
 from app.store.sqlite.store import SqliteStore
-from app.web.events import route_github
 from app.web.forge import LocalForges
 from app.web.service import Service
 from app.web.settings import AppSettings
@@ -212,104 +209,6 @@ def test_a_killed_worker_is_seen_restarted_and_its_job_run_again(tmp_path: Path)
     text = served.log.read_text()
     assert f"the worker's process {first} exited (killed by SIGKILL)" in text
     assert "queued again 1 job(s) a previous process left running" in text
-
-
-@dataclass
-class ReleasingGitHub(AppGitHub):
-    """Holds the permission read of `held` (a login) until every comment in `others` has its
-    👀 (a read: the writes of one installation go one at a time, hosts.pacer)."""
-
-    held: str = ""
-    others: tuple[int, ...] = ()
-
-    async def handle(self, request: httpx.Request) -> httpx.Response:
-        if request.method == "GET" and request.url.path.endswith(
-            f"/collaborators/{self.held}/permission"
-        ):
-            deadline = time.monotonic() + START_S  # a bound: the test fails on its own first
-            while not all(reacted(self, c) for c in self.others):
-                if time.monotonic() > deadline:
-                    break
-                await asyncio.sleep(0.01)
-        return await super().handle(request)
-
-
-def test_the_workers_process_runs_one_job_at_a_time_while_the_edge_is_busy(
-    tmp_path: Path,
-) -> None:
-    """The edge's side of the socket (`WorkerProcess`), a real child: busy when it starts (on
-    its command line), then quiet (a byte on the socket)."""
-    fake = ReleasingGitHub(clock=WallClock())
-    authors = ("octocat", "writer-one", "writer-two")  # three permissions: none cached
-    for login in authors[1:]:
-        fake.user(login)
-        fake.collaborators[login] = "write"
-    cards = [fake.seed_issue(f"Card {n}", "") for n in range(3)]
-    comments = [
-        fake.add_comment(card, "/pair status", login)
-        for card, login in zip(cards, authors, strict=True)
-    ]
-    fake.held, fake.others = authors[0], tuple(comments[1:])
-    one_running = [("queued", 0), ("queued", 0), ("running", 1)]
-
-    async def run(base_url: str) -> None:
-        settings = AppSettings(
-            root=tmp_path,
-            store=tmp_path / "pairbot.sqlite3",
-            webhook_secret=SecretStr(SECRET),
-            app_id=fake.app_id,
-            private_key=SecretStr(rsa_key()[0]),
-            app_slug=fake.app_slug,
-            github_api_url=base_url,
-            hosts=HostSettings(github_write_spacing_s=0.0),
-        )
-        store = SqliteStore(settings.store)
-        await store.open()
-        process = WorkerProcess(WorkerRecipe(settings))
-        process.yield_to_edge(True)  # a burst at the edge as the worker's process starts
-        await process.start()
-        try:
-            await until(lambda: process.healthy, "the worker's process to run")
-            for card, comment, login in zip(cards, comments, authors, strict=True):
-                event = comment_event(fake, card, comment, "/pair status", fake.users[login])
-                policy = Policy(trigger="pair", app_slug=fake.app_slug, app_id=fake.app_id)
-                routed = route_github("issue_comment", "created", event, policy, f"d{comment}")
-                await store.enqueue_delivery(f"d{comment}", "issue_comment", "created", routed.jobs)
-                process.wake()
-
-            async def states() -> list[tuple[str, int]]:
-                return sorted((job.state, job.attempts) for job in await store.jobs())
-
-            # The first job holds the one slot (its author's permission waits at the fake for
-            # the others' 👀); the others stay queued while the edge is busy.
-            await until_async(states, one_running, "one job running")
-            await asyncio.sleep(1.0)  # a window in which a worker not yielding would claim them
-            assert await states() == one_running
-            assert not any(reacted(fake, c) for c in comments[1:])
-            process.yield_to_edge(False)  # quiet: the others run beside the first
-            await until_async(states, [("done", 1)] * 3, "every job done")
-        finally:
-            await process.stop()
-            await store.close()
-
-    with serve_fake_github(fake, bare_repo=None) as base_url:
-        asyncio.run(asyncio.wait_for(run(base_url), 2 * START_S))
-    assert all(reacted(fake, c) for c in comments)
-    assert fake.unexpected == []
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + START_S
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
-async def until_async(read: Callable[[], Awaitable[object]], expected: object, what: str) -> None:
-    deadline = time.monotonic() + START_S
-    while (seen := await read()) != expected:
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {seen}"
-        await asyncio.sleep(0.05)
 
 
 def test_no_orphan_is_left_when_the_server_is_killed(tmp_path: Path) -> None:
