@@ -13,9 +13,6 @@ import gc
 import importlib
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -27,6 +24,8 @@ from benchmarks.engine_scale import BATCH, Shape, build_project
 from tests.support.fake_github import FakeGitHub
 from tests.support.git import init_repo
 from tests.support.github_server import github_env, serve_fake_github
+from tests.support.imports import pairbot_modules as pairbot
+from tests.support.imports import under
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,39 +42,6 @@ MODELS = (
 )
 # What checking a budget needs (the spend's reduction), and reading the manifest does not.
 SPEND = ("app.domain.card.budget", "app.domain.reports.metrics", "app.domain.review.regression")
-
-
-def pairbot(
-    argv: Sequence[str], cwd: Path, tmp: Path, env: dict[str, str] | None = None
-) -> tuple[int, str, set[str]]:
-    """Run `pairbot argv` in `cwd`: (exit code, stdout, the modules loaded by its exit)."""
-    dump = tmp / "modules.json"
-    script = (
-        "import atexit, json, sys\n"
-        "def dump():\n"
-        f"    with open({str(dump)!r}, 'w') as out:\n"
-        "        json.dump(sorted(sys.modules), out)\n"
-        "atexit.register(dump)\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
-        f"sys.argv = ['pairbot', *{list(argv)!r}]\n"
-        "from app.cli import main\n"
-        "main()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=cwd,
-        env=env if env is not None else dict(os.environ),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    return done.returncode, done.stdout + done.stderr, set(json.loads(dump.read_text()))
-
-
-def under(modules: set[str], *prefixes: str) -> list[str]:
-    """The modules that are one of `prefixes` or inside one of them."""
-    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
 
 
 def test_batch_status_loads_no_hosts_runtime_or_web(tmp_path: Path) -> None:

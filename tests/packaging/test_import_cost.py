@@ -19,6 +19,7 @@ from pathlib import Path
 from benchmarks.engine_scale import BATCH, Shape, build_project
 from tests.support.fake_github import FakeGitHub
 from tests.support.github_server import serve_fake_github
+from tests.support.imports import under
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,11 +44,6 @@ def loaded_after(code: str, *, cwd: Path = ROOT) -> set[str]:
     )
     assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout.splitlines()[-1]))
-
-
-def under(modules: set[str], *prefixes: str) -> list[str]:
-    """The modules that are one of `prefixes` or inside one of them."""
-    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
 
 
 def test_importing_the_action_loads_no_host_engine_or_runtime() -> None:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from app.engine.known_keys import ENV, memo_for
 from app.engine.manifest import manifest_path
 from benchmarks.engine_scale import BATCH, Shape, build_project
+from tests.support.imports import pairbot_modules, under
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,18 +44,6 @@ def report_modules(
 ) -> tuple[str, set[str]]:
     """Run `pairbot batch report …` in `project` as an agent step does (with the engine's
     `memo` of the manifest, when given); its output and every module loaded by its exit."""
-    dump = tmp / "modules.json"
-    script = (
-        "import atexit, json, sys\n"
-        "def dump():\n"
-        f"    with open({str(dump)!r}, 'w') as out:\n"
-        "        json.dump(sorted(sys.modules), out)\n"
-        "atexit.register(dump)\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
-        f"sys.argv = ['pairbot', 'batch', 'report', *{argv!r}]\n"
-        "from app.cli import main\n"
-        "main()\n"
-    )
     env = {
         **os.environ,
         "PAIR_BATCH": BATCH,
@@ -65,22 +52,9 @@ def report_modules(
         "PAIR_SESSION": "s1",
         **({ENV: memo} if memo is not None else {}),
     }
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout, set(json.loads(dump.read_text()))
-
-
-def under(modules: set[str], *prefixes: str) -> list[str]:
-    """The modules that are one of `prefixes` or inside one of them."""
-    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+    code, out, modules = pairbot_modules(["batch", "report", *argv], project, tmp, env)
+    assert code == 0, out
+    return out, modules
 
 
 def test_with_the_engines_memo_a_report_loads_no_models(tmp_path: Path) -> None:
