@@ -11,9 +11,10 @@ event loop.
   that has threads), after the edge opened and migrated the store; its recipe — the settings
   and an importable factory of its executor and tick — is pickled to its stdin, so no secret
   shows in its argv or environment beyond what the edge's own had.
-- **Wake**: one end of a Unix socket pair is the child's. The edge writes a byte when it queued
-  a job (never blocking: a full buffer already holds a wake-up); the child's worker wakes at
-  once, and its poll (`poll_s`) stays the backstop. The child writes `R` once its worker runs.
+- **Wake**: one end of a Unix socket pair is the child's. The edge writes a byte for each turn
+  of its loop in which it queued jobs (a group commit answers a burst together; never blocking:
+  a full buffer already holds a wake-up); the child's worker wakes at once, and its poll
+  (`poll_s`) stays the backstop. The child writes `R` once its worker runs.
 - **Health and restart**: the socket reaching end-of-file is the child's death, seen at once.
   `/healthz` is 503 from then until a new child says it runs (after 0.5 s, doubling to 30 s
   for a child that keeps dying young); the jobs the dead one held are queued again by the new
