@@ -170,6 +170,13 @@ class Store(Protocol):
         """Put a running job back in the queue, runnable from `not_before`."""
         ...
 
+    async def record_command(self, job_id: int, record: CommandRecord) -> None:
+        """Keep the parsed command of `command` job `job_id` for the record (the status pages'
+        verb), when the worker has read it (a GitHub comment is queued unread); a second call
+        for the same job changes nothing (a retried job reads its comment again), and a job
+        that does not exist gets none."""
+        ...
+
     async def recover(self) -> int:
         """At start-up: jobs left running by a dead process are queued again; how many."""
         ...

@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 import orjson
 
 from app.store.base import (
+    CommandRecord,
     DeliveryRecord,
     InstallationChange,
     InstallationRecord,
@@ -63,10 +64,13 @@ def command_values(job_id: int, job: NewJob) -> tuple[Any, ...] | None:
     command = job.command
     if command is None:
         return None
+    return (job_id, job.repo, job.number, *record_values(command))
+
+
+def record_values(command: CommandRecord) -> tuple[Any, ...]:
+    """A command's own columns of the commands table: `verb, args, author_id, author_login,
+    comment_id, comment_url` (the job's id, repository and number come from the job)."""
     return (
-        job_id,
-        job.repo,
-        job.number,
         command.verb,
         json_text(dict(command.args)),
         command.author_id,

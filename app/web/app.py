@@ -30,7 +30,10 @@ The GitHub edge, in this order, and thin:
     → the cheap checks: Content-Type must be JSON (else 415), X-GitHub-Event and
       X-GitHub-Delivery present (else 400)
     → an event no route of pairbot's takes (app.web.events.GITHUB_EVENTS): 2xx, unparsed
-    → parse → route on (event, action) (app.web.events, pure; it parses the comment's text)
+    → parse → route on (event, action) (app.web.events, pure). A comment is only screened
+      (`screen_comment`: own, bots, scope decisions, no trigger anywhere in it); one that may
+      hold a command is queued unread, and the worker reads its command lines (the grammar
+      costs more than the rest of the edge, and nothing it decides must precede the answer)
     → an identifier no host would send (app.domain.intake.identifiers: an installation id,
       an owner/name, a number, a commit, an Azure DevOps name): 422 naming the field and what
       is allowed, one log line, nothing written

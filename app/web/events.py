@@ -5,7 +5,11 @@
 
 What a GitHub event asks for is decided once, for the App and the Action alike, by the pure
 intake (`app.domain.intake.intent.intake`: own comments, bots, commands, scope decisions, moved
-heads, dispatches, installations — its docstring states the rules). This module only translates: the
+heads, dispatches, installations — its docstring states the rules). A GitHub comment goes through
+the intake's own steps up to the command grammar (`read_issue_comment`, `screen_comment`): one
+that may hold a command becomes a `command` job holding it unread (`app.web.jobs.UnreadComment`),
+whose command lines the worker reads (`read_comment`) — the grammar is the edge's costliest
+step, and the answer needs none of it. This module only translates: the
 intent becomes the store's jobs (`command`, `scope-decision`, `head-moved`), an installation
 change, an ignored delivery (`Routed.silent`: dropped before anything is written), or a refused
 one (`Routed.refused`: an identifier no host would send, `app.domain.intake.identifiers`, checked
@@ -27,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from app.domain.intake.azure_hooks import AZURE_EVENTS, html_to_text, read_azure_hook
-from app.domain.intake.comment_commands import Command
 from app.domain.intake.identifiers import Invalid, azure_invalid, github_invalid
 from app.domain.intake.intent import (
     Comment,
@@ -36,15 +39,23 @@ from app.domain.intake.intent import (
     Installation,
     Intent,
     Malformed,
+    NewComment,
     Policy,
     Run,
     ScopeDecision,
     Tick,
     intake,
+    read_issue_comment,
+    screen_comment,
 )
-from app.domain.intake.pair_request import PairRequest
-from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
-from app.web.jobs import CommandJob, CommandProblem, Commenter, HeadMovedJob, ScopeDecisionJob
+from app.store.base import InstallationChange, NewJob, TargetKind
+from app.web.jobs import (
+    Commenter,
+    HeadMovedJob,
+    ScopeDecisionJob,
+    UnreadComment,
+    command_of,
+)
 from hosts.models import Author
 
 __all__ = [
@@ -77,6 +88,8 @@ class Routed:
     installation: InstallationChange | None = None
     intent: Intent | None = None  # the shared intake's reading (None for Azure DevOps' own)
     refused: bool = False
+    # A GitHub comment queued unread (its one job): `read_commands` gives its reading.
+    unread: NewComment | None = None
 
 
 def refused(invalid: Invalid) -> Routed:
@@ -155,33 +168,18 @@ def _comment_jobs(
             number=intent.pull,
             dedupe_key=f"{where.source}:{where.repo}:comment:{unique}",
             serial_key=serial_key(where.source, where.repo, "pull", intent.pull),
-            request={"job": scope.to_payload(), "author": _commenter(author).to_json()},
+            request={"job": scope.to_payload(), "author": Commenter.of(author).to_json()},
         )
         label = _label(where, True, intent.pull)
         return Routed(f"scope decision on {label}", (job,), intent=intent)
     target: TargetKind = "pull" if intent.is_pull else "card"
     identity = intent.comment.id or where.dedupe_id
-    commenter = _commenter(intent.author)
-    first = intent.command
-    record: CommandRecord | None = None
-    if isinstance(first, Command):
-        request = PairRequest.from_command(
-            intent.card, first, comment=intent.comment, delivery=where.delivery
-        )
-        command = CommandJob(intent.card, intent.comment, commenter, request=request)
-        record = CommandRecord(
-            verb=request.verb,
-            args=request.args,
-            author_id=commenter.id,
-            author_login=commenter.login,
-            comment_id=identity,
-            comment_url=intent.comment.url,
-        )
-        reason = f"/{policy.trigger} {request.verb} on {_label(where, intent.is_pull, intent.card)}"
+    command, record = command_of(intent, delivery=where.delivery, comment_id=identity)
+    label = _label(where, intent.is_pull, intent.card)
+    if command.request is not None:
+        reason = f"/{policy.trigger} {command.request.verb} on {label}"
     else:
-        problem = CommandProblem(first.message, first.usage, first.raw)
-        command = CommandJob(intent.card, intent.comment, commenter, problem=problem)
-        reason = f"malformed command on {_label(where, intent.is_pull, intent.card)}"
+        reason = f"malformed command on {label}"
     job = NewJob(
         kind="command",
         source=where.source,
@@ -197,8 +195,25 @@ def _comment_jobs(
     return Routed(reason, (job,), intent=intent)
 
 
-def _commenter(author: Author) -> Commenter:
-    return Commenter(login=author.login or "ghost", id=author.id, is_bot=author.is_bot)
+def _unread_job(comment: NewComment, where: _Where, policy: Policy) -> Routed:
+    """A comment that may hold a command (`screen_comment` let it through) → a `command` job
+    holding it unread: the worker reads its command lines (app.web.handling), so the answer
+    waits for no grammar. Its keys are the ones its reading would have had."""
+    target: TargetKind = comment.target
+    identity = where.dedupe_id or comment.comment_id
+    job = NewJob(
+        kind="command",
+        source=where.source,
+        repo=where.repo,
+        installation=where.installation,
+        target=target,
+        number=comment.number,
+        dedupe_key=f"{where.source}:{where.repo}:comment:{identity}",
+        serial_key=serial_key(where.source, where.repo, target, comment.number),
+        request=UnreadComment(comment, policy.trigger, policy.app_slug).to_json(),
+    )
+    label = _label(where, comment.target == "pull", comment.number)
+    return Routed(f"comment on {label} queued for the worker to read", (job,), unread=comment)
 
 
 def _head_moved(where: _Where, *, number: int, sha: str) -> NewJob:
@@ -227,6 +242,8 @@ def route_github(
     invalid = github_invalid(event, payload)
     if invalid is not None:
         return refused(invalid)
+    if event == "issue_comment":
+        return _github_comment(payload, action, policy, delivery)
     intent = intake(event, action, payload, policy)
     if isinstance(intent, Ignore):
         return Routed(intent.reason, silent=intent.silent, intent=intent)
@@ -261,6 +278,25 @@ def route_github(
         label = _label(where, True, intent.pull)
         return Routed(f"head of {label} moved to {intent.head_sha[:12]}", (job,), intent=intent)
     return _comment_jobs(intent, where, policy)
+
+
+def _github_comment(payload: Payload, action: str | None, policy: Policy, delivery: str) -> Routed:
+    """An `issue_comment`: the intake's steps up to the command grammar (`read_issue_comment`,
+    `screen_comment`); a comment that may hold a command is queued unread (`_unread_job`)."""
+    read = read_issue_comment(payload, action, policy)
+    screened = screen_comment(read, policy) if isinstance(read, NewComment) else read
+    if isinstance(screened, Ignore):
+        return Routed(screened.reason, silent=screened.silent, intent=screened)
+    if isinstance(screened, Malformed):
+        return Routed(screened.reason, intent=screened)
+    repo = _text(_obj(payload.get("repository")).get("full_name"))
+    if not repo:
+        return Routed(f"issue_comment.{action} without a repository", intent=screened)
+    where = _Where(GITHUB, repo, _installation_id(payload), delivery)
+    if isinstance(read, NewComment) and screened is None:
+        return _unread_job(read, where, policy)
+    # A scope decision (`screened` is None only for a new comment, queued above).
+    return _comment_jobs(screened or Ignore("nothing to read"), where, policy)
 
 
 # The (event, action) pairs whose intents the App acts on (jobs or installation bookkeeping);

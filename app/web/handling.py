@@ -2,6 +2,10 @@
 
 A `command` job, in order:
 
+    read           a GitHub comment comes unread (app.web.jobs.UnreadComment: the edge only
+                   screened it): its command lines are read now (`read_commands`, the intake's
+                   grammar) and its command kept for the record (`Store.record_command`); one
+                   that holds none is done, "ignored", without a word on the host
     authorize      the author (app.domain.intake.authors.decide; the permission comes from the
                    collaborator-permission API, cached briefly) — a refused human gets ONE
                    polite reply; a malformed command gets its usage, `help` the help; done
@@ -52,6 +56,7 @@ from app.domain.intake.answers import (
 )
 from app.domain.intake.authors import decide, needs_permission
 from app.domain.intake.comment_commands import CommandError, Decision
+from app.domain.intake.intent import Ignore
 from app.domain.intake.pair_request import PairRequest
 from app.errors import BatchLockedError, CommandNotRun, PairbotError, UserError
 from app.failures import explain
@@ -64,8 +69,10 @@ from app.web.jobs import (
     Commenter,
     Job,
     ScopeDecisionJob,
+    UnreadComment,
     dispatch_payload,
     job_from_payload,
+    read_comment,
 )
 from app.web.recent import Line
 from app.web.settings import Execution
@@ -298,7 +305,10 @@ class JobHandler:
 
     async def _run(self, job: JobRecord, answer: _Answer) -> str:
         if job.kind == "command":
-            return await self._command(job, CommandJob.from_json(job.request), answer)
+            command = await self._read_command(job)
+            if isinstance(command, str):
+                return command
+            return await self._command(job, command, answer)
         work = job_from_payload(_mapping(job.request["job"]))
         if job.kind == "scope-decision":
             author = Commenter.from_json(_mapping(job.request["author"]))
@@ -309,6 +319,21 @@ class JobHandler:
                     return await self._refuse(forge, job, decision, _comment_id(work))
             answer.marker = reply_marker(job.number, job, _comment_id(work))
         return await self._deliver(job, work)
+
+    async def _read_command(self, job: JobRecord) -> CommandJob | str:
+        """The job's command. A comment the edge queued unread is read here (`read_commands`,
+        under the trigger and slug the edge screened it with) and its command kept for the
+        record; one that holds no command line runs nothing: why, as the job's result."""
+        unread = UnreadComment.from_json(job.request)
+        if unread is None:
+            return CommandJob.from_json(job.request)
+        read = read_comment(unread, delivery=job.delivery_id)
+        if isinstance(read, Ignore):
+            return f"ignored: {read.reason}"
+        command, record = read
+        if record is not None:
+            await self.store.record_command(job.id, record)
+        return command
 
     async def _command(self, job: JobRecord, command: CommandJob, answer: _Answer) -> str:
         forge = self._forge(job)

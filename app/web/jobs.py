@@ -24,7 +24,9 @@ back from the host and checks its author there. GitHub allows at most 10 top-lev
 client_payload; every shape here has at most five.
 
 Before a command is a PairRequest it is a `CommandJob`: the comment, its author and either the
-parsed request or the problem to answer with usage — what the worker authorizes first.
+parsed request or the problem to answer with usage — what the worker authorizes first. A
+GitHub comment reaches the worker one step earlier, as an `UnreadComment`: the edge screened
+it (`screen_comment`) and the worker reads its command lines before anything else.
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from app.domain.intake.comment_commands import Command
+from app.domain.intake.intent import Comment, Ignore, NewComment, read_commands
 from app.domain.intake.pair_request import PAYLOAD_VERSION, CommentRef, PairRequest, PayloadError
+from app.store.base import CommandRecord
+from hosts.models import Author
 
 ScopeKind: Final = "scope-decision"
 HeadKind: Final = "head-moved"
@@ -52,6 +58,11 @@ class Commenter:
     def numeric_id(self) -> int | None:
         """The GitHub user id, or None where ids are not numbers (Azure DevOps GUIDs)."""
         return int(self.id) if self.id.isascii() and self.id.isdigit() else None
+
+    @classmethod
+    def of(cls, author: Author) -> Commenter:
+        """The host's author; one without a login is "ghost", as GitHub shows a deleted account."""
+        return cls(login=author.login or "ghost", id=author.id, is_bot=author.is_bot)
 
     def to_json(self) -> dict[str, Any]:
         return {"login": self.login, "id": self.id, "isBot": self.is_bot}
@@ -115,6 +126,98 @@ class CommandJob:
                 else None
             ),
         )
+
+
+def command_of(
+    intent: Comment, *, delivery: str, comment_id: str
+) -> tuple[CommandJob, CommandRecord | None]:
+    """A comment's first command line → the job the worker authorizes, and the record the
+    status pages list (None for a line that runs nothing: it is answered with its usage).
+    `comment_id` names the comment where the host gives it no id of its own."""
+    commenter = Commenter.of(intent.author)
+    first = intent.command
+    if not isinstance(first, Command):
+        problem = CommandProblem(first.message, first.usage, first.raw)
+        return CommandJob(intent.card, intent.comment, commenter, problem=problem), None
+    request = PairRequest.from_command(
+        intent.card, first, comment=intent.comment, delivery=delivery
+    )
+    record = CommandRecord(
+        verb=request.verb,
+        args=request.args,
+        author_id=commenter.id,
+        author_login=commenter.login,
+        comment_id=comment_id,
+        comment_url=intent.comment.url,
+    )
+    return CommandJob(intent.card, intent.comment, commenter, request=request), record
+
+
+@dataclass(frozen=True)
+class UnreadComment:
+    """A comment the App's edge queued as a `command` job without reading its command lines
+    (`app.domain.intake.intent.screen_comment` let it through): the worker reads it
+    (`read_commands`) under the `trigger` and `app_slug` it was screened with, so an App that
+    learns its slug meanwhile reads it as the edge did."""
+
+    comment: NewComment
+    trigger: str
+    app_slug: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        comment = self.comment
+        return {
+            "unread": {
+                "target": comment.target,
+                "number": comment.number,
+                "commentId": comment.comment_id,
+                "url": comment.url,
+                "body": comment.body,
+                "author": {
+                    "login": comment.author.login,
+                    "id": comment.author.id,
+                    "isBot": comment.author.is_bot,
+                },
+                "trigger": self.trigger,
+                "appSlug": self.app_slug,
+            }
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UnreadComment | None:
+        """The unread comment a job's request holds; None for a request read at the edge."""
+        unread = data.get("unread")
+        if unread is None:
+            return None
+        author = unread["author"]
+        slug = unread.get("appSlug")
+        return cls(
+            NewComment(
+                target="pull" if unread["target"] == "pull" else "card",
+                number=int(unread["number"]),
+                comment_id=str(unread["commentId"]),
+                url=str(unread.get("url") or ""),
+                body=str(unread["body"]),
+                author=Author(
+                    login=str(author["login"]),
+                    id=str(author["id"]),
+                    is_bot=bool(author.get("isBot", False)),
+                ),
+            ),
+            trigger=str(unread["trigger"]),
+            app_slug=str(slug) if slug is not None else None,
+        )
+
+
+def read_comment(
+    unread: UnreadComment, *, delivery: str
+) -> tuple[CommandJob, CommandRecord | None] | Ignore:
+    """The worker's reading of a comment queued unread: its first command line as a job and a
+    record (`command_of`), or why it runs nothing (no command line the grammar accepts)."""
+    intent = read_commands(unread.comment, unread.trigger, unread.app_slug)
+    if isinstance(intent, Ignore):
+        return intent
+    return command_of(intent, delivery=delivery, comment_id=unread.comment.comment_id)
 
 
 @dataclass(frozen=True)

@@ -470,3 +470,30 @@ def test_deliveries_written_together_each_keep_their_own_outcome(
     assert queued == [(n, None) for n in range(1, 9)] + [(20, "status")]
     # Which of the two deliveries of comment 20 came first is the race's; one queued it.
     assert sorted(s.split(" ", 1)[1] for s in statuses) == ["already-queued 0", "queued 1"]
+
+
+def test_a_command_read_by_the_worker_is_kept_once_and_pruned_with_its_job(
+    make_store: StoreFactory,
+) -> None:
+    """A GitHub comment is queued unread (no command); the worker's reading adds its record."""
+    clock = Clock(100.0)
+    status = CommandRecord("status", {}, "1", "octocat", "c", "https://x/c")
+    retry = CommandRecord("retry", {}, "1", "octocat", "c", "https://x/c")
+
+    async def body(store: Store) -> tuple[list[str | None], PrunedJobs, int]:
+        await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
+        [claimed] = await store.claim(1, clock())
+        verbs = [claimed.verb]
+        await store.record_command(claimed.id, status)
+        verbs.append((await store.job(claimed.id) or claimed).verb)
+        await store.record_command(claimed.id, retry)  # read again: kept as first read
+        verbs.append((await store.jobs())[0].verb)
+        await store.record_command(claimed.id + 1_000, status)  # no such job: nothing
+        await store.finish(claimed.id, "done", "ok")
+        clock.now = 500.0
+        pruned = await store.prune_jobs(before=200.0)
+        return verbs, pruned, len(await store.jobs())
+
+    verbs, pruned, left = run(make_store(clock=clock), body)
+    assert verbs == [None, "status", "status"]
+    assert (pruned, left) == (PrunedJobs(jobs=1, commands=1), 0)

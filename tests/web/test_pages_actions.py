@@ -26,6 +26,7 @@ from app.store.base import InstallationChange, JobRecord
 from app.store.sqlite import SqliteStore
 from app.web.app import create_app
 from app.web.events import route_github
+from app.web.jobs import UnreadComment, read_comment
 from app.web.pages.actions import Commands, command_job, offered, read_answer
 from app.web.pages.model import remote_card
 from app.web.pages.read import Local, LocalCard
@@ -191,14 +192,20 @@ def test_the_dashboards_job_is_the_comments_job_with_its_own_delivery() -> None:
     )
     same = ("kind", "source", "repo", "installation", "target", "number", "serial_key")
     assert [getattr(mine, f) for f in same] == [getattr(from_comment, f) for f in same]
-    assert mine.command is not None and from_comment.command is not None
+    # The comment's job is queued unread: what the worker reads in it (app.web.handling).
+    unread = UnreadComment.from_json(from_comment.request)
+    assert unread is not None
+    read = read_comment(unread, delivery="gh-1")
+    assert isinstance(read, tuple)
+    their_job, their_record = read
+    assert mine.command is not None and their_record is not None
     assert (mine.command.verb, mine.command.author_login) == ("approve", "octocat")
-    theirs, ours = from_comment.request["request"], mine.request["request"]
+    theirs, ours = their_job.to_json()["request"], mine.request["request"]
     assert ours["command"] == theirs["command"] and ours["card"] == theirs["card"]
     assert ours["delivery"] == "dashboard-1" and ours["comment"]["authorLogin"] == "octocat"
     # The person's GitHub id, as the comment carries its commenter's: the allowlist names ids.
     assert ours["comment"]["authorId"] == theirs["comment"]["authorId"]
-    assert mine.command.author_id == from_comment.command.author_id
+    assert mine.command.author_id == their_record.author_id
     assert mine.dedupe_key != from_comment.dedupe_key
 
 

@@ -8,11 +8,13 @@ import pytest
 
 from app.domain.intake.answers import usage_reply
 from app.domain.intake.comment_commands import CommandError
+from app.domain.intake.intent import Ignore
 from app.domain.intake.pair_request import PairRequest, PayloadError
 from app.errors import BatchLockedError, ConfigError
 from app.web.events import (
     GITHUB_ROUTES,
     Policy,
+    Routed,
     html_to_text,
     route_azure,
     route_github,
@@ -23,7 +25,9 @@ from app.web.jobs import (
     CommandJob,
     HeadMovedJob,
     ScopeDecisionJob,
+    UnreadComment,
     job_from_payload,
+    read_comment,
 )
 from hosts.errors import HostUnavailable, NotFound, RateLimited
 from hosts.git import GitError
@@ -41,10 +45,21 @@ def comment(body: str, **user: Any) -> dict[str, Any]:
     return payload
 
 
+def worker_reading(routed: Routed) -> CommandJob | Ignore:
+    """What the worker reads in the one job the edge queued for a comment (app.web.handling)."""
+    [job] = routed.jobs
+    unread = UnreadComment.from_json(job.request)
+    assert unread is not None and unread.comment == routed.unread
+    read = read_comment(unread, delivery="d")
+    return read if isinstance(read, Ignore) else read[0]
+
+
 def test_app_slug_addressing_reaches_the_same_grammar() -> None:
     routed = route_github("issue_comment", "created", comment("@pairbot[bot] status"), POLICY, "d")
     [job] = routed.jobs
-    request = CommandJob.from_json(job.request).request
+    command = worker_reading(routed)
+    assert isinstance(command, CommandJob)
+    request = command.request
     assert request is not None and request.verb == "status"
     assert job.dedupe_key == "github:Codertocat/Hello-World:comment:492700400"
     assert job.serial_key == "github:Codertocat/Hello-World#1"
@@ -53,16 +68,25 @@ def test_app_slug_addressing_reaches_the_same_grammar() -> None:
 
 def test_only_the_first_command_of_a_comment_counts() -> None:
     body = "/pair frobnicate\n/pair implement"
-    [job] = route_github("issue_comment", "created", comment(body), POLICY, "d").jobs
-    command = CommandJob.from_json(job.request)
+    command = worker_reading(route_github("issue_comment", "created", comment(body), POLICY, "d"))
+    assert isinstance(command, CommandJob)
     assert command.request is None and command.problem is not None
     assert "frobnicate" in command.problem.message
 
 
-def test_commands_in_code_quotes_and_hidden_text_never_route() -> None:
+def test_commands_in_code_quotes_and_hidden_text_never_run() -> None:
+    # The edge's screen sees the trigger and queues the comment; the worker reads no command.
     for body in ("```\n/pair implement\n```", "> /pair implement", "<!-- /pair implement -->"):
         routed = route_github("issue_comment", "created", comment(body), POLICY, "d")
-        assert routed.jobs == () and not routed.silent
+        reading = worker_reading(routed)
+        assert isinstance(reading, Ignore), body
+        assert reading.reason == "the comment on issue #1 holds no command for pairbot"
+
+
+def test_a_comment_that_addresses_no_one_is_ignored_at_the_edge_and_written_nowhere() -> None:
+    routed = route_github("issue_comment", "created", comment("Thanks, pair later?"), POLICY, "d")
+    assert routed.jobs == () and routed.unread is None and not routed.silent
+    assert routed.reason == "the comment on issue #1 holds no command for pairbot"
 
 
 def test_own_comments_are_recognised_by_app_id_or_login() -> None:

@@ -219,6 +219,16 @@ def parse_commands(
     return _parse_addressed(body, trigger, start, addressed)
 
 
+def addresses_pairbot(
+    body: str, *, trigger: str = DEFAULT_TRIGGER, app_slug: str | None = None
+) -> bool:
+    """False only when `parse_commands(body, ...)` is certainly []: its cheap pre-check
+    (`may_be_addressed`), which the App's edge runs before it queues a comment for its worker
+    to read in full. Raises ValueError like `parse_commands`."""
+    _command_start(trigger, app_slug)  # it checks the trigger and the slug
+    return may_be_addressed(body, _addressed(trigger, app_slug))
+
+
 def may_be_addressed(body: str, addressed: re.Pattern[str]) -> bool:
     """False only for a comment no reading can find a command in: `parse_commands` is then [].
 

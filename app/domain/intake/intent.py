@@ -66,6 +66,7 @@ from app.domain.intake.comment_commands import (
     DEFAULT_TRIGGER,
     Command,
     CommandError,
+    addresses_pairbot,
 )
 from app.domain.intake.comment_commands import parse_commands as _parse_commands
 from app.domain.intake.pair_request import (
@@ -98,6 +99,9 @@ __all__ = [
     "comment_intent",
     "intake",
     "positive_reason",
+    "read_commands",
+    "read_issue_comment",
+    "screen_comment",
 ]
 
 # The branches pairbot pushes (`pair/<batch>[/<group>]`, `pair/card-<n>`).
@@ -307,7 +311,24 @@ def comment_intent(
     """A new comment by someone other than pairbot → a command, a scope decision, or nothing.
 
     Shared by every host's comment (GitHub issue comments here, Azure DevOps PR and work-item
-    comments in `app.web.events`); the caller has already dropped pairbot's own.
+    comments in `app.web.events`); the caller has already dropped pairbot's own. It is
+    `screen_comment`, then, for a comment that may hold a command, `read_commands`.
+    """
+    screened = screen_comment(comment, policy)
+    if screened is not None:
+        return screened
+    return read_commands(comment, policy.trigger, policy.app_slug)
+
+
+def screen_comment(
+    comment: NewComment, policy: Policy
+) -> ScopeDecision | Ignore | Malformed | None:
+    """Everything `comment_intent` decides before the command grammar: a wrong number, a body
+    over the cap, a scope decision, a bot, and a comment that addresses no one (the grammar's
+    own cheap pre-check). None: it may hold a command, and `read_commands` says which.
+
+    The App's edge stops here and queues the comment for its worker to read (app.web.events):
+    the grammar is the costly part, and nothing it decides needs to come before the answer.
     """
     author, number = comment.author, comment.number
     kind = "pull request" if comment.target == "pull" else "issue"
@@ -327,9 +348,18 @@ def comment_intent(
         return Ignore(f"comment by bot {author.login!r}, which is not on the allowlist", True)
     if decision:
         return ScopeDecision(number, comment.comment_id, author)
-    results = _parse_commands(comment.body, trigger=policy.trigger, app_slug=policy.app_slug)
+    if not addresses_pairbot(comment.body, trigger=policy.trigger, app_slug=policy.app_slug):
+        return _no_command(comment)
+    return None
+
+
+def read_commands(comment: NewComment, trigger: str, app_slug: str | None) -> Comment | Ignore:
+    """The command lines of a comment `screen_comment` let through, read with the grammar
+    (`parse_commands`) under the trigger and App slug it was screened with."""
+    results = _parse_commands(comment.body, trigger=trigger, app_slug=app_slug)
     if not results:
-        return Ignore(f"the comment on {where} holds no command for pairbot")
+        return _no_command(comment)
+    author = comment.author
     ref = CommentRef(
         id=comment.comment_id,
         author_login=author.login,
@@ -337,10 +367,24 @@ def comment_intent(
         url=comment.url,
         on_pull=comment.target == "pull",
     )
-    return Comment(number, ref, results[0], author, tuple(results[1:]))
+    return Comment(comment.number, ref, results[0], author, tuple(results[1:]))
+
+
+def _no_command(comment: NewComment) -> Ignore:
+    kind = "pull request" if comment.target == "pull" else "issue"
+    return Ignore(f"the comment on {kind} #{comment.number} holds no command for pairbot")
 
 
 def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Intent:
+    new = read_issue_comment(payload, action, policy)
+    return comment_intent(new, policy) if isinstance(new, NewComment) else new
+
+
+def read_issue_comment(
+    payload: Payload, action: str | None, policy: Policy
+) -> NewComment | Ignore | Malformed:
+    """An `issue_comment` delivery → the new comment it carries, host-neutral; or nothing to
+    do (pairbot's own comment, an edit or a deletion), or the field it lacks."""
     comment = payload.get("comment")
     if not _is_mapping(comment):
         return Malformed("issue_comment: comment must be an object")
@@ -369,7 +413,7 @@ def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Inte
         if problem is not None:
             return Malformed(problem)
     number, comment_id = int(issue["number"]), int(comment["id"])
-    new = NewComment(
+    return NewComment(
         target="pull" if _is_mapping(issue.get("pull_request")) else "card",
         number=number,
         comment_id=str(comment_id),
@@ -377,7 +421,6 @@ def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Inte
         body=body,
         author=Author(login=login, id=str(user_id), is_bot=user.get("type") == "Bot"),
     )
-    return comment_intent(new, policy)
 
 
 def _pull_request(payload: Payload, action: str | None, policy: Policy) -> Intent:

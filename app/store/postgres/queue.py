@@ -87,6 +87,12 @@ CLAIM_EXPIRING = f"""
           AND NOT (owner = %(owner)s AND id = ANY(%(fin_id)s::bigint[]))
     ), {_FINISHED}, {_CLAIM_PICK}
 """  # noqa: S608 - constant SQL
+# A command job's command, once the worker has read it; once per job (a retry writes nothing).
+RECORD_COMMAND = (
+    "INSERT INTO commands (job_id, repo, number, verb, args, author_id, author_login, "
+    "comment_id, comment_url) SELECT id, repo, number, %s, %s, %s, %s, %s, %s FROM jobs "
+    "WHERE id = %s ON CONFLICT (job_id) DO NOTHING"
+)
 SELECT_JOBS = (
     f"SELECT {_JOB_COLUMNS}, c.verb FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
 )

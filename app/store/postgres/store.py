@@ -46,6 +46,7 @@ from typing import Literal, TypeVar
 import psycopg
 
 from app.store.base import (
+    CommandRecord,
     DeliveryRecord,
     InstallationChange,
     InstallationRecord,
@@ -68,6 +69,7 @@ from app.store.postgres.queue import (
     CLAIM_EXPIRING,
     DB_NOW,
     EXPIRE,
+    RECORD_COMMAND,
     SELECT_JOBS,
     UPDATE,
     Update,
@@ -84,6 +86,7 @@ from app.store.rows import (
     job_counts,
     job_record,
     json_text,
+    record_values,
 )
 from app.store.urls import redact_url
 
@@ -437,6 +440,12 @@ class PostgresStore:
         await self._bookkeeping().submit(
             Update(job_id, self._clock(), "queued", result=result, not_before=not_before)
         )
+
+    async def record_command(self, job_id: int, record: CommandRecord) -> None:
+        # A statement of its own (one round trip per command job the worker reads): like the
+        # stages, not durable; a job undone by a crash reads its comment and writes it again.
+        async with self._worker_pool().connection() as conn:
+            await conn.execute(RECORD_COMMAND, (*record_values(record), job_id))
 
     def _bookkeeping(self) -> Batcher[Update, None]:
         if self._updates is None:

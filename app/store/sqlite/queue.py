@@ -43,6 +43,12 @@ _JOB_COLUMNS = """
     j.request, j.state, j.stage, j.attempts, j.not_before, j.result, j.created_at,
     j.updated_at, c.verb
 """
+# A command job's command, once the worker has read it; once per job (a retry writes nothing).
+RECORD_COMMAND = (
+    "INSERT INTO commands (job_id, repo, number, verb, args, author_id, author_login, "
+    "comment_id, comment_url) SELECT ?, repo, number, ?, ?, ?, ?, ?, ? FROM jobs WHERE id = ? "
+    "ON CONFLICT (job_id) DO NOTHING"
+)
 SELECT_JOBS = f"SELECT {_JOB_COLUMNS} FROM jobs AS j LEFT JOIN commands AS c ON c.job_id = j.id"  # noqa: S608 - constant SQL
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.store.base import (
+    CommandRecord,
     DeliveryRecord,
     InstallationChange,
     InstallationRecord,
@@ -46,10 +47,17 @@ from app.store.base import (
     NewJob,
     PrunedJobs,
 )
-from app.store.rows import delivery_record, installation_record, job_counts, job_record
+from app.store.rows import (
+    delivery_record,
+    installation_record,
+    job_counts,
+    job_record,
+    record_values,
+)
 from app.store.sqlite.connection import SqliteConnection, write
 from app.store.sqlite.deliveries import BatchFailed, Enqueue, enqueue_all, enqueue_each
 from app.store.sqlite.queue import (
+    RECORD_COMMAND,
     SELECT_JOBS,
     Update,
     claim_jobs,
@@ -189,16 +197,23 @@ class SqliteStore:
             job_id, "state = 'queued', not_before = ?, result = ?", (not_before, result)
         )
 
+    async def record_command(self, job_id: int, record: CommandRecord) -> None:
+        # Bookkeeping like a stage: its job runs again if a power cut undoes it, and writes it
+        # again then.
+        await self._write(RECORD_COMMAND, (job_id, *record_values(record), job_id))
+
     async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
-        """One job's bookkeeping, committed with every other update made in the same turn of
-        the event loop (`_apply_updates`): the worker's jobs run side by side and reach their
-        stage and their outcome together, so one transaction serves them all."""
-        loop = asyncio.get_running_loop()
-        update = Update(
+        await self._write(
             f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
             (*values, self._clock(), job_id),
-            loop.create_future(),
         )
+
+    async def _write(self, sql: str, values: tuple[Any, ...]) -> None:
+        """One statement of the worker's bookkeeping, committed with every other one made in
+        the same turn of the event loop (`_apply_updates`): the worker's jobs run side by side
+        and reach their stage and their outcome together, so one transaction serves them all."""
+        loop = asyncio.get_running_loop()
+        update = Update(sql, values, loop.create_future())
         self._updates.append(update)
         updater = self._updater
         if updater is None or updater.done() or updater.get_loop() is not loop:

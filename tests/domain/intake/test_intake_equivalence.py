@@ -3,8 +3,9 @@
 Each case goes through both surfaces' real adapters, not just the shared core:
 
 - the App: `app.web.events.route_github(event, action, payload, policy, delivery)`, as the
-  webhook edge calls it; its reading is `Routed.intent`, its reply to a command job is
-  `app.web.handling.command_answer` on the job it queued (`CommandJob.from_json`);
+  webhook edge calls it; its reading is `Routed.intent`, or for a comment it queued unread
+  the worker's (`read_commands` on the job's `UnreadComment`), its reply to a command job is
+  `app.web.handling.command_answer` on the job the worker builds (`command_of`);
 - the Action: `ActionContext.from_env` over an Actions environment whose `GITHUB_EVENT_PATH`
   holds the payload, `ctx.read_event()`, `action.event.classify(..., policy_of(ctx))`; its reply
   is `action.comments.comment_answer`.
@@ -30,10 +31,10 @@ from action.context import ActionContext
 from action.event import MalformedEventError, classify, policy_of
 from app.domain.intake.answers import Reply
 from app.domain.intake.authors import decide
-from app.domain.intake.intent import Comment, Intent, Malformed, Policy
+from app.domain.intake.intent import Comment, Intent, Malformed, Policy, read_commands
 from app.web.events import route_github
 from app.web.handling import command_answer
-from app.web.jobs import CommandJob
+from app.web.jobs import UnreadComment, command_of
 from hosts.models import Author
 
 WEBHOOKS: Final = Path(__file__).resolve().parents[2] / "fixtures" / "github-webhooks"
@@ -232,11 +233,19 @@ def action_context(tmp_path: Path, event: str, payload: dict[str, Any]) -> Actio
 
 
 def app_reading(event: str, payload: dict[str, Any]) -> tuple[Intent | None, Any]:
+    """The edge's reading; for a comment it queued unread, the worker's (`read_commands` on
+    the job's `UnreadComment`, as app.web.handling reads it)."""
     action = payload.get("action")
     routed = route_github(
         event, action if isinstance(action, str) else None, payload, APP_POLICY, "delivery-1"
     )
-    return routed.intent, routed
+    if routed.unread is None:
+        return routed.intent, routed
+    [job] = routed.jobs
+    unread = UnreadComment.from_json(job.request)
+    assert unread is not None
+    assert unread.comment == routed.unread
+    return read_commands(unread.comment, unread.trigger, unread.app_slug), routed
 
 
 def action_reading(ctx: ActionContext) -> Intent | str:
@@ -246,9 +255,9 @@ def action_reading(ctx: ActionContext) -> Intent | str:
         return str(err)
 
 
-def app_reply(routed: Any, permission: str) -> Reply | None:
+def app_reply(intent: Comment, routed: Any, permission: str) -> Reply | None:
     [job] = routed.jobs
-    command = CommandJob.from_json(job.request)
+    command, _ = command_of(intent, delivery="delivery-1", comment_id=intent.comment.id)
     author = Author(command.author.login, command.author.id, command.author.is_bot)
     decision = decide(author, permission, APP_POLICY.allowlist)
     return command_answer(
@@ -289,7 +298,7 @@ def test_both_surfaces_read_the_same_intent_and_give_the_same_reply(
         return
     assert isinstance(action_intent, Comment)
     for permission in ("write", "read"):
-        from_app = app_reply(routed, permission)
+        from_app = app_reply(app_intent, routed, permission)
         from_action = action_reply(action_intent, ctx, permission)
         assert from_app == from_action, permission
         if from_app is not None:
