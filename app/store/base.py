@@ -158,8 +158,9 @@ class Store(Protocol):
         """Mark up to `limit` runnable jobs running (one per serial key, oldest first)."""
         ...
 
-    async def advance(self, job_id: int, stage: str) -> None:
-        """Record how far a running job got."""
+    async def advance(self, job_id: int, stage: str, command: CommandRecord | None = None) -> None:
+        """Record how far a running job got; with `command`, keep it as `record_command`
+        would, in the same write."""
         ...
 
     async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:

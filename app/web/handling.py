@@ -4,7 +4,8 @@ A `command` job, in order:
 
     read           a GitHub comment comes unread (app.web.jobs.UnreadComment: the edge only
                    screened it): its command lines are read now (`read_commands`, the intake's
-                   grammar) and its command kept for the record (`Store.record_command`); one
+                   grammar), and its command is kept for the record with the "dispatching"
+                   stage (`Store.advance`), or alone when it is answered instead of run; one
                    that holds none is done, "ignored", without a word on the host
     authorize      the author (app.domain.intake.authors.decide; the permission comes from the
                    collaborator-permission API, cached briefly) — a refused human gets ONE
@@ -60,7 +61,7 @@ from app.domain.intake.intent import Ignore
 from app.domain.intake.pair_request import PairRequest
 from app.errors import BatchLockedError, CommandNotRun, PairbotError, UserError
 from app.failures import explain
-from app.store.base import JobRecord, Store
+from app.store.base import CommandRecord, JobRecord, Store
 from app.web.events import GITHUB, Policy
 from app.web.forge import Forge, Forges
 from app.web.jobs import (
@@ -305,10 +306,10 @@ class JobHandler:
 
     async def _run(self, job: JobRecord, answer: _Answer) -> str:
         if job.kind == "command":
-            command = await self._read_command(job)
-            if isinstance(command, str):
-                return command
-            return await self._command(job, command, answer)
+            read = _read_command(job)
+            if isinstance(read, str):
+                return read
+            return await self._command(job, *read, answer)
         work = job_from_payload(_mapping(job.request["job"]))
         if job.kind == "scope-decision":
             author = Commenter.from_json(_mapping(job.request["author"]))
@@ -320,22 +321,11 @@ class JobHandler:
             answer.marker = reply_marker(job.number, job, _comment_id(work))
         return await self._deliver(job, work)
 
-    async def _read_command(self, job: JobRecord) -> CommandJob | str:
-        """The job's command. A comment the edge queued unread is read here (`read_commands`,
-        under the trigger and slug the edge screened it with) and its command kept for the
-        record; one that holds no command line runs nothing: why, as the job's result."""
-        unread = UnreadComment.from_json(job.request)
-        if unread is None:
-            return CommandJob.from_json(job.request)
-        read = read_comment(unread, delivery=job.delivery_id)
-        if isinstance(read, Ignore):
-            return f"ignored: {read.reason}"
-        command, record = read
-        if record is not None:
-            await self.store.record_command(job.id, record)
-        return command
-
-    async def _command(self, job: JobRecord, command: CommandJob, answer: _Answer) -> str:
+    async def _command(
+        self, job: JobRecord, command: CommandJob, record: CommandRecord | None, answer: _Answer
+    ) -> str:
+        """`record`: the command the worker read in an unread comment, kept with the job's
+        stage when it is dispatched, or on its own when it is answered instead."""
         forge = self._forge(job)
         target = Target("pull" if command.comment.on_pull else "card", job.number)
         if job.stage != "dispatching":
@@ -347,6 +337,8 @@ class JobHandler:
                 fallback=_fallback(job),
                 trigger=self.policy().trigger,
             )
+            if record is not None and (reply is not None or not decision.allowed):
+                await self.store.record_command(job.id, record)  # answered, not run
             if reply is not None:
                 await forge.upsert_comment(target, reply.marker, reply.text)
                 if reply.kind == "refusal":
@@ -374,7 +366,7 @@ class JobHandler:
             if on_card:
                 body = tracking_body(request, self.policy().trigger, self._where(job))
                 await forge.upsert_comment(target, make_marker("tracking", job.number), body)
-        return await self._deliver(job, request)
+        return await self._deliver(job, request, record)
 
     async def _authorize(self, forge: Forge, job: JobRecord, commenter: Commenter) -> Decision:
         # pairbot's own events never reach a job: the intake drops them (app.domain.intake.intent).
@@ -421,7 +413,7 @@ class JobHandler:
             return "GitHub Actions (repository_dispatch `pair`)"
         return "pairbot's worker"
 
-    async def _deliver(self, job: JobRecord, work: Job) -> str:
+    async def _deliver(self, job: JobRecord, work: Job, record: CommandRecord | None = None) -> str:
         if job.stage == "dispatching":
             # A retry, or a process that died mid-dispatch: send again (at least once).
             log.info(
@@ -431,7 +423,7 @@ class JobHandler:
                 job.delivery_id,
             )
         else:
-            await self.store.advance(job.id, "dispatching")
+            await self.store.advance(job.id, "dispatching", record)
         if job.source == GITHUB and self.execution == "actions":
             await self._forge(job).dispatch(dispatch_payload(work))
             return "dispatched to GitHub Actions"
@@ -439,6 +431,20 @@ class JobHandler:
             raise PairbotError("execution: worker needs an executor, and none is configured")
         await self.executor(work, job.repo, job.installation)
         return "executed by the worker"
+
+
+def _read_command(job: JobRecord) -> tuple[CommandJob, CommandRecord | None] | str:
+    """A command job's command, and the record the worker keeps for it. A comment the edge
+    queued unread is read here (`read_comment`, under the trigger and slug the edge screened
+    it with); one that holds no command line runs nothing: why, as the job's result. A job
+    built read (the card page's buttons, Azure DevOps) had its record kept when queued."""
+    unread = UnreadComment.from_json(job.request)
+    if unread is None:
+        return CommandJob.from_json(job.request), None
+    read = read_comment(unread, delivery=job.delivery_id)
+    if isinstance(read, Ignore):
+        return f"ignored: {read.reason}"
+    return read
 
 
 @dataclass

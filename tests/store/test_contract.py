@@ -497,3 +497,23 @@ def test_a_command_read_by_the_worker_is_kept_once_and_pruned_with_its_job(
     verbs, pruned, left = run(make_store(clock=clock), body)
     assert verbs == [None, "status", "status"]
     assert (pruned, left) == (PrunedJobs(jobs=1, commands=1), 0)
+
+
+def test_a_command_kept_with_its_stage_is_written_in_the_same_step(
+    make_store: StoreFactory,
+) -> None:
+    """`advance(..., command)`: the stage and the command, as the worker dispatches a comment
+    it read; again (a retried dispatch) changes neither."""
+    clock = Clock(100.0)
+    status = CommandRecord("status", {}, "1", "octocat", "c", "https://x/c")
+    retry = CommandRecord("retry", {}, "1", "octocat", "c", "https://x/c")
+
+    async def body(store: Store) -> list[tuple[str, str | None]]:
+        await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1), job(2)])
+        first, second = sorted(await store.claim(2, clock()), key=lambda j: j.number)
+        await store.advance(first.id, "dispatching", status)
+        await store.advance(second.id, "dispatching")
+        await store.advance(first.id, "dispatching", retry)
+        return [(j.stage, j.verb) for j in sorted(await store.jobs(), key=lambda j: j.number)]
+
+    assert run(make_store(clock=clock), body) == [("dispatching", "status"), ("dispatching", None)]

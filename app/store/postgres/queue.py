@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import DictRow
 
-from app.store.base import JobRecord
-from app.store.rows import job_record
+from app.store.base import CommandRecord, JobRecord
+from app.store.rows import job_record, record_values
 
 DB_NOW = "extract(epoch FROM clock_timestamp())"
 # Running jobs whose replica stopped renewing their lease go back to the queue.
@@ -108,6 +108,21 @@ class Update:
     stage: str | None = None
     result: str | None = None
     not_before: float | None = None
+    command: CommandRecord | None = None  # kept with the stage (`Store.advance`)
+
+    def row(self, owner: str) -> tuple[object, ...]:
+        """The update as one row of `UPDATE`'s arrays."""
+        kept = record_values(self.command) if self.command is not None else (None,) * 6
+        return (
+            self.job_id,
+            self.stamp,
+            self.state,
+            self.stage,
+            self.result,
+            self.not_before,
+            owner,
+            *kept,
+        )
 
 
 # However many jobs' updates, as arrays: ONE statement text, prepared once per connection and
@@ -117,14 +132,22 @@ class Update:
 # the running-jobs index by owner instead (and every dead entry left there since the last
 # vacuum).
 UPDATE = (
+    "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], "
+    "%s::text[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner, verb, "
+    "args, author_id, author_login, comment_id, comment_url)), "
+    # A command read by the worker, kept in the statement that records its stage.
+    "kept AS (INSERT INTO commands (job_id, repo, number, verb, args, author_id, "
+    "author_login, comment_id, comment_url) SELECT jobs.id, jobs.repo, jobs.number, v.verb, "
+    "v.args, v.author_id, v.author_login, v.comment_id, v.comment_url FROM v JOIN jobs "
+    "ON jobs.id = v.id WHERE v.verb IS NOT NULL ON CONFLICT (job_id) DO NOTHING) "
     "UPDATE jobs SET state = coalesce(v.state, jobs.state), "
     "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
     "not_before = coalesce(v.not_before, jobs.not_before), "
     "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, updated_at = v.stamp "
-    "FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], %s::text[], "
-    "%s::float8[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner) "
-    "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
+    "FROM v WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
 )
+UPDATE_WIDTH = 13
 
 
 def finishing(updates: Sequence[Update]) -> dict[str, list[object]]:

@@ -40,7 +40,6 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import astuple
 from typing import Literal, TypeVar
 
 import psycopg
@@ -72,6 +71,7 @@ from app.store.postgres.queue import (
     RECORD_COMMAND,
     SELECT_JOBS,
     UPDATE,
+    UPDATE_WIDTH,
     Update,
     finishing,
     same_job,
@@ -391,8 +391,10 @@ class PostgresStore:
             self._defer(outcomes)
             raise
 
-    async def advance(self, job_id: int, stage: str) -> None:
-        await self._bookkeeping().submit(Update(job_id, self._clock(), stage=stage))
+    async def advance(self, job_id: int, stage: str, command: CommandRecord | None = None) -> None:
+        await self._bookkeeping().submit(
+            Update(job_id, self._clock(), stage=stage, command=command)
+        )
 
     async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:
         """Recorded with the worker's next claim, its next statement: the job's slot is taken
@@ -442,7 +444,8 @@ class PostgresStore:
         )
 
     async def record_command(self, job_id: int, record: CommandRecord) -> None:
-        # A statement of its own (one round trip per command job the worker reads): like the
+        # A statement of its own, for a command answered instead of run (a refusal, a usage):
+        # one that runs is kept with its stage (`advance`), in the same round trip. Like the
         # stages, not durable; a job undone by a crash reads its comment and writes it again.
         async with self._worker_pool().connection() as conn:
             await conn.execute(RECORD_COMMAND, (*record_values(record), job_id))
@@ -455,7 +458,7 @@ class PostgresStore:
     async def _write_updates(self, updates: Sequence[Update]) -> list[None]:
         """The running jobs' stages and outcomes, however many, in one statement. Only while
         this replica holds a job: one whose lease ran out is another's now."""
-        arrays = columns([(*astuple(update), self.owner) for update in updates], 7)
+        arrays = columns([update.row(self.owner) for update in updates], UPDATE_WIDTH)
         async with self._worker_pool().connection() as conn:
             await conn.execute(UPDATE, arrays)
         return [None] * len(updates)

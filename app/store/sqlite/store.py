@@ -186,8 +186,14 @@ class SqliteStore:
             functools.partial(claim_jobs, now=now, limit=limit, stamp=self._clock())
         )
 
-    async def advance(self, job_id: int, stage: str) -> None:
-        await self._update(job_id, "stage = ?", (stage,))
+    async def advance(self, job_id: int, stage: str, command: CommandRecord | None = None) -> None:
+        stage_written = self._queue(*_update_sql(job_id, "stage = ?", (stage,), self._clock()))
+        if command is None:
+            await stage_written
+            return
+        # Queued in the same turn of the loop: one transaction holds both.
+        kept = self._queue(RECORD_COMMAND, (job_id, *record_values(command), job_id))
+        await asyncio.gather(stage_written, kept)
 
     async def finish(self, job_id: int, state: Literal["done", "failed"], result: str) -> None:
         await self._update(job_id, "state = ?, result = ?", (state, result))
@@ -200,16 +206,13 @@ class SqliteStore:
     async def record_command(self, job_id: int, record: CommandRecord) -> None:
         # Bookkeeping like a stage: its job runs again if a power cut undoes it, and writes it
         # again then.
-        await self._write(RECORD_COMMAND, (job_id, *record_values(record), job_id))
+        await self._queue(RECORD_COMMAND, (job_id, *record_values(record), job_id))
 
     async def _update(self, job_id: int, assignments: str, values: tuple[Any, ...]) -> None:
-        await self._write(
-            f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
-            (*values, self._clock(), job_id),
-        )
+        await self._queue(*_update_sql(job_id, assignments, values, self._clock()))
 
-    async def _write(self, sql: str, values: tuple[Any, ...]) -> None:
-        """One statement of the worker's bookkeeping, committed with every other one made in
+    def _queue(self, sql: str, values: tuple[Any, ...]) -> asyncio.Future[None]:
+        """One statement of the worker's bookkeeping, committed with every other one queued in
         the same turn of the event loop (`_apply_updates`): the worker's jobs run side by side
         and reach their stage and their outcome together, so one transaction serves them all."""
         loop = asyncio.get_running_loop()
@@ -218,7 +221,7 @@ class SqliteStore:
         updater = self._updater
         if updater is None or updater.done() or updater.get_loop() is not loop:
             self._updater = loop.create_task(self._apply_updates(), name="pairbot-store-updates")
-        await update.future
+        return update.future
 
     async def _apply_updates(self) -> None:
         while self._updates:
@@ -352,3 +355,13 @@ class SqliteStore:
             commands = conn.executemany("DELETE FROM commands WHERE job_id = ?", doomed).rowcount
             jobs = conn.executemany("DELETE FROM jobs WHERE id = ?", doomed).rowcount
             return jobs, commands, last
+
+
+def _update_sql(
+    job_id: int, assignments: str, values: tuple[Any, ...], now: float
+) -> tuple[str, tuple[Any, ...]]:
+    """A job's bookkeeping `UPDATE` and its values (`assignments`: constant SQL)."""
+    return (
+        f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
+        (*values, now, job_id),
+    )
