@@ -110,19 +110,13 @@ class Update:
     not_before: float | None = None
     command: CommandRecord | None = None  # kept with the stage (`Store.advance`)
 
-    def row(self, owner: str) -> tuple[object, ...]:
-        """The update as one row of `UPDATE`'s arrays."""
+    def row(self, owner: str, *, keeping: bool) -> tuple[object, ...]:
+        """The update as one row of the arrays of `UPDATE`, or of `UPDATE_KEEPING`."""
+        row = (self.job_id, self.stamp, self.state, self.stage, self.result, self.not_before, owner)
+        if not keeping:
+            return row
         kept = record_values(self.command) if self.command is not None else (None,) * 6
-        return (
-            self.job_id,
-            self.stamp,
-            self.state,
-            self.stage,
-            self.result,
-            self.not_before,
-            owner,
-            *kept,
-        )
+        return (*row, *kept)
 
 
 # However many jobs' updates, as arrays: ONE statement text, prepared once per connection and
@@ -131,23 +125,35 @@ class Update:
 # job is found by its primary key: the owner is compared row by row, so the plan cannot walk
 # the running-jobs index by owner instead (and every dead entry left there since the last
 # vacuum).
-UPDATE = (
-    "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], "
-    "%s::text[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner, verb, "
-    "args, author_id, author_login, comment_id, comment_url)), "
-    # A command read by the worker, kept in the statement that records its stage.
-    "kept AS (INSERT INTO commands (job_id, repo, number, verb, args, author_id, "
-    "author_login, comment_id, comment_url) SELECT jobs.id, jobs.repo, jobs.number, v.verb, "
-    "v.args, v.author_id, v.author_login, v.comment_id, v.comment_url FROM v JOIN jobs "
-    "ON jobs.id = v.id WHERE v.verb IS NOT NULL ON CONFLICT (job_id) DO NOTHING) "
+_SET = (
     "UPDATE jobs SET state = coalesce(v.state, jobs.state), "
     "stage = coalesce(v.stage, jobs.stage), result = coalesce(v.result, jobs.result), "
     "not_before = coalesce(v.not_before, jobs.not_before), "
     "owner = CASE WHEN v.state = 'queued' THEN '' ELSE jobs.owner END, updated_at = v.stamp "
-    "FROM v WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
 )
-UPDATE_WIDTH = 13
+_WHERE = "WHERE jobs.id = v.id AND jobs.state = 'running' AND jobs.owner = v.owner"
+UPDATE = (
+    f"{_SET}FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[], %s::text[], "
+    f"%s::float8[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner) "
+    f"{_WHERE}"
+)
+UPDATE_WIDTH = 7
+# The same for a batch that keeps a command the worker read (`Store.advance`): the command's
+# row is inserted by the statement that records its stage. A batch without one sends `UPDATE`,
+# which costs less.
+UPDATE_KEEPING = (
+    "WITH v AS (SELECT * FROM unnest("  # noqa: S608 - constant SQL
+    "%s::bigint[], %s::float8[], %s::text[], %s::text[], "
+    "%s::text[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[]) AS v (id, stamp, state, stage, result, not_before, owner, verb, "
+    "args, author_id, author_login, comment_id, comment_url)), "
+    "kept AS (INSERT INTO commands (job_id, repo, number, verb, args, author_id, "
+    "author_login, comment_id, comment_url) SELECT jobs.id, jobs.repo, jobs.number, v.verb, "
+    "v.args, v.author_id, v.author_login, v.comment_id, v.comment_url FROM v JOIN jobs "
+    "ON jobs.id = v.id WHERE v.verb IS NOT NULL ON CONFLICT (job_id) DO NOTHING) "
+    f"{_SET}FROM v {_WHERE}"
+)
+UPDATE_KEEPING_WIDTH = 13
 
 
 def finishing(updates: Sequence[Update]) -> dict[str, list[object]]:

@@ -71,6 +71,8 @@ from app.store.postgres.queue import (
     RECORD_COMMAND,
     SELECT_JOBS,
     UPDATE,
+    UPDATE_KEEPING,
+    UPDATE_KEEPING_WIDTH,
     UPDATE_WIDTH,
     Update,
     finishing,
@@ -458,9 +460,13 @@ class PostgresStore:
     async def _write_updates(self, updates: Sequence[Update]) -> list[None]:
         """The running jobs' stages and outcomes, however many, in one statement. Only while
         this replica holds a job: one whose lease ran out is another's now."""
-        arrays = columns([update.row(self.owner) for update in updates], UPDATE_WIDTH)
+        keeping = any(update.command is not None for update in updates)
+        rows = [update.row(self.owner, keeping=keeping) for update in updates]
+        statement, width = (
+            (UPDATE_KEEPING, UPDATE_KEEPING_WIDTH) if keeping else (UPDATE, UPDATE_WIDTH)
+        )
         async with self._worker_pool().connection() as conn:
-            await conn.execute(UPDATE, arrays)
+            await conn.execute(statement, columns(rows, width))
         return [None] * len(updates)
 
     async def recover(self) -> int:
