@@ -48,7 +48,7 @@ from app.domain.intake.intent import (
     read_issue_comment,
     screen_comment,
 )
-from app.store.base import InstallationChange, NewJob, TargetKind
+from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import (
     Commenter,
     HeadMovedJob,
@@ -180,17 +180,14 @@ def _comment_jobs(
         reason = f"/{policy.trigger} {command.request.verb} on {label}"
     else:
         reason = f"malformed command on {label}"
-    job = NewJob(
-        kind="command",
-        source=where.source,
-        repo=where.repo,
-        installation=where.installation,
+    unique = where.dedupe_id or identity
+    job = _command_job(
+        where,
         target=target,
         number=intent.card,
-        dedupe_key=f"{where.source}:{where.repo}:comment:{where.dedupe_id or identity}",
-        serial_key=serial_key(where.source, where.repo, target, intent.card),
+        unique=unique,
         request=command.to_json(),
-        command=record,
+        record=record,
     )
     return Routed(reason, (job,), intent=intent)
 
@@ -199,21 +196,38 @@ def _unread_job(comment: NewComment, where: _Where, policy: Policy) -> Routed:
     """A comment that may hold a command (`screen_comment` let it through) → a `command` job
     holding it unread: the worker reads its command lines (app.web.handling), so the answer
     waits for no grammar. Its keys are the ones its reading would have had."""
-    target: TargetKind = comment.target
-    identity = where.dedupe_id or comment.comment_id
-    job = NewJob(
+    unique = where.dedupe_id or comment.comment_id
+    unread = UnreadComment(comment, policy.trigger, policy.app_slug).to_json()
+    job = _command_job(
+        where, target=comment.target, number=comment.number, unique=unique, request=unread
+    )
+    label = _label(where, comment.target == "pull", comment.number)
+    return Routed(f"comment on {label} queued for the worker to read", (job,), unread=comment)
+
+
+def _command_job(
+    where: _Where,
+    *,
+    target: TargetKind,
+    number: int,
+    unique: str,
+    request: dict[str, Any],
+    record: CommandRecord | None = None,
+) -> NewJob:
+    """A comment's `command` job: one per comment (`unique` within the repository), run one
+    at a time per card or pull."""
+    return NewJob(
         kind="command",
         source=where.source,
         repo=where.repo,
         installation=where.installation,
         target=target,
-        number=comment.number,
-        dedupe_key=f"{where.source}:{where.repo}:comment:{identity}",
-        serial_key=serial_key(where.source, where.repo, target, comment.number),
-        request=UnreadComment(comment, policy.trigger, policy.app_slug).to_json(),
+        number=number,
+        dedupe_key=f"{where.source}:{where.repo}:comment:{unique}",
+        serial_key=serial_key(where.source, where.repo, target, number),
+        request=request,
+        command=record,
     )
-    label = _label(where, comment.target == "pull", comment.number)
-    return Routed(f"comment on {label} queued for the worker to read", (job,), unread=comment)
 
 
 def _head_moved(where: _Where, *, number: int, sha: str) -> NewJob:

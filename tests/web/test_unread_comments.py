@@ -19,11 +19,13 @@ from hosts.models import Author
 from tests.web.conftest import AppGitHub, app_settings, comment_event, github_forges, served
 
 
-def deliver_comment(fake: AppGitHub, tmp_path: Path, body: str) -> tuple[list[JobRecord], int]:
-    """`body` as a new comment by a maintainer, delivered and run: the jobs as stored, and the
-    issue it was written on."""
+def deliver_comment(
+    fake: AppGitHub, tmp_path: Path, body: str, *, permission: str = "admin"
+) -> tuple[list[JobRecord], int]:
+    """`body` as a new comment by a collaborator with `permission`, delivered and run: the
+    jobs as stored, and the issue it was written on."""
     card = fake.seed_issue("Card", "")
-    fake.collaborators["octocat"] = "admin"
+    fake.collaborators["octocat"] = permission
     user = fake.user("octocat")
     comment = fake.add_comment(card, body, "octocat")
     settings = app_settings(tmp_path)
@@ -66,6 +68,15 @@ def test_a_malformed_command_is_answered_with_its_usage_and_recorded_as_no_comma
     assert fake.dispatches == []
     [reply] = [c for c in fake.comments_on(card) if c.user.login != "octocat"]
     assert "/pair status" in reply.body  # the usage lists the verbs
+
+
+def test_a_refused_command_is_answered_and_still_kept_for_the_record(
+    fake: AppGitHub, tmp_path: Path
+) -> None:
+    [job], _ = deliver_comment(fake, tmp_path, "/pair approve", permission="read")
+    assert (job.state, job.verb) == ("done", "approve")
+    assert job.result.startswith("refused: ")
+    assert fake.dispatches == [] and fake.posts("/reactions") == []
 
 
 def test_an_unread_comment_round_trips_through_its_stored_json() -> None:
