@@ -480,7 +480,7 @@ def test_a_command_read_by_the_worker_is_kept_once_and_pruned_with_its_job(
     status = CommandRecord("status", {}, "1", "octocat", "c", "https://x/c")
     retry = CommandRecord("retry", {}, "1", "octocat", "c", "https://x/c")
 
-    async def body(store: Store) -> tuple[list[str | None], PrunedJobs, int]:
+    async def body(store: Store) -> tuple[list[str | None], PrunedJobs, int, list[int]]:
         await store.enqueue_delivery("d-1", "issue_comment", "created", [job(1)])
         [claimed] = await store.claim(1, clock())
         verbs = [claimed.verb]
@@ -488,15 +488,21 @@ def test_a_command_read_by_the_worker_is_kept_once_and_pruned_with_its_job(
         verbs.append((await store.job(claimed.id) or claimed).verb)
         await store.record_command(claimed.id, retry)  # read again: kept as first read
         verbs.append((await store.jobs())[0].verb)
-        await store.record_command(claimed.id + 1_000, status)  # no such job: nothing
+        # No such job yet: nothing is kept, so the job that later gets this id has no verb.
+        await store.record_command(claimed.id + 1, status)
+        await store.enqueue_delivery("d-2", "issue_comment", "created", [job(2)])
+        later = (await store.jobs())[0]
+        verbs.append(later.verb)
         await store.finish(claimed.id, "done", "ok")
         clock.now = 500.0
         pruned = await store.prune_jobs(before=200.0)
-        return verbs, pruned, len(await store.jobs())
+        left = [j.id - claimed.id for j in await store.jobs()]
+        return verbs, pruned, later.id - claimed.id, left
 
-    verbs, pruned, left = run(make_store(clock=clock), body)
-    assert verbs == [None, "status", "status"]
-    assert (pruned, left) == (PrunedJobs(jobs=1, commands=1), 0)
+    verbs, pruned, later, left = run(make_store(clock=clock), body)
+    assert verbs == [None, "status", "status", None]
+    assert later == 1  # the later job did get the id recorded for (ids are sequential)
+    assert (pruned, left) == (PrunedJobs(jobs=1, commands=1), [1])  # only it, queued, is left
 
 
 def test_a_command_kept_with_its_stage_is_written_in_the_same_step(
