@@ -212,16 +212,31 @@ def test(args: list[str]) -> None:
     install_system_packages()
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
-    _run(BIN / "mypy")
     # Coverage follows pairbot into its subprocesses, and with it into the agents it runs as
     # another OS user (pairbot-agent): their data goes to a fresh directory every user may
     # write, not into this checkout, where they could not.
     data = Path(tempfile.mkdtemp(prefix="pairbot-coverage-"))
     data.chmod(0o777)
     os.environ["COVERAGE_FILE"] = str(data / ".coverage")
-    # Every core (2 here: ~12 min instead of ~24); tests sharing a scarce resource name an
-    # xdist_group so they land on one worker. `-n 0` in args runs serially.
-    _run(BIN / "pytest", "-n", "auto", "--dist", "loadgroup", "--cov", "--cov-report=term", *args)
+    # Two workers a core: a worker spends much of its time waiting on the git, agent and server
+    # processes its tests start (with one a core the suite kept 1.4 of 2 cores busy). Tests
+    # sharing a scarce resource name an xdist_group so they land on one worker. `-n 0` in args
+    # runs serially.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = str(2 * (cores or 1))
+    pytest: list[str | Path] = [BIN / "pytest", "-n", workers, "--dist", "loadgroup", "--cov"]
+    # mypy (half a minute on one core from a cold cache) runs beside the tests, for the same
+    # reason; its output is printed after theirs.
+    with tempfile.TemporaryFile("w+") as typed:
+        print("+", BIN / "mypy", "(beside the tests)", flush=True)
+        mypy = subprocess.Popen([BIN / "mypy"], cwd=ROOT, stdout=typed, stderr=subprocess.STDOUT)
+        print("+", *pytest, "--cov-report=term", *args, flush=True)
+        tested = subprocess.call([*pytest, "--cov-report=term", *args], cwd=ROOT)
+        typed_code = mypy.wait()
+        typed.seek(0)
+        print("+", BIN / "mypy", f"\n{typed.read()}", end="", flush=True)
+    if tested or typed_code:
+        sys.exit(tested or typed_code)
 
 
 def main() -> None:
