@@ -14,6 +14,8 @@ event is one the App acts on, its answer could change, at most PAIR_CATCHUP_MAX 
 first (`POST /app/hook/deliveries/{id}/attempts`). The redelivery arrives at the webhook edge
 like any delivery, with the same `X-GitHub-Delivery`, so the store's de-duplication holds: a
 delivery the App did record (GitHub gave up waiting for its answer) is a "duplicate" there.
+GitHub sends an accepted redelivery afterwards, so the pass remembers what it asked for and a
+later pass does not ask again until `PENDING_S` has gone by without the new attempt listed.
 
 Replicas sharing a store (PostgreSQL) take turns: one pass at a time across them
 (`app.store.factory.alone_across_replicas`, under its own lock name). A pass that fails — GitHub
@@ -33,6 +35,7 @@ from typing import Any, Final, Protocol
 
 from app.domain.intake.catchup import (
     GITHUB_KEEPS_S,
+    PENDING_S,
     HookDelivery,
     Plan,
     plan_redeliveries,
@@ -120,6 +123,9 @@ class CatchUp:
         self._clock = clock
         self._pass = alone_across_replicas(store, self._run, name="catchup")
         self._task: asyncio.Task[None] | None = None
+        # Attempt ids whose redelivery GitHub accepted → when (this replica's clock): not asked
+        # for again while GitHub's new attempt is on its way (`plan_redeliveries`' `asked`).
+        self._asked: dict[int, float] = {}
         self.passes = 0  # passes attempted (tests wait on it)
         self.last: PassReport | None = None
 
@@ -154,8 +160,11 @@ class CatchUp:
         """One pass: list the window, plan, redeliver. True when it asked for any."""
         now = self._clock()
         listed, pages, unreadable = await self._list(now - self._window_s)
-        plan = plan_redeliveries(listed, ACTS_ON, now=now, window_s=self._window_s, cap=self._cap)
-        redelivered, refused = await self._redeliver(plan.redeliver)
+        self._asked = {i: at for i, at in self._asked.items() if now - at < PENDING_S}
+        plan = plan_redeliveries(
+            listed, ACTS_ON, now=now, window_s=self._window_s, cap=self._cap, asked=self._asked
+        )
+        redelivered, refused = await self._redeliver(plan.redeliver, now)
         report = PassReport(len(listed), pages, unreadable, plan, redelivered, refused)
         self.last = report
         _log(report)
@@ -177,7 +186,9 @@ class CatchUp:
                 break
         return listed, pages, unreadable
 
-    async def _redeliver(self, wanted: tuple[HookDelivery, ...]) -> tuple[tuple[str, ...], int]:
+    async def _redeliver(
+        self, wanted: tuple[HookDelivery, ...], now: float
+    ) -> tuple[tuple[str, ...], int]:
         done: list[str] = []
         refused = 0
         for delivery in wanted:
@@ -196,18 +207,19 @@ class CatchUp:
                 )
                 continue
             done.append(delivery.guid)
+            self._asked[delivery.id] = now
         return tuple(done), refused
 
 
 def _log(report: PassReport) -> None:
     plan = report.plan
-    if not report.redelivered and not report.refused and not plan.deferred:
+    if not report.redelivered and not report.refused and not plan.deferred and not plan.pending:
         log.debug("catch-up: %d deliveries listed, none lost", report.listed)
         return
     log.info(
         "catch-up: %d deliveries listed (%d pages), %d lost; asked GitHub to redeliver %d "
         "(%s), %d refused, %d left for the next pass; not asked: %d not the App's, "
-        "%d answered for good, %d tried too often",
+        "%d answered for good, %d tried too often, %d already asked for and on their way",
         report.listed,
         report.pages,
         plan.failed,
@@ -218,4 +230,5 @@ def _log(report: PassReport) -> None:
         plan.not_ours,
         plan.final,
         plan.exhausted,
+        plan.pending,
     )

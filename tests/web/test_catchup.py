@@ -73,6 +73,9 @@ class HookDeliveriesFake:
     fail_listings: int = 0  # answer this many listings 503
     fail_redeliveries: int = 0  # answer this many redeliveries 502
     refused_bearers: int = 0
+    # GitHub sends an accepted redelivery afterwards: a few catch-up passes (0.2 s apart) list
+    # the deliveries before the new attempt is there.
+    send_after_s: float = 0.6
 
     def record(
         self, guid: str, event: str, action: str | None, status: int, *, ago_s: float = 60.0
@@ -155,7 +158,11 @@ class HookDeliveriesFake:
             self.fail_redeliveries -= 1
             return JSONResponse({"message": "Server Error"}, 502)
         # GitHub answers 202 and sends the delivery again afterwards, with its own guid.
-        return JSONResponse({}, 202, background=BackgroundTask(self.send, found["guid"]))
+        return JSONResponse({}, 202, background=BackgroundTask(self.send_later, found["guid"]))
+
+    async def send_later(self, guid: str) -> None:
+        await asyncio.sleep(self.send_after_s)
+        await self.send(guid)
 
     def app(self) -> Starlette:
         return Starlette(

@@ -17,7 +17,11 @@ A delivery is asked for again when all of these hold:
   which a redelivery repeats exactly);
 - its (event, action) is one the App acts on (`app.web.events.GITHUB_ROUTES`);
 - its guid has had fewer than `max_attempts` attempts, so a delivery that keeps failing is
-  asked for a bounded number of times, not every pass for three days.
+  asked for a bounded number of times, not every pass for three days;
+- it is not awaiting a redelivery already asked for: GitHub accepts a redelivery (202) and
+  sends it afterwards, so until the new attempt is listed the newest attempt is still the one
+  asked for (`asked`: attempt id → when it was asked); after `pending_s` without a new attempt
+  it is asked for again.
 
 Each guid is asked for once per pass (its newest attempt's id), oldest first, at most `cap` per
 pass (the rest wait for the next pass: GitHub's rate limit is shared with everything the App
@@ -36,6 +40,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "FINAL_STATUSES",
     "GITHUB_KEEPS_S",
+    "PENDING_S",
     "HookDelivery",
     "Plan",
     "plan_redeliveries",
@@ -47,6 +52,10 @@ GITHUB_KEEPS_S: Final = 3 * 24 * 3600.0
 # Answers about the delivery's bytes themselves: a redelivery sends the same bytes.
 FINAL_STATUSES: Final = frozenset({400, 413, 415, 422})
 DEFAULT_MAX_ATTEMPTS: Final = 5
+# How long an accepted redelivery may take to show up as a new attempt before it is asked for
+# again. GitHub documents no bound; a redelivery to an App that is up lands in seconds, and ten
+# minutes covers an App busy under the very flood that made it refuse.
+PENDING_S: Final = 600.0
 
 Route = tuple[str, str | None]
 
@@ -79,6 +88,7 @@ class Plan:
     not_ours: int = 0  # failed, of an event the App does not act on
     final: int = 0  # failed with an answer a redelivery would repeat
     exhausted: int = 0  # failed `max_attempts` times already
+    pending: int = 0  # redelivery asked for and accepted, its attempt not listed yet
     deferred: int = 0  # over this pass's cap: the next pass takes them
 
 
@@ -140,6 +150,8 @@ def plan_redeliveries(
     window_s: float = GITHUB_KEEPS_S,
     cap: int = 20,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    asked: Mapping[int, float] | None = None,
+    pending_s: float = PENDING_S,
 ) -> Plan:
     """The deliveries to ask for again, oldest first (see the module docstring). Pure."""
     since = now - min(window_s, GITHUB_KEEPS_S)
@@ -148,7 +160,8 @@ def plan_redeliveries(
         if delivery.delivered_at >= since:
             attempts.setdefault(delivery.guid, []).append(delivery)
     wanted: list[HookDelivery] = []
-    failed = not_ours = final = exhausted = 0
+    failed = not_ours = final = exhausted = pending = 0
+    asked = asked or {}
     for tries in attempts.values():
         if any(attempt.succeeded for attempt in tries):
             continue
@@ -160,6 +173,8 @@ def plan_redeliveries(
             final += 1
         elif len(tries) >= max_attempts:
             exhausted += 1
+        elif newest.id in asked and now - asked[newest.id] < pending_s:
+            pending += 1
         else:
             wanted.append(newest)
     oldest = {guid: min(a.delivered_at for a in tries) for guid, tries in attempts.items()}
@@ -170,5 +185,6 @@ def plan_redeliveries(
         not_ours=not_ours,
         final=final,
         exhausted=exhausted,
+        pending=pending,
         deferred=max(len(wanted) - max(cap, 0), 0),
     )

@@ -96,6 +96,18 @@ def test_no_answer_and_retryable_answers_are_asked_for_once_each_oldest_first() 
     ]
 
 
+def test_a_redelivery_on_its_way_is_not_asked_for_again_until_it_is_overdue() -> None:
+    items = [item(4, "lost", 503, ago_s=300), item(5, "again", 0, ago_s=200)]
+    # Both asked for a minute ago and accepted; GitHub has not listed the new attempts yet.
+    waiting = plan(items, asked={4: NOW - 60, 5: NOW - 60}, pending_s=600)
+    assert (waiting.redeliver, waiting.pending, waiting.failed) == ((), 2, 2)
+    overdue = plan(items, asked={4: NOW - 601, 5: NOW - 60}, pending_s=600)
+    assert ([d.id for d in overdue.redeliver], overdue.pending) == ([4], 1)
+    # The redelivery arrived and was refused again: a new attempt, so it is asked for again.
+    refused_again = plan([*items, item(6, "lost", 503, ago_s=5, redelivery=True)], asked={4: NOW})
+    assert [d.id for d in refused_again.redeliver] == [6, 5]
+
+
 def test_a_pass_is_capped_and_the_rest_wait_for_the_next() -> None:
     result = plan([item(n, f"g{n}", 503, ago_s=1000 - n) for n in range(1, 8)], cap=3)
     assert [d.guid for d in result.redeliver] == ["g1", "g2", "g3"]
