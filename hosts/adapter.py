@@ -5,9 +5,10 @@ what must behave the same on every host; the adapter only translates single requ
 
     the base writes             over the primitives the adapter provides
     upsert_comment              _marker_candidates (default: list_comments), _post_comment,
-                                _edit_comment, _fetch_comment (default: found in list_comments)
+                                _edit_comment, _fetch_comment (default: found in list_comments),
+                                _known_comment / _remember_comment (default: nothing kept)
     set_state_label             _read_labels, _write_labels
-    find_comment (marker)       _marker_candidates
+    find_comment (marker)       _known_comment, _marker_candidates, _remember_comment
     card_hash                   get_card
     read_scope_decision         list_comments (an adapter may read a referenced comment itself)
     all of them                 identity; _settle (default: one read), _pause (default:
@@ -173,6 +174,18 @@ class HostAdapter(ABC):
         """Comment `comment_id` on `target` as it reads now; None when it is not (yet) visible."""
         return next((c for c in await self.list_comments(target) if c.id == comment_id), None)
 
+    async def _known_comment(self, target: Target, marker: str, me: Author) -> Comment | None:
+        """The comment `_remember_comment` kept for (`target`, `marker`), as it reads now, if it
+        still is pairbot's and opens with `marker`; None sends the caller to the listing. An
+        adapter whose listing costs more than one read refines this (GitHub: a long issue's
+        pages); the default keeps nothing."""
+        return None
+
+    def _remember_comment(self, target: Target, marker: str, comment_id: str) -> None:
+        """Keep the id of pairbot's comment opened by `marker` on `target`: the oldest one a
+        listing showed, so every writer settles on the same keeper. Default: nothing kept."""
+        return None
+
     async def _settle(self, op: str, find: Callable[[], Awaitable[T | None]]) -> T | None:
         """Read with `find` until what a write of unknown outcome left behind is settled.
 
@@ -193,10 +206,15 @@ class HostAdapter(ABC):
 
     async def find_comment(self, target: Target, marker: str) -> Comment | None:
         """pairbot's comment opened by `marker` on `target` (the oldest of them), or None."""
-        found = owned_comments(
-            await self._marker_candidates(target), check_marker(marker), await self.identity()
-        )
-        return found[0] if found else None
+        me = await self.identity()
+        known = await self._known_comment(target, check_marker(marker), me)
+        if known is not None:
+            return known
+        found = owned_comments(await self._marker_candidates(target), marker, me)
+        if not found:
+            return None
+        self._remember_comment(target, marker, found[0].id)
+        return found[0]
 
     # -- comments ----------------------------------------------------------------------------
 
@@ -205,16 +223,22 @@ class HostAdapter(ABC):
         check_marker(marker)
         me = await self.identity()
         async with self._publishing.hold(("comment", target, marker)), self._exclusive(target):
-            comments = await self._marker_candidates(target)
+            known = await self._known_comment(target, marker, me)
+            comments = [known] if known is not None else await self._marker_candidates(target)
             plan = plan_upsert(comments, marker, body, me)
             if plan.action is Upserted.UNCHANGED:
                 keeper = next(c for c in comments if c.id == plan.comment_id)
+                self._remember_comment(target, marker, keeper.id)
                 return UpsertResult(Upserted.UNCHANGED, keeper, plan.duplicates)
             if plan.action is Upserted.CREATED:
                 plan = await self._create(target, marker, body, plan, me)
             else:
                 await self._edit(target, _keeper_id(plan), plan.body)
             confirmed = await self._confirm(target, _keeper_id(plan), plan.body)
+            # Not a comment this upsert created: another writer's may be older, and only a
+            # listing says which one every writer keeps (the next upsert reads it).
+            if plan.action is Upserted.UPDATED:
+                self._remember_comment(target, marker, confirmed.id)
             return UpsertResult(plan.action, confirmed, plan.duplicates)
 
     async def _create(

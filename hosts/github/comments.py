@@ -1,9 +1,10 @@
 """`GitHubComments`: issue comments (a pull's conversation is its issue's), and reactions.
 
 `list_comments` reads every page (where the list ends is decided by the body, never by a cached
-`Link`: its docstring says why); `_post_comment` and `_edit_comment` are the single requests the
-shared `HostAdapter.upsert_comment` is made of. A scope decision named by reference (a comment
-URL or id) is read here; discovery is the base's.
+`Link`: its docstring says why); `_post_comment`, `_edit_comment` and `_fetch_comment` are the
+single requests the shared `HostAdapter.upsert_comment` is made of, and a marker comment once
+found is read by itself after that (`_known_comment`, the session's `KnownComments`). A scope
+decision named by reference (a comment URL or id) is read here; discovery is the base's.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from hosts.base import Reaction
 from hosts.errors import NotFound
 from hosts.github import payloads
 from hosts.github.connection import PAGE, GitHubConnection
-from hosts.models import Comment, Target
+from hosts.markers import owned_comments
+from hosts.models import Author, Comment, Target
 
 _COMMENT_REF = re.compile(r"(?:#issuecomment-|/issues/comments/)(\d+)$|^(\d+)$")
 
@@ -80,8 +82,48 @@ class GitHubComments(GitHubConnection):
             ),
         )
 
-    # The read-back (`_fetch_comment`) is the base's: the same list the next upsert reads,
-    # which also warms its ETag.
+    async def _get_comment(self, target: Target, comment_id: str) -> Comment | None:
+        """One conditional GET of the comment (a 304 when unchanged); None when it is gone or
+        is not on `target`."""
+        number = self._comment_number(comment_id)
+        try:
+            response = await self._read(
+                f"read comment {number}",
+                lambda: self._gh.rest.issues.async_get_comment(self._owner, self._name, number),
+            )
+        except NotFound:
+            return None
+        data = payloads.obj(response)
+        if not payloads.text(data.get("issue_url")).endswith(f"/issues/{target.number}"):
+            return None
+        return payloads.comment(data)
+
+    async def _fetch_comment(self, target: Target, comment_id: str) -> Comment | None:
+        """The read-back of a write. A remembered comment is read by itself; any other (one
+        just created) in the listing the next upsert reads, which warms that listing's ETags
+        and settles which comment every writer keeps."""
+        if self._session.known_comments.knows(comment_id):
+            return await self._get_comment(target, comment_id)
+        return await super()._fetch_comment(target, comment_id)
+
+    async def _known_comment(self, target: Target, marker: str, me: Author) -> Comment | None:
+        """The remembered comment, read by itself: on an issue of hundreds of comments every
+        upsert would otherwise read every page (and its read-back all of them again)."""
+        key = (self._owner, self._name, target.number, marker)
+        known = self._session.known_comments
+        comment_id = known.get(key)
+        if comment_id is None:
+            return None
+        comment = await self._get_comment(target, comment_id)
+        if comment is None or not owned_comments([comment], marker, me):
+            known.forget(key)  # deleted, or its marker edited away: the listing decides again
+            return None
+        return comment
+
+    def _remember_comment(self, target: Target, marker: str, comment_id: str) -> None:
+        self._session.known_comments.keep(
+            (self._owner, self._name, target.number, marker), comment_id
+        )
 
     @staticmethod
     def _comment_number(comment_id: str) -> int:
@@ -121,12 +163,8 @@ class GitHubComments(GitHubConnection):
         match = _COMMENT_REF.search(comment_ref.strip())
         if match is None:
             raise NotFound(f"{comment_ref!r} does not name a GitHub comment")
-        number = int(match.group(1) or match.group(2))
-        response = await self._read(
-            f"read comment {number}",
-            lambda: self._gh.rest.issues.async_get_comment(self._owner, self._name, number),
-        )
-        data = payloads.obj(response)
-        if not payloads.text(data.get("issue_url")).endswith(f"/issues/{pull}"):
+        number = match.group(1) or match.group(2)
+        found = await self._get_comment(Target("pull", pull), number)
+        if found is None:
             raise NotFound(f"comment {number} is not on PR #{pull}")
-        return payloads.comment(data)
+        return found

@@ -4,7 +4,8 @@
                      transport of `hosts.github.transport` over one httpx pool), the rate
                      window, the call discipline and its write pacer (`hosts.calls`), the
                      installation token (`hosts.github.auth`), the githubkit clients (each
-                     keeping one httpx client) and who the credentials act as
+                     keeping one httpx client), who the credentials act as, and the marker
+                     comments found so far (`KnownComments`)
     GitHubSessions   the sessions of a long-lived process (the App), by that key and event
                      loop; `aclose()` at shutdown
     sessions_in_use  the registry `GitHubHost`s built in this context join (`using(...)`)
@@ -23,7 +24,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from contextvars import ContextVar
 from urllib.parse import urlsplit
 
@@ -44,6 +46,38 @@ log = logging.getLogger(__name__)
 
 # The REST version GitHub Enterprise Server understands; github.com takes githubkit's newer one.
 GHES_API_VERSION = "2022-11-28"
+
+
+class KnownComments:
+    """pairbot's marker comments found so far, by (repository, issue, marker) → comment id:
+    the next upsert reads that one comment instead of every page of a long issue
+    (`GitHubComments._known_comment`). Bounded; the least recently used is dropped first."""
+
+    def __init__(self, entries: int = 4096) -> None:
+        self._entries = entries
+        self._ids: OrderedDict[Hashable, str] = OrderedDict()
+        self._kept: set[str] = set()  # the ids above: a comment opens with one marker
+
+    def get(self, key: Hashable) -> str | None:
+        found = self._ids.get(key)
+        if found is not None:
+            self._ids.move_to_end(key)
+        return found
+
+    def knows(self, comment_id: str) -> bool:
+        return comment_id in self._kept
+
+    def keep(self, key: Hashable, comment_id: str) -> None:
+        self.forget(key)
+        self._ids[key] = comment_id
+        self._kept.add(comment_id)
+        while len(self._ids) > self._entries:
+            self._kept.discard(self._ids.popitem(last=False)[1])
+
+    def forget(self, key: Hashable) -> None:
+        dropped = self._ids.pop(key, None)
+        if dropped is not None:
+            self._kept.discard(dropped)
 
 
 class GitHubSession:
@@ -83,6 +117,7 @@ class GitHubSession:
         self._timeout_s = options.timeout_s
         self.identity_lock = asyncio.Lock()
         self.me: Author | None = None
+        self.known_comments = KnownComments()
         self.app: AppInstallation | None = None
         self.creds: Credentials
         if credentials.kind == "app":
