@@ -1,6 +1,7 @@
 """Command deliveries answered and run, against a GitHub that answers, beside their floor.
 
-    python benchmarks/command_path.py                       1,000 commands, 5 ms forge, 3 runs
+    python benchmarks/command_path.py                       3 runs of 3 rounds of 1,000, 5 ms
+                                                            forge
     python benchmarks/command_path.py --latency-ms 20 --runs 1 --burst-seconds 0
     python benchmarks/command_path.py --replicas            two PostgreSQL replicas vs one
                                                             SQLite App (command_replicas.py),
@@ -26,12 +27,14 @@ uvloop, access log off):
 
 Each run sends `--requests` distinct signed deliveries at 16 connections to the floor, then to
 each App (which App goes first alternates from run to run): first comments that ask for
-nothing (*non-command*), then `/pair status` commands (*command*). CPU is each server's
-(every thread of its processes — the App's edge and its worker's — from /proc) from the first
-delivery until its last API call was answered (the App's jobs done, the floor's calls
-finished); it prints CPU
-per command, answers per second, p99 at saturation and the ratios to the floor, with the
-forge's requests per command for both, so the two are seen to make the same calls.
+nothing (*non-command*), then `/pair status` commands (*command*); that `--rounds` times (3),
+each server leading one round in turn, each server's rounds of a kind pooled into its figures
+(a few tenths of a second a round: the machine's drift over a run falls on all of them). CPU
+is each server's (every thread of its processes — the App's edge and its worker's — from
+/proc) from the first delivery until its last API call was answered (the App's jobs done, the
+floor's calls finished); it prints CPU per command, answers per second, p99 at saturation and
+the ratios to the floor, with the forge's requests per command for both, so the two are seen
+to make the same calls.
 Targets (issue #29): CPU per command <= 2x the floor's; command p99 <= 2x the edge floor's
 (its non-command p99); non-command throughput >= 0.8x the floor's. The p99 ratio is printed
 as its two factors: the mean latencies' ratio (16 connections over the throughput) and the
@@ -211,23 +214,51 @@ class Figures:
         return apps
 
 
-async def one_run(
-    floor: Server, apps: Sequence[Server], forge: Server, deliveries: Deliveries, n: int
+def pooled(runs: Sequence[Run]) -> Run:
+    """One server's rounds of one kind as one run: their deliveries, wall time, latencies,
+    CPU and forge requests added up."""
+    measured = [run.measured for run in runs]
+    return Run(
+        Measured(
+            requests=sum(m.requests for m in measured),
+            seconds=sum(m.seconds for m in measured),
+            latencies_ms=tuple(ms for m in measured for ms in m.latencies_ms),
+            failures=sum(m.failures for m in measured),
+        ),
+        sum(run.cpu_s for run in runs),
+        sum(run.forge_requests for run in runs),
+    )
+
+
+async def one_run(  # noqa: PLR0917 - the servers, the forge and how much to send
+    floor: Server,
+    apps: Sequence[Server],
+    forge: Server,
+    deliveries: Deliveries,
+    n: int,
+    rounds: int = 1,
 ) -> Figures:
-    runs: dict[str, Run] = {}
+    """Each kind in `rounds` rounds of `n` deliveries per server, the servers taking turns
+    within a round and each leading one round in turn, pooled per server: the machine's drift
+    over a run (other work, the page cache, the CPU's clock) then falls on each server alike
+    instead of on whichever was measured at the wrong moment."""
+    servers = [floor, *apps]
+    runs: dict[str, list[Run]] = {}
     for command in (False, True):
-        for server in (floor, *apps):
-            built, _ = deliveries.build(n, command=command, port=server.port)
-            runs[f"{server.name}-{'cmd' if command else 'non'}"] = await measure(
-                server, forge, built
-            )
+        for index in range(rounds):
+            lead = index % len(servers)
+            for server in servers[lead:] + servers[:lead]:
+                built, _ = deliveries.build(n, command=command, port=server.port)
+                key = f"{server.name}-{'cmd' if command else 'non'}"
+                runs.setdefault(key, []).append(await measure(server, forge, built))
+    figures = {key: pooled(each) for key, each in runs.items()}
     return Figures(
-        runs["floor-non"],
-        runs["app-non"],
-        runs["floor-cmd"],
-        runs["app-cmd"],
-        runs.get("inline-non"),
-        runs.get("inline-cmd"),
+        figures["floor-non"],
+        figures["app-non"],
+        figures["floor-cmd"],
+        figures["app-cmd"],
+        figures.get("inline-non"),
+        figures.get("inline-cmd"),
     )
 
 
@@ -348,7 +379,7 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
                 # Which App goes first alternates from run to run: neither always follows the
                 # floor on a machine that the previous run left warm.
                 order = apps if index % 2 else apps[::-1]
-                figures = await one_run(floor, order, forge, deliveries, args.requests)
+                figures = await one_run(floor, order, forge, deliveries, args.requests, args.rounds)
                 results.append(figures)
                 out(format_figures(figures, index))
         if args.burst_seconds > 0:
@@ -448,6 +479,12 @@ def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures] | list[Com
     parser.add_argument("--requests", type=int, default=1_000, help="per server and kind")
     parser.add_argument("--latency-ms", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="per run: rounds of --requests per server and kind, interleaved, pooled",
+    )
     parser.add_argument("--burst-seconds", type=float, default=2.0, help="0: no burst")
     parser.add_argument("--profile", type=Path, help="a directory: the App's cProfile there")
     parser.add_argument("--no-gc", action="store_true", help="the App's cyclic GC off")
@@ -463,8 +500,9 @@ def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures] | list[Com
     parser.add_argument("--rate-seconds", type=float, default=5.0)
     args = parser.parse_args(list(argv))
     out(
-        f"command path: {args.requests:,} deliveries per server and kind at 16 connections, "
-        f"forge latency {args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
+        f"command path: {args.requests:,} deliveries per server and kind at 16 connections "
+        f"({args.rounds} interleaved rounds of them a run, pooled), forge latency "
+        f"{args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
     )
     with tempfile.TemporaryDirectory(prefix="pairbot-command-path-") as tmp:
         if args.replicas:

@@ -9,8 +9,9 @@ from tests.support.postgres import require_server
 
 def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
     printed: list[str] = []
+    args = ["--requests", "20", "--runs", "1", "--rounds", "2", "--burst-seconds", "0.3"]
     figures = command_path.main(
-        ["--requests", "20", "--runs", "1", "--burst-seconds", "0.3", "--latency-ms", "1"],
+        [*args, "--latency-ms", "1"],
         out=printed.append,
     )
     table = "\n".join(printed)
@@ -25,10 +26,11 @@ def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
         assert line in table, table
     run = figures[0]
     assert isinstance(run, command_path.Figures)
-    for measured in (run.floor_non, run.app_non, run.floor_cmd, run.app_cmd):
-        assert (measured.measured.requests, measured.measured.failures) == (20, 0)
+    for measured in (run.floor_non, run.app_non, run.floor_cmd, run.app_cmd):  # 2 rounds pooled
+        assert (measured.measured.requests, measured.measured.failures) == (40, 0)
+        assert len(measured.measured.latencies_ms) == 40
     # Both answered the commands and made their calls: the App's jobs ran against the forge.
-    assert run.app_cmd.forge_requests >= 3 * 20 and run.floor_cmd.forge_requests >= 3 * 20
+    assert run.app_cmd.forge_requests >= 3 * 40 and run.floor_cmd.forge_requests >= 3 * 40
 
 
 def test_the_replicas_comparison_runs_against_postgresql() -> None:
