@@ -79,7 +79,7 @@ from benchmarks.command_replicas import (
 from benchmarks.command_servers import SECRET, new_key
 from benchmarks.deliveries import Deliveries
 from benchmarks.edge_targets import Database
-from benchmarks.load_client import tree_cpu_seconds
+from benchmarks.load_client import pooled_measures, tree_cpu_seconds
 from benchmarks.webhook_load import (
     _OPEN,
     Measured,
@@ -217,14 +217,8 @@ class Figures:
 def pooled(runs: Sequence[Run]) -> Run:
     """One server's rounds of one kind as one run: their deliveries, wall time, latencies,
     CPU and forge requests added up."""
-    measured = [run.measured for run in runs]
     return Run(
-        Measured(
-            requests=sum(m.requests for m in measured),
-            seconds=sum(m.seconds for m in measured),
-            latencies_ms=tuple(ms for m in measured for ms in m.latencies_ms),
-            failures=sum(m.failures for m in measured),
-        ),
+        pooled_measures([run.measured for run in runs]),
         sum(run.cpu_s for run in runs),
         sum(run.forge_requests for run in runs),
     )
@@ -441,7 +435,7 @@ async def drive_replicas(workdir: Path, args: argparse.Namespace, out: Any) -> l
                 for index in range(1, args.runs + 1):
                     for rate in rates:
                         n = args.requests if rate is None else int(rate * args.rate_seconds)
-                        comparison = await compare(targets, build, n, rate, index)
+                        comparison = await compare(targets, build, n, rate, index, args.rounds)
                         results.append(comparison)
                         for line in format_comparison(comparison, index):
                             out(line)

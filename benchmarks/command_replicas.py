@@ -1,7 +1,7 @@
 """Two App replicas on one PostgreSQL store against one App on SQLite: CPU per command,
 answered and run, against the GitHub that answers (issue #29 item 6).
 
-    python benchmarks/command_path.py --replicas            3 runs, 1,000 commands each
+    python benchmarks/command_path.py --replicas            3 runs, 3 rounds of 1,000 each
     python benchmarks/command_path.py --replicas --runs 1 --requests 300 --rate 0
 
 Processes on loopback, each as `pairbot serve` runs (benchmarks/command_servers.py):
@@ -13,8 +13,9 @@ Processes on loopback, each as `pairbot serve` runs (benchmarks/command_servers.
               round-robin load balancer would
 
 Each run sends the same kind of deliveries (distinct signed `/pair status` commands) to both
-sides, at max rate (16 connections), then at `--rate` a second; which side goes first
-alternates from run to run, so other work on the shared machine weighs on both alike. CPU is
+sides, at max rate (16 connections), then at `--rate` a second, each in `--rounds` rounds (3)
+pooled per side; which side goes first alternates from round to round and from run to run,
+so other work on the shared machine weighs on both alike. CPU is
 counted from the first delivery until the last job behind them is done (its API calls
 answered): the App processes (every thread, from /proc), and apart from them the PostgreSQL
 backends serving the benchmark's database (the server's background processes, shared with
@@ -34,7 +35,7 @@ import psycopg
 
 from benchmarks.answering_forge import fetch_stats
 from benchmarks.edge_targets import CpuMeter, Database, sqlite_open_jobs
-from benchmarks.load_client import tree_cpu_seconds
+from benchmarks.load_client import pooled_measures, tree_cpu_seconds
 from benchmarks.webhook_load import Measured, fixed_rate, max_rate
 
 GOAL_REPLICAS = 1.25
@@ -164,10 +165,28 @@ class Targets:
     forge_port: int
 
 
-async def compare(
-    targets: Targets, build: Callable[[int], list[bytes]], n: int, rate: float | None, index: int
+def pooled_sides(sides: Sequence[Side]) -> Side:
+    """One side's rounds as one: everything they measured, added up."""
+    return Side(
+        pooled_measures([side.measured for side in sides]),
+        sum(side.app_cpu_s for side in sides),
+        sum(side.database_cpu_s for side in sides),
+        sum(side.forge_requests for side in sides),
+        sum(side.transactions for side in sides),
+    )
+
+
+async def compare(  # noqa: PLR0917 - the targets, the load and its place in the runs
+    targets: Targets,
+    build: Callable[[int], list[bytes]],
+    n: int,
+    rate: float | None,
+    index: int,
+    rounds: int = 1,
 ) -> Comparison:
-    """Both sides under the same load, the side that goes first alternating with `index`."""
+    """Both sides under the same load, in `rounds` rounds of `n` deliveries each, the side
+    that goes first alternating from round to round (and with `index`), each side's rounds
+    pooled: the machine's drift over a run falls on both alike."""
     t = targets
 
     async def sqlite() -> Side:
@@ -191,11 +210,17 @@ async def compare(
             t.database,
         )
 
-    if index % 2:
-        one, two = await sqlite(), await replicas()
-    else:
-        two, one = await replicas(), await sqlite()
-    return Comparison("max rate" if rate is None else f"{rate:g}/s", one, two)
+    ones: list[Side] = []
+    twos: list[Side] = []
+    for round_ in range(rounds):
+        if (index + round_) % 2:
+            ones.append(await sqlite())
+            twos.append(await replicas())
+        else:
+            twos.append(await replicas())
+            ones.append(await sqlite())
+    load = "max rate" if rate is None else f"{rate:g}/s"
+    return Comparison(load, pooled_sides(ones), pooled_sides(twos))
 
 
 def format_comparison(c: Comparison, index: int) -> list[str]:

@@ -121,6 +121,17 @@ class Measured:
         return ordered[index]
 
 
+def pooled_measures(measured: Sequence[Measured]) -> Measured:
+    """Rounds of one server and kind as one measure: their requests, wall time, latencies and
+    failures added up (a benchmark interleaving servers round by round pools each one's)."""
+    return Measured(
+        requests=sum(m.requests for m in measured),
+        seconds=sum(m.seconds for m in measured),
+        latencies_ms=tuple(ms for m in measured for ms in m.latencies_ms),
+        failures=sum(m.failures for m in measured),
+    )
+
+
 async def wait_ready(port: int, within_s: float = 60.0) -> None:
     deadline = time.monotonic() + within_s
     while True:
