@@ -10,11 +10,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hosts.github import GitHubCredentials, GitHubHost
+from hosts.github import GitHubHost
 from hosts.github.session import GitHubSessions, KnownComments
 from hosts.markers import make_marker
 from hosts.models import Target, Upserted
-from tests.support.fake_github import FakeGitHub, rsa_key
+from tests.hosts.github.joined import joined_host
+from tests.support.fake_github import FakeGitHub
 
 LONG = 250  # three pages of comments before pairbot's
 
@@ -22,18 +23,9 @@ LONG = 250  # three pages of comments before pairbot's
 def run_jobs(fake: FakeGitHub, body: Callable[[Callable[[], GitHubHost]], Awaitable[Any]]) -> Any:
     """`body(host)`, where each `host()` is a new host joining one session (a job each)."""
     sessions = GitHubSessions()
-    credentials = GitHubCredentials.app(fake.app_id, rsa_key()[0], fake.installation_id)
 
     def host() -> GitHubHost:
-        return GitHubHost(
-            f"{fake.owner}/{fake.repo}",
-            credentials,
-            base_url=fake.base_url,
-            transport=fake.transport,
-            clock=fake.clock,
-            sleep=fake.clock.sleep,
-            sessions=sessions,
-        )
+        return joined_host(fake, sessions)
 
     async def scenario() -> Any:
         try:

@@ -15,7 +15,8 @@ from benchmarks.command_servers import APP_ID, new_key
 from hosts.github import GitHubCredentials, GitHubHost, GitHubOptions
 from hosts.github.session import GitHubSessions
 from hosts.models import Target
-from tests.support.fake_github import FakeGitHub, rsa_key
+from tests.hosts.github.joined import joined_host
+from tests.support.fake_github import FakeGitHub
 from tests.web.conftest import served
 
 REPO = f"{OWNER}/{NAME}"
@@ -62,20 +63,10 @@ def test_two_jobs_on_one_installation_reuse_one_connection_and_one_token() -> No
 
 def test_a_shared_session_refreshes_its_token_before_it_expires() -> None:
     fake = FakeGitHub()
-    credentials = GitHubCredentials.app(fake.app_id, rsa_key()[0], fake.installation_id)
     sessions = GitHubSessions()
-    repo = f"{fake.owner}/{fake.repo}"
 
     def host() -> GitHubHost:
-        return GitHubHost(
-            repo,
-            credentials,
-            base_url=fake.base_url,
-            transport=fake.transport,
-            clock=fake.clock,
-            sleep=fake.clock.sleep,
-            sessions=sessions,
-        )
+        return joined_host(fake, sessions)
 
     async def jobs() -> None:
         assert await host().permission("octocat") == "admin"
