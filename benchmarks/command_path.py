@@ -25,11 +25,13 @@ uvloop, access log off):
     inline the same App with its worker in the edge's process (PAIR_WORKER_PROCESS=inline),
            beside it in every run (`--worker own|inline` measures one of them alone)
 
-Each run sends `--requests` distinct signed deliveries at 16 connections to the floor, then to
-each App (which App goes first alternates from run to run): first comments that ask for
-nothing (*non-command*), then `/pair status` commands (*command*); that `--rounds` times (3),
-each server leading one round in turn, each server's rounds of a kind pooled into its figures
-(a few tenths of a second a round: the machine's drift over a run falls on all of them). CPU
+Each run is `--rounds` (3) rounds. A round starts a fresh floor and fresh Apps (new processes,
+new stores: identical code in two processes differs by up to a fifth in CPU per non-command, so
+each side's figure is pooled over as many processes as rounds), then sends each server in turn
+`--requests` distinct signed deliveries at 16 connections: first comments that ask for nothing
+(*non-command*), then `/pair status` commands (*command*); each server leads one round in turn,
+and each server's rounds of a kind are pooled into its figures (a few tenths of a second a
+round: the machine's drift over a run falls on all of them). CPU
 is each server's (every thread of its processes — the App's edge and its worker's — from
 /proc) from the first delivery until its last API call was answered (the App's jobs done, the
 floor's calls finished); it prints CPU per command, answers per second, p99 at saturation and
@@ -51,13 +53,14 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import itertools
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -224,27 +227,28 @@ def pooled(runs: Sequence[Run]) -> Run:
     )
 
 
+Fleet = Callable[[], contextlib.AbstractAsyncContextManager[list[Server]]]
+
+
 async def one_run(  # noqa: PLR0917 - the servers, the forge and how much to send
-    floor: Server,
-    apps: Sequence[Server],
-    forge: Server,
-    deliveries: Deliveries,
-    n: int,
-    rounds: int = 1,
+    fleet: Fleet, forge: Server, deliveries: Deliveries, n: int, rounds: int = 1, offset: int = 0
 ) -> Figures:
-    """Each kind in `rounds` rounds of `n` deliveries per server, the servers taking turns
-    within a round and each leading one round in turn, pooled per server: the machine's drift
-    over a run (other work, the page cache, the CPU's clock) then falls on each server alike
-    instead of on whichever was measured at the wrong moment."""
-    servers = [floor, *apps]
+    """Each kind in `rounds` rounds of `n` deliveries per server, pooled per server. Each round
+    has servers of its own (`fleet()`: fresh processes, floor first, warmed): identical
+    code in two processes answers a non-command for up to a fifth more or less CPU (the
+    process's layout in memory and caches, measured with six alike side by side: 137-174 µs),
+    so one process a side would measure its luck as much as its code. Within a round the
+    servers take turns, each leading one round in turn (from `offset`): the machine's drift
+    over a run falls on each alike."""
     runs: dict[str, list[Run]] = {}
-    for command in (False, True):
-        for index in range(rounds):
-            lead = index % len(servers)
-            for server in servers[lead:] + servers[:lead]:
-                built, _ = deliveries.build(n, command=command, port=server.port)
-                key = f"{server.name}-{'cmd' if command else 'non'}"
-                runs.setdefault(key, []).append(await measure(server, forge, built))
+    for index in range(rounds):
+        async with fleet() as servers:
+            lead = (offset + index) % len(servers)
+            for command in (False, True):
+                for server in servers[lead:] + servers[:lead]:
+                    built, _ = deliveries.build(n, command=command, port=server.port)
+                    key = f"{server.name}-{'cmd' if command else 'non'}"
+                    runs.setdefault(key, []).append(await measure(server, forge, built))
     figures = {key: pooled(each) for key, each in runs.items()}
     return Figures(
         figures["floor-non"],
@@ -355,27 +359,35 @@ async def drive(workdir: Path, args: argparse.Namespace, out: Any) -> list[Figur
         await wait_ready(forge.port)
         deliveries = Deliveries(forge.port, SECRET)
         url = ("--forge", str(forge.port))
-        with contextlib.ExitStack() as stack:
-            floor = stack.enter_context(start("floor", workdir, *url, *common))
-            apps = [
-                stack.enter_context(
-                    start("app", workdir, *url, *common, *_app_args(workdir, args, worker))
-                )
-                for worker in _workers(args.worker)
-            ]
-            if len(apps) == 2:
-                apps[1].name = "inline"
-            for server in (floor, *apps):
-                await wait_ready(server.port)
-                warm_up, _ = deliveries.build(50, command=True, port=server.port)
-                await measure(server, forge, warm_up)
-            for index in range(1, args.runs + 1):
-                # Which App goes first alternates from run to run: neither always follows the
-                # floor on a machine that the previous run left warm.
-                order = apps if index % 2 else apps[::-1]
-                figures = await one_run(floor, order, forge, deliveries, args.requests, args.rounds)
-                results.append(figures)
-                out(format_figures(figures, index))
+
+        made = itertools.count(1)
+
+        @contextlib.asynccontextmanager
+        async def fleet() -> AsyncIterator[list[Server]]:
+            """The floor and the Apps, fresh processes (new stores), ready and warmed."""
+            tag = next(made)
+            with contextlib.ExitStack() as stack:
+                floor = stack.enter_context(start("floor", workdir, *url, *common))
+                apps = [
+                    stack.enter_context(
+                        start("app", workdir, *url, *common, *_app_args(workdir, args, worker, tag))
+                    )
+                    for worker in _workers(args.worker)
+                ]
+                if len(apps) == 2:
+                    apps[1].name = "inline"
+                for server in (floor, *apps):
+                    await wait_ready(server.port)
+                    warm_up, _ = deliveries.build(50, command=True, port=server.port)
+                    await measure(server, forge, warm_up)
+                yield [floor, *apps]
+
+        for index in range(1, args.runs + 1):
+            figures = await one_run(
+                fleet, forge, deliveries, args.requests, args.rounds, offset=index - 1
+            )
+            results.append(figures)
+            out(format_figures(figures, index))
         if args.burst_seconds > 0:
             store = ("--store", str(workdir / "burst.sqlite3"))
             with start("app", workdir, *url, *common, *store, "--spacing", "1") as paced:
@@ -459,10 +471,10 @@ def _workers(choice: str) -> list[str]:
     return ["own", "inline"] if choice == "both" else [choice]
 
 
-def _app_args(workdir: Path, args: argparse.Namespace, worker: str) -> list[str]:
-    app = ["--store", str(workdir / f"app-{worker}.sqlite3"), "--worker", worker]
+def _app_args(workdir: Path, args: argparse.Namespace, worker: str, tag: int) -> list[str]:
+    app = ["--store", str(workdir / f"app-{worker}-{tag}.sqlite3"), "--worker", worker]
     if args.profile is not None:
-        app += ["--profile", str(args.profile.resolve() / f"app-{worker}.prof")]
+        app += ["--profile", str(args.profile.resolve() / f"app-{worker}-{tag}.prof")]
     if args.no_gc:
         app.append("--no-gc")
     return app
