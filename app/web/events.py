@@ -13,7 +13,8 @@ step, and the answer needs none of it. This module only translates: the
 intent becomes the store's jobs (`command`, `scope-decision`, `head-moved`), an installation
 change, an ignored delivery (`Routed.silent`: dropped before anything is written), or a refused
 one (`Routed.refused`: an identifier no host would send, `app.domain.intake.identifiers`, checked
-before anything else; the edge answers it 422 and records it nowhere). Intents
+before anything else but whether a new comment asks anything at all (`unaddressed_comment`:
+most deliveries, ignored unread); the edge answers it 422 and records it nowhere). Intents
 only the Action acts on (ticks, the App's own `pair` dispatches) and malformed payloads are
 "not for the App": 2xx and one log line, never a 500. `Routed.intent` keeps the intent, so a
 test can hold the App's reading of a payload against the Action's.
@@ -47,6 +48,7 @@ from app.domain.intake.intent import (
     intake,
     read_issue_comment,
     screen_comment,
+    unaddressed_comment,
 )
 from app.store.base import CommandRecord, InstallationChange, NewJob, TargetKind
 from app.web.jobs import (
@@ -253,6 +255,12 @@ def route_github(
 ) -> Routed:
     """The jobs a verified GitHub delivery asks for: the shared intake, translated. An
     identifier no host would send refuses the delivery first (`app.domain.intake.identifiers`)."""
+    if event == "issue_comment":
+        # Most deliveries: a comment that asks nothing of pairbot, answered before its
+        # identifiers are even checked (nothing is written or run for it either way).
+        unaddressed = unaddressed_comment(payload, action, policy)
+        if unaddressed is not None:
+            return Routed(unaddressed.reason, intent=unaddressed)
     invalid = github_invalid(event, payload)
     if invalid is not None:
         return refused(invalid)

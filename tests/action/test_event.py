@@ -54,6 +54,10 @@ def load(name: str) -> dict[str, Any]:
     return payload
 
 
+# A comment that may act: its payload is read in full (one that asks nothing is not).
+ASKS = "/pair status"
+
+
 def comment(body: str, **changes: Any) -> dict[str, Any]:
     """issue_comment/created.json with another body (and optional top-level changes)."""
     payload = copy.deepcopy(load("issue_comment/created.json"))
@@ -361,12 +365,18 @@ def test_the_app_slug_is_a_command_address_and_a_trigger_is_honoured() -> None:
     assert ignored == NO_COMMAND
 
 
-@pytest.mark.parametrize("body", ["<!-- pair:tracking #1 -->", "/pair approve"])
+@pytest.mark.parametrize("body", ["<!-- pair:tracking #1 -->\n/pair status", "/pair approve"])
 def test_a_comment_by_the_own_id_is_ignored_whatever_its_login_and_marker(body: str) -> None:
     payload = by("renamed-bot[bot]", 555, "Bot")(comment(body))
     assert classify("issue_comment", payload, Policy(own_id=555)) == Ignore(
         "pairbot's own comment (by renamed-bot[bot])", silent=True
     )
+
+
+def test_an_own_comment_that_addresses_no_one_is_ignored_before_its_author_is_read() -> None:
+    """Nothing in it could act, so who wrote it is not even read (`unaddressed_comment`)."""
+    payload = by("renamed-bot[bot]", 555, "Bot")(comment("<!-- pair:tracking #1 -->\nqueued"))
+    assert classify("issue_comment", payload, Policy(own_id=555)) == NO_COMMAND
 
 
 def test_github_actions_bot_is_pairbot_only_when_the_action_writes_with_github_token() -> None:
@@ -488,13 +498,13 @@ def test_a_malformed_pair_dispatch_is_an_error_naming_the_field(
         ),
         pytest.param(
             "issue_comment",
-            {**comment("x"), "comment": {**comment("x")["comment"], "id": "1"}},
+            {**comment(ASKS), "comment": {**comment(ASKS)["comment"], "id": "1"}},
             r"comment\.id must be a positive integer, got '1'",
             id="comment-id",
         ),
         pytest.param(
             "issue_comment",
-            {**comment("x"), "comment": {**comment("x")["comment"], "id": -5}},
+            {**comment(ASKS), "comment": {**comment(ASKS)["comment"], "id": -5}},
             r"issue_comment: comment\.id must be a positive integer, got -5",
             id="comment-id-negative",
         ),

@@ -114,6 +114,32 @@ def test_a_comment_with_an_invalid_identifier_is_refused_422_and_written_nowhere
         assert good.status_code == 202, good.text
 
 
+def test_a_comment_that_asks_nothing_is_ignored_whatever_its_identifiers(
+    fake: AppGitHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A comment no reading finds a command in is answered before its identifiers are checked
+    (`unaddressed_comment`): 200 "ignored", no refusal line, nothing written — as for any
+    comment that asks nothing; the same identifiers on a command are refused above."""
+    caplog.set_level(logging.INFO)
+    cases: list[tuple[str, Any]] = [("installation.id", bad) for bad in BAD_NUMBERS]
+    cases += [("comment.id", bad) for bad in BAD_NUMBERS]
+    cases += [("repository.full_name", bad) for bad in BAD_FULL_NAMES]
+    with serve_for(fake, tmp_path) as app:
+        for path, bad in cases:
+            payload = comment_event(fake, 5, 77, "Thanks, looks good.", MAINTAINER)
+            node_key, _, leaf = path.rpartition(".")
+            payload[node_key][leaf] = bad
+            response = app.deliver("issue_comment", payload)
+            what = f"{path}={bad!r}"
+            assert response.status_code == 200, f"{what}: {response.text}"
+            assert response.json() == {
+                "status": "ignored",
+                "reason": "the comment on issue #5 holds no command for pairbot",
+            }, what
+            assert refusals(caplog) == [], what
+            nothing_written(app)
+
+
 def synchronize(fake: AppGitHub, number: Any, sha: Any) -> dict[str, Any]:
     payload: dict[str, Any] = copy.deepcopy(
         fixture("github-webhooks/pull_request/synchronize.json")

@@ -37,6 +37,9 @@ The rules (docs/cycle.md, "Commands"; docs/security.md):
   hold one).
 - A comment over `MAX_COMMENT_CHARS` (GitHub's own limit) is not read: a bounded cost for
   anything a stranger can send.
+- A new comment that cannot concern pairbot — no command a reading could find, no scope
+  decision — is ignored before the rest of its payload is read (`unaddressed_comment`): it
+  asks nothing, so neither its author nor its identifiers matter, and most comments are these.
 - Every number that names something (an issue, a pull request, a comment, a user, an
   installation) is a positive integer — not 0, not -5, not `"5"`, not `5.0`, not `true` —
   or the event is `Malformed`, with one line naming the field, what is allowed and what came
@@ -102,6 +105,7 @@ __all__ = [
     "read_commands",
     "read_issue_comment",
     "screen_comment",
+    "unaddressed_comment",
 ]
 
 # The branches pairbot pushes (`pair/<batch>[/<group>]`, `pair/card-<n>`).
@@ -371,11 +375,49 @@ def read_commands(comment: NewComment, trigger: str, app_slug: str | None) -> Co
 
 
 def _no_command(comment: NewComment) -> Ignore:
-    kind = "pull request" if comment.target == "pull" else "issue"
-    return Ignore(f"the comment on {kind} #{comment.number} holds no command for pairbot")
+    return _holds_no_command(comment.target == "pull", comment.number)
+
+
+def _holds_no_command(pull: bool, number: int) -> Ignore:
+    kind = "pull request" if pull else "issue"
+    return Ignore(f"the comment on {kind} #{number} holds no command for pairbot")
+
+
+def unaddressed_comment(payload: Payload, action: str | None, policy: Policy) -> Ignore | None:
+    """An `issue_comment.created` whose text cannot concern pairbot, ignored before anything
+    else of the delivery is read; None: read it in full (`read_issue_comment`).
+
+    Most comments a repository gets are these, and nothing is written, run or answered for
+    one whatever else its payload holds, so its author, identifiers and other fields are not
+    checked: a comment no reading can find a command in (the grammar's own pre-check,
+    `addresses_pairbot`), nor on a pull request a scope decision, within `MAX_COMMENT_CHARS`,
+    on an issue or pull request whose number is a positive integer. Its reason is the one the
+    full reading gives a person's such comment. What is checked in full is every comment that
+    may act, and every edit or deletion, as before.
+    """
+    if action != "created":
+        return None
+    comment, issue = payload.get("comment"), payload.get("issue")
+    if type(comment) is not dict or type(issue) is not dict:
+        return None
+    body = comment.get("body") or ""
+    number = issue.get("number")
+    if type(body) is not str or type(number) is not int or number < 1:
+        return None
+    if len(body) > MAX_COMMENT_CHARS:
+        return None
+    pull = _is_mapping(issue.get("pull_request"))
+    if pull and holds_scope_decision(body):
+        return None
+    if addresses_pairbot(body, trigger=policy.trigger, app_slug=policy.app_slug):
+        return None
+    return _holds_no_command(pull, number)
 
 
 def _issue_comment(payload: Payload, action: str | None, policy: Policy) -> Intent:
+    unaddressed = unaddressed_comment(payload, action, policy)
+    if unaddressed is not None:
+        return unaddressed
     new = read_issue_comment(payload, action, policy)
     return comment_intent(new, policy) if isinstance(new, NewComment) else new
 
