@@ -254,7 +254,8 @@ def route_github(
     event: str, action: str | None, payload: Payload, policy: Policy, delivery: str
 ) -> Routed:
     """The jobs a verified GitHub delivery asks for: the shared intake, translated. An
-    identifier no host would send refuses the delivery first (`app.domain.intake.identifiers`)."""
+    identifier no host would send refuses the delivery first (`app.domain.intake.identifiers`),
+    after only the check that a new comment asks anything at all (`unaddressed_comment`)."""
     if event == "issue_comment":
         # Most deliveries: a comment that asks nothing of pairbot, answered before its
         # identifiers are even checked (nothing is written or run for it either way).
