@@ -31,12 +31,12 @@ each side's figure is pooled over as many processes as rounds), then sends each 
 `--requests` distinct signed deliveries at 16 connections: first comments that ask for nothing
 (*non-command*), then `/pair status` commands (*command*); each server leads one round in turn,
 and each server's rounds of a kind are pooled into its figures (a few tenths of a second a
-round: the machine's drift over a run falls on all of them). CPU
-is each server's (every thread of its processes — the App's edge and its worker's — from
-/proc) from the first delivery until its last API call was answered (the App's jobs done, the
-floor's calls finished); it prints CPU per command, answers per second, p99 at saturation and
-the ratios to the floor, with the forge's requests per command for both, so the two are seen
-to make the same calls.
+round: the machine's drift over a run falls on all of them). CPU is each server's (every
+thread of its processes — the App's edge and its worker's — from /proc) from the first
+delivery until its last API call was answered (the App's jobs done, the floor's calls
+finished); it prints CPU per command, answers per second, p99 at saturation and the ratios to
+the floor, with the forge's requests per command for both, so the two are seen to make the
+same calls.
 Targets (issue #29): CPU per command <= 2x the floor's; command p99 <= 2x the edge floor's
 (its non-command p99); non-command throughput >= 0.8x the floor's. The p99 ratio is printed
 as its two factors: the mean latencies' ratio (16 connections over the throughput) and the
@@ -507,8 +507,8 @@ def main(argv: Sequence[str] = (), out: Any = print) -> list[Figures] | list[Com
     args = parser.parse_args(list(argv))
     out(
         f"command path: {args.requests:,} deliveries per server and kind at 16 connections "
-        f"({args.rounds} interleaved rounds of them a run, pooled), forge latency "
-        f"{args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
+        f"({args.rounds} interleaved rounds of them a run, fresh servers each, pooled), forge "
+        f"latency {args.latency_ms:g} ms, {args.runs} run(s); {os.cpu_count()} CPU(s)"
     )
     with tempfile.TemporaryDirectory(prefix="pairbot-command-path-") as tmp:
         if args.replicas:

@@ -26,16 +26,12 @@ from app.domain.intake.intent import (
     read_issue_comment,
     unaddressed_comment,
 )
+from tests.domain.intake.test_intake_equivalence import DECISION
 
 FIXTURE: Final = (
     Path(__file__).resolve().parents[2] / "fixtures" / "github-webhooks" / "issue_comment"
 )
 POLICY: Final = Policy(trigger="pair", app_slug="pairbot", app_id=123456)
-DECISION: Final = (
-    "Decided:\n\n```json\n"
-    '{"schemaVersion": 1, "scopeBaselineHash": "abc", '
-    '"decisions": [{"id": "sc-1", "action": "ignore"}]}\n```\n'
-)
 
 
 def payload(body: Any, *, pull: bool = False, **changes: Any) -> dict[str, Any]:
