@@ -371,6 +371,47 @@ def test_a_delivery_is_answered_only_once_the_wal_is_on_disk(
     assert run(SqliteStore(path), body) == (True, 1, 1, None)
 
 
+def test_a_delivery_waits_for_another_processs_write_lock_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """The worker's process holds the write lock: the delivery's transaction waits for it in
+    a worker thread (the loop goes on serving) and is answered once committed and synced."""
+    path = tmp_path / "s.sqlite3"
+
+    async def body(store: SqliteStore) -> tuple[bool, int | None, int]:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        pending = asyncio.ensure_future(store.enqueue_delivery("d-1", "e", None, [job(1)]))
+        for _ in range(20):  # the loop turns while the delivery waits for the lock
+            await asyncio.sleep(0.001)
+        waiting = not pending.done()
+        other.execute("COMMIT")
+        other.close()
+        async with asyncio.timeout(10):
+            answered = await pending
+        return waiting, answered, _rows(path, "jobs")
+
+    assert run(SqliteStore(path), body) == (True, 1, 1)
+
+
+def test_a_write_lock_held_past_the_busy_timeout_fails_the_delivery_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite3"
+
+    async def body(store: SqliteStore) -> tuple[str, int | None]:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(sqlite3.OperationalError) as refused:
+            await store.enqueue_delivery("d-1", "e", None, [job(1)])
+        other.execute("ROLLBACK")
+        other.close()
+        return str(refused.value), await store.enqueue_delivery("d-1", "e", None, [job(1)])
+
+    # a redelivery after the failure is new: nothing of the first attempt was kept
+    assert run(SqliteStore(path, busy_timeout_ms=50), body) == ("database is locked", 1)
+
+
 def test_a_failed_sync_fails_its_deliveries_and_every_later_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
