@@ -6,8 +6,6 @@ The `Store` contract both stores keep is tests/store/test_contract.py.
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
@@ -20,7 +18,6 @@ from app.errors import OperatorError
 from app.store import CommandRecord, NewJob, PrunedJobs, SqliteStore
 from app.store.sqlite.queue import CLAIM
 from app.store.sqlite.schema import MIGRATIONS
-from app.store.sqlite.walsync import WalSync
 
 T = TypeVar("T")
 
@@ -311,71 +308,37 @@ def test_in_a_shared_bookkeeping_transaction_a_failing_update_fails_alone(
     ]
 
 
-def test_the_wal_is_checkpointed_by_its_sync_thread_not_the_event_loop(
+def test_the_wal_is_checkpointed_by_the_durable_commits_thread_not_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SQLite's own checkpoint would run inside whichever statement crosses its threshold —
     often a worker's, on the event loop's thread, which then stops for the fsyncs."""
-    monkeypatch.setattr("app.store.sqlite.walsync.CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr("app.store.sqlite.connection.CHECKPOINT_EVERY", 2)
     loop_thread = threading.get_ident()
-    checkpoints: list[tuple[bool, bool]] = []
-    checkpoint = WalSync._checkpoint
+    checkpoints: list[bool] = []
 
-    def observed(self: WalSync) -> None:
-        checkpoint(self)
-        assert self._checkpointer is not None
-        _, log, copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        checkpoints.append((threading.get_ident() == loop_thread, copied == log > 0))
-
-    monkeypatch.setattr(WalSync, "_checkpoint", observed)
+    def trace(statement: str) -> None:
+        if statement.startswith("PRAGMA wal_checkpoint"):
+            checkpoints.append(threading.get_ident() == loop_thread)
 
     async def body(store: SqliteStore) -> int:
         conn = store._connection()
+        conn.set_trace_callback(trace)
         for n in range(4):
             await store.enqueue_delivery(f"d-{n}", "e", None, [job(n)])
         return int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
 
     autocheckpoint = run(SqliteStore(tmp_path / "s.sqlite3"), body)
-    # every 2nd sync, never on the loop, and the WAL copied into the database each time
-    assert checkpoints == [(False, True), (False, True)]
+    assert checkpoints == [False, False]  # every 2nd durable commit, never on the loop
     assert autocheckpoint >= 10_000  # SQLite's own only as a backstop
-
-
-def test_a_delivery_is_answered_only_once_the_wal_is_on_disk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its row is committed (another connection sees it) before the sync; its answer waits
-    for the sync, and so does a duplicate's, which saw that row."""
-    path = tmp_path / "s.sqlite3"
-    syncing, release = threading.Event(), threading.Event()
-
-    def slow_sync(fd: int) -> None:
-        syncing.set()
-        release.wait(10)
-        os.fsync(fd)
-
-    monkeypatch.setattr("app.store.sqlite.walsync._fdatasync", slow_sync)
-
-    async def body(store: SqliteStore) -> tuple[bool, int, int | None, int | None]:
-        first = asyncio.ensure_future(store.enqueue_delivery("d-1", "e", None, [job(1)]))
-        await asyncio.to_thread(syncing.wait, 10)
-        duplicate = asyncio.ensure_future(store.enqueue_delivery("d-1", "e", None, [job(1)]))
-        async with asyncio.timeout(10):
-            while store._unsynced < 2:  # noqa: ASYNC110 - until the duplicate's batch is committed
-                await asyncio.sleep(0.001)
-        waiting = not first.done() and not duplicate.done()
-        seen = _rows(path, "deliveries")
-        release.set()
-        return waiting, seen, await first, await duplicate
-
-    assert run(SqliteStore(path), body) == (True, 1, 1, None)
 
 
 def test_a_delivery_waits_for_another_processs_write_lock_off_the_event_loop(
     tmp_path: Path,
 ) -> None:
     """The worker's process holds the write lock: the delivery's transaction waits for it in
-    a worker thread (the loop goes on serving) and is answered once committed and synced."""
+    a worker thread (the loop goes on serving) and is answered once its durable commit is
+    done."""
     path = tmp_path / "s.sqlite3"
 
     async def body(store: SqliteStore) -> tuple[bool, int | None, int]:
@@ -410,34 +373,6 @@ def test_a_write_lock_held_past_the_busy_timeout_fails_the_delivery_and_records_
 
     # a redelivery after the failure is new: nothing of the first attempt was kept
     assert run(SqliteStore(path, busy_timeout_ms=50), body) == ("database is locked", 1)
-
-
-def test_a_failed_sync_fails_its_deliveries_and_every_later_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """After a failed fsync the page cache may have dropped what it could not write: no
-    delivery is answered as recorded again until pairbot restarts."""
-    calls: list[int] = []
-
-    def failing_sync(fd: int) -> None:
-        calls.append(fd)
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr("app.store.sqlite.walsync._fdatasync", failing_sync)
-
-    async def body(store: SqliteStore) -> list[Any]:
-        first = await asyncio.gather(
-            store.enqueue_delivery("d-1", "e", None, [job(1)]), return_exceptions=True
-        )
-        later = await asyncio.gather(
-            store.enqueue_delivery("d-2", "e", None, [job(2)]), return_exceptions=True
-        )
-        return [*first, *later]
-
-    results = run(SqliteStore(tmp_path / "s.sqlite3"), body)
-    assert [type(r) for r in results] == [OSError, OSError]
-    assert all(r.errno == errno.EIO for r in results)
-    assert len(calls) == 1  # the later one is not synced again: it would lie
 
 
 def test_close_writes_the_bookkeeping_already_handed_over(tmp_path: Path) -> None:

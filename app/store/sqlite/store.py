@@ -4,11 +4,9 @@ Its parts: the connection and its commits (app/store/sqlite/connection.py), the 
 (schema.py), a batch of deliveries written (deliveries.py), the job queue (queue.py). Here:
 the `Store` methods, and the batching that lets writes arriving together share a commit.
 
-- Group commit: deliveries that arrive while a batch is written share the next transaction,
-  and batches committed while the WAL's sync is on the disk share the next sync (walsync.py:
-  a delivery answered 2xx survives a power cut, not only a process crash; the loop never
-  waits for the disk to write the next batch), written as deliveries.py says. Measured on
-  this edge (3,000 deliveries of
+- Group commit: deliveries that arrive while a COMMIT is on disk share the next one — one
+  fsync per burst (`synchronous=FULL`: a delivery answered 2xx survives a power cut, not only
+  a process crash), written as deliveries.py says. Measured on this edge (3,000 deliveries of
   one command job, 16 at a time, uvloop): about 15% less CPU per delivery (77 → 65 µs;
   139 → 124 µs against a store of 200,000 rows), from the savepoints and from a shielded
   future per delivery. Measured and left out: an `executemany` of the batch after a SELECT
@@ -16,7 +14,8 @@ the `Store` methods, and the batching that lets writes arriving together share a
   statement cache (the edge runs a handful), a later WAL checkpoint threshold and a larger
   page cache (no gain; 64 MB cost more), dropping the `deliveries_received` index (no
   measurable gain even dropped outright; the status page and the prune read it, and a rowid
-  table would need a (source, id) index instead); and the claim as one
+  table would need a (source, id) index instead), and a COMMIT on the loop's thread (~7 µs
+  less, but the loop would stop reading requests for the fsync); and the claim as one
   `UPDATE … WHERE id IN (<claim>) RETURNING …` (a job's claim, stage and outcome took
   88-93 µs of CPU instead of 71-72).
 - Prunes delete in chunks of `PRUNE_CHUNK` rows, each its own short transaction, so the edge
@@ -37,7 +36,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from app.store.base import (
     CommandRecord,
@@ -55,7 +54,7 @@ from app.store.rows import (
     job_record,
     record_values,
 )
-from app.store.sqlite.connection import LockTaken, SqliteConnection, write
+from app.store.sqlite.connection import SqliteConnection, write
 from app.store.sqlite.deliveries import BatchFailed, Enqueue, enqueue_all, enqueue_each
 from app.store.sqlite.queue import (
     RECORD_COMMAND,
@@ -73,8 +72,6 @@ from app.store.sqlite.queue import (
 # jobs: 500 rows take about 5 ms for jobs and 15 ms for deliveries (their random ids touch a
 # page each); 2,000 took 20-50 ms, the order of the edge's latency target.
 PRUNE_CHUNK = 500
-
-_T = TypeVar("_T")
 
 
 class SqliteStore:
@@ -96,8 +93,6 @@ class SqliteStore:
         self._prune_chunk = prune_chunk
         self._pending: list[Enqueue] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._unsynced = 0  # batches committed, waiting for the WAL's sync
-        self._synced: asyncio.Future[None] | None = None  # close() waits for them
         self._updates: list[Update] = []
         self._updater: asyncio.Task[None] | None = None
 
@@ -113,9 +108,6 @@ class SqliteStore:
     async def close(self) -> None:
         if self._flusher is not None and not self._flusher.done():
             await asyncio.wait([self._flusher])  # answer every delivery already handed over
-        if self._unsynced:
-            self._synced = asyncio.get_running_loop().create_future()
-            await self._synced  # and on disk
         if self._updater is not None and not self._updater.done():
             await asyncio.wait([self._updater])  # and write the bookkeeping already handed over
         self._db.close()
@@ -155,14 +147,12 @@ class SqliteStore:
         return await item.future
 
     async def _flush(self) -> None:
-        """Group commit: every enqueue that arrived since the last batch was written shares
-        the next transaction, and every batch committed while one WAL sync is on the disk
-        shares the next sync (app/store/sqlite/walsync.py). The loop writes the next batch
-        without waiting for the disk; each delivery is answered once its batch is on it.
+        """Group commit: every enqueue that arrived while the last commit ran shares the next.
 
-        The batch is written without a SAVEPOINT per delivery; if one delivery fails, the
-        whole transaction rolls back and the batch is written again with one SAVEPOINT each,
-        so each delivery still succeeds or fails on its own (see deliveries.py).
+        One fsync (synchronous=FULL) then covers a whole burst of deliveries instead of one
+        each. The batch is written without a SAVEPOINT per delivery; if one delivery fails,
+        the whole transaction rolls back and the batch is written again with one SAVEPOINT
+        each, so each delivery still succeeds or fails on its own (see the module docstring).
         """
         while self._pending:
             batch, self._pending = self._pending, []
@@ -170,37 +160,22 @@ class SqliteStore:
             results: list[int | Exception | None]
             try:
                 try:
-                    results = await self._write(
+                    results = await self._db.run_durable(
                         functools.partial(enqueue_all, batch=batch, now=now)
                     )
                 except BatchFailed:
-                    results = await self._write(
+                    results = await self._db.run_durable(
                         functools.partial(enqueue_each, batch=batch, now=now)
                     )
             except Exception as err:  # BEGIN or COMMIT failed: nothing of the batch stuck
-                _answer(batch, [err] * len(batch), None)
-                continue
-            self._unsynced += 1
-            self._db.on_disk(functools.partial(self._on_disk, batch, results))
-
-    def _on_disk(
-        self,
-        batch: Sequence[Enqueue],
-        results: Sequence[int | Exception | None],
-        failure: BaseException | None,
-    ) -> None:
-        self._unsynced -= 1
-        _answer(batch, results, failure)
-        if not self._unsynced and self._synced is not None and not self._synced.done():
-            self._synced.set_result(None)
-
-    async def _write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """`fn` committed on the loop's thread, or in a worker thread while another
-        connection (the worker's process) holds the write lock."""
-        try:
-            return self._db.write_now(fn)
-        except LockTaken:
-            return await self._db.write_in_thread(fn)
+                results = [err] * len(batch)
+            for item, result in zip(batch, results, strict=True):
+                if item.future.done():
+                    continue
+                if isinstance(result, BaseException):
+                    item.future.set_exception(result)
+                else:
+                    item.future.set_result(result)
 
     # -- the worker ---------------------------------------------------------------------------
 
@@ -390,20 +365,3 @@ def _update_sql(
         f"UPDATE jobs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608 - constant SQL
         (*values, now, job_id),
     )
-
-
-def _answer(
-    batch: Sequence[Enqueue],
-    results: Sequence[int | Exception | None],
-    failure: BaseException | None,
-) -> None:
-    """Each delivery of a batch its result, or the sync's failure for all (none is on disk);
-    a future already done (its request was cancelled) is left alone."""
-    for item, result in zip(batch, results, strict=True):
-        if item.future.done():
-            continue
-        outcome = failure if failure is not None else result
-        if isinstance(outcome, BaseException):
-            item.future.set_exception(outcome)
-        else:
-            item.future.set_result(outcome)
