@@ -36,7 +36,10 @@ thread of its processes — the App's edge and its worker's — from /proc) from
 delivery until its last API call was answered (the App's jobs done, the floor's calls
 finished); it prints CPU per command, answers per second, p99 at saturation and the ratios to
 the floor, with the forge's requests per command for both, so the two are seen to make the
-same calls.
+same calls. While the deliveries are answered, each server's event loop (its main thread)
+is on a CPU for a share of the wall time and waits, runnable, for a CPU for another share
+(the scheduler's account): the rest of the time it is idle, every delivery in flight waiting
+for something else (a commit's fsync, a thread's hop).
 Targets (issue #29): CPU per command <= 2x the floor's; command p99 <= 2x the edge floor's
 (its non-command p99); non-command throughput >= 0.8x the floor's. The p99 ratio is printed
 as its two factors: the mean latencies' ratio (16 connections over the throughput) and the
@@ -82,7 +85,7 @@ from benchmarks.command_replicas import (
 from benchmarks.command_servers import SECRET, new_key
 from benchmarks.deliveries import Deliveries
 from benchmarks.edge_targets import Database
-from benchmarks.load_client import pooled_measures, tree_cpu_seconds
+from benchmarks.load_client import loop_schedule, pooled_measures, tree_cpu_seconds
 from benchmarks.webhook_load import (
     _OPEN,
     Measured,
@@ -145,6 +148,8 @@ class Run:
     measured: Measured
     cpu_s: float  # until the last API call behind the deliveries was answered
     forge_requests: int
+    loop_cpu_s: float = 0.0  # while the deliveries were answered: the event loop on a CPU
+    loop_wait_s: float = 0.0  # and runnable, waiting for a CPU other processes held
 
     @property
     def cpu_us(self) -> float:
@@ -153,6 +158,10 @@ class Run:
     @property
     def per_delivery(self) -> float:
         return self.forge_requests / self.measured.requests
+
+    def loop_share(self, seconds: float) -> float:
+        """`seconds` of the event loop's as a share of the answering's wall time."""
+        return seconds / self.measured.seconds if self.measured.seconds > 0 else 0.0
 
 
 def _floor_pending(port: int) -> int:
@@ -177,11 +186,14 @@ def settle(server: Server, timeout_s: float = 300.0) -> None:
 async def measure(server: Server, forge: Server, requests: list[bytes]) -> Run:
     before = fetch_stats(forge.port)["requests"]
     cpu = tree_cpu_seconds(server.process.pid)  # the edge's process and the worker's
+    loop_cpu, loop_wait = loop_schedule(server.process.pid)
     measured = await max_rate(server.port, requests, 16)
+    cpu_then, wait_then = loop_schedule(server.process.pid)
+    loop_cpu, loop_wait = cpu_then - loop_cpu, wait_then - loop_wait
     await asyncio.to_thread(settle, server)
     cpu = tree_cpu_seconds(server.process.pid) - cpu
     after = fetch_stats(forge.port)["requests"]
-    return Run(measured, cpu, after - before)
+    return Run(measured, cpu, after - before, loop_cpu, loop_wait)
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,8 @@ def pooled(runs: Sequence[Run]) -> Run:
         pooled_measures([run.measured for run in runs]),
         sum(run.cpu_s for run in runs),
         sum(run.forge_requests for run in runs),
+        sum(run.loop_cpu_s for run in runs),
+        sum(run.loop_wait_s for run in runs),
     )
 
 
@@ -273,6 +287,12 @@ def format_figures(figures: Figures, index: int) -> str:
     def requests(run: Run) -> float:
         return run.per_delivery
 
+    def on_cpu(run: Run) -> float:
+        return run.loop_share(run.loop_cpu_s)
+
+    def waiting(run: Run) -> float:
+        return run.loop_share(run.loop_wait_s)
+
     apps = figures.apps()
     rows: list[tuple[str, bool, Callable[[Run], float], str]] = [
         ("non-command: answers/s", False, throughput, "{:>10.0f}"),
@@ -281,6 +301,9 @@ def format_figures(figures: Figures, index: int) -> str:
         ("command: p99 ms", True, p99, "{:>10.2f}"),
         ("command: CPU us, answered+run", True, cpu, "{:>10.0f}"),
         ("command: forge requests each", True, requests, "{:>10.2f}"),
+        ("non-command: loop on a CPU", False, on_cpu, "{:>10.2f}"),
+        ("command: loop on a CPU", True, on_cpu, "{:>10.2f}"),
+        ("command: loop waiting for a CPU", True, waiting, "{:>10.2f}"),
     ]
     head = "".join(f"{name:>10}{name + '/fl':>10}" for name, _, _ in apps)
     lines = [f"run {index}:", f"{'':<32}{'floor':>10}{head}"]

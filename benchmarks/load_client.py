@@ -1,8 +1,9 @@
 """The load generator of the webhook benchmarks: a small keep-alive HTTP/1.1 client on asyncio
 streams (cheap on uvloop, so the driver takes little from the servers), closed-loop (`max_rate`)
-and open-loop (`fixed_rate`) runs, what each measured (`Measured`), and a process's CPU time
-from /proc (`cpu_seconds`). benchmarks/webhook_load.py, command_path.py and edge_targets.py
-drive their servers with it.
+and open-loop (`fixed_rate`) runs, what each measured (`Measured`), a process's CPU time from
+/proc (`cpu_seconds`), and its event loop's time on a CPU and waiting for one
+(`loop_schedule`). benchmarks/webhook_load.py, command_path.py and edge_targets.py drive their
+servers with it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,18 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def loop_schedule(pid: int) -> tuple[float, float]:
+    """Seconds the process's main thread (a served App's event loop) has run on a CPU, and
+    seconds it has waited, runnable, for one (the scheduler's /proc/<pid>/task/<pid>/schedstat);
+    (0, 0) without it. Over a run they split its wall time into working, waiting for a CPU
+    other processes held, and idle."""
+    try:
+        running, waiting, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    return int(running) / 1e9, int(waiting) / 1e9
 
 
 def descendants(pid: int) -> list[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks import command_path
 from benchmarks.command_replicas import Comparison
 from tests.support.postgres import require_server
@@ -22,6 +24,8 @@ def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
         "non-command throughput / floor's:",
         "command: forge requests each",
         "burst: 3 commands at 10/s",
+        "command: loop on a CPU",
+        "command: loop waiting for a CPU",
     ):
         assert line in table, table
     run = figures[0]
@@ -29,6 +33,10 @@ def test_the_command_path_benchmark_runs_and_prints_its_ratios() -> None:
     for measured in (run.floor_non, run.app_non, run.floor_cmd, run.app_cmd):  # 2 rounds pooled
         assert (measured.measured.requests, measured.measured.failures) == (40, 0)
         assert len(measured.measured.latencies_ms) == 40
+    # The scheduler's account of each server's event loop while it answered (Linux /proc).
+    if Path("/proc/self/schedstat").exists():
+        assert run.app_cmd.loop_cpu_s > 0 and run.floor_non.loop_cpu_s > 0
+        assert min(r.loop_wait_s for r in (run.app_cmd, run.floor_cmd)) >= 0
     # Both answered the commands and made their calls: the App's jobs ran against the forge.
     assert run.app_cmd.forge_requests >= 3 * 40 and run.floor_cmd.forge_requests >= 3 * 40
 
