@@ -183,7 +183,7 @@ class PostgresStore:
             return
         await self._stop_tasks()
         with contextlib.suppress(psycopg.Error):
-            await self._send_outcomes()  # before the requeue below: these jobs are done
+            await self._outcomes_written()  # before the requeue below: these jobs are done
         for batcher in (self._updates, self._enqueues):
             if batcher is not None:
                 with contextlib.suppress(psycopg.Error):
@@ -430,6 +430,15 @@ class PostgresStore:
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
+    async def _outcomes_written(self) -> None:
+        """Every outcome this replica has recorded, written: those waiting for a claim sent
+        now, and those already on their way (`_outcomes_alone`) waited for. A read must see
+        them, and a prune's `FOR UPDATE SKIP LOCKED` would skip their rows while that write
+        holds them."""
+        await self._send_outcomes()
+        if self._sending:
+            await asyncio.wait(list(self._sending))
+
     async def _send_outcomes(self) -> None:
         outcomes = self._take_outcomes()
         if not outcomes:
@@ -478,19 +487,19 @@ class PostgresStore:
     # -- reading ------------------------------------------------------------------------------
 
     async def job(self, job_id: int) -> JobRecord | None:
-        await self._send_outcomes()
+        await self._outcomes_written()
         async with self._connection().connection() as conn:
             found = await select_jobs(conn, [job_id])
         return found[0] if found else None
 
     async def jobs(self, limit: int = 100) -> list[JobRecord]:
-        await self._send_outcomes()
+        await self._outcomes_written()
         async with self._connection().connection() as conn:
             cursor = await conn.execute(f"{SELECT_JOBS} ORDER BY j.id DESC LIMIT %s", (limit,))
             return [job_record(row) for row in await cursor.fetchall()]
 
     async def counts(self) -> dict[str, int]:
-        await self._send_outcomes()
+        await self._outcomes_written()
         async with self._connection().connection() as conn:
             cursor = await conn.execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state")
             return job_counts((row["state"], row["n"]) for row in await cursor.fetchall())
@@ -541,7 +550,7 @@ class PostgresStore:
                 return pruned
 
     async def prune_jobs(self, before: float) -> PrunedJobs:
-        await self._send_outcomes()  # this replica's finished jobs are finished for it too
+        await self._outcomes_written()  # this replica's finished jobs are finished for it too
         pruned = PrunedJobs()
         while True:
             async with self._connection().connection() as conn, conn.transaction():
