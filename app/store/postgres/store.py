@@ -404,7 +404,8 @@ class PostgresStore:
         within OUTCOME_WAIT_S leaves it to go alone. Like the worker's other bookkeeping it is
         not durable (`synchronous_commit = off`): a replica that dies before it is sent
         leaves the job running until its lease passes, then it runs again (at least once).
-        This replica's own reads (`job`, `jobs`, `counts`) send it first."""
+        This replica's own reads (`job`, `jobs`, `counts`) and prunes send it first, or wait
+        for it if it is already on its way (`_outcomes_written`)."""
         self._bookkeeping()  # open, or raise as the other writes do
         self._defer([Update(job_id, self._clock(), state, result=result)])
 
