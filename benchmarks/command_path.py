@@ -149,7 +149,7 @@ class Run:
     cpu_s: float  # until the last API call behind the deliveries was answered
     forge_requests: int
     loop_cpu_s: float = 0.0  # while the deliveries were answered: the event loop on a CPU
-    loop_wait_s: float = 0.0  # and runnable, waiting for a CPU other processes held
+    loop_wait_s: float = 0.0  # and runnable, waiting for a CPU other tasks held
 
     @property
     def cpu_us(self) -> float:

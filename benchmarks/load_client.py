@@ -32,7 +32,7 @@ def loop_schedule(pid: int) -> tuple[float, float]:
     """Seconds the process's main thread (a served App's event loop) has run on a CPU, and
     seconds it has waited, runnable, for one (the scheduler's /proc/<pid>/task/<pid>/schedstat);
     (0, 0) without it. Over a run they split its wall time into working, waiting for a CPU
-    other processes held, and idle."""
+    other tasks held, and idle."""
     try:
         running, waiting, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
     except (OSError, ValueError):
